@@ -1,0 +1,41 @@
+# `make demo` and `make test` each create .venv when missing and install what they need.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+SOURCES := src tests benchmarks scripts
+
+.PHONY: demo test lint typecheck unit bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# One stamp per set of extras; reinstalled whenever pyproject.toml changes.
+$(VENV)/.demo-installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[cli]"
+	touch $@
+
+$(VENV)/.test-installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	touch $@ $(VENV)/.demo-installed
+
+demo: $(VENV)/.demo-installed
+	$(BIN)/frameldp demo
+
+test: lint typecheck unit
+
+lint: $(VENV)/.test-installed
+	$(BIN)/ruff check $(SOURCES)
+	$(BIN)/ruff format --check $(SOURCES)
+
+typecheck: $(VENV)/.test-installed
+	$(BIN)/mypy
+
+unit: $(VENV)/.test-installed
+	$(BIN)/python -m pytest
+
+bench: $(VENV)/.test-installed
+	$(BIN)/python benchmarks/bench_foundation.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

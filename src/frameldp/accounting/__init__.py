@@ -1,0 +1,5 @@
+"""Privacy accounting: guarantees of mechanisms and their composition (numpy / scipy only)."""
+
+from frameldp.accounting.guarantee import PrivacyGuarantee, compose
+
+__all__ = ["PrivacyGuarantee", "compose"]

@@ -1,0 +1,273 @@
+"""Public domains, integer codes, and bit-packed one-hot / k-hot encodings.
+
+A :class:`Domain` is the public, ordered list of categories a column may take, plus optional
+reserved buckets: ``unknown="other"`` maps values outside the list to an ``OTHER`` bucket and
+``nulls="category"`` maps nulls to a null bucket. Bucket ``j`` of every encoding, report and
+estimate is ``domain.labels[j]``.
+
+The domain must come from the caller (a list, a pandas ``CategoricalDtype`` or a polars
+``Enum``): deriving it from the data would reveal which rare values occur, outside any privacy
+guarantee.
+
+Bit vectors are ``uint8`` arrays of shape ``(n, ceil(k / 8))``, bit ``j`` of a row being bit
+``7 - j % 8`` of byte ``j // 8`` (``numpy.packbits`` order); padding bits are zero.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from frameldp.errors import DomainError, ParameterError
+
+__all__ = [
+    "OTHER",
+    "Domain",
+    "count_bits",
+    "k_hot_packed",
+    "one_hot_packed",
+    "packed_width",
+    "unpack_bits",
+]
+
+OTHER: Final = "<other>"
+"""Label of the reserved bucket for values outside the domain (``unknown="other"``)."""
+
+UnknownPolicy = Literal["raise", "other"]
+NullPolicy = Literal["raise", "category"]
+
+_COUNT_BLOCK: Final = 255  # rows summed in uint8 lanes before they could overflow
+
+
+def packed_width(num_bits: int) -> int:
+    """Bytes per row of a packed bit vector of ``num_bits`` bits."""
+    return -(-num_bits // 8)
+
+
+def _is_null(value: object) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+@dataclass(frozen=True)
+class Domain:
+    """The public, ordered set of buckets of a categorical column.
+
+    Parameters
+    ----------
+    categories
+        The public categories, in order. A list or tuple, or any object with a ``categories``
+        attribute (a pandas ``CategoricalDtype``, a polars ``Enum``).
+    unknown
+        ``"raise"`` (default): a value outside ``categories`` is an error. ``"other"``: it is
+        mapped to a reserved bucket labelled :data:`OTHER`.
+    nulls
+        ``"raise"`` (default): a null is an error. ``"category"``: nulls form a reserved bucket
+        labelled ``None``.
+    """
+
+    categories: tuple[Hashable, ...]
+    unknown: UnknownPolicy = "raise"
+    nulls: NullPolicy = "raise"
+    _index: dict[Hashable, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.unknown not in ("raise", "other"):
+            raise ParameterError(f"unknown must be 'raise' or 'other', got {self.unknown!r}")
+        if self.nulls not in ("raise", "category"):
+            raise ParameterError(f"nulls must be 'raise' or 'category', got {self.nulls!r}")
+        categories = tuple(self.categories)
+        if len(categories) + self.has_other + self.has_null < 2:
+            raise DomainError(f"domain must have at least 2 buckets, got {list(categories)!r}")
+        index: dict[Hashable, int] = {}
+        for position, value in enumerate(categories):
+            if _is_null(value):
+                raise DomainError(
+                    f"domain contains a null at position {position}; use nulls='category' "
+                    "to give nulls their own bucket"
+                )
+            if value in index:
+                raise DomainError(f"domain contains {value!r} twice")
+            index[value] = position
+        if self.has_other and OTHER in index:
+            raise DomainError(f"domain contains the reserved label {OTHER!r}")
+        object.__setattr__(self, "categories", categories)
+        object.__setattr__(self, "_index", index)
+
+    @classmethod
+    def coerce(
+        cls,
+        domain: Domain | Iterable[Hashable] | Any,
+        *,
+        unknown: UnknownPolicy | None = None,
+        nulls: NullPolicy | None = None,
+    ) -> Domain:
+        """A :class:`Domain` from a list, a categorical dtype, or a Domain (policies override)."""
+        if isinstance(domain, Domain):
+            if unknown is None and nulls is None:
+                return domain
+            return cls(domain.categories, unknown or domain.unknown, nulls or domain.nulls)
+        if isinstance(domain, str | bytes):
+            raise DomainError(
+                f"domain must be a list of categories, got the string {domain!r}"
+                + ("; pass domain='infer' to a frame method to infer it" if domain else "")
+            )
+        categories = getattr(domain, "categories", domain)
+        if categories is None:
+            raise DomainError("domain must be given: the categorical dtype has no categories")
+        if not isinstance(categories, Iterable):
+            raise DomainError(f"domain must be a list of categories, got {domain!r}")
+        return cls(tuple(categories), unknown or "raise", nulls or "raise")
+
+    @property
+    def has_other(self) -> bool:
+        """Whether values outside the categories have a reserved bucket."""
+        return self.unknown == "other"
+
+    @property
+    def has_null(self) -> bool:
+        """Whether nulls have a reserved bucket."""
+        return self.nulls == "category"
+
+    @property
+    def size(self) -> int:
+        """Number of buckets ``k``, reserved buckets included."""
+        return len(self.categories) + self.has_other + self.has_null
+
+    @property
+    def labels(self) -> tuple[Hashable, ...]:
+        """Label of every bucket, in code order (``OTHER``, then ``None`` for nulls, last)."""
+        return self.categories + ((OTHER,) if self.has_other else ()) + (
+            (None,) if self.has_null else ()
+        )
+
+    @property
+    def other_code(self) -> int:
+        """Code of the :data:`OTHER` bucket (only meaningful when ``has_other``)."""
+        return len(self.categories)
+
+    @property
+    def null_code(self) -> int:
+        """Code of the null bucket (only meaningful when ``has_null``)."""
+        return len(self.categories) + self.has_other
+
+    def encode(self, values: Iterable[Any], *, column: str = "values") -> NDArray[np.int64]:
+        """Integer codes of plain Python / numpy values (the frame layers use native codes)."""
+        items = list(values)
+        raw = np.fromiter((self._index.get(v, -1) for v in items), dtype=np.int64, count=len(items))
+        null = np.fromiter((_is_null(v) for v in items), dtype=bool, count=len(items))
+        return self.resolve(raw, null, column=column, value_at=items.__getitem__)
+
+    def resolve(
+        self,
+        raw_codes: NDArray[np.integer[Any]],
+        null_mask: NDArray[np.bool_],
+        *,
+        column: str,
+        value_at: Callable[[int], object],
+    ) -> NDArray[np.int64]:
+        """Apply the null and unknown policies to category codes (``-1`` = not a category).
+
+        ``value_at(i)`` returns the original value of row ``i``; it is only called to name the
+        first offending value in an error message.
+        """
+        codes = np.asarray(raw_codes, dtype=np.int64).copy()
+        missing = codes < 0
+        if not missing.any():
+            return codes
+        unknown = missing & ~null_mask
+        if null_mask.any():
+            if not self.has_null:
+                row = int(np.flatnonzero(null_mask)[0])
+                raise DomainError(
+                    f"column {column!r}: null at row {row} "
+                    f"({int(null_mask.sum())} nulls in all); pass nulls='category' to give "
+                    "nulls their own bucket, or drop them first"
+                )
+            codes[null_mask] = self.null_code
+        if unknown.any():
+            if not self.has_other:
+                row = int(np.flatnonzero(unknown)[0])
+                raise DomainError(
+                    f"column {column!r}: value {value_at(row)!r} at row {row} is not in the "
+                    f"domain of {len(self.categories)} categories ({int(unknown.sum())} such "
+                    "rows); pass unknown='other' to map such values to a reserved bucket"
+                )
+            codes[unknown] = self.other_code
+        return codes
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-serializable description (categories must be JSON scalars)."""
+        return {"categories": list(self.categories), "unknown": self.unknown, "nulls": self.nulls}
+
+
+def one_hot_packed(codes: NDArray[np.int64], num_bits: int) -> NDArray[np.uint8]:
+    """Bit-packed one-hot vectors ``(n, ceil(num_bits / 8))`` of codes in ``[0, num_bits)``."""
+    _check_codes(codes, num_bits)
+    packed = np.zeros((codes.size, packed_width(num_bits)), dtype=np.uint8)
+    packed[np.arange(codes.size), codes >> 3] = (0x80 >> (codes & 7)).astype(np.uint8)
+    return packed
+
+
+def k_hot_packed(
+    offsets: NDArray[np.int64],
+    codes: NDArray[np.int64],
+    num_bits: int,
+    *,
+    max_weight: int,
+    column: str = "values",
+) -> NDArray[np.uint8]:
+    """Bit-packed k-hot vectors of set-valued cells given in CSR form.
+
+    Row ``i`` holds ``codes[offsets[i]:offsets[i + 1]]``; repeated items count once (a cell is a
+    set). A row with more than ``max_weight`` distinct items raises :class:`DomainError`.
+    """
+    _check_codes(codes, num_bits)
+    num_rows = offsets.size - 1
+    rows = np.repeat(np.arange(num_rows, dtype=np.int64), np.diff(offsets))
+    flat = np.unique(rows * num_bits + codes)
+    rows, items = np.divmod(flat, num_bits)
+    weights = np.bincount(rows, minlength=num_rows)
+    if num_rows and weights.max(initial=0) > max_weight:
+        row = int(np.argmax(weights > max_weight))
+        raise DomainError(
+            f"column {column!r}: row {row} holds {int(weights[row])} distinct items, more than "
+            f"max_weight={max_weight}"
+        )
+    width = packed_width(num_bits)
+    packed = np.zeros(num_rows * width, dtype=np.uint8)
+    np.bitwise_or.at(packed, rows * width + (items >> 3), (0x80 >> (items & 7)).astype(np.uint8))
+    return packed.reshape(num_rows, width)
+
+
+def _check_codes(codes: NDArray[np.int64], num_bits: int) -> None:
+    if codes.size and (codes.min() < 0 or codes.max() >= num_bits):
+        raise DomainError(f"codes must be in [0, {num_bits}), got values in "
+                          f"[{codes.min()}, {codes.max()}]")
+
+
+def unpack_bits(packed: NDArray[np.uint8], num_bits: int) -> NDArray[np.uint8]:
+    """Unpack ``(n, ceil(k/8))`` packed rows into an ``(n, k)`` array of 0/1."""
+    return np.unpackbits(packed, axis=1, count=num_bits)
+
+
+def count_bits(packed: NDArray[np.uint8], num_bits: int) -> NDArray[np.int64]:
+    """Per-bit totals over the rows of a packed bit matrix, in bounded memory.
+
+    Rows are unpacked 255 at a time and summed in ``uint8`` lanes (255 ones cannot overflow),
+    so the temporary is ``255 * k`` bytes whatever ``n`` is.
+    """
+    if packed.ndim != 2 or packed.shape[1] != packed_width(num_bits):
+        raise ParameterError(
+            f"reports must have shape (n, {packed_width(num_bits)}) for {num_bits} bits, "
+            f"got {packed.shape}"
+        )
+    totals = np.zeros(num_bits, dtype=np.int64)
+    for start in range(0, packed.shape[0], _COUNT_BLOCK):
+        block = np.unpackbits(packed[start : start + _COUNT_BLOCK], axis=1, count=num_bits)
+        totals += block.sum(axis=0, dtype=np.uint8)
+    return totals

@@ -1,0 +1,203 @@
+"""k-ary randomized response (generalized / direct encoding), binary RR for k = 2."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import cached_property
+from typing import Any, ClassVar, Final
+
+import numpy as np
+from numpy.typing import NDArray
+
+from frameldp.accounting import PrivacyGuarantee
+from frameldp.accounting._rounding import log_upper
+from frameldp.core.encoding import Domain
+from frameldp.core.estimation import FrequencyEstimate, debias_direct_counts
+from frameldp.core.mechanisms._spec import FLOAT_MARGIN, check_epsilon, fingerprint, register
+from frameldp.core.randomness import (
+    PRECISION_BITS,
+    RandomSource,
+    bernoulli_packed,
+    dyadic_at_least,
+    dyadic_at_most,
+    uniform_integers,
+)
+from frameldp.errors import ParameterError
+
+__all__ = ["RandomizedResponse"]
+
+_ONE: Final = 1 << PRECISION_BITS
+
+
+@register("randomized_response")
+@dataclass(frozen=True)
+class RandomizedResponse:
+    r"""k-ary randomized response over a public domain of ``k`` buckets.
+
+    Report the true bucket with probability ``p = e^epsilon / (e^epsilon + k - 1)``, otherwise
+    one of the other ``k - 1`` buckets uniformly at random. For ``k = 2`` this is Warner's
+    binary randomized response.
+
+    Parameters
+    ----------
+    epsilon
+        Target privacy loss (> 0).
+    domain
+        The public domain (list, categorical dtype or :class:`~frameldp.core.encoding.Domain`).
+
+    Privacy
+    -------
+    Any output is reported with probability ``p`` under one input and at least
+    ``q = (1 - p) / (k - 1)`` under any other, so the mechanism is ``ln(p / q)``-LDP, which is
+    ``epsilon`` [1]_ [2]_. The probability of reporting another bucket is realized exactly as a
+    multiple of ``2**-64`` at least as large as requested (more noise); ``privacy`` reports
+    ``ln(p / q)`` of the realized probabilities, rounded up, as a
+    :class:`~frameldp.accounting.PrivacyGuarantee`.
+
+    Estimation
+    ----------
+    ``ĉ_j = (Y_j - n q) / (p - q)`` is unbiased with variance
+    ``(c_j p (1 - p) + (n - c_j) q (1 - q)) / (p - q)^2`` [2]_ [3]_.
+
+    References
+    ----------
+    .. [1] S. L. Warner, "Randomized Response", JASA 60(309), 1965.
+    .. [2] P. Kairouz, K. Bonawitz, D. Ramage, "Discrete Distribution Estimation under Local
+       Privacy", ICML 2016.
+    .. [3] T. Wang, J. Blocki, N. Li, S. Jha, "Locally Differentially Private Protocols for
+       Frequency Estimation", USENIX Security 2017.
+
+    Examples
+    --------
+    >>> mech = RandomizedResponse(2.0, domain=["AA", "DL", "UA"])
+    >>> round(mech.keep_probability, 6)
+    0.786986
+    >>> mech.privacy.epsilon <= 2.0
+    True
+    """
+
+    name: ClassVar[str] = "randomized_response"
+
+    epsilon: float
+    domain: Domain = field(kw_only=True)
+    _move_numerator: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        owner = "RandomizedResponse"
+        object.__setattr__(self, "domain", Domain.coerce(self.domain))
+        epsilon = check_epsilon(self.epsilon, owner)
+        object.__setattr__(self, "epsilon", epsilon)
+        k = self.k
+        if k > 1 << 32:
+            raise ParameterError(f"{owner}: domain size must be at most 2**32, got {k}")
+        # P[move] = (k - 1) / (e^eps + k - 1) = (k - 1) e^-eps / (1 + (k - 1) e^-eps)
+        scaled = (k - 1) * math.exp(-epsilon)
+        exact = scaled / (1.0 + scaled)
+        uniform = Fraction(k - 1, k)
+        numerator = min(dyadic_at_least(exact * (1 + FLOAT_MARGIN)), dyadic_at_most(uniform))
+        object.__setattr__(self, "_move_numerator", max(1, numerator))
+        if self._ratio <= 1:
+            raise ParameterError(
+                f"{owner}: epsilon={epsilon!r} is too small to realize for k={k}; "
+                "the reports would be uniform noise"
+            )
+
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any]) -> RandomizedResponse:
+        """Rebuild from :meth:`to_spec`."""
+        return cls(
+            spec["epsilon"],
+            domain=Domain.coerce(
+                spec["domain"]["categories"],
+                unknown=spec["domain"]["unknown"],
+                nulls=spec["domain"]["nulls"],
+            ),
+        )
+
+    def to_spec(self) -> dict[str, Any]:
+        """JSON-serializable parameters (rebuilding realizes the same noise)."""
+        return {"mechanism": self.name, "epsilon": self.epsilon, "domain": self.domain.to_json()}
+
+    @property
+    def k(self) -> int:
+        """Number of buckets (reserved buckets included)."""
+        return self.domain.size
+
+    @property
+    def _ratio(self) -> Fraction:
+        """Realized ``p / q`` as an exact rational."""
+        move = self._move_numerator
+        return Fraction((_ONE - move) * (self.k - 1), move)
+
+    @property
+    def keep_probability(self) -> float:
+        """Realized ``p``: probability of reporting the true bucket."""
+        return (_ONE - self._move_numerator) / 2.0**PRECISION_BITS
+
+    @property
+    def other_probability(self) -> float:
+        """Realized ``q``: probability of reporting one given other bucket."""
+        return self._move_numerator / 2.0**PRECISION_BITS / (self.k - 1)
+
+    @cached_property
+    def privacy(self) -> PrivacyGuarantee:
+        """Pure epsilon ``ln(p / q)`` of the realized probabilities, rounded up."""
+        return PrivacyGuarantee(
+            log_upper(self._ratio),
+            self.name,
+            {"k": self.k, "keep_probability": self.keep_probability},
+        )
+
+    @cached_property
+    def _stream_suffix(self) -> str:
+        return fingerprint(self.to_spec())
+
+    def randomize(
+        self,
+        codes: NDArray[np.int64],
+        *,
+        source: RandomSource,
+        label: str,
+        row_start: int = 0,
+    ) -> NDArray[np.int64]:
+        """Randomize integer codes in ``[0, k)``.
+
+        Row ``i`` moves with the exact Bernoulli bit ``i`` of one keyed stream and, if it
+        moves, goes to ``u + (u >= code)`` for an exactly uniform ``u`` in ``[0, k - 1)`` from a
+        second stream; both are functions of (key, ``label``, spec, ``row_start + i``) only.
+        """
+        codes = np.asarray(codes, dtype=np.int64)
+        if codes.ndim != 1:
+            raise ParameterError(f"codes must be one-dimensional, got shape {codes.shape}")
+        if codes.size and (codes.min() < 0 or codes.max() >= self.k):
+            raise ParameterError(f"codes must be in [0, {self.k}), got values outside")
+        n = codes.size
+        prefix = f"{label}\x1f{self._stream_suffix}"
+        moves = bernoulli_packed(
+            source.stream(prefix + "\x1fmove"),
+            self._move_numerator,
+            row_start=row_start,
+            num_rows=n,
+            bits_per_row=1,
+        ).ravel().astype(bool)
+        if self.k == 2:
+            others = 1 - codes
+        else:
+            shift = uniform_integers(
+                source.stream(prefix + "\x1fother"), self.k - 1, row_start=row_start, num_rows=n
+            )
+            others = shift + (shift >= codes)
+        return np.where(moves, others, codes)
+
+    def estimate(self, reports: NDArray[np.int64]) -> FrequencyEstimate:
+        """Debiased counts from report codes."""
+        reports = np.asarray(reports, dtype=np.int64)
+        return self.debias(np.bincount(reports, minlength=self.k), reports.size)
+
+    def debias(self, report_counts: NDArray[np.int64], n: int) -> FrequencyEstimate:
+        """Debiased counts from the report histogram of ``n`` reports (for tree reductions)."""
+        return debias_direct_counts(
+            report_counts, n, self.keep_probability, self.other_probability
+        )

@@ -1,0 +1,309 @@
+"""Keyed cryptographic randomness, addressed by (key, stream label, position).
+
+Every random bit frameldp uses for privacy noise is a pure function of
+
+* a 256-bit **key** — fresh from :mod:`secrets` for every privatization by default, given by the
+  caller (``key=``) for idempotent re-runs of the same job, or derived from an integer ``seed=``
+  for reproducible tests and simulations (insecure: anyone who knows the seed knows the noise);
+* a **stream label** — which column and which mechanism the noise is for, so that two columns or
+  two mechanisms never share noise (shared noise would void composition);
+* a **position** — the row (and bit) the noise is for.
+
+The stream for label ``L`` is AES-256 under the subkey ``HMAC-SHA256(key, "frameldp.v1:" + L)``
+used as a block function on 128-bit counters ``lane (32 bits) || 0 (32 bits) || block (64 bits)``.
+A contiguous range of blocks is AES-CTR output; scattered blocks are AES-ECB of their counters;
+both give the same bytes for the same counter. Hence any range of rows can be generated on its
+own and equals the corresponding slice of generating all rows: chunks, partitions and lazy plans
+computed twice need no coordination and always yield the same reports.
+
+numpy's PCG64 is never used here: its state can be recovered from its output.
+
+Samplers
+--------
+:func:`bernoulli_packed`
+    Independent Bernoulli(q) bits, bit-packed, for a dyadic ``q = numerator / 2**64`` realized
+    *exactly* (not approximately) by comparing a uniform 64-bit fraction with ``q``, bit-sliced:
+    the first :data:`PLANES` bits of every comparison come from whole keystream "planes" combined
+    with bitwise operations (no per-bit branching), and the ~``2**-PLANES`` of positions still
+    undecided after them draw their remaining bits individually.
+:func:`uniform_integers`
+    Exactly uniform integers in ``[0, k)`` by rejection sampling of 32-bit words (no modulo bias).
+
+References
+----------
+.. [1] NIST SP 800-38A, "Recommendation for Block Cipher Modes of Operation", Sec. 6.5 (CTR).
+.. [2] D. Lemire, "Fast Random Integer Generation in an Interval", ACM TOMACS 29(1), 2019.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Final
+
+import numpy as np
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+from numpy.typing import NDArray
+
+from frameldp.errors import ParameterError
+
+__all__ = [
+    "KEY_BYTES",
+    "PLANES",
+    "PRECISION_BITS",
+    "KeyedStream",
+    "RandomSource",
+    "bernoulli_packed",
+    "dyadic_at_least",
+    "dyadic_at_most",
+    "resolve_source",
+    "uniform_integers",
+]
+
+KEY_BYTES: Final = 32
+PRECISION_BITS: Final = 64
+"""Realized probabilities are multiples of ``2**-PRECISION_BITS``."""
+PLANES: Final = 8
+"""Leading comparison bits drawn as whole bit-sliced keystream planes."""
+
+_BLOCK: Final = 16
+_WORK_BYTES: Final = 1 << 20  # bytes of output per bit-sliced step: stays in L2 cache
+_TAIL_LANE: Final = 0xFFFF_FFFF
+_LABEL_PREFIX: Final = b"frameldp.v1:"
+_SEED_PREFIX: Final = b"frameldp.v1.insecure-seed:"
+
+
+@dataclass(frozen=True, repr=False)
+class RandomSource:
+    """A 256-bit key from which every noise stream of one privatization is derived.
+
+    Create one with :meth:`fresh` (the default: a new secret key), :meth:`from_key` (the caller
+    keeps the key to re-run the *same* job on the *same* input idempotently) or :meth:`from_seed`
+    (reproducible and **insecure**). Reusing a key on different data reuses noise across
+    different people and voids the privacy guarantee.
+    """
+
+    key: bytes
+    seeded: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.key, bytes) or len(self.key) != KEY_BYTES:
+            shown = f"{len(self.key)} bytes" if isinstance(self.key, bytes) else repr(self.key)
+            raise ParameterError(f"key must be {KEY_BYTES} bytes, got {shown}")
+
+    @classmethod
+    def fresh(cls) -> RandomSource:
+        """A new key from the operating system's CSPRNG."""
+        return cls(secrets.token_bytes(KEY_BYTES))
+
+    @classmethod
+    def from_key(cls, key: bytes) -> RandomSource:
+        """Use a caller-held secret key (exactly 32 bytes)."""
+        return cls(bytes(key) if isinstance(key, bytearray | memoryview) else key)
+
+    @classmethod
+    def from_seed(cls, seed: int) -> RandomSource:
+        """Derive a key from an integer: reproducible, and insecure by construction."""
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise ParameterError(f"seed must be an int, got {seed!r}")
+        length = max(1, (seed.bit_length() + 8) // 8)
+        digest = hashlib.sha256(_SEED_PREFIX + seed.to_bytes(length, "big", signed=True))
+        return cls(digest.digest(), seeded=True)
+
+    def stream(self, label: str) -> KeyedStream:
+        """The independent stream for ``label`` (HMAC-SHA256 key derivation)."""
+        subkey = hmac.new(self.key, _LABEL_PREFIX + label.encode("utf-8"), hashlib.sha256)
+        return KeyedStream(subkey.digest())
+
+    def __repr__(self) -> str:
+        kind = "seeded, insecure" if self.seeded else "secret key"
+        return f"RandomSource(<{kind}>)"
+
+
+def resolve_source(key: bytes | None = None, seed: int | None = None) -> RandomSource:
+    """The source for a call's ``key=`` / ``seed=`` arguments: a fresh key when both are None."""
+    if key is not None and seed is not None:
+        raise ParameterError("pass at most one of key= and seed=, got both")
+    if key is not None:
+        return RandomSource.from_key(key)
+    if seed is not None:
+        return RandomSource.from_seed(seed)
+    return RandomSource.fresh()
+
+
+class KeyedStream:
+    """AES-256 keystream of one label, addressable by (lane, block index)."""
+
+    __slots__ = ("_aes",)
+
+    def __init__(self, subkey: bytes) -> None:
+        self._aes = algorithms.AES(subkey)
+
+    def contiguous(self, lane: int, byte_start: int, nbytes: int) -> NDArray[np.uint8]:
+        """Keystream bytes ``[byte_start, byte_start + nbytes)`` of ``lane`` (AES-CTR)."""
+        first_block, skip = divmod(byte_start, _BLOCK)
+        total = skip + nbytes
+        counter = (lane << 96 | first_block).to_bytes(_BLOCK, "big")
+        buffer = bytearray(total + _BLOCK - 1)
+        encryptor = Cipher(self._aes, modes.CTR(counter)).encryptor()
+        encryptor.update_into(_zeros(total), buffer)
+        return np.frombuffer(buffer, dtype=np.uint8, count=nbytes, offset=skip)
+
+    def blocks_at(self, lane: int, blocks: NDArray[np.uint64]) -> NDArray[np.uint8]:
+        """The 16-byte keystream blocks at the given block indices of ``lane`` (AES-ECB)."""
+        counters = np.zeros((blocks.size, 2), dtype=">u8")
+        counters[:, 0] = np.uint64(lane) << np.uint64(32)
+        counters[:, 1] = blocks
+        encryptor = Cipher(self._aes, modes.ECB()).encryptor()
+        out = encryptor.update(counters.tobytes()) + encryptor.finalize()
+        return np.frombuffer(out, dtype=np.uint8).reshape(blocks.size, _BLOCK)
+
+
+_ZEROS = bytes(0)
+
+
+def _zeros(nbytes: int) -> memoryview:
+    """A read-only zero buffer of at least ``nbytes``, reused across calls."""
+    global _ZEROS
+    if len(_ZEROS) < nbytes:
+        _ZEROS = bytes(max(nbytes, 2 * len(_ZEROS)))
+    return memoryview(_ZEROS)[:nbytes]
+
+
+def dyadic_at_least(probability: float | Fraction) -> int:
+    """Numerator of the smallest multiple of ``2**-64`` that is >= ``probability``."""
+    scaled = Fraction(probability) * (1 << PRECISION_BITS)
+    return -((-scaled.numerator) // scaled.denominator)
+
+
+def dyadic_at_most(probability: float | Fraction) -> int:
+    """Numerator of the largest multiple of ``2**-64`` that is <= ``probability``."""
+    scaled = Fraction(probability) * (1 << PRECISION_BITS)
+    return scaled.numerator // scaled.denominator
+
+
+def bernoulli_packed(
+    stream: KeyedStream,
+    numerator: int,
+    *,
+    row_start: int,
+    num_rows: int,
+    bits_per_row: int,
+) -> NDArray[np.uint8]:
+    """Independent Bernoulli(``numerator / 2**64``) bits, packed ``(num_rows, ceil(bits/8))``.
+
+    Bits are packed most significant first (``numpy.packbits`` order); padding bits of the last
+    byte of each row are zero. Bit ``j`` of row ``i`` depends only on (stream, ``i``, ``j``).
+
+    Exactness: a bit is 1 iff a uniform 64-bit fraction ``U`` is below ``numerator / 2**64``.
+    Comparing most significant bit first, plane ``t`` supplies bit ``t`` of ``U`` for every
+    position; a position is decided as soon as its bit differs from the threshold's. After
+    :data:`PLANES` planes the still-undecided positions (probability ``2**-PLANES``) compare
+    the remaining ``64 - PLANES`` bits drawn from their own counter block.
+    """
+    if not 0 <= numerator <= 1 << PRECISION_BITS:
+        raise ParameterError(f"numerator must be in [0, 2**64], got {numerator}")
+    width = -(-bits_per_row // 8)
+    out = np.zeros(num_rows * width, dtype=np.uint8)
+    if numerator == 1 << PRECISION_BITS:
+        out[:] = 0xFF
+    elif numerator > 0:
+        step = max(width, _WORK_BYTES - _WORK_BYTES % width)
+        for offset in range(0, out.size, step):
+            stop = min(offset + step, out.size)
+            _bernoulli_bytes(
+                stream, numerator, out[offset:stop], row_start * width + offset, width, bits_per_row
+            )
+    packed = out.reshape(num_rows, width)
+    if bits_per_row % 8:
+        packed[:, -1] &= np.uint8((0xFF << (8 - bits_per_row % 8)) & 0xFF)
+    return packed
+
+
+def _bernoulli_bytes(
+    stream: KeyedStream,
+    numerator: int,
+    out: NDArray[np.uint8],
+    byte_start: int,
+    width: int,
+    bits_per_row: int,
+) -> None:
+    """Fill ``out`` (global bytes ``[byte_start, ...)``) with bit-sliced Bernoulli bits."""
+    nbytes = out.size
+    padded = -(-nbytes // 8) * 8
+    decided = np.zeros(padded // 8, dtype=np.uint64)
+    undecided = np.full(padded // 8, np.iinfo(np.uint64).max, dtype=np.uint64)
+    remainder = numerator
+    for plane in range(PLANES):
+        if remainder == 0:
+            break
+        uniform = stream.contiguous(plane + 1, byte_start, padded).view(np.uint64)
+        threshold_bit = (numerator >> (PRECISION_BITS - 1 - plane)) & 1
+        remainder &= (1 << (PRECISION_BITS - 1 - plane)) - 1
+        if threshold_bit:
+            # U's bit is 0 where the threshold's is 1: U < q is decided true there.
+            decided |= undecided & ~uniform
+            undecided &= uniform
+        else:
+            # U's bit is 1 where the threshold's is 0: U > q is decided false there.
+            undecided &= ~uniform
+    result = decided.view(np.uint8)
+    if remainder:
+        _decide_tail(stream, remainder, result, undecided, byte_start, width, bits_per_row)
+    out[:] = result[:nbytes]
+
+
+def _decide_tail(
+    stream: KeyedStream,
+    remainder: int,
+    result: NDArray[np.uint8],
+    undecided: NDArray[np.uint64],
+    byte_start: int,
+    width: int,
+    bits_per_row: int,
+) -> None:
+    """Finish the comparisons still tied after the planes, one counter block per position."""
+    words = np.flatnonzero(undecided)
+    if words.size == 0:
+        return
+    bits = np.unpackbits(undecided[words].view(np.uint8).reshape(-1, 8), axis=1)
+    word_of, bit_of = np.nonzero(bits)
+    local = words[word_of] * 64 + bit_of
+    position = byte_start * 8 + local
+    keep = position % (width * 8) < bits_per_row
+    local, position = local[keep], position[keep]
+    draws = stream.blocks_at(_TAIL_LANE, position.astype(np.uint64))
+    # The first 8 bytes of the block, big-endian, are uniform on [0, 2**64); their top
+    # 64 - PLANES bits continue the comparison where the planes stopped.
+    tail = draws[:, :8].copy().view(">u8").ravel() >> np.uint64(PLANES)
+    hits = local[tail < np.uint64(remainder)]
+    np.bitwise_or.at(result, hits // 8, (0x80 >> (hits % 8)).astype(np.uint8))
+
+
+def uniform_integers(
+    stream: KeyedStream, k: int, *, row_start: int, num_rows: int
+) -> NDArray[np.int64]:
+    """One exactly uniform integer in ``[0, k)`` per row, for ``1 <= k <= 2**32``.
+
+    Row ``i`` takes the 32-bit word ``w`` at position ``i`` of lane 1 and accepts ``w mod k`` if
+    ``w`` is below the largest multiple of ``k`` not exceeding ``2**32``; otherwise round ``r``
+    retries with block ``i`` of lane ``1 + r``. Rejection keeps every value equally likely.
+    """
+    if not 1 <= k <= 1 << 32:
+        raise ParameterError(f"k must be in [1, 2**32], got {k}")
+    words = stream.contiguous(1, 4 * row_start, 4 * num_rows).view("<u4").astype(np.int64)
+    limit = (1 << 32) - (1 << 32) % k
+    result = words % k
+    pending = np.flatnonzero(words >= limit)
+    lane = 2
+    while pending.size:
+        draws = stream.blocks_at(lane, (row_start + pending).astype(np.uint64))
+        retry = draws[:, :4].copy().view("<u4").ravel().astype(np.int64)
+        accepted = retry < limit
+        result[pending[accepted]] = retry[accepted] % k
+        pending = pending[~accepted]
+        lane += 1
+    return result

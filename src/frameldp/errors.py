@@ -1,0 +1,41 @@
+"""Errors and warnings raised by frameldp.
+
+Every error is a :class:`FrameLDPError` (a ``ValueError``) whose message names the column, the
+parameter and the offending value, so an ETL log line is enough to fix the call. Errors are raised
+before any output is produced: a failed call writes nothing and leaves the input unchanged.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DomainError",
+    "DomainInferenceWarning",
+    "FrameLDPError",
+    "FrameLDPWarning",
+    "MechanismNotFoundError",
+    "ParameterError",
+]
+
+
+class FrameLDPError(ValueError):
+    """Base class of every error frameldp raises on bad input."""
+
+
+class ParameterError(FrameLDPError):
+    """A mechanism or estimator parameter is invalid (epsilon, f, max_weight, level, ...)."""
+
+
+class DomainError(FrameLDPError):
+    """A value is null or outside the public domain, or the domain itself is invalid."""
+
+
+class MechanismNotFoundError(FrameLDPError):
+    """``debias`` was asked for a column whose mechanism is neither given nor recorded."""
+
+
+class FrameLDPWarning(UserWarning):
+    """Base class of frameldp warnings."""
+
+
+class DomainInferenceWarning(FrameLDPWarning):
+    """The domain was inferred from the data, which reveals which values occur."""
