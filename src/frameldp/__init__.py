@@ -1,4 +1,51 @@
 """frameldp: local differential privacy for dataframe columns.
 
-Importing frameldp registers the ``.ldp`` accessor on pandas and polars objects.
+Importing frameldp registers the ``.ldp`` accessor on pandas DataFrame and Series and, when
+polars is installed, on polars DataFrame, LazyFrame and Expr.
+
+>>> import pandas as pd, frameldp
+>>> df = pd.DataFrame({"carrier": ["AA", "DL", "UA", "DL"] * 250})
+>>> reports = df.ldp.krr("carrier", epsilon=2.0, domain=["AA", "DL", "UA"], seed=1)
+>>> table = reports.ldp.debias("carrier")
+>>> list(table.frame.columns)
+['category', 'count', 'frequency', 'std_error', 'ci_low', 'ci_high']
 """
+
+from frameldp import errors
+from frameldp.accounting import PrivacyGuarantee, compose
+from frameldp.core import OTHER, Domain, FrequencyEstimate, RandomizedResponse, Rappor, RandomSource
+from frameldp.core.mechanisms import mechanism_from_spec
+from frameldp.errors import (
+    DomainError,
+    DomainInferenceWarning,
+    FrameLDPError,
+    FrameLDPWarning,
+    MechanismNotFoundError,
+    ParameterError,
+)
+from frameldp.frames import FrequencyTable, register_accessors
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "OTHER",
+    "Domain",
+    "DomainError",
+    "DomainInferenceWarning",
+    "FrameLDPError",
+    "FrameLDPWarning",
+    "FrequencyEstimate",
+    "FrequencyTable",
+    "MechanismNotFoundError",
+    "ParameterError",
+    "PrivacyGuarantee",
+    "RandomSource",
+    "RandomizedResponse",
+    "Rappor",
+    "__version__",
+    "compose",
+    "errors",
+    "mechanism_from_spec",
+]
+
+register_accessors()

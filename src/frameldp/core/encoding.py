@@ -155,6 +155,15 @@ class Domain:
         """Code of the null bucket (only meaningful when ``has_null``)."""
         return len(self.categories) + self.has_other
 
+    def as_reported(self) -> Domain:
+        """The domain of report labels: ``OTHER`` becomes a category, nulls keep their bucket.
+
+        Codes are unchanged: ``as_reported().encode(labels)`` inverts ``labels[code]``.
+        """
+        if not self.has_other:
+            return self
+        return Domain((*self.categories, OTHER), "raise", self.nulls)
+
     def encode(self, values: Iterable[Any], *, column: str = "values") -> NDArray[np.int64]:
         """Integer codes of plain Python / numpy values (the frame layers use native codes)."""
         items = list(values)

@@ -1,0 +1,192 @@
+"""Plumbing shared by every frame library: Arrow columns <-> integer codes and packed bits.
+
+pandas and polars both hand their columns over as Arrow arrays (zero-copy where the data is
+already Arrow), so value -> code mapping, set-valued cells and report columns are handled once,
+here. No formula lives in this module: it only moves data between Arrow and ``frameldp.core``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Hashable
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from numpy.typing import NDArray
+
+from frameldp.core.encoding import Domain, packed_width
+from frameldp.core.estimation import FrequencyEstimate
+from frameldp.core.mechanisms import RandomizedResponse, Rappor
+from frameldp.core.randomness import RandomSource
+from frameldp.errors import DomainError, DomainInferenceWarning, ParameterError
+
+__all__ = [
+    "estimate_reports",
+    "infer_domain",
+    "packed_from_arrow",
+    "privatize_array",
+    "rappor_array",
+]
+
+
+def _combined(array: pa.Array | pa.ChunkedArray) -> pa.Array:
+    return array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+
+
+def infer_domain(array: pa.Array | pa.ChunkedArray, column: str) -> tuple[Hashable, ...]:
+    """Sorted distinct non-null values, with a warning that this reveals which values occur."""
+    array = _combined(array)
+    if pa.types.is_list(array.type) or pa.types.is_large_list(array.type):
+        array = pc.list_flatten(array)
+    if pa.types.is_dictionary(array.type):
+        array = array.dictionary_decode()
+    values = pc.unique(array.drop_null()).sort()
+    warnings.warn(
+        f"column {column!r}: domain inferred from the data ({len(values)} values). The list of "
+        "values that occur is released without any privacy protection; pass the public domain "
+        "instead.",
+        DomainInferenceWarning,
+        stacklevel=4,
+    )
+    return tuple(values.to_pylist())
+
+
+def _codes(array: pa.Array, domain: Domain, column: str) -> NDArray[np.int64]:
+    """Codes of a flat Arrow array against the domain, with the domain's policies applied."""
+    categories = list(domain.categories)
+    if pa.types.is_dictionary(array.type):
+        lookup = _codes_of_values(array.dictionary, categories)
+        indices = array.indices.to_numpy(zero_copy_only=False)
+        valid = array.is_valid().to_numpy(zero_copy_only=False)
+        raw = np.where(valid, lookup[np.where(valid, indices, 0).astype(np.int64)], -1)
+    else:
+        raw = _codes_of_values(array, categories)
+    null_mask = array.is_null().to_numpy(zero_copy_only=False)
+    return domain.resolve(raw, null_mask, column=column, value_at=lambda i: array[i].as_py())
+
+
+def _codes_of_values(array: pa.Array, categories: list[Hashable]) -> NDArray[np.int64]:
+    """Position of each value in ``categories``; -1 for nulls and values not listed."""
+    try:
+        value_set = pa.array(categories, type=array.type)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        # The categories cannot even be represented in the column's type: nothing matches.
+        return np.full(len(array), -1, dtype=np.int64)
+    found = pc.index_in(array, value_set=value_set)
+    return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _list_parts(array: pa.Array) -> tuple[NDArray[np.int64], pa.Array, NDArray[np.bool_]]:
+    """CSR offsets (from 0), flat values and row null mask of a list array."""
+    offsets = array.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
+    values = array.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
+    null_rows = array.is_null().to_numpy(zero_copy_only=False)
+    return offsets - offsets[0], values, null_rows
+
+
+def privatize_array(
+    array: pa.Array | pa.ChunkedArray,
+    mechanism: Rappor | RandomizedResponse,
+    *,
+    column: str,
+    source: RandomSource,
+    row_start: int = 0,
+) -> NDArray[Any]:
+    """Randomize one column: report codes (k-RR) or packed report bits (RAPPOR)."""
+    array = _combined(array)
+    is_list = pa.types.is_list(array.type) or pa.types.is_large_list(array.type)
+    if isinstance(mechanism, RandomizedResponse):
+        if is_list:
+            raise ParameterError(
+                f"column {column!r}: k-ary randomized response takes one value per row; "
+                "use rappor(..., max_weight=m) for set-valued cells"
+            )
+        codes = _codes(array, mechanism.domain, column)
+        return mechanism.randomize(codes, source=source, label=column, row_start=row_start)
+    if is_list:
+        offsets, values, null_rows = _list_parts(array)
+        codes = _codes(values, mechanism.domain, column)
+        if null_rows.any():
+            offsets, codes = _with_null_cells(offsets, codes, null_rows, mechanism.domain, column)
+        bits = mechanism.encode_sets(offsets, codes, column=column)
+    else:
+        bits = mechanism.encode(_codes(array, mechanism.domain, column))
+    return mechanism.randomize(bits, source=source, label=column, row_start=row_start)
+
+
+def _with_null_cells(
+    offsets: NDArray[np.int64],
+    codes: NDArray[np.int64],
+    null_rows: NDArray[np.bool_],
+    domain: Domain,
+    column: str,
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """A null set-valued cell is the null bucket (``nulls="category"``) or an error."""
+    if not domain.has_null:
+        row = int(np.flatnonzero(null_rows)[0])
+        raise DomainError(
+            f"column {column!r}: null cell at row {row}; pass nulls='category' to give nulls "
+            "their own bucket, or drop them first"
+        )
+    lengths = np.diff(offsets)
+    lengths[null_rows] = 1
+    new_offsets = np.concatenate([[0], np.cumsum(lengths)])
+    new_codes = np.empty(int(new_offsets[-1]), dtype=np.int64)
+    keep = np.repeat(~null_rows, lengths)
+    new_codes[keep] = codes
+    new_codes[~keep] = domain.null_code
+    return new_offsets, new_codes
+
+
+def rappor_array(packed: NDArray[np.uint8]) -> pa.FixedSizeBinaryArray:
+    """Packed report bits as a fixed-size binary Arrow column (zero-copy)."""
+    rows, width = packed.shape
+    buffer = pa.py_buffer(np.ascontiguousarray(packed))
+    return pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), rows, [None, buffer])
+
+
+def packed_from_arrow(array: pa.Array | pa.ChunkedArray, num_bits: int, column: str) -> NDArray[np.uint8]:
+    """Packed ``(n, ceil(k/8))`` bits of a binary report column (fixed or variable width)."""
+    array = _combined(array)
+    width = packed_width(num_bits)
+    if array.null_count:
+        raise DomainError(f"column {column!r}: RAPPOR reports contain {array.null_count} nulls")
+    if pa.types.is_fixed_size_binary(array.type):
+        if array.type.byte_width != width:
+            raise DomainError(
+                f"column {column!r}: reports are {array.type.byte_width} bytes wide, expected "
+                f"{width} for {num_bits} bits"
+            )
+        start = array.offset * width
+        data = np.frombuffer(array.buffers()[1], dtype=np.uint8)[start : start + len(array) * width]
+        return data.reshape(len(array), width)
+    if not (pa.types.is_binary(array.type) or pa.types.is_large_binary(array.type)
+            or pa.types.is_binary_view(array.type)):
+        raise DomainError(f"column {column!r}: expected binary RAPPOR reports, got {array.type}")
+    large = array.cast(pa.large_binary())
+    lengths = pc.binary_length(large).to_numpy(zero_copy_only=False)
+    if lengths.size and (lengths.min() != width or lengths.max() != width):
+        raise DomainError(
+            f"column {column!r}: reports must all be {width} bytes for {num_bits} bits, got "
+            f"lengths in [{lengths.min()}, {lengths.max()}]"
+        )
+    offsets = np.frombuffer(large.buffers()[1], dtype=np.int64)[large.offset : large.offset + 1]
+    first = int(offsets[0]) if offsets.size else 0
+    data = np.frombuffer(large.buffers()[2], dtype=np.uint8)[first : first + len(large) * width]
+    return data.reshape(len(large), width)
+
+
+def estimate_reports(
+    array: pa.Array | pa.ChunkedArray,
+    mechanism: Rappor | RandomizedResponse,
+    *,
+    column: str,
+) -> FrequencyEstimate:
+    """Debiased estimate from a report column produced by :func:`privatize_array`."""
+    if isinstance(mechanism, Rappor):
+        return mechanism.estimate(packed_from_arrow(array, mechanism.num_bits, column))
+    # k-RR reports are labels: categories, OTHER, and null for the null bucket.
+    codes = _codes(_combined(array), mechanism.domain.as_reported(), column)
+    return mechanism.estimate(codes)

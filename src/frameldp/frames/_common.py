@@ -1,0 +1,183 @@
+"""What the pandas and polars adapters share: building mechanisms, finding them again, errors.
+
+Plumbing only: no formula lives here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from collections.abc import Callable, Hashable, Iterator, Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from frameldp.accounting import PrivacyGuarantee, compose
+from frameldp.core.encoding import Domain, NullPolicy, UnknownPolicy
+from frameldp.core.mechanisms import RandomizedResponse, Rappor, mechanism_from_spec
+from frameldp.errors import FrameLDPError, MechanismNotFoundError, ParameterError
+from frameldp.frames._arrow import infer_domain
+
+__all__ = [
+    "METADATA_KEY",
+    "SUPPORTED",
+    "IdentityRegistry",
+    "build_krr",
+    "build_rappor",
+    "check_columns",
+    "column_context",
+    "find_mechanism",
+    "guarantee_of",
+    "labels_without_null",
+    "mechanisms_of",
+    "require_column",
+]
+
+METADATA_KEY = "frameldp"
+"""Key under which mechanism specs are recorded (pandas ``attrs``, Parquet metadata)."""
+
+SUPPORTED = (Rappor, RandomizedResponse)
+Supported = Rappor | RandomizedResponse
+
+
+@contextlib.contextmanager
+def column_context(column: str) -> Iterator[None]:
+    """Prefix a frameldp error raised for ``column`` with the column's name."""
+    try:
+        yield
+    except FrameLDPError as error:
+        message = str(error)
+        if message.startswith(f"column {column!r}"):
+            raise
+        raise type(error)(f"column {column!r}: {message}") from None
+
+
+def require_column(columns: list[Any], column: Any) -> None:
+    """``column`` exists, or a :class:`ParameterError` listing the columns."""
+    if column not in columns:
+        raise ParameterError(f"column {column!r} not found; columns are {columns}")
+
+
+def check_columns(columns: list[Any], mechanisms: Mapping[str, Any]) -> None:
+    """Every column exists and every mechanism is one frameldp can apply to a frame."""
+    if not mechanisms:
+        raise ParameterError("privatize needs at least one {column: mechanism} entry")
+    for column, mechanism in mechanisms.items():
+        require_column(columns, column)
+        if not isinstance(mechanism, SUPPORTED):
+            raise ParameterError(
+                f"column {column!r}: expected a frameldp mechanism (Rappor, "
+                f"RandomizedResponse), got {type(mechanism).__name__}"
+            )
+
+
+def _domain(
+    domain: Any,
+    unknown: UnknownPolicy | None,
+    nulls: NullPolicy | None,
+    column: str,
+    data: Callable[[], pa.Array | pa.ChunkedArray],
+) -> Domain:
+    if isinstance(domain, str) and domain == "infer":
+        domain = infer_domain(data(), column)
+    return Domain.coerce(domain, unknown=unknown, nulls=nulls)
+
+
+def build_rappor(
+    column: str,
+    data: Callable[[], pa.Array | pa.ChunkedArray],
+    epsilon: float | None,
+    *,
+    f: float | None,
+    domain: Any,
+    max_weight: int,
+    unknown: UnknownPolicy | None,
+    nulls: NullPolicy | None,
+) -> Rappor:
+    """A :class:`Rappor` for ``column``; errors name the column."""
+    with column_context(column):
+        return Rappor(
+            epsilon,
+            f=f,
+            domain=_domain(domain, unknown, nulls, column, data),
+            max_weight=max_weight,
+        )
+
+
+def build_krr(
+    column: str,
+    data: Callable[[], pa.Array | pa.ChunkedArray],
+    epsilon: float,
+    *,
+    domain: Any,
+    unknown: UnknownPolicy | None,
+    nulls: NullPolicy | None,
+) -> RandomizedResponse:
+    """A :class:`RandomizedResponse` for ``column``; errors name the column."""
+    with column_context(column):
+        return RandomizedResponse(epsilon, domain=_domain(domain, unknown, nulls, column, data))
+
+
+def mechanisms_of(specs: Mapping[str, Any] | None) -> dict[str, Supported]:
+    """Mechanisms rebuilt from recorded specs."""
+    return {column: mechanism_from_spec(spec) for column, spec in (specs or {}).items()}
+
+
+def find_mechanism(
+    column: str, given: Supported | None, recorded: Mapping[str, Any] | None
+) -> Supported:
+    """The explicit mechanism, else the one recorded for ``column``, else a clear error."""
+    if given is not None:
+        if not isinstance(given, SUPPORTED):
+            raise ParameterError(
+                f"column {column!r}: mechanism must be a frameldp mechanism, got "
+                f"{type(given).__name__}"
+            )
+        return given
+    specs = recorded or {}
+    if column in specs:
+        mechanism: Supported = mechanism_from_spec(specs[column])
+        return mechanism
+    known = f" (recorded: {sorted(specs)})" if specs else ""
+    raise MechanismNotFoundError(
+        f"column {column!r}: no mechanism recorded for this column{known}; pass it "
+        "explicitly, e.g. debias(column, frameldp.Rappor(epsilon=..., domain=...))"
+    )
+
+
+def guarantee_of(specs: Mapping[str, Any] | None) -> PrivacyGuarantee | None:
+    """Composition of the guarantees of every recorded report column (None if none)."""
+    mechanisms = mechanisms_of(specs)
+    if not mechanisms:
+        return None
+    return compose(m.privacy for m in mechanisms.values())
+
+
+class IdentityRegistry:
+    """Specs recorded for frame objects that cannot carry metadata (polars frames).
+
+    Keyed by object identity and dropped when the object is garbage collected, so only the very
+    frame ``privatize`` returned is known; a frame derived from it must be given the mechanism.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[weakref.ref[Any], dict[str, Any]]] = {}
+
+    def put(self, frame: Any, specs: Mapping[str, Any]) -> None:
+        """Record ``specs`` for ``frame``."""
+        key = id(frame)
+        ref = weakref.ref(frame, lambda _: self._entries.pop(key, None))
+        self._entries[key] = (ref, dict(specs))
+
+    def get(self, frame: Any) -> dict[str, Any]:
+        """Specs recorded for ``frame`` (empty when none)."""
+        entry = self._entries.get(id(frame))
+        if entry is None or entry[0]() is not frame:
+            return {}
+        return dict(entry[1])
+
+
+def labels_without_null(domain: Domain) -> list[Hashable]:
+    """Report categories: every bucket label except the null bucket (shown as null)."""
+    return [label for code, label in enumerate(domain.labels)
+            if not (domain.has_null and code == domain.null_code)]

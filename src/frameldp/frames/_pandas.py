@@ -1,0 +1,296 @@
+"""The ``.ldp`` accessor on pandas DataFrame and Series.
+
+Plumbing only: column -> Arrow -> ``frameldp.core`` -> native column. The input is never
+modified; a new frame is returned. Mechanism specs are recorded in ``attrs["frameldp"]`` so that
+``debias`` finds them on the frame ``privatize`` returned (pandas keeps ``attrs`` through most
+row operations but drops them in some; pass the mechanism explicitly then).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Hashable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from frameldp.accounting import PrivacyGuarantee
+from frameldp.core.encoding import NullPolicy, UnknownPolicy, unpack_bits
+from frameldp.core.mechanisms import RandomizedResponse, Rappor
+from frameldp.core.randomness import RandomSource, resolve_source
+from frameldp.errors import ParameterError
+from frameldp.frames._arrow import estimate_reports, packed_from_arrow, privatize_array, rappor_array
+from frameldp.frames._common import (
+    METADATA_KEY,
+    build_krr,
+    build_rappor,
+    check_columns,
+    column_context,
+    find_mechanism,
+    guarantee_of,
+    labels_without_null,
+    mechanisms_of,
+    require_column,
+)
+from frameldp.frames.table import FrequencyTable
+
+__all__ = ["PandasFrameAccessor", "PandasSeriesAccessor"]
+
+Supported = Rappor | RandomizedResponse
+
+
+def _arrow(series: pd.Series) -> pa.Array | pa.ChunkedArray:
+    """The column as Arrow (zero-copy for Arrow-backed and categorical columns; NaN is null)."""
+    return pa.Array.from_pandas(series)
+
+
+def _report_series(
+    reports: np.ndarray[Any, Any], mechanism: Supported, original: pd.Series
+) -> pd.Series:
+    """Native report column: fixed-size binary (RAPPOR) or categorical (k-RR)."""
+    if isinstance(mechanism, Rappor):
+        values: Any = pd.arrays.ArrowExtensionArray(rappor_array(reports))
+    else:
+        domain = mechanism.domain
+        codes = np.where(domain.has_null & (reports == domain.null_code), -1, reports)
+        categories = labels_without_null(domain)
+        ordered = bool(getattr(original.dtype, "ordered", False))
+        if isinstance(original.dtype, pd.CategoricalDtype) and list(
+            original.dtype.categories
+        ) == categories:
+            dtype = original.dtype
+        else:
+            dtype = pd.CategoricalDtype(categories, ordered=ordered)
+        values = pd.Categorical.from_codes(codes, dtype=dtype)
+    return pd.Series(values, index=original.index, name=original.name)
+
+
+def _recorded(obj: pd.DataFrame | pd.Series) -> dict[str, Any]:
+    return dict(obj.attrs.get(METADATA_KEY, {}).get("mechanisms", {}))
+
+
+def _record(obj: pd.DataFrame | pd.Series, specs: Mapping[str, Any]) -> None:
+    attrs = copy.deepcopy(obj.attrs)
+    meta = attrs.setdefault(METADATA_KEY, {})
+    meta["mechanisms"] = {**meta.get("mechanisms", {}), **specs}
+    obj.attrs = attrs
+
+
+def _privatize_series(
+    series: pd.Series, mechanism: Supported, column: str, source: RandomSource
+) -> pd.Series:
+    with column_context(column):
+        reports = privatize_array(_arrow(series), mechanism, column=column, source=source)
+    return _report_series(reports, mechanism, series)
+
+
+def _unpack(series: pd.Series, mechanism: Supported, column: str) -> pd.DataFrame:
+    if not isinstance(mechanism, Rappor):
+        raise ParameterError(f"column {column!r}: only RAPPOR reports are bit vectors")
+    with column_context(column):
+        packed = packed_from_arrow(_arrow(series), mechanism.num_bits, column)
+    bits = unpack_bits(packed, mechanism.num_bits)
+    names = [f"{column}={label}" for label in mechanism.domain.labels]
+    return pd.DataFrame(bits, index=series.index, columns=names)
+
+
+@pd.api.extensions.register_dataframe_accessor("ldp")
+class PandasFrameAccessor:
+    """``df.ldp``: privatize columns and debias reports of a pandas DataFrame."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        self._frame = frame
+
+    def rappor(
+        self,
+        column: str,
+        epsilon: float | None = None,
+        *,
+        f: float | None = None,
+        domain: Any,
+        max_weight: int = 1,
+        unknown: UnknownPolicy | None = None,
+        nulls: NullPolicy | None = None,
+        key: bytes | None = None,
+        seed: int | None = None,
+    ) -> pd.DataFrame:
+        """Replace ``column`` by RAPPOR reports (see :class:`frameldp.Rappor`)."""
+        self._require(column)
+        mechanism = build_rappor(
+            column,
+            lambda: _arrow(self._frame[column]),
+            epsilon,
+            f=f,
+            domain=domain,
+            max_weight=max_weight,
+            unknown=unknown,
+            nulls=nulls,
+        )
+        return self.privatize({column: mechanism}, key=key, seed=seed)
+
+    def krr(
+        self,
+        column: str,
+        epsilon: float,
+        *,
+        domain: Any,
+        unknown: UnknownPolicy | None = None,
+        nulls: NullPolicy | None = None,
+        key: bytes | None = None,
+        seed: int | None = None,
+    ) -> pd.DataFrame:
+        """Replace ``column`` by k-ary randomized response reports."""
+        self._require(column)
+        mechanism = build_krr(
+            column,
+            lambda: _arrow(self._frame[column]),
+            epsilon,
+            domain=domain,
+            unknown=unknown,
+            nulls=nulls,
+        )
+        return self.privatize({column: mechanism}, key=key, seed=seed)
+
+    def privatize(
+        self,
+        mechanisms: Mapping[str, Supported],
+        *,
+        key: bytes | None = None,
+        seed: int | None = None,
+    ) -> pd.DataFrame:
+        """Replace each column by its reports; one fresh key for the call unless given.
+
+        Every column is randomized before anything is assembled, so a bad column raises
+        without producing any output. The returned frame records the mechanisms.
+        """
+        check_columns(list(self._frame.columns), mechanisms)
+        source = resolve_source(key, seed)
+        reports = {
+            column: _privatize_series(self._frame[column], mechanism, column, source)
+            for column, mechanism in mechanisms.items()
+        }
+        out = self._frame.copy(deep=False)
+        for column, series in reports.items():
+            out[column] = series
+        _record(out, {column: m.to_spec() for column, m in mechanisms.items()})
+        return out
+
+    def debias(
+        self, column: str, mechanism: Supported | None = None, *, level: float = 0.95
+    ) -> FrequencyTable:
+        """Debiased frequency table of a report column."""
+        self._require(column)
+        found = find_mechanism(column, mechanism, _recorded(self._frame))
+        with column_context(column):
+            estimate = estimate_reports(_arrow(self._frame[column]), found, column=column)
+            return FrequencyTable.build(
+                estimate, found, column=column, level=level, backend="pandas"
+            )
+
+    def unpack(self, column: str, mechanism: Rappor | None = None) -> pd.DataFrame:
+        """RAPPOR reports as one 0/1 ``uint8`` column per bucket, named ``column=label``."""
+        self._require(column)
+        found = find_mechanism(column, mechanism, _recorded(self._frame))
+        return _unpack(self._frame[column], found, column)
+
+    @property
+    def mechanisms(self) -> dict[str, Supported]:
+        """Mechanisms recorded for the report columns of this frame."""
+        return mechanisms_of(_recorded(self._frame))
+
+    @property
+    def privacy(self) -> PrivacyGuarantee | None:
+        """Per-person guarantee of all recorded report columns (basic composition)."""
+        return guarantee_of(_recorded(self._frame))
+
+    def _require(self, column: Hashable) -> None:
+        require_column(list(self._frame.columns), column)
+
+
+@pd.api.extensions.register_series_accessor("ldp")
+class PandasSeriesAccessor:
+    """``series.ldp``: privatize a Series or debias a Series of reports."""
+
+    def __init__(self, series: pd.Series) -> None:
+        self._series = series
+
+    @property
+    def _name(self) -> str:
+        return "" if self._series.name is None else str(self._series.name)
+
+    def rappor(
+        self,
+        epsilon: float | None = None,
+        *,
+        f: float | None = None,
+        domain: Any,
+        max_weight: int = 1,
+        unknown: UnknownPolicy | None = None,
+        nulls: NullPolicy | None = None,
+        key: bytes | None = None,
+        seed: int | None = None,
+    ) -> pd.Series:
+        """RAPPOR reports of this Series."""
+        mechanism = build_rappor(
+            self._name,
+            lambda: _arrow(self._series),
+            epsilon,
+            f=f,
+            domain=domain,
+            max_weight=max_weight,
+            unknown=unknown,
+            nulls=nulls,
+        )
+        return self.privatize(mechanism, key=key, seed=seed)
+
+    def krr(
+        self,
+        epsilon: float,
+        *,
+        domain: Any,
+        unknown: UnknownPolicy | None = None,
+        nulls: NullPolicy | None = None,
+        key: bytes | None = None,
+        seed: int | None = None,
+    ) -> pd.Series:
+        """k-ary randomized response reports of this Series."""
+        mechanism = build_krr(
+            self._name,
+            lambda: _arrow(self._series),
+            epsilon,
+            domain=domain,
+            unknown=unknown,
+            nulls=nulls,
+        )
+        return self.privatize(mechanism, key=key, seed=seed)
+
+    def privatize(
+        self, mechanism: Supported, *, key: bytes | None = None, seed: int | None = None
+    ) -> pd.Series:
+        """Reports of this Series under ``mechanism``."""
+        check_columns([self._name], {self._name: mechanism})
+        source = resolve_source(key, seed)
+        out = _privatize_series(self._series, mechanism, self._name, source)
+        _record(out, {self._name: mechanism.to_spec()})
+        return out
+
+    def debias(self, mechanism: Supported | None = None, *, level: float = 0.95) -> FrequencyTable:
+        """Debiased frequency table of this Series of reports."""
+        found = find_mechanism(self._name, mechanism, _recorded(self._series))
+        with column_context(self._name):
+            estimate = estimate_reports(_arrow(self._series), found, column=self._name)
+            return FrequencyTable.build(
+                estimate, found, column=self._name, level=level, backend="pandas"
+            )
+
+    def unpack(self, mechanism: Rappor | None = None) -> pd.DataFrame:
+        """RAPPOR reports as one 0/1 ``uint8`` column per bucket."""
+        found = find_mechanism(self._name, mechanism, _recorded(self._series))
+        return _unpack(self._series, found, self._name)
+
+    @property
+    def privacy(self) -> PrivacyGuarantee | None:
+        """Guarantee of the recorded mechanism of this Series of reports."""
+        return guarantee_of(_recorded(self._series))

@@ -1,0 +1,372 @@
+"""The ``.ldp`` namespace on polars DataFrame, LazyFrame and Expr.
+
+Plumbing only. A LazyFrame stays lazy: the plan gains a row index and one ``map_batches`` per
+report column, elementwise, so it runs under the streaming engine in bounded memory. Noise is
+addressed by row index under a key fixed when the plan is built, so collecting the plan twice
+gives identical reports (never fresh noise, which would spend the budget twice).
+
+polars frames cannot carry metadata: the mechanisms are recorded for the very frame ``privatize``
+returned (by identity); on a frame derived from it, pass the mechanism to ``debias``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import partial
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from frameldp.accounting import PrivacyGuarantee
+from frameldp.core.encoding import NullPolicy, UnknownPolicy, unpack_bits
+from frameldp.core.mechanisms import RandomizedResponse, Rappor
+from frameldp.core.randomness import RandomSource, resolve_source
+from frameldp.errors import ParameterError
+from frameldp.frames._arrow import estimate_reports, packed_from_arrow, privatize_array, rappor_array
+from frameldp.frames._common import (
+    IdentityRegistry,
+    build_krr,
+    build_rappor,
+    check_columns,
+    column_context,
+    find_mechanism,
+    guarantee_of,
+    labels_without_null,
+    mechanisms_of,
+    require_column,
+)
+from frameldp.frames.table import FrequencyTable
+
+__all__ = ["PolarsExprNamespace", "PolarsFrameNamespace", "PolarsLazyFrameNamespace"]
+
+Supported = Rappor | RandomizedResponse
+_RECORDED = IdentityRegistry()
+_ROW = "__frameldp_row__"
+
+
+def _report_dtype(mechanism: Supported, original: pl.DataType | None) -> pl.DataType | None:
+    """Binary for RAPPOR; for k-RR an Enum of the labels (or the input's own dtype)."""
+    if isinstance(mechanism, Rappor):
+        return pl.Binary()
+    labels = labels_without_null(mechanism.domain)
+    if all(isinstance(label, str) for label in labels):
+        if isinstance(original, pl.Enum) and original.categories.to_list() == labels:
+            return original
+        return pl.Enum(labels)
+    return original
+
+
+def _report_series(
+    reports: np.ndarray[Any, Any], mechanism: Supported, name: str, dtype: pl.DataType | None
+) -> pl.Series:
+    if isinstance(mechanism, Rappor):
+        series = pl.Series(name, rappor_array(reports))
+        return series.cast(pl.Binary)
+    labels = pl.Series(name, list(mechanism.domain.labels), dtype=dtype, strict=False)
+    return labels.gather(reports)
+
+
+def _privatize(
+    values: pl.Series,
+    mechanism: Supported,
+    column: str,
+    source: RandomSource,
+    row_start: int,
+    dtype: pl.DataType | None,
+) -> pl.Series:
+    with column_context(column):
+        reports = privatize_array(
+            values.to_arrow(), mechanism, column=column, source=source, row_start=row_start
+        )
+    return _report_series(reports, mechanism, values.name, dtype)
+
+
+def _privatize_batch(
+    batch: pl.Series,
+    mechanism: Supported,
+    column: str,
+    source: RandomSource,
+    dtype: pl.DataType | None,
+) -> pl.Series:
+    """One streaming batch of ``struct(row, value)``: randomize each contiguous run of rows."""
+    rows = batch.struct.field("row").to_numpy().astype(np.int64)
+    values = batch.struct.field("value").alias(column)
+    if rows.size == 0:
+        return _privatize(values, mechanism, column, source, 0, dtype)
+    breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+    starts = np.concatenate([[0], breaks]).astype(int)
+    stops = np.concatenate([breaks, [rows.size]]).astype(int)
+    pieces = [
+        _privatize(values.slice(a, b - a), mechanism, column, source, int(rows[a]), dtype)
+        for a, b in zip(starts, stops, strict=True)
+    ]
+    return pl.concat(pieces)
+
+
+def _debias(
+    frame: pl.DataFrame, column: str, mechanism: Supported | None, recorded: dict[str, Any],
+    level: float,
+) -> FrequencyTable:
+    require_column(frame.columns, column)
+    found = find_mechanism(column, mechanism, recorded)
+    with column_context(column):
+        estimate = estimate_reports(frame[column].to_arrow(), found, column=column)
+        return FrequencyTable.build(estimate, found, column=column, level=level, backend="polars")
+
+
+class _Builders:
+    """``rappor`` / ``krr`` shortcuts shared by the frame namespaces (they call ``privatize``)."""
+
+    def _column_data(self, column: str) -> pl.Series:
+        raise NotImplementedError
+
+    def _columns(self) -> list[str]:
+        raise NotImplementedError
+
+    def privatize(
+        self, mechanisms: Mapping[str, Supported], *, key: bytes | None = None,
+        seed: int | None = None,
+    ) -> Any:
+        raise NotImplementedError
+
+    def rappor(
+        self,
+        column: str,
+        epsilon: float | None = None,
+        *,
+        f: float | None = None,
+        domain: Any,
+        max_weight: int = 1,
+        unknown: UnknownPolicy | None = None,
+        nulls: NullPolicy | None = None,
+        key: bytes | None = None,
+        seed: int | None = None,
+    ) -> Any:
+        """Replace ``column`` by RAPPOR reports (see :class:`frameldp.Rappor`)."""
+        require_column(self._columns(), column)
+        mechanism = build_rappor(
+            column,
+            lambda: self._column_data(column).to_arrow(),
+            epsilon,
+            f=f,
+            domain=domain,
+            max_weight=max_weight,
+            unknown=unknown,
+            nulls=nulls,
+        )
+        return self.privatize({column: mechanism}, key=key, seed=seed)
+
+    def krr(
+        self,
+        column: str,
+        epsilon: float,
+        *,
+        domain: Any,
+        unknown: UnknownPolicy | None = None,
+        nulls: NullPolicy | None = None,
+        key: bytes | None = None,
+        seed: int | None = None,
+    ) -> Any:
+        """Replace ``column`` by k-ary randomized response reports."""
+        require_column(self._columns(), column)
+        mechanism = build_krr(
+            column,
+            lambda: self._column_data(column).to_arrow(),
+            epsilon,
+            domain=domain,
+            unknown=unknown,
+            nulls=nulls,
+        )
+        return self.privatize({column: mechanism}, key=key, seed=seed)
+
+
+@pl.api.register_dataframe_namespace("ldp")
+class PolarsFrameNamespace(_Builders):
+    """``df.ldp`` on a polars DataFrame."""
+
+    def __init__(self, frame: pl.DataFrame) -> None:
+        self._frame = frame
+
+    def _column_data(self, column: str) -> pl.Series:
+        return self._frame[column]
+
+    def _columns(self) -> list[str]:
+        return self._frame.columns
+
+    def privatize(
+        self, mechanisms: Mapping[str, Supported], *, key: bytes | None = None,
+        seed: int | None = None,
+    ) -> pl.DataFrame:
+        """Replace each column by its reports; one fresh key for the call unless given."""
+        check_columns(self._frame.columns, mechanisms)
+        source = resolve_source(key, seed)
+        reports = [
+            _privatize(
+                self._frame[column], mechanism, column, source, 0,
+                _report_dtype(mechanism, self._frame.schema[column]),
+            )
+            for column, mechanism in mechanisms.items()
+        ]
+        out = self._frame.with_columns(reports)
+        _RECORDED.put(out, {**_RECORDED.get(self._frame),
+                            **{c: m.to_spec() for c, m in mechanisms.items()}})
+        return out
+
+    def debias(
+        self, column: str, mechanism: Supported | None = None, *, level: float = 0.95
+    ) -> FrequencyTable:
+        """Debiased frequency table of a report column."""
+        return _debias(self._frame, column, mechanism, _RECORDED.get(self._frame), level)
+
+    def unpack(self, column: str, mechanism: Rappor | None = None) -> pl.DataFrame:
+        """RAPPOR reports as one 0/1 ``uint8`` column per bucket, named ``column=label``."""
+        found = find_mechanism(column, mechanism, _RECORDED.get(self._frame))
+        if not isinstance(found, Rappor):
+            raise ParameterError(f"column {column!r}: only RAPPOR reports are bit vectors")
+        with column_context(column):
+            packed = packed_from_arrow(self._frame[column].to_arrow(), found.num_bits, column)
+        bits = unpack_bits(packed, found.num_bits)
+        names = [f"{column}={label}" for label in found.domain.labels]
+        return pl.DataFrame(bits, schema=names, orient="row")
+
+    @property
+    def mechanisms(self) -> dict[str, Supported]:
+        """Mechanisms recorded for this frame's report columns."""
+        return mechanisms_of(_RECORDED.get(self._frame))
+
+    @property
+    def privacy(self) -> PrivacyGuarantee | None:
+        """Per-person guarantee of all recorded report columns (basic composition)."""
+        return guarantee_of(_RECORDED.get(self._frame))
+
+
+@pl.api.register_lazyframe_namespace("ldp")
+class PolarsLazyFrameNamespace(_Builders):
+    """``lf.ldp`` on a polars LazyFrame: lazy, streaming, identical on every collect."""
+
+    def __init__(self, frame: pl.LazyFrame) -> None:
+        self._frame = frame
+
+    def _column_data(self, column: str) -> pl.Series:
+        return self._frame.select(column).collect(engine="streaming").to_series()
+
+    def _columns(self) -> list[str]:
+        return self._frame.collect_schema().names()
+
+    def privatize(
+        self, mechanisms: Mapping[str, Supported], *, key: bytes | None = None,
+        seed: int | None = None,
+    ) -> pl.LazyFrame:
+        """Add the randomization to the plan; the key is drawn now, so every collect agrees."""
+        schema = self._frame.collect_schema()
+        check_columns(schema.names(), mechanisms)
+        source = resolve_source(key, seed)
+        expressions = []
+        for column, mechanism in mechanisms.items():
+            dtype = _report_dtype(mechanism, schema[column])
+            batch = partial(
+                _privatize_batch, mechanism=mechanism, column=column, source=source, dtype=dtype
+            )
+            expressions.append(
+                pl.struct(pl.col(_ROW).alias("row"), pl.col(column).alias("value"))
+                .map_batches(batch, return_dtype=dtype, is_elementwise=True)
+                .alias(column)
+            )
+        out = self._frame.with_row_index(_ROW).with_columns(expressions).drop(_ROW)
+        _RECORDED.put(out, {**_RECORDED.get(self._frame),
+                            **{c: m.to_spec() for c, m in mechanisms.items()}})
+        return out
+
+    def debias(
+        self, column: str, mechanism: Supported | None = None, *, level: float = 0.95
+    ) -> FrequencyTable:
+        """Collect only ``column`` (streaming) and debias it."""
+        require_column(self._columns(), column)
+        recorded = _RECORDED.get(self._frame)
+        found = find_mechanism(column, mechanism, recorded)
+        frame = self._frame.select(column).collect(engine="streaming")
+        return _debias(frame, column, found, recorded, level)
+
+    @property
+    def mechanisms(self) -> dict[str, Supported]:
+        """Mechanisms recorded for this plan's report columns."""
+        return mechanisms_of(_RECORDED.get(self._frame))
+
+    @property
+    def privacy(self) -> PrivacyGuarantee | None:
+        """Per-person guarantee of all recorded report columns (basic composition)."""
+        return guarantee_of(_RECORDED.get(self._frame))
+
+
+@pl.api.register_expr_namespace("ldp")
+class PolarsExprNamespace:
+    """``pl.col(c).ldp`` : reports as an expression, for ``select`` / ``with_columns``.
+
+    Rows are addressed by their position in the evaluated column.
+    """
+
+    def __init__(self, expr: pl.Expr) -> None:
+        self._expr = expr
+
+    def privatize(
+        self, mechanism: Supported, *, key: bytes | None = None, seed: int | None = None
+    ) -> pl.Expr:
+        """Reports of this expression under ``mechanism``."""
+        name = self._expr.meta.output_name(raise_if_undetermined=False) or "reports"
+        check_columns([name], {name: mechanism})
+        source = resolve_source(key, seed)
+        dtype = _report_dtype(mechanism, None)
+        batch = partial(
+            _privatize_batch, mechanism=mechanism, column=name, source=source, dtype=dtype
+        )
+        return (
+            pl.struct(pl.int_range(pl.len(), dtype=pl.Int64).alias("row"),
+                      self._expr.alias("value"))
+            .map_batches(batch, return_dtype=dtype)
+            .alias(name)
+        )
+
+    def rappor(
+        self,
+        epsilon: float | None = None,
+        *,
+        f: float | None = None,
+        domain: Any,
+        max_weight: int = 1,
+        unknown: UnknownPolicy | None = None,
+        nulls: NullPolicy | None = None,
+        key: bytes | None = None,
+        seed: int | None = None,
+    ) -> pl.Expr:
+        """RAPPOR reports of this expression (the domain must be given)."""
+        name = self._expr.meta.output_name(raise_if_undetermined=False) or "reports"
+        mechanism = build_rappor(name, _no_data(name), epsilon, f=f, domain=domain,
+                                 max_weight=max_weight, unknown=unknown, nulls=nulls)
+        return self.privatize(mechanism, key=key, seed=seed)
+
+    def krr(
+        self,
+        epsilon: float,
+        *,
+        domain: Any,
+        unknown: UnknownPolicy | None = None,
+        nulls: NullPolicy | None = None,
+        key: bytes | None = None,
+        seed: int | None = None,
+    ) -> pl.Expr:
+        """k-ary randomized response reports of this expression (the domain must be given)."""
+        name = self._expr.meta.output_name(raise_if_undetermined=False) or "reports"
+        mechanism = build_krr(name, _no_data(name), epsilon, domain=domain, unknown=unknown,
+                              nulls=nulls)
+        return self.privatize(mechanism, key=key, seed=seed)
+
+
+def _no_data(name: str) -> Any:
+    def refuse() -> Any:
+        raise ParameterError(
+            f"column {name!r}: domain='infer' needs the data; an expression has none. "
+            "Pass the public domain, or use df.ldp.rappor / df.ldp.krr"
+        )
+
+    return refuse

@@ -1,0 +1,122 @@
+"""FrequencyTable: a debiased frequency table with its privacy guarantee and mechanism.
+
+Metadata lives on this result object, not on ``DataFrame.attrs`` (pandas drops attrs in many
+operations): ``table.frame`` is a plain native frame, ``table.privacy`` the guarantee,
+``table.mechanism`` the mechanism that produced the reports.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from frameldp.accounting import PrivacyGuarantee
+from frameldp.core.estimation import FrequencyEstimate
+from frameldp.core.mechanisms import Mechanism
+
+__all__ = ["TABLE_COLUMNS", "FrequencyTable"]
+
+TABLE_COLUMNS = ("category", "count", "frequency", "std_error", "ci_low", "ci_high")
+"""Columns of ``FrequencyTable.frame``. ``count``, ``std_error`` and the interval are in counts
+(reports); ``frequency`` is ``count / n``."""
+
+Backend = Literal["pandas", "polars"]
+
+
+@dataclass(frozen=True, repr=False)
+class FrequencyTable:
+    """Debiased frequency estimates of one privatized column.
+
+    Attributes
+    ----------
+    frame
+        Native frame (pandas or polars, as the reports were) with columns
+        ``category, count, frequency, std_error, ci_low, ci_high``: the unbiased count
+        estimate, its share of ``n``, its standard error and a normal confidence interval at
+        ``level``. Estimates are not clipped, so small counts can be negative.
+    privacy
+        The guarantee each person's report carried.
+    mechanism
+        The mechanism that produced the reports.
+    n
+        Number of reports.
+    column
+        Name of the report column.
+    level
+        Confidence level of ``ci_low`` / ``ci_high``.
+    estimate
+        The underlying arrays (``frameldp.core.FrequencyEstimate``).
+    """
+
+    frame: Any
+    privacy: PrivacyGuarantee
+    mechanism: Mechanism
+    n: int
+    column: str
+    level: float
+    estimate: FrequencyEstimate
+
+    @classmethod
+    def build(
+        cls,
+        estimate: FrequencyEstimate,
+        mechanism: Mechanism,
+        *,
+        column: str,
+        level: float,
+        backend: Backend,
+    ) -> FrequencyTable:
+        """Assemble the table from core estimates, in the caller's frame library."""
+        data = _columns(estimate, mechanism, level)
+        frame = _to_polars(data) if backend == "polars" else _to_pandas(data)
+        return cls(frame, mechanism.privacy, mechanism, estimate.n, column, level, estimate)
+
+    def to_pandas(self) -> Any:
+        """The table as a pandas DataFrame."""
+        return _to_pandas(_columns(self.estimate, self.mechanism, self.level))
+
+    def to_polars(self) -> Any:
+        """The table as a polars DataFrame."""
+        return _to_polars(_columns(self.estimate, self.mechanism, self.level))
+
+    def __repr__(self) -> str:
+        return (
+            f"FrequencyTable(column={self.column!r}, n={self.n}, level={self.level}, "
+            f"privacy={self.privacy})\n{self.frame}"
+        )
+
+
+def _columns(estimate: FrequencyEstimate, mechanism: Mechanism, level: float) -> dict[str, Any]:
+    low, high = estimate.interval(level)
+    return {
+        "category": list(mechanism.domain.labels),
+        "count": estimate.counts,
+        "frequency": estimate.frequencies,
+        "std_error": estimate.std_errors,
+        "ci_low": low,
+        "ci_high": high,
+    }
+
+
+def _to_pandas(data: dict[str, Any]) -> Any:
+    import pandas as pd
+
+    categories = data["category"]
+    labels = pd.Series(categories, dtype=object if _mixed(categories) else None)
+    return pd.DataFrame({"category": labels, **{k: v for k, v in data.items() if k != "category"}})
+
+
+def _to_polars(data: dict[str, Any]) -> Any:
+    import polars as pl
+
+    categories = data["category"]
+    labels = pl.Series("category", categories, dtype=pl.Object if _mixed(categories) else None)
+    return pl.DataFrame([labels, *(pl.Series(k, np.asarray(v)) for k, v in data.items()
+                                   if k != "category")])
+
+
+def _mixed(categories: list[Any]) -> bool:
+    """True when labels mix types (e.g. integer categories plus the ``OTHER`` string)."""
+    return len({type(c) for c in categories if c is not None}) > 1
