@@ -13,7 +13,7 @@ polars is installed, on polars DataFrame, LazyFrame and Expr.
 
 from frameldp import errors
 from frameldp.accounting import PrivacyGuarantee, compose
-from frameldp.core import OTHER, Domain, FrequencyEstimate, RandomizedResponse, Rappor, RandomSource
+from frameldp.core import OTHER, Domain, FrequencyEstimate, RandomizedResponse, RandomSource, Rappor
 from frameldp.core.mechanisms import mechanism_from_spec
 from frameldp.errors import (
     DomainError,

@@ -141,8 +141,10 @@ class Domain:
     @property
     def labels(self) -> tuple[Hashable, ...]:
         """Label of every bucket, in code order (``OTHER``, then ``None`` for nulls, last)."""
-        return self.categories + ((OTHER,) if self.has_other else ()) + (
-            (None,) if self.has_null else ()
+        return (
+            self.categories
+            + ((OTHER,) if self.has_other else ())
+            + ((None,) if self.has_null else ())
         )
 
     @property
@@ -255,8 +257,9 @@ def k_hot_packed(
 
 def _check_codes(codes: NDArray[np.int64], num_bits: int) -> None:
     if codes.size and (codes.min() < 0 or codes.max() >= num_bits):
-        raise DomainError(f"codes must be in [0, {num_bits}), got values in "
-                          f"[{codes.min()}, {codes.max()}]")
+        raise DomainError(
+            f"codes must be in [0, {num_bits}), got values in [{codes.min()}, {codes.max()}]"
+        )
 
 
 def unpack_bits(packed: NDArray[np.uint8], num_bits: int) -> NDArray[np.uint8]:

@@ -100,7 +100,7 @@ class RandomSource:
         return cls(secrets.token_bytes(KEY_BYTES))
 
     @classmethod
-    def from_key(cls, key: bytes) -> RandomSource:
+    def from_key(cls, key: bytes | bytearray | memoryview) -> RandomSource:
         """Use a caller-held secret key (exactly 32 bytes)."""
         return cls(bytes(key) if isinstance(key, bytearray | memoryview) else key)
 

@@ -147,7 +147,9 @@ def rappor_array(packed: NDArray[np.uint8]) -> pa.FixedSizeBinaryArray:
     return pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), rows, [None, buffer])
 
 
-def packed_from_arrow(array: pa.Array | pa.ChunkedArray, num_bits: int, column: str) -> NDArray[np.uint8]:
+def packed_from_arrow(
+    array: pa.Array | pa.ChunkedArray, num_bits: int, column: str
+) -> NDArray[np.uint8]:
     """Packed ``(n, ceil(k/8))`` bits of a binary report column (fixed or variable width)."""
     array = _combined(array)
     width = packed_width(num_bits)
@@ -162,8 +164,11 @@ def packed_from_arrow(array: pa.Array | pa.ChunkedArray, num_bits: int, column: 
         start = array.offset * width
         data = np.frombuffer(array.buffers()[1], dtype=np.uint8)[start : start + len(array) * width]
         return data.reshape(len(array), width)
-    if not (pa.types.is_binary(array.type) or pa.types.is_large_binary(array.type)
-            or pa.types.is_binary_view(array.type)):
+    if not (
+        pa.types.is_binary(array.type)
+        or pa.types.is_large_binary(array.type)
+        or pa.types.is_binary_view(array.type)
+    ):
         raise DomainError(f"column {column!r}: expected binary RAPPOR reports, got {array.type}")
     large = array.cast(pa.large_binary())
     lengths = pc.binary_length(large).to_numpy(zero_copy_only=False)

@@ -179,5 +179,8 @@ class IdentityRegistry:
 
 def labels_without_null(domain: Domain) -> list[Hashable]:
     """Report categories: every bucket label except the null bucket (shown as null)."""
-    return [label for code, label in enumerate(domain.labels)
-            if not (domain.has_null and code == domain.null_code)]
+    return [
+        label
+        for code, label in enumerate(domain.labels)
+        if not (domain.has_null and code == domain.null_code)
+    ]

@@ -21,7 +21,12 @@ from frameldp.core.encoding import NullPolicy, UnknownPolicy, unpack_bits
 from frameldp.core.mechanisms import RandomizedResponse, Rappor
 from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.errors import ParameterError
-from frameldp.frames._arrow import estimate_reports, packed_from_arrow, privatize_array, rappor_array
+from frameldp.frames._arrow import (
+    estimate_reports,
+    packed_from_arrow,
+    privatize_array,
+    rappor_array,
+)
 from frameldp.frames._common import (
     METADATA_KEY,
     build_krr,
@@ -57,9 +62,10 @@ def _report_series(
         codes = np.where(domain.has_null & (reports == domain.null_code), -1, reports)
         categories = labels_without_null(domain)
         ordered = bool(getattr(original.dtype, "ordered", False))
-        if isinstance(original.dtype, pd.CategoricalDtype) and list(
-            original.dtype.categories
-        ) == categories:
+        if (
+            isinstance(original.dtype, pd.CategoricalDtype)
+            and list(original.dtype.categories) == categories
+        ):
             dtype = original.dtype
         else:
             dtype = pd.CategoricalDtype(categories, ordered=ordered)

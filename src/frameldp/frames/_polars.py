@@ -23,7 +23,12 @@ from frameldp.core.encoding import NullPolicy, UnknownPolicy, unpack_bits
 from frameldp.core.mechanisms import RandomizedResponse, Rappor
 from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.errors import ParameterError
-from frameldp.frames._arrow import estimate_reports, packed_from_arrow, privatize_array, rappor_array
+from frameldp.frames._arrow import (
+    estimate_reports,
+    packed_from_arrow,
+    privatize_array,
+    rappor_array,
+)
 from frameldp.frames._common import (
     IdentityRegistry,
     build_krr,
@@ -105,7 +110,10 @@ def _privatize_batch(
 
 
 def _debias(
-    frame: pl.DataFrame, column: str, mechanism: Supported | None, recorded: dict[str, Any],
+    frame: pl.DataFrame,
+    column: str,
+    mechanism: Supported | None,
+    recorded: dict[str, Any],
     level: float,
 ) -> FrequencyTable:
     require_column(frame.columns, column)
@@ -125,7 +133,10 @@ class _Builders:
         raise NotImplementedError
 
     def privatize(
-        self, mechanisms: Mapping[str, Supported], *, key: bytes | None = None,
+        self,
+        mechanisms: Mapping[str, Supported],
+        *,
+        key: bytes | None = None,
         seed: int | None = None,
     ) -> Any:
         raise NotImplementedError
@@ -195,7 +206,10 @@ class PolarsFrameNamespace(_Builders):
         return self._frame.columns
 
     def privatize(
-        self, mechanisms: Mapping[str, Supported], *, key: bytes | None = None,
+        self,
+        mechanisms: Mapping[str, Supported],
+        *,
+        key: bytes | None = None,
         seed: int | None = None,
     ) -> pl.DataFrame:
         """Replace each column by its reports; one fresh key for the call unless given."""
@@ -203,14 +217,19 @@ class PolarsFrameNamespace(_Builders):
         source = resolve_source(key, seed)
         reports = [
             _privatize(
-                self._frame[column], mechanism, column, source, 0,
+                self._frame[column],
+                mechanism,
+                column,
+                source,
+                0,
                 _report_dtype(mechanism, self._frame.schema[column]),
             )
             for column, mechanism in mechanisms.items()
         ]
         out = self._frame.with_columns(reports)
-        _RECORDED.put(out, {**_RECORDED.get(self._frame),
-                            **{c: m.to_spec() for c, m in mechanisms.items()}})
+        _RECORDED.put(
+            out, {**_RECORDED.get(self._frame), **{c: m.to_spec() for c, m in mechanisms.items()}}
+        )
         return out
 
     def debias(
@@ -255,7 +274,10 @@ class PolarsLazyFrameNamespace(_Builders):
         return self._frame.collect_schema().names()
 
     def privatize(
-        self, mechanisms: Mapping[str, Supported], *, key: bytes | None = None,
+        self,
+        mechanisms: Mapping[str, Supported],
+        *,
+        key: bytes | None = None,
         seed: int | None = None,
     ) -> pl.LazyFrame:
         """Add the randomization to the plan; the key is drawn now, so every collect agrees."""
@@ -274,8 +296,9 @@ class PolarsLazyFrameNamespace(_Builders):
                 .alias(column)
             )
         out = self._frame.with_row_index(_ROW).with_columns(expressions).drop(_ROW)
-        _RECORDED.put(out, {**_RECORDED.get(self._frame),
-                            **{c: m.to_spec() for c, m in mechanisms.items()}})
+        _RECORDED.put(
+            out, {**_RECORDED.get(self._frame), **{c: m.to_spec() for c, m in mechanisms.items()}}
+        )
         return out
 
     def debias(
@@ -321,8 +344,9 @@ class PolarsExprNamespace:
             _privatize_batch, mechanism=mechanism, column=name, source=source, dtype=dtype
         )
         return (
-            pl.struct(pl.int_range(pl.len(), dtype=pl.Int64).alias("row"),
-                      self._expr.alias("value"))
+            pl.struct(
+                pl.int_range(pl.len(), dtype=pl.Int64).alias("row"), self._expr.alias("value")
+            )
             .map_batches(batch, return_dtype=dtype)
             .alias(name)
         )
@@ -341,8 +365,16 @@ class PolarsExprNamespace:
     ) -> pl.Expr:
         """RAPPOR reports of this expression (the domain must be given)."""
         name = self._expr.meta.output_name(raise_if_undetermined=False) or "reports"
-        mechanism = build_rappor(name, _no_data(name), epsilon, f=f, domain=domain,
-                                 max_weight=max_weight, unknown=unknown, nulls=nulls)
+        mechanism = build_rappor(
+            name,
+            _no_data(name),
+            epsilon,
+            f=f,
+            domain=domain,
+            max_weight=max_weight,
+            unknown=unknown,
+            nulls=nulls,
+        )
         return self.privatize(mechanism, key=key, seed=seed)
 
     def krr(
@@ -357,8 +389,9 @@ class PolarsExprNamespace:
     ) -> pl.Expr:
         """k-ary randomized response reports of this expression (the domain must be given)."""
         name = self._expr.meta.output_name(raise_if_undetermined=False) or "reports"
-        mechanism = build_krr(name, _no_data(name), epsilon, domain=domain, unknown=unknown,
-                              nulls=nulls)
+        mechanism = build_krr(
+            name, _no_data(name), epsilon, domain=domain, unknown=unknown, nulls=nulls
+        )
         return self.privatize(mechanism, key=key, seed=seed)
 
 

@@ -113,8 +113,9 @@ def _to_polars(data: dict[str, Any]) -> Any:
 
     categories = data["category"]
     labels = pl.Series("category", categories, dtype=pl.Object if _mixed(categories) else None)
-    return pl.DataFrame([labels, *(pl.Series(k, np.asarray(v)) for k, v in data.items()
-                                   if k != "category")])
+    return pl.DataFrame(
+        [labels, *(pl.Series(k, np.asarray(v)) for k, v in data.items() if k != "category")]
+    )
 
 
 def _mixed(categories: list[Any]) -> bool:

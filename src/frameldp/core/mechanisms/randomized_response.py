@@ -175,13 +175,17 @@ class RandomizedResponse:
             raise ParameterError(f"codes must be in [0, {self.k}), got values outside")
         n = codes.size
         prefix = f"{label}\x1f{self._stream_suffix}"
-        moves = bernoulli_packed(
-            source.stream(prefix + "\x1fmove"),
-            self._move_numerator,
-            row_start=row_start,
-            num_rows=n,
-            bits_per_row=1,
-        ).ravel().astype(bool)
+        moves = (
+            bernoulli_packed(
+                source.stream(prefix + "\x1fmove"),
+                self._move_numerator,
+                row_start=row_start,
+                num_rows=n,
+                bits_per_row=1,
+            )
+            .ravel()
+            .astype(bool)
+        )
         if self.k == 2:
             others = 1 - codes
         else:
@@ -198,6 +202,4 @@ class RandomizedResponse:
 
     def debias(self, report_counts: NDArray[np.int64], n: int) -> FrequencyEstimate:
         """Debiased counts from the report histogram of ``n`` reports (for tree reductions)."""
-        return debias_direct_counts(
-            report_counts, n, self.keep_probability, self.other_probability
-        )
+        return debias_direct_counts(report_counts, n, self.keep_probability, self.other_probability)

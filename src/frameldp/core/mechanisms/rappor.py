@@ -119,7 +119,7 @@ class Rappor:
             numerator = dyadic_at_least(min(0.5, exact * (1 + FLOAT_MARGIN)))
             object.__setattr__(self, "epsilon", epsilon)
         else:
-            f = self.f
+            f: object = self.f  # validated at run time whatever the annotation says
             if isinstance(f, bool) or not isinstance(f, Real) or not 0 < float(f) <= 1:
                 raise ParameterError(f"{owner}: f must be in (0, 1], got {f!r}")
             numerator = dyadic_at_least(Fraction(float(f)) / 2)

@@ -1,0 +1,12 @@
+"""The ``frameldp`` command line (typer)."""
+
+from __future__ import annotations
+
+from frameldp.cli.app import app
+
+__all__ = ["app", "main"]
+
+
+def main() -> None:
+    """Entry point of the ``frameldp`` command."""
+    app()
