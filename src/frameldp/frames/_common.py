@@ -22,6 +22,7 @@ __all__ = [
     "METADATA_KEY",
     "SUPPORTED",
     "IdentityRegistry",
+    "Supported",
     "build_krr",
     "build_rappor",
     "check_columns",
@@ -38,6 +39,7 @@ METADATA_KEY = "frameldp"
 
 SUPPORTED = (Rappor, RandomizedResponse)
 Supported = Rappor | RandomizedResponse
+"""The mechanisms the frame adapters can apply to a column."""
 
 
 @contextlib.contextmanager

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from frameldp.accounting import PrivacyGuarantee
 from frameldp.core.encoding import NullPolicy, UnknownPolicy, unpack_bits
-from frameldp.core.mechanisms import RandomizedResponse, Rappor
+from frameldp.core.mechanisms import Rappor
 from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.errors import ParameterError
 from frameldp.frames._arrow import (
@@ -29,6 +29,7 @@ from frameldp.frames._arrow import (
 )
 from frameldp.frames._common import (
     METADATA_KEY,
+    Supported,
     build_krr,
     build_rappor,
     check_columns,
@@ -42,8 +43,6 @@ from frameldp.frames._common import (
 from frameldp.frames.table import FrequencyTable
 
 __all__ = ["PandasFrameAccessor", "PandasSeriesAccessor"]
-
-Supported = Rappor | RandomizedResponse
 
 
 def _arrow(series: pd.Series) -> pa.Array | pa.ChunkedArray:

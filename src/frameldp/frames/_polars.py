@@ -20,7 +20,7 @@ import polars as pl
 
 from frameldp.accounting import PrivacyGuarantee
 from frameldp.core.encoding import NullPolicy, UnknownPolicy, unpack_bits
-from frameldp.core.mechanisms import RandomizedResponse, Rappor
+from frameldp.core.mechanisms import Rappor
 from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.errors import ParameterError
 from frameldp.frames._arrow import (
@@ -31,6 +31,7 @@ from frameldp.frames._arrow import (
 )
 from frameldp.frames._common import (
     IdentityRegistry,
+    Supported,
     build_krr,
     build_rappor,
     check_columns,
@@ -45,7 +46,6 @@ from frameldp.frames.table import FrequencyTable
 
 __all__ = ["PolarsExprNamespace", "PolarsFrameNamespace", "PolarsLazyFrameNamespace"]
 
-Supported = Rappor | RandomizedResponse
 _RECORDED = IdentityRegistry()
 _ROW = "__frameldp_row__"
 
