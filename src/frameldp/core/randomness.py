@@ -276,7 +276,7 @@ def _decide_tail(
     if words.size == 0:
         return
     bits = np.unpackbits(undecided[words].view(np.uint8))
-    word_of, bit_of = np.divmod(np.flatnonzero(bits), 64)
+    word_of, bit_of = np.divmod(np.flatnonzero(bits.view(np.bool_)), 64)
     local = words[word_of] * 64 + bit_of
     position = byte_start * 8 + local
     keep = position % (width * 8) < bits_per_row

@@ -111,9 +111,9 @@ def privatize_array(
         if null_rows.any():
             offsets, codes = _with_null_cells(offsets, codes, null_rows, mechanism.domain, column)
         bits = mechanism.encode_sets(offsets, codes, column=column)
-    else:
-        bits = mechanism.encode(_codes(array, mechanism.domain, column))
-    return mechanism.randomize(bits, source=source, label=column, row_start=row_start)
+        return mechanism.randomize(bits, source=source, label=column, row_start=row_start)
+    codes = _codes(array, mechanism.domain, column)
+    return mechanism.randomize_codes(codes, source=source, label=column, row_start=row_start)
 
 
 def _with_null_cells(
