@@ -32,10 +32,9 @@ def log_upper(ratio: Fraction) -> float:
     if ratio < 2:
         raw = math.log1p(float(ratio - 1))
     else:
-        as_float = float(ratio) if ratio < Fraction(2) ** 1000 else math.inf
-        raw = (
-            math.log(as_float)
-            if math.isfinite(as_float)
-            else math.log(ratio.numerator) - math.log(ratio.denominator)
-        )
+        # ratio = 2**e * r with r in [1/2, 2]: ln ratio = e ln 2 + ln r, where e ln 2 dominates
+        # and |ln r| <= ln 2, so nothing cancels however large the ratio is.
+        e = ratio.numerator.bit_length() - ratio.denominator.bit_length()
+        scaled = ratio / (Fraction(2) ** e)
+        raw = e * math.log(2) + math.log(float(scaled))
     return round_up(raw)

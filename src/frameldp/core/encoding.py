@@ -45,6 +45,14 @@ NullPolicy = Literal["raise", "category"]
 _COUNT_BLOCK: Final = 255  # rows summed in uint8 lanes before they could overflow
 
 
+_JSON_SCALARS: Final = (str, int, float, bool)
+
+
+def _python_scalar(value: Any) -> Any:
+    """numpy scalars as the Python scalars they hold (so specs serialize to JSON)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def packed_width(num_bits: int) -> int:
     """Bytes per row of a packed bit vector of ``num_bits`` bits."""
     return -(-num_bits // 8)
@@ -81,7 +89,7 @@ class Domain:
             raise ParameterError(f"unknown must be 'raise' or 'other', got {self.unknown!r}")
         if self.nulls not in ("raise", "category"):
             raise ParameterError(f"nulls must be 'raise' or 'category', got {self.nulls!r}")
-        categories = tuple(self.categories)
+        categories = tuple(_python_scalar(c) for c in self.categories)
         if len(categories) + self.has_other + self.has_null < 2:
             raise DomainError(f"domain must have at least 2 buckets, got {list(categories)!r}")
         index: dict[Hashable, int] = {}
@@ -90,6 +98,12 @@ class Domain:
                 raise DomainError(
                     f"domain contains a null at position {position}; use nulls='category' "
                     "to give nulls their own bucket"
+                )
+            if not isinstance(value, _JSON_SCALARS):
+                raise DomainError(
+                    f"domain categories must be str, int, float or bool (they are written to "
+                    f"JSON specs); got {value!r} of type {type(value).__name__} at position "
+                    f"{position}"
                 )
             if value in index:
                 raise DomainError(f"domain contains {value!r} twice")
@@ -117,9 +131,14 @@ class Domain:
                 f"domain must be a list of categories, got the string {domain!r}"
                 + ("; pass domain='infer' to a frame method to infer it" if domain else "")
             )
+        if domain is None:
+            raise DomainError(
+                "domain must be given: a list of categories, a pandas CategoricalDtype or a "
+                "polars Enum (or domain='infer' in a frame method); got None"
+            )
         categories = getattr(domain, "categories", domain)
         if categories is None:
-            raise DomainError("domain must be given: the categorical dtype has no categories")
+            raise DomainError(f"domain must be given: {domain!r} has no categories")
         if not isinstance(categories, Iterable):
             raise DomainError(f"domain must be a list of categories, got {domain!r}")
         return cls(tuple(categories), unknown or "raise", nulls or "raise")
@@ -181,33 +200,37 @@ class Domain:
         *,
         column: str,
         value_at: Callable[[int], object],
+        row_of: Callable[[int], int] | None = None,
     ) -> NDArray[np.int64]:
         """Apply the null and unknown policies to category codes (``-1`` = not a category).
 
-        ``value_at(i)`` returns the original value of row ``i``; it is only called to name the
-        first offending value in an error message.
+        ``value_at(i)`` returns the original value at position ``i`` and ``row_of(i)`` the row
+        it belongs to (default: ``i``); both are only called to describe the first offending
+        value in an error message.
         """
         codes = np.asarray(raw_codes, dtype=np.int64).copy()
         missing = codes < 0
         if not missing.any():
             return codes
+        row_of = row_of or int
         unknown = missing & ~null_mask
         if null_mask.any():
             if not self.has_null:
-                row = int(np.flatnonzero(null_mask)[0])
+                first = int(np.flatnonzero(null_mask)[0])
                 raise DomainError(
-                    f"column {column!r}: null at row {row} "
+                    f"column {column!r}: null at row {row_of(first)} "
                     f"({int(null_mask.sum())} nulls in all); pass nulls='category' to give "
                     "nulls their own bucket, or drop them first"
                 )
             codes[null_mask] = self.null_code
         if unknown.any():
             if not self.has_other:
-                row = int(np.flatnonzero(unknown)[0])
+                first = int(np.flatnonzero(unknown)[0])
                 raise DomainError(
-                    f"column {column!r}: value {value_at(row)!r} at row {row} is not in the "
-                    f"domain of {len(self.categories)} categories ({int(unknown.sum())} such "
-                    "rows); pass unknown='other' to map such values to a reserved bucket"
+                    f"column {column!r}: value {value_at(first)!r} at row {row_of(first)} is not "
+                    f"in the domain of {len(self.categories)} categories "
+                    f"({int(unknown.sum())} such values in all); pass unknown='other' to map "
+                    "such values to a reserved bucket"
                 )
             codes[unknown] = self.other_code
         return codes
@@ -288,6 +311,13 @@ def count_bits(packed: NDArray[np.uint8], num_bits: int) -> NDArray[np.int64]:
             f"reports must have shape (n, {packed_width(num_bits)}) for {num_bits} bits, "
             f"got {packed.shape}"
         )
+    if num_bits % 8 and packed.shape[0]:
+        padding = np.uint8(0xFF >> (num_bits % 8))
+        if np.bitwise_and(packed[:, -1], padding).any():
+            raise ParameterError(
+                f"reports have bits set beyond bit {num_bits}: they were not produced by a "
+                f"mechanism with {num_bits} buckets (wrong mechanism or domain?)"
+            )
     totals = np.zeros(num_bits, dtype=np.int64)
     for start in range(0, packed.shape[0], _COUNT_BLOCK):
         block = np.unpackbits(packed[start : start + _COUNT_BLOCK], axis=1, count=num_bits)

@@ -93,7 +93,12 @@ class RandomSource:
 
     def __post_init__(self) -> None:
         if not isinstance(self.key, bytes) or len(self.key) != KEY_BYTES:
-            shown = f"{len(self.key)} bytes" if isinstance(self.key, bytes) else repr(self.key)
+            # Never echo the value: it may be (a mistyped form of) the secret key.
+            shown = (
+                f"{len(self.key)} bytes"
+                if isinstance(self.key, bytes)
+                else f"a {type(self.key).__name__}"
+            )
             raise ParameterError(f"key must be {KEY_BYTES} bytes, got {shown}")
 
     @classmethod
@@ -175,6 +180,10 @@ def _zeros(nbytes: int) -> memoryview:
     return memoryview(_ZEROS)[:nbytes]
 
 
+def _is_int(value: object) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+
+
 def dyadic_at_least(probability: float | Fraction) -> int:
     """Numerator of the smallest multiple of ``2**-64`` that is >= ``probability``."""
     scaled = Fraction(probability) * (1 << PRECISION_BITS)
@@ -206,8 +215,8 @@ def bernoulli_packed(
     :data:`PLANES` planes the still-undecided positions (probability ``2**-PLANES``) compare
     the remaining ``64 - PLANES`` bits drawn from their own counter block.
     """
-    if not 0 <= numerator <= 1 << PRECISION_BITS:
-        raise ParameterError(f"numerator must be in [0, 2**64], got {numerator}")
+    if not _is_int(numerator) or not 0 <= numerator <= 1 << PRECISION_BITS:
+        raise ParameterError(f"numerator must be an integer in [0, 2**64], got {numerator!r}")
     width = -(-bits_per_row // 8)
     out = np.zeros(num_rows * width, dtype=np.uint8)
     if numerator == 1 << PRECISION_BITS:
@@ -298,8 +307,8 @@ def uniform_integers(
     ``w`` is below the largest multiple of ``k`` not exceeding ``2**32``; otherwise round ``r``
     retries with block ``i`` of lane ``1 + r``. Rejection keeps every value equally likely.
     """
-    if not 1 <= k <= 1 << 32:
-        raise ParameterError(f"k must be in [1, 2**32], got {k}")
+    if not _is_int(k) or not 1 <= k <= 1 << 32:
+        raise ParameterError(f"k must be an integer in [1, 2**32], got {k!r}")
     words = stream.contiguous(1, 4 * row_start, 4 * num_rows).view("<u4").astype(np.int64)
     limit = (1 << 32) - (1 << 32) % k
     result = words % k

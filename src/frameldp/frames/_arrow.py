@@ -8,7 +8,7 @@ here. No formula lives in this module: it only moves data between Arrow and ``fr
 from __future__ import annotations
 
 import warnings
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import numpy as np
@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
-from frameldp.core.encoding import Domain, packed_width
+from frameldp.core.encoding import OTHER, Domain, packed_width
 from frameldp.core.estimation import FrequencyEstimate
 from frameldp.core.mechanisms import RandomizedResponse, Rappor
 from frameldp.core.randomness import RandomSource
@@ -53,8 +53,13 @@ def infer_domain(array: pa.Array | pa.ChunkedArray, column: str) -> tuple[Hashab
     return tuple(values.to_pylist())
 
 
-def _codes(array: pa.Array, domain: Domain, column: str) -> NDArray[np.int64]:
-    """Codes of a flat Arrow array against the domain, with the domain's policies applied."""
+def _codes(
+    array: pa.Array, domain: Domain, column: str, row_of: Callable[[int], int] | None = None
+) -> NDArray[np.int64]:
+    """Codes of a flat Arrow array against the domain, with the domain's policies applied.
+
+    ``row_of(i)`` names the frame row of value ``i`` in error messages (default: ``i``).
+    """
     categories = list(domain.categories)
     if pa.types.is_dictionary(array.type):
         lookup = _codes_of_values(array.dictionary, categories)
@@ -64,7 +69,9 @@ def _codes(array: pa.Array, domain: Domain, column: str) -> NDArray[np.int64]:
     else:
         raw = _codes_of_values(array, categories)
     null_mask = array.is_null().to_numpy(zero_copy_only=False)
-    return domain.resolve(raw, null_mask, column=column, value_at=lambda i: array[i].as_py())
+    return domain.resolve(
+        raw, null_mask, column=column, value_at=lambda i: array[i].as_py(), row_of=row_of
+    )
 
 
 def _codes_of_values(array: pa.Array, categories: list[Hashable]) -> NDArray[np.int64]:
@@ -78,12 +85,40 @@ def _codes_of_values(array: pa.Array, categories: list[Hashable]) -> NDArray[np.
     return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
-def _list_parts(array: pa.Array) -> tuple[NDArray[np.int64], pa.Array, NDArray[np.bool_]]:
-    """CSR offsets (from 0), flat values and row null mask of a list array."""
+def _set_codes(
+    array: pa.Array, domain: Domain, column: str, row_start: int
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """CSR offsets (from 0) and item codes of a list column; a null cell is the null bucket.
+
+    Arrow lets a null list slot still span items (polars produces such slots): those items
+    are not the row's value and are dropped before they are looked up.
+    """
     offsets = array.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
     values = array.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
+    lengths = np.diff(offsets)
     null_rows = array.is_null().to_numpy(zero_copy_only=False)
-    return offsets - offsets[0], values, null_rows
+    if null_rows.any():
+        if not domain.has_null:
+            row = row_start + int(np.flatnonzero(null_rows)[0])
+            raise DomainError(
+                f"column {column!r}: null cell at row {row}; pass nulls='category' to give "
+                "nulls their own bucket, or drop them first"
+            )
+        values = values.filter(pa.array(np.repeat(~null_rows, lengths)))
+        lengths = np.where(null_rows, 0, lengths)
+    starts = np.concatenate([[0], np.cumsum(lengths)])
+
+    def row_of(item: int) -> int:
+        return row_start + int(np.searchsorted(starts, item, side="right") - 1)
+
+    codes = _codes(values, domain, column, row_of)
+    if not null_rows.any():
+        return starts, codes
+    # Each null cell becomes a one-item set holding the null bucket.
+    lengths = np.where(null_rows, 1, lengths)
+    with_nulls = np.full(int(lengths.sum()), domain.null_code, dtype=np.int64)
+    with_nulls[np.repeat(~null_rows, lengths)] = codes
+    return np.concatenate([[0], np.cumsum(lengths)]), with_nulls
 
 
 def privatize_array(
@@ -97,47 +132,31 @@ def privatize_array(
     """Randomize one column: report codes (k-RR) or packed report bits (RAPPOR)."""
     array = _combined(array)
     is_list = pa.types.is_list(array.type) or pa.types.is_large_list(array.type)
+
+    def row_of(value: int) -> int:
+        return row_start + value
+
     if isinstance(mechanism, RandomizedResponse):
         if is_list:
             raise ParameterError(
                 f"column {column!r}: k-ary randomized response takes one value per row; "
                 "use rappor(..., max_weight=m) for set-valued cells"
             )
-        codes = _codes(array, mechanism.domain, column)
+        domain = mechanism.domain
+        if domain.has_other and not all(isinstance(c, str) for c in domain.categories):
+            raise ParameterError(
+                f"column {column!r}: unknown='other' with k-ary randomized response needs "
+                f"string categories (the {OTHER!r} label is written into the report column); "
+                "cast the column and the domain to strings first"
+            )
+        codes = _codes(array, domain, column, row_of)
         return mechanism.randomize(codes, source=source, label=column, row_start=row_start)
     if is_list:
-        offsets, values, null_rows = _list_parts(array)
-        codes = _codes(values, mechanism.domain, column)
-        if null_rows.any():
-            offsets, codes = _with_null_cells(offsets, codes, null_rows, mechanism.domain, column)
+        offsets, codes = _set_codes(array, mechanism.domain, column, row_start)
         bits = mechanism.encode_sets(offsets, codes, column=column)
         return mechanism.randomize(bits, source=source, label=column, row_start=row_start)
-    codes = _codes(array, mechanism.domain, column)
+    codes = _codes(array, mechanism.domain, column, row_of)
     return mechanism.randomize_codes(codes, source=source, label=column, row_start=row_start)
-
-
-def _with_null_cells(
-    offsets: NDArray[np.int64],
-    codes: NDArray[np.int64],
-    null_rows: NDArray[np.bool_],
-    domain: Domain,
-    column: str,
-) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """A null set-valued cell is the null bucket (``nulls="category"``) or an error."""
-    if not domain.has_null:
-        row = int(np.flatnonzero(null_rows)[0])
-        raise DomainError(
-            f"column {column!r}: null cell at row {row}; pass nulls='category' to give nulls "
-            "their own bucket, or drop them first"
-        )
-    lengths = np.diff(offsets)
-    lengths[null_rows] = 1
-    new_offsets = np.concatenate([[0], np.cumsum(lengths)])
-    new_codes = np.empty(int(new_offsets[-1]), dtype=np.int64)
-    keep = np.repeat(~null_rows, lengths)
-    new_codes[keep] = codes
-    new_codes[~keep] = domain.null_code
-    return new_offsets, new_codes
 
 
 def rappor_array(packed: NDArray[np.uint8]) -> pa.FixedSizeBinaryArray:

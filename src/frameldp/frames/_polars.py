@@ -311,6 +311,13 @@ class PolarsLazyFrameNamespace(_Builders):
         frame = self._frame.select(column).collect(engine="streaming")
         return _debias(frame, column, found, recorded, level)
 
+    def unpack(self, column: str, mechanism: Rappor | None = None) -> pl.DataFrame:
+        """Collect ``column`` (streaming) as one 0/1 ``uint8`` column per bucket."""
+        require_column(self._columns(), column)
+        found = find_mechanism(column, mechanism, _RECORDED.get(self._frame))
+        frame = self._frame.select(column).collect(engine="streaming")
+        return PolarsFrameNamespace(frame).unpack(column, found)  # type: ignore[arg-type]
+
     @property
     def mechanisms(self) -> dict[str, Supported]:
         """Mechanisms recorded for this plan's report columns."""

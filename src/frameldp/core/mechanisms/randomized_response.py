@@ -21,7 +21,6 @@ from frameldp.core.randomness import (
     RandomSource,
     bernoulli_packed,
     dyadic_at_least,
-    dyadic_at_most,
     uniform_integers,
 )
 from frameldp.errors import ParameterError
@@ -95,10 +94,11 @@ class RandomizedResponse:
         # P[move] = (k - 1) / (e^eps + k - 1) = (k - 1) e^-eps / (1 + (k - 1) e^-eps)
         scaled = (k - 1) * math.exp(-epsilon)
         exact = scaled / (1.0 + scaled)
-        uniform = Fraction(k - 1, k)
-        numerator = min(dyadic_at_least(exact * (1 + FLOAT_MARGIN)), dyadic_at_most(uniform))
-        object.__setattr__(self, "_move_numerator", max(1, numerator))
-        if self._ratio <= 1:
+        numerator = max(1, dyadic_at_least(exact * (1 + FLOAT_MARGIN)))
+        object.__setattr__(self, "_move_numerator", numerator)
+        # Rounding toward more noise can pass the uniform point (k - 1) / k, after which the
+        # report would favour the *other* values: refuse instead of realizing that.
+        if Fraction(numerator, _ONE) >= Fraction(k - 1, k):
             raise ParameterError(
                 f"{owner}: epsilon={epsilon!r} is too small to realize for k={k}; "
                 "the reports would be uniform noise"
@@ -171,8 +171,12 @@ class RandomizedResponse:
         codes = np.asarray(codes, dtype=np.int64)
         if codes.ndim != 1:
             raise ParameterError(f"codes must be one-dimensional, got shape {codes.shape}")
-        if codes.size and (codes.min() < 0 or codes.max() >= self.k):
-            raise ParameterError(f"codes must be in [0, {self.k}), got values outside")
+        outside = (codes < 0) | (codes >= self.k)
+        if outside.any():
+            first = int(np.flatnonzero(outside)[0])
+            raise ParameterError(
+                f"codes must be in [0, {self.k}), got {int(codes[first])} at position {first}"
+            )
         n = codes.size
         prefix = f"{label}\x1f{self._stream_suffix}"
         moves = (

@@ -123,8 +123,14 @@ class Rappor:
             f: object = self.f  # validated at run time whatever the annotation says
             if isinstance(f, bool) or not isinstance(f, Real) or not 0 < float(f) <= 1:
                 raise ParameterError(f"{owner}: f must be in (0, 1], got {f!r}")
+            object.__setattr__(self, "f", float(f))
             numerator = dyadic_at_least(Fraction(float(f)) / 2)
         object.__setattr__(self, "_flip_numerator", max(1, min(numerator, _HALF)))
+        if self.epsilon is not None and self._flip_numerator == _HALF:
+            raise ParameterError(
+                f"{owner}: epsilon={self.epsilon!r} is too small to realize with "
+                f"max_weight={m}; the reports would be pure noise (pass f=1.0 if that is meant)"
+            )
         if self.epsilon is not None:
             object.__setattr__(self, "f", 2 * self.flip_probability)
 
