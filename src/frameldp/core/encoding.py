@@ -262,11 +262,13 @@ def k_hot_packed(
     *,
     max_weight: int,
     column: str = "values",
+    row_offset: int = 0,
 ) -> NDArray[np.uint8]:
     """Bit-packed k-hot vectors of set-valued cells given in CSR form.
 
     Row ``i`` holds ``codes[offsets[i]:offsets[i + 1]]``; repeated items count once (a cell is a
-    set). A row with more than ``max_weight`` distinct items raises :class:`DomainError`.
+    set). A row with more than ``max_weight`` distinct items raises :class:`DomainError` naming
+    frame row ``row_offset + i``.
     """
     _check_codes(codes, num_bits)
     num_rows = offsets.size - 1
@@ -279,7 +281,8 @@ def k_hot_packed(
     if num_rows and weights.max(initial=0) > max_weight:
         row = int(np.argmax(weights > max_weight))
         raise DomainError(
-            f"column {column!r}: row {row} holds {int(weights[row])} distinct items, more than "
+            f"column {column!r}: row {row_offset + row} holds {int(weights[row])} distinct "
+            "items, more than "
             f"max_weight={max_weight}"
         )
     width = packed_width(num_bits)

@@ -153,7 +153,7 @@ def privatize_array(
         return mechanism.randomize(codes, source=source, label=column, row_start=row_start)
     if is_list:
         offsets, codes = _set_codes(array, mechanism.domain, column, row_start)
-        bits = mechanism.encode_sets(offsets, codes, column=column)
+        bits = mechanism.encode_sets(offsets, codes, column=column, row_offset=row_start)
         return mechanism.randomize(bits, source=source, label=column, row_start=row_start)
     codes = _codes(array, mechanism.domain, column, row_of)
     return mechanism.randomize_codes(codes, source=source, label=column, row_start=row_start)

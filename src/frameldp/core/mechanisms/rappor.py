@@ -194,11 +194,24 @@ class Rappor:
         return one_hot_packed(np.asarray(codes, dtype=np.int64), self.num_bits)
 
     def encode_sets(
-        self, offsets: NDArray[np.int64], codes: NDArray[np.int64], *, column: str = "values"
+        self,
+        offsets: NDArray[np.int64],
+        codes: NDArray[np.int64],
+        *,
+        column: str = "values",
+        row_offset: int = 0,
     ) -> NDArray[np.uint8]:
-        """k-hot bit vectors of set-valued cells in CSR form (at most ``max_weight`` items)."""
+        """k-hot bit vectors of set-valued cells in CSR form (at most ``max_weight`` items).
+
+        ``row_offset`` is the frame row of the first cell, for error messages.
+        """
         return k_hot_packed(
-            offsets, codes, self.num_bits, max_weight=self.max_weight, column=column
+            offsets,
+            codes,
+            self.num_bits,
+            max_weight=self.max_weight,
+            column=column,
+            row_offset=row_offset,
         )
 
     def randomize(

@@ -1,0 +1,286 @@
+"""The ``backend`` fixture: one test body run on every frame library frameldp supports.
+
+In the style of narwhals' ``constructor`` fixtures: each test receives a :class:`Backend` that
+builds its input frames in one library / string representation and knows how to look at the
+result, so a test body never branches on the library. Ids:
+
+``pandas-numpy``        pandas, strings as Python objects (``dtype=object``)
+``pandas-pyarrow``      pandas, strings as ``pd.StringDtype("pyarrow")``
+``pandas-categorical``  pandas, string columns as ``pd.CategoricalDtype``
+``polars-eager``        ``polars.DataFrame``
+``polars-lazy``         ``polars.LazyFrame`` (collected with the streaming engine)
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import polars.testing
+import pyarrow as pa
+import pytest
+from scipy.stats import norm
+
+from frameldp.datasets import FLIGHTS_DOMAINS, load_flights
+
+P_FAIL = 1e-6
+"""Chance that one distributional assertion fails although the code is correct."""
+
+NEAR_IDENTITY_EPSILON = 90.0
+"""An epsilon so large that the realized flip (RAPPOR, per bit) or move (k-RR) probability is the
+samplers' smallest, 2**-64: reports equal the encoded input, so tests can check the encoding
+exactly (epsilon -> inf is the identity)."""
+
+
+def bonferroni_z(num_buckets: int, p_fail: float = P_FAIL) -> float:
+    """Two-sided z bound for ``num_buckets`` simultaneous bucket checks at total ``p_fail``."""
+    return float(norm.isf(p_fail / (2 * num_buckets)))
+
+
+Columns = dict[str, Sequence[Any]]
+
+
+def _kind(values: Sequence[Any]) -> str:
+    """What a test column holds: 'str', 'list', 'bytes' or 'other' (nulls are ignored)."""
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, str) for v in present):
+        return "str"
+    if present and all(isinstance(v, list) for v in present):
+        return "list"
+    if present and all(isinstance(v, bytes) for v in present):
+        return "bytes"
+    return "other"
+
+
+@dataclass(frozen=True)
+class Backend:
+    """How one frame library builds, collects and inspects frames (see the module docstring)."""
+
+    id: str
+    library: str  # "pandas" or "polars"
+    lazy: bool
+    _pandas_strings: Callable[[Sequence[Any]], pd.Series] | None = None
+
+    # -- building ----------------------------------------------------------------------------
+
+    def make(self, data: Columns) -> Any:
+        """A native frame of the given columns (strings in this backend's representation)."""
+        if self.library == "pandas":
+            return pd.DataFrame(
+                {name: self._pandas_column(values) for name, values in data.items()}
+            )
+        frame = pl.DataFrame(
+            {name: self._polars_column(name, values) for name, values in data.items()}
+        )
+        return frame.lazy() if self.lazy else frame
+
+    def _pandas_column(self, values: Sequence[Any]) -> pd.Series:
+        kind = _kind(values)
+        if kind == "str":
+            assert self._pandas_strings is not None
+            return self._pandas_strings(values)
+        if kind in ("list", "bytes"):
+            return pd.Series(list(values), dtype=object)
+        return pd.Series(values)
+
+    @staticmethod
+    def _polars_column(name: str, values: Sequence[Any]) -> pl.Series:
+        kind = _kind(values)
+        dtype = {"str": pl.String, "list": pl.List(pl.String), "bytes": pl.Binary}.get(kind)
+        return pl.Series(name, list(values), dtype=dtype)
+
+    def make_categorical(self, name: str, values: Sequence[str], categories: Sequence[str]) -> Any:
+        """A frame whose column is the library's categorical type over ``categories``.
+
+        pandas: an *ordered* ``CategoricalDtype`` (so that keeping ``ordered`` is observable);
+        polars: ``Enum``.
+        """
+        if self.library == "pandas":
+            dtype = pd.CategoricalDtype(list(categories), ordered=True)
+            return pd.DataFrame({name: pd.Series(list(values), dtype=dtype)})
+        frame = pl.DataFrame({name: pl.Series(name, list(values), dtype=pl.Enum(categories))})
+        return frame.lazy() if self.lazy else frame
+
+    def flights(self) -> Any:
+        """The demo dataset, its string columns converted to this backend's representation."""
+        if self.library == "polars":
+            frame = load_flights("polars")
+            return frame.lazy() if self.lazy else frame
+        frame = load_flights("pandas")
+        if self.id == "pandas-categorical":
+            return frame
+        strings = self._pandas_strings
+        assert strings is not None
+        converted = {
+            name: strings(frame[name].astype(object).tolist())
+            for name in ("passenger_id", *FLIGHTS_DOMAINS)
+            if name != "services"
+        }
+        return frame.assign(**converted)
+
+    def concat(self, frames: Sequence[Any]) -> Any:
+        """Frames stacked vertically without rechunking (the result holds several chunks)."""
+        if self.library == "pandas":
+            return pd.concat(frames, ignore_index=True)
+        return pl.concat(frames, rechunk=False)
+
+    def slice(self, native: Any, offset: int, length: int) -> Any:
+        """Rows ``offset`` to ``offset + length`` (a zero-copy view where the library has one)."""
+        if self.library == "pandas":
+            return native.iloc[offset : offset + length]
+        return native.slice(offset, length)
+
+    # -- inspecting --------------------------------------------------------------------------
+
+    def is_native(self, obj: Any) -> bool:
+        """Whether ``obj`` is the frame type the caller passed in."""
+        if self.library == "pandas":
+            return type(obj) is pd.DataFrame
+        return type(obj) is (pl.LazyFrame if self.lazy else pl.DataFrame)
+
+    def collect(self, native: Any) -> Any:
+        """An eager frame (a LazyFrame is collected by the streaming engine)."""
+        if isinstance(native, pl.LazyFrame):
+            return native.collect(engine="streaming")
+        return native
+
+    def column_values(self, native: Any, name: str) -> list[Any]:
+        """The values of column ``name`` as Python objects (bytes, labels, None for null)."""
+        column = self.collect(native)[name]
+        if isinstance(column, pd.Series):
+            return [None if _pandas_null(v) else v for v in column.tolist()]
+        return column.to_list()
+
+    def dtype(self, native: Any, name: str) -> Any:
+        """The dtype of column ``name``."""
+        if isinstance(native, pl.LazyFrame):
+            return native.collect_schema()[name]
+        if isinstance(native, pl.DataFrame):
+            return native.schema[name]
+        return native[name].dtype
+
+    def num_rows(self, native: Any) -> int:
+        """Number of rows."""
+        return len(self.collect(native))
+
+    def rappor_dtype(self, num_bits: int) -> Any:
+        """The report dtype expected for RAPPOR over ``num_bits`` buckets."""
+        width = -(-num_bits // 8)
+        if self.library == "pandas":
+            return pd.ArrowDtype(pa.binary(width))
+        return pl.Binary()
+
+    def krr_dtype(self, categories: Sequence[Hashable]) -> Any:
+        """The report dtype expected for k-RR over string ``categories`` (no input categorical)."""
+        if self.library == "pandas":
+            return pd.CategoricalDtype(list(categories), ordered=False)
+        return pl.Enum(list(categories))
+
+    def uint8_dtype(self) -> Any:
+        """The dtype of the 0/1 columns of ``unpack``."""
+        return np.dtype("uint8") if self.library == "pandas" else pl.UInt8()
+
+    def table_type(self) -> type:
+        """The frame type of ``FrequencyTable.frame`` for this backend."""
+        return pd.DataFrame if self.library == "pandas" else pl.DataFrame
+
+    # -- input preservation ------------------------------------------------------------------
+
+    def snapshot(self, native: Any) -> Any:
+        """A deep copy to compare with later (lists in object cells included)."""
+        if self.library == "pandas":
+            return pickle.loads(pickle.dumps(native))
+        return self.collect(native).clone()
+
+    def assert_unchanged(self, snapshot: Any, native: Any) -> None:
+        """``native`` still equals the snapshot taken before the call (data, dtypes, attrs)."""
+        if self.library == "pandas":
+            pd.testing.assert_frame_equal(native, snapshot, check_exact=True)
+            assert native.attrs == snapshot.attrs
+        else:
+            polars.testing.assert_frame_equal(self.collect(native), snapshot)
+
+    # -- column-level API --------------------------------------------------------------------
+
+    def privatize_column(self, native: Any, name: str, method: str, **kwargs: Any) -> list[Any]:
+        """Reports of one column through the library's column API, as a list.
+
+        pandas: the Series accessor ``df[name].ldp.<method>``; polars: the expression namespace
+        ``df.select(pl.col(name).ldp.<method>)``.
+        """
+        if self.library == "pandas":
+            series = getattr(native[name].ldp, method)(**kwargs)
+            assert isinstance(series, pd.Series)
+            return [None if _pandas_null(v) else v for v in series.tolist()]
+        expression = getattr(pl.col(name).ldp, method)(**kwargs)
+        return self.column_values(native.select(expression), name)
+
+
+def _pandas_null(value: Any) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value))
+
+
+def _object_strings(values: Sequence[Any]) -> pd.Series:
+    return pd.Series(list(values), dtype=object)
+
+
+def _pyarrow_strings(values: Sequence[Any]) -> pd.Series:
+    return pd.Series(list(values), dtype=pd.StringDtype("pyarrow"))
+
+
+def _categorical_strings(values: Sequence[Any]) -> pd.Series:
+    return pd.Series(list(values), dtype="category")
+
+
+BACKENDS = {
+    "pandas-numpy": Backend("pandas-numpy", "pandas", False, _object_strings),
+    "pandas-pyarrow": Backend("pandas-pyarrow", "pandas", False, _pyarrow_strings),
+    "pandas-categorical": Backend("pandas-categorical", "pandas", False, _categorical_strings),
+    "polars-eager": Backend("polars-eager", "polars", False),
+    "polars-lazy": Backend("polars-lazy", "polars", True),
+}
+
+
+@pytest.fixture(params=list(BACKENDS), ids=list(BACKENDS))
+def backend(request: pytest.FixtureRequest) -> Backend:
+    """Every frame library and string representation frameldp supports."""
+    return BACKENDS[request.param]
+
+
+@pytest.fixture(params=[b for b in BACKENDS if b.startswith("pandas")])
+def pandas_backend(request: pytest.FixtureRequest) -> Backend:
+    """The pandas backends only (for the pandas Series accessor)."""
+    return BACKENDS[request.param]
+
+
+def reference_reports(data: Columns, call: Callable[[Any], Any], column: str) -> list[Any]:
+    """Reports of ``column`` computed on plain pandas (object strings): the cross-backend oracle."""
+    reference = BACKENDS["pandas-numpy"]
+    return reference.column_values(call(reference.make(data)), column)
+
+
+CARRIERS = ("AA", "DL", "UA", "WN")
+"""Public domain of the small test frames' ``carrier`` column ("WN" never occurs in them)."""
+ORIGINS = ("ATL", "BOS", "DEN", "JFK", "LAX")
+"""Public domain of the small test frames' ``origin`` column."""
+
+
+def small_data(n: int = 64) -> Columns:
+    """A small frame: two string columns over public domains and an untouched float column."""
+    return {
+        "carrier": [CARRIERS[i % 3] for i in range(n)],
+        "origin": [ORIGINS[(7 * i) % 5] for i in range(n)],
+        "fare": [i / 4 for i in range(n)],
+    }
+
+
+def unpacked(reports: Sequence[bytes], num_bits: int) -> np.ndarray:
+    """``(n, num_bits)`` 0/1 matrix of RAPPOR report bytes (``numpy.packbits`` order)."""
+    width = -(-num_bits // 8)
+    packed = np.frombuffer(b"".join(reports), dtype=np.uint8).reshape(len(reports), width)
+    return np.unpackbits(packed, axis=1)[:, :num_bits]

@@ -1,0 +1,121 @@
+"""``unpack``, the pandas Series accessor and the polars expression namespace."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import polars.testing
+import pytest
+
+import frameldp
+
+from .conftest import CARRIERS, Backend, small_data
+
+
+def test_unpack_gives_one_0_1_column_per_bucket(backend: Backend) -> None:
+    """``unpack`` equals ``numpy.unpackbits`` of the report bytes (12 buckets: two bytes)."""
+    domain = [f"v{j:02d}" for j in range(11)]
+    native = backend.make({"x": [domain[(3 * i) % 11] for i in range(40)]})
+    reports = native.ldp.rappor("x", epsilon=1.0, domain=domain, unknown="other", seed=3)
+
+    bits = backend.collect(reports.ldp.unpack("x"))
+
+    labels = [*domain, frameldp.OTHER]
+    assert list(bits.columns) == [f"x={label}" for label in labels]
+    raw = b"".join(backend.column_values(reports, "x"))
+    expected = np.unpackbits(np.frombuffer(raw, dtype=np.uint8).reshape(40, 2), axis=1)[:, :12]
+    assert expected.any()
+    assert not expected.all()
+    for j, label in enumerate(labels):
+        assert backend.column_values(bits, f"x={label}") == expected[:, j].tolist()
+        assert backend.dtype(bits, f"x={label}") == backend.uint8_dtype()
+
+
+def test_unpack_refuses_krr_reports(backend: Backend) -> None:
+    reports = backend.make(small_data()).ldp.krr("carrier", epsilon=1.0, domain=CARRIERS, seed=3)
+
+    with pytest.raises(frameldp.ParameterError, match=r"column 'carrier'.*bit vectors"):
+        reports.ldp.unpack("carrier")
+
+
+@pytest.mark.parametrize("method", ["rappor", "krr"])
+def test_column_api_equals_the_frame_api(backend: Backend, method: str) -> None:
+    """pandas ``df[c].ldp.<method>`` and polars ``df.select(pl.col(c).ldp.<method>)`` give the
+    reports of ``df.ldp.<method>(c)`` for the same seed."""
+    native = backend.make(small_data())
+    before = backend.snapshot(native)
+    kwargs: dict[str, Any] = {"epsilon": 1.0, "domain": CARRIERS, "seed": 17}
+
+    column_reports = backend.privatize_column(native, "carrier", method, **kwargs)
+
+    frame_reports = getattr(native.ldp, method)("carrier", **kwargs)
+    assert column_reports == backend.column_values(frame_reports, "carrier")
+    backend.assert_unchanged(before, native)
+
+
+def test_pandas_series_accessor(pandas_backend: Backend) -> None:
+    backend = pandas_backend
+    native = backend.make(small_data())
+    native.index = pd.RangeIndex(100, 164)
+    series = native["carrier"]
+    before = series.copy(deep=True)
+    mechanism = frameldp.Rappor(epsilon=1.0, domain=CARRIERS)
+
+    reports = series.ldp.rappor(epsilon=1.0, domain=CARRIERS, seed=2)
+
+    assert type(reports) is pd.Series
+    assert reports.name == "carrier"
+    assert reports.index.equals(series.index)
+    assert reports.dtype == backend.rappor_dtype(len(CARRIERS))
+    pd.testing.assert_series_equal(series, before)
+    table = reports.ldp.debias()
+    assert table.mechanism == mechanism
+    assert table.n == 64
+    frame_table = native.ldp.rappor("carrier", epsilon=1.0, domain=CARRIERS, seed=2).ldp.debias(
+        "carrier"
+    )
+    pd.testing.assert_frame_equal(table.frame, frame_table.frame)
+    assert reports.ldp.privacy == mechanism.privacy
+    bits = reports.ldp.unpack()
+    assert bits.index.equals(series.index)
+    assert list(bits.columns) == [f"carrier={c}" for c in CARRIERS]
+
+
+def test_pandas_series_accessor_krr_and_series_of_a_report_frame(pandas_backend: Backend) -> None:
+    native = pandas_backend.make(small_data())
+    mechanism = frameldp.RandomizedResponse(1.0, domain=CARRIERS)
+
+    reports = native["carrier"].ldp.krr(epsilon=1.0, domain=CARRIERS, seed=2)
+    column_of_frame = native.ldp.privatize({"carrier": mechanism}, seed=2)["carrier"]
+
+    assert reports.dtype == pandas_backend.krr_dtype(CARRIERS)
+    assert reports.ldp.debias().mechanism == mechanism
+    # A column taken from the privatized frame carries the record too.
+    assert column_of_frame.ldp.debias().mechanism == mechanism
+    pd.testing.assert_series_equal(reports, column_of_frame, check_flags=False)
+
+
+@pytest.mark.parametrize("lazy", [False, True], ids=["polars-eager", "polars-lazy"])
+def test_polars_expressions_keep_the_other_columns(lazy: bool) -> None:
+    data = small_data()
+    frame = pl.DataFrame(data)
+    native = frame.lazy() if lazy else frame
+
+    out = native.with_columns(
+        pl.col("carrier").ldp.rappor(epsilon=1.0, domain=CARRIERS, seed=5),
+        pl.col("origin").ldp.krr(epsilon=1.0, domain=sorted(set(data["origin"])), seed=5),
+    )
+
+    collected = out.collect(engine="streaming") if lazy else out
+    expected = frame.ldp.rappor("carrier", epsilon=1.0, domain=CARRIERS, seed=5).ldp.krr(
+        "origin", epsilon=1.0, domain=sorted(set(data["origin"])), seed=5
+    )
+    polars.testing.assert_frame_equal(collected, expected)
+
+
+def test_polars_expression_refuses_to_infer_the_domain() -> None:
+    with pytest.raises(frameldp.ParameterError, match=r"'carrier'.*infer.*needs the data"):
+        pl.col("carrier").ldp.krr(epsilon=1.0, domain="infer")
