@@ -21,8 +21,10 @@ from frameldp.frames._arrow import infer_domain
 __all__ = [
     "METADATA_KEY",
     "SUPPORTED",
+    "FrameMethods",
     "IdentityRegistry",
     "Supported",
+    "ValueShortcuts",
     "build_krr",
     "build_rappor",
     "check_columns",
@@ -186,3 +188,150 @@ def labels_without_null(domain: Domain) -> list[Hashable]:
         for code, label in enumerate(domain.labels)
         if not (domain.has_null and code == domain.null_code)
     ]
+
+
+class FrameMethods:
+    """What every frame accessor shares: ``rappor`` / ``krr`` and the recorded mechanisms.
+
+    The pandas accessor and the polars namespaces provide the column names, a column as Arrow
+    (only read for ``domain="infer"``), the recorded specs, and ``privatize``.
+    """
+
+    def _specs(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    @property
+    def mechanisms(self) -> dict[str, Supported]:
+        """Mechanisms recorded for the report columns of this frame."""
+        return mechanisms_of(self._specs())
+
+    @property
+    def privacy(self) -> PrivacyGuarantee | None:
+        """Per-person guarantee of all recorded report columns (basic composition)."""
+        return guarantee_of(self._specs())
+
+    def _column_arrow(self, column: str) -> pa.Array | pa.ChunkedArray:
+        raise NotImplementedError
+
+    def _columns(self) -> list[Any]:
+        raise NotImplementedError
+
+    def privatize(
+        self,
+        mechanisms: Mapping[str, Supported],
+        *,
+        key: bytes | None = None,
+        seed: int | None = None,
+    ) -> Any:
+        raise NotImplementedError
+
+    def rappor(
+        self,
+        column: str,
+        epsilon: float | None = None,
+        *,
+        f: float | None = None,
+        domain: Any,
+        max_weight: int = 1,
+        unknown: UnknownPolicy | None = None,
+        nulls: NullPolicy | None = None,
+        key: bytes | None = None,
+        seed: int | None = None,
+    ) -> Any:
+        """Replace ``column`` by RAPPOR reports (see :class:`frameldp.Rappor`)."""
+        require_column(self._columns(), column)
+        mechanism = build_rappor(
+            column,
+            lambda: self._column_arrow(column),
+            epsilon,
+            f=f,
+            domain=domain,
+            max_weight=max_weight,
+            unknown=unknown,
+            nulls=nulls,
+        )
+        return self.privatize({column: mechanism}, key=key, seed=seed)
+
+    def krr(
+        self,
+        column: str,
+        epsilon: float,
+        *,
+        domain: Any,
+        unknown: UnknownPolicy | None = None,
+        nulls: NullPolicy | None = None,
+        key: bytes | None = None,
+        seed: int | None = None,
+    ) -> Any:
+        """Replace ``column`` by k-ary randomized response reports."""
+        require_column(self._columns(), column)
+        mechanism = build_krr(
+            column,
+            lambda: self._column_arrow(column),
+            epsilon,
+            domain=domain,
+            unknown=unknown,
+            nulls=nulls,
+        )
+        return self.privatize({column: mechanism}, key=key, seed=seed)
+
+
+class ValueShortcuts:
+    """``rappor`` / ``krr`` on one column of values: a pandas Series, a polars expression.
+
+    Subclasses provide the name used in errors and stream labels, the values as Arrow (only
+    read for ``domain="infer"``) and ``privatize``.
+    """
+
+    @property
+    def _name(self) -> str:
+        raise NotImplementedError
+
+    def _values_arrow(self) -> pa.Array | pa.ChunkedArray:
+        raise NotImplementedError
+
+    def privatize(
+        self, mechanism: Supported, *, key: bytes | None = None, seed: int | None = None
+    ) -> Any:
+        raise NotImplementedError
+
+    def rappor(
+        self,
+        epsilon: float | None = None,
+        *,
+        f: float | None = None,
+        domain: Any,
+        max_weight: int = 1,
+        unknown: UnknownPolicy | None = None,
+        nulls: NullPolicy | None = None,
+        key: bytes | None = None,
+        seed: int | None = None,
+    ) -> Any:
+        """RAPPOR reports of these values (see :class:`frameldp.Rappor`)."""
+        mechanism = build_rappor(
+            self._name,
+            self._values_arrow,
+            epsilon,
+            f=f,
+            domain=domain,
+            max_weight=max_weight,
+            unknown=unknown,
+            nulls=nulls,
+        )
+        return self.privatize(mechanism, key=key, seed=seed)
+
+    def krr(
+        self,
+        epsilon: float,
+        *,
+        domain: Any,
+        unknown: UnknownPolicy | None = None,
+        nulls: NullPolicy | None = None,
+        key: bytes | None = None,
+        seed: int | None = None,
+    ) -> Any:
+        """k-ary randomized response reports of these values."""
+        mechanism = build_krr(
+            self._name, self._values_arrow, epsilon, domain=domain, unknown=unknown, nulls=nulls
+        )
+        return self.privatize(mechanism, key=key, seed=seed)

@@ -9,7 +9,7 @@ row operations but drops them in some; pass the mechanism explicitly then).
 from __future__ import annotations
 
 import copy
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -17,7 +17,7 @@ import pandas as pd
 import pyarrow as pa
 
 from frameldp.accounting import PrivacyGuarantee
-from frameldp.core.encoding import NullPolicy, UnknownPolicy, unpack_bits
+from frameldp.core.encoding import unpack_bits
 from frameldp.core.mechanisms import Rappor
 from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.errors import ParameterError
@@ -29,15 +29,14 @@ from frameldp.frames._arrow import (
 )
 from frameldp.frames._common import (
     METADATA_KEY,
+    FrameMethods,
     Supported,
-    build_krr,
-    build_rappor,
+    ValueShortcuts,
     check_columns,
     column_context,
     find_mechanism,
     guarantee_of,
     labels_without_null,
-    mechanisms_of,
     require_column,
 )
 from frameldp.frames.table import FrequencyTable
@@ -102,61 +101,20 @@ def _unpack(series: pd.Series, mechanism: Supported, column: str) -> pd.DataFram
 
 
 @pd.api.extensions.register_dataframe_accessor("ldp")
-class PandasFrameAccessor:
+class PandasFrameAccessor(FrameMethods):
     """``df.ldp``: privatize columns and debias reports of a pandas DataFrame."""
 
     def __init__(self, frame: pd.DataFrame) -> None:
         self._frame = frame
 
-    def rappor(
-        self,
-        column: str,
-        epsilon: float | None = None,
-        *,
-        f: float | None = None,
-        domain: Any,
-        max_weight: int = 1,
-        unknown: UnknownPolicy | None = None,
-        nulls: NullPolicy | None = None,
-        key: bytes | None = None,
-        seed: int | None = None,
-    ) -> pd.DataFrame:
-        """Replace ``column`` by RAPPOR reports (see :class:`frameldp.Rappor`)."""
-        self._require(column)
-        mechanism = build_rappor(
-            column,
-            lambda: _arrow(self._frame[column]),
-            epsilon,
-            f=f,
-            domain=domain,
-            max_weight=max_weight,
-            unknown=unknown,
-            nulls=nulls,
-        )
-        return self.privatize({column: mechanism}, key=key, seed=seed)
+    def _specs(self) -> dict[str, Any]:
+        return _recorded(self._frame)
 
-    def krr(
-        self,
-        column: str,
-        epsilon: float,
-        *,
-        domain: Any,
-        unknown: UnknownPolicy | None = None,
-        nulls: NullPolicy | None = None,
-        key: bytes | None = None,
-        seed: int | None = None,
-    ) -> pd.DataFrame:
-        """Replace ``column`` by k-ary randomized response reports."""
-        self._require(column)
-        mechanism = build_krr(
-            column,
-            lambda: _arrow(self._frame[column]),
-            epsilon,
-            domain=domain,
-            unknown=unknown,
-            nulls=nulls,
-        )
-        return self.privatize({column: mechanism}, key=key, seed=seed)
+    def _columns(self) -> list[Any]:
+        return list(self._frame.columns)
+
+    def _column_arrow(self, column: str) -> pa.Array | pa.ChunkedArray:
+        return _arrow(self._frame[column])
 
     def privatize(
         self,
@@ -186,7 +144,7 @@ class PandasFrameAccessor:
         self, column: str, mechanism: Supported | None = None, *, level: float = 0.95
     ) -> FrequencyTable:
         """Debiased frequency table of a report column."""
-        self._require(column)
+        require_column(self._columns(), column)
         found = find_mechanism(column, mechanism, _recorded(self._frame))
         with column_context(column):
             estimate = estimate_reports(_arrow(self._frame[column]), found, column=column)
@@ -196,26 +154,13 @@ class PandasFrameAccessor:
 
     def unpack(self, column: str, mechanism: Rappor | None = None) -> pd.DataFrame:
         """RAPPOR reports as one 0/1 ``uint8`` column per bucket, named ``column=label``."""
-        self._require(column)
+        require_column(self._columns(), column)
         found = find_mechanism(column, mechanism, _recorded(self._frame))
         return _unpack(self._frame[column], found, column)
 
-    @property
-    def mechanisms(self) -> dict[str, Supported]:
-        """Mechanisms recorded for the report columns of this frame."""
-        return mechanisms_of(_recorded(self._frame))
-
-    @property
-    def privacy(self) -> PrivacyGuarantee | None:
-        """Per-person guarantee of all recorded report columns (basic composition)."""
-        return guarantee_of(_recorded(self._frame))
-
-    def _require(self, column: Hashable) -> None:
-        require_column(list(self._frame.columns), column)
-
 
 @pd.api.extensions.register_series_accessor("ldp")
-class PandasSeriesAccessor:
+class PandasSeriesAccessor(ValueShortcuts):
     """``series.ldp``: privatize a Series or debias a Series of reports."""
 
     def __init__(self, series: pd.Series) -> None:
@@ -225,51 +170,8 @@ class PandasSeriesAccessor:
     def _name(self) -> str:
         return "" if self._series.name is None else str(self._series.name)
 
-    def rappor(
-        self,
-        epsilon: float | None = None,
-        *,
-        f: float | None = None,
-        domain: Any,
-        max_weight: int = 1,
-        unknown: UnknownPolicy | None = None,
-        nulls: NullPolicy | None = None,
-        key: bytes | None = None,
-        seed: int | None = None,
-    ) -> pd.Series:
-        """RAPPOR reports of this Series."""
-        mechanism = build_rappor(
-            self._name,
-            lambda: _arrow(self._series),
-            epsilon,
-            f=f,
-            domain=domain,
-            max_weight=max_weight,
-            unknown=unknown,
-            nulls=nulls,
-        )
-        return self.privatize(mechanism, key=key, seed=seed)
-
-    def krr(
-        self,
-        epsilon: float,
-        *,
-        domain: Any,
-        unknown: UnknownPolicy | None = None,
-        nulls: NullPolicy | None = None,
-        key: bytes | None = None,
-        seed: int | None = None,
-    ) -> pd.Series:
-        """k-ary randomized response reports of this Series."""
-        mechanism = build_krr(
-            self._name,
-            lambda: _arrow(self._series),
-            epsilon,
-            domain=domain,
-            unknown=unknown,
-            nulls=nulls,
-        )
-        return self.privatize(mechanism, key=key, seed=seed)
+    def _values_arrow(self) -> pa.Array | pa.ChunkedArray:
+        return _arrow(self._series)
 
     def privatize(
         self, mechanism: Supported, *, key: bytes | None = None, seed: int | None = None

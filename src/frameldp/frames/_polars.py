@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 
-from frameldp.accounting import PrivacyGuarantee
-from frameldp.core.encoding import NullPolicy, UnknownPolicy, unpack_bits
+from frameldp.core.encoding import unpack_bits
 from frameldp.core.mechanisms import Rappor
 from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.errors import ParameterError
@@ -30,16 +30,14 @@ from frameldp.frames._arrow import (
     rappor_array,
 )
 from frameldp.frames._common import (
+    FrameMethods,
     IdentityRegistry,
     Supported,
-    build_krr,
-    build_rappor,
+    ValueShortcuts,
     check_columns,
     column_context,
     find_mechanism,
-    guarantee_of,
     labels_without_null,
-    mechanisms_of,
     require_column,
 )
 from frameldp.frames.table import FrequencyTable
@@ -123,84 +121,18 @@ def _debias(
         return FrequencyTable.build(estimate, found, column=column, level=level, backend="polars")
 
 
-class _Builders:
-    """``rappor`` / ``krr`` shortcuts shared by the frame namespaces (they call ``privatize``)."""
-
-    def _column_data(self, column: str) -> pl.Series:
-        raise NotImplementedError
-
-    def _columns(self) -> list[str]:
-        raise NotImplementedError
-
-    def privatize(
-        self,
-        mechanisms: Mapping[str, Supported],
-        *,
-        key: bytes | None = None,
-        seed: int | None = None,
-    ) -> Any:
-        raise NotImplementedError
-
-    def rappor(
-        self,
-        column: str,
-        epsilon: float | None = None,
-        *,
-        f: float | None = None,
-        domain: Any,
-        max_weight: int = 1,
-        unknown: UnknownPolicy | None = None,
-        nulls: NullPolicy | None = None,
-        key: bytes | None = None,
-        seed: int | None = None,
-    ) -> Any:
-        """Replace ``column`` by RAPPOR reports (see :class:`frameldp.Rappor`)."""
-        require_column(self._columns(), column)
-        mechanism = build_rappor(
-            column,
-            lambda: self._column_data(column).to_arrow(),
-            epsilon,
-            f=f,
-            domain=domain,
-            max_weight=max_weight,
-            unknown=unknown,
-            nulls=nulls,
-        )
-        return self.privatize({column: mechanism}, key=key, seed=seed)
-
-    def krr(
-        self,
-        column: str,
-        epsilon: float,
-        *,
-        domain: Any,
-        unknown: UnknownPolicy | None = None,
-        nulls: NullPolicy | None = None,
-        key: bytes | None = None,
-        seed: int | None = None,
-    ) -> Any:
-        """Replace ``column`` by k-ary randomized response reports."""
-        require_column(self._columns(), column)
-        mechanism = build_krr(
-            column,
-            lambda: self._column_data(column).to_arrow(),
-            epsilon,
-            domain=domain,
-            unknown=unknown,
-            nulls=nulls,
-        )
-        return self.privatize({column: mechanism}, key=key, seed=seed)
-
-
 @pl.api.register_dataframe_namespace("ldp")
-class PolarsFrameNamespace(_Builders):
+class PolarsFrameNamespace(FrameMethods):
     """``df.ldp`` on a polars DataFrame."""
 
     def __init__(self, frame: pl.DataFrame) -> None:
         self._frame = frame
 
-    def _column_data(self, column: str) -> pl.Series:
-        return self._frame[column]
+    def _specs(self) -> dict[str, Any]:
+        return _RECORDED.get(self._frame)
+
+    def _column_arrow(self, column: str) -> pa.Array | pa.ChunkedArray:
+        return self._frame[column].to_arrow()
 
     def _columns(self) -> list[str]:
         return self._frame.columns
@@ -249,26 +181,19 @@ class PolarsFrameNamespace(_Builders):
         names = [f"{column}={label}" for label in found.domain.labels]
         return pl.DataFrame(bits, schema=names, orient="row")
 
-    @property
-    def mechanisms(self) -> dict[str, Supported]:
-        """Mechanisms recorded for this frame's report columns."""
-        return mechanisms_of(_RECORDED.get(self._frame))
-
-    @property
-    def privacy(self) -> PrivacyGuarantee | None:
-        """Per-person guarantee of all recorded report columns (basic composition)."""
-        return guarantee_of(_RECORDED.get(self._frame))
-
 
 @pl.api.register_lazyframe_namespace("ldp")
-class PolarsLazyFrameNamespace(_Builders):
+class PolarsLazyFrameNamespace(FrameMethods):
     """``lf.ldp`` on a polars LazyFrame: lazy, streaming, identical on every collect."""
 
     def __init__(self, frame: pl.LazyFrame) -> None:
         self._frame = frame
 
-    def _column_data(self, column: str) -> pl.Series:
-        return self._frame.select(column).collect(engine="streaming").to_series()
+    def _specs(self) -> dict[str, Any]:
+        return _RECORDED.get(self._frame)
+
+    def _column_arrow(self, column: str) -> pa.Array | pa.ChunkedArray:
+        return self._frame.select(column).collect(engine="streaming").to_series().to_arrow()
 
     def _columns(self) -> list[str]:
         return self._frame.collect_schema().names()
@@ -318,19 +243,9 @@ class PolarsLazyFrameNamespace(_Builders):
         frame = self._frame.select(column).collect(engine="streaming")
         return PolarsFrameNamespace(frame).unpack(column, found)  # type: ignore[arg-type]
 
-    @property
-    def mechanisms(self) -> dict[str, Supported]:
-        """Mechanisms recorded for this plan's report columns."""
-        return mechanisms_of(_RECORDED.get(self._frame))
-
-    @property
-    def privacy(self) -> PrivacyGuarantee | None:
-        """Per-person guarantee of all recorded report columns (basic composition)."""
-        return guarantee_of(_RECORDED.get(self._frame))
-
 
 @pl.api.register_expr_namespace("ldp")
-class PolarsExprNamespace:
+class PolarsExprNamespace(ValueShortcuts):
     """``pl.col(c).ldp`` : reports as an expression, for ``select`` / ``with_columns``.
 
     Rows are addressed by their position in the evaluated column.
@@ -339,74 +254,30 @@ class PolarsExprNamespace:
     def __init__(self, expr: pl.Expr) -> None:
         self._expr = expr
 
+    @property
+    def _name(self) -> str:
+        return self._expr.meta.output_name(raise_if_undetermined=False) or "reports"
+
+    def _values_arrow(self) -> pa.Array | pa.ChunkedArray:
+        raise ParameterError(
+            f"column {self._name!r}: domain='infer' needs the data; an expression has none. "
+            "Pass the public domain, or use df.ldp.rappor / df.ldp.krr"
+        )
+
     def privatize(
         self, mechanism: Supported, *, key: bytes | None = None, seed: int | None = None
     ) -> pl.Expr:
         """Reports of this expression under ``mechanism``."""
-        name = self._expr.meta.output_name(raise_if_undetermined=False) or "reports"
+        name = self._name
         check_columns([name], {name: mechanism})
         source = resolve_source(key, seed)
         dtype = _report_dtype(mechanism, None)
         batch = partial(
             _privatize_batch, mechanism=mechanism, column=name, source=source, dtype=dtype
         )
+        rows = pl.int_range(pl.len(), dtype=pl.Int64).alias("row")
         return (
-            pl.struct(
-                pl.int_range(pl.len(), dtype=pl.Int64).alias("row"), self._expr.alias("value")
-            )
+            pl.struct(rows, self._expr.alias("value"))
             .map_batches(batch, return_dtype=dtype)
             .alias(name)
         )
-
-    def rappor(
-        self,
-        epsilon: float | None = None,
-        *,
-        f: float | None = None,
-        domain: Any,
-        max_weight: int = 1,
-        unknown: UnknownPolicy | None = None,
-        nulls: NullPolicy | None = None,
-        key: bytes | None = None,
-        seed: int | None = None,
-    ) -> pl.Expr:
-        """RAPPOR reports of this expression (the domain must be given)."""
-        name = self._expr.meta.output_name(raise_if_undetermined=False) or "reports"
-        mechanism = build_rappor(
-            name,
-            _no_data(name),
-            epsilon,
-            f=f,
-            domain=domain,
-            max_weight=max_weight,
-            unknown=unknown,
-            nulls=nulls,
-        )
-        return self.privatize(mechanism, key=key, seed=seed)
-
-    def krr(
-        self,
-        epsilon: float,
-        *,
-        domain: Any,
-        unknown: UnknownPolicy | None = None,
-        nulls: NullPolicy | None = None,
-        key: bytes | None = None,
-        seed: int | None = None,
-    ) -> pl.Expr:
-        """k-ary randomized response reports of this expression (the domain must be given)."""
-        name = self._expr.meta.output_name(raise_if_undetermined=False) or "reports"
-        mechanism = build_krr(
-            name, _no_data(name), epsilon, domain=domain, unknown=unknown, nulls=nulls
-        )
-        return self.privatize(mechanism, key=key, seed=seed)
-
-
-def _no_data(name: str) -> Any:
-    def refuse() -> Any:
-        raise ParameterError(
-            f"column {name!r}: domain='infer' needs the data; an expression has none. "
-            "Pass the public domain, or use df.ldp.rappor / df.ldp.krr"
-        )
-
-    return refuse
