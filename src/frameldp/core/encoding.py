@@ -208,10 +208,11 @@ class Domain:
         it belongs to (default: ``i``); both are only called to describe the first offending
         value in an error message.
         """
-        codes = np.asarray(raw_codes, dtype=np.int64).copy()
+        codes = np.asarray(raw_codes, dtype=np.int64)
         missing = codes < 0
         if not missing.any():
             return codes
+        codes = codes.copy()  # the policies below write into it; the caller's array stays
         row_of = row_of or int
         unknown = missing & ~null_mask
         if null_mask.any():

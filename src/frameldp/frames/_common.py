@@ -10,13 +10,15 @@ import weakref
 from collections.abc import Callable, Hashable, Iterator, Mapping
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+from numpy.typing import NDArray
 
 from frameldp.accounting import PrivacyGuarantee, compose
-from frameldp.core.encoding import Domain, NullPolicy, UnknownPolicy
+from frameldp.core.encoding import Domain, NullPolicy, UnknownPolicy, unpack_bits
 from frameldp.core.mechanisms import RandomizedResponse, Rappor, mechanism_from_spec
 from frameldp.errors import FrameLDPError, MechanismNotFoundError, ParameterError
-from frameldp.frames._arrow import infer_domain
+from frameldp.frames._arrow import infer_domain, packed_from_arrow
 
 __all__ = [
     "METADATA_KEY",
@@ -34,6 +36,7 @@ __all__ = [
     "labels_without_null",
     "mechanisms_of",
     "require_column",
+    "unpack_reports",
 ]
 
 METADATA_KEY = "frameldp"
@@ -147,6 +150,18 @@ def find_mechanism(
         f"column {column!r}: no mechanism recorded for this column{known}; pass it "
         "explicitly, e.g. debias(column, frameldp.Rappor(epsilon=..., domain=...))"
     )
+
+
+def unpack_reports(
+    array: pa.Array | pa.ChunkedArray, mechanism: Supported, column: str
+) -> tuple[NDArray[np.uint8], list[str]]:
+    """RAPPOR reports as an ``(n, k)`` 0/1 array, with column names ``column=label``."""
+    if not isinstance(mechanism, Rappor):
+        raise ParameterError(f"column {column!r}: only RAPPOR reports are bit vectors")
+    with column_context(column):
+        packed = packed_from_arrow(array, mechanism.num_bits, column)
+    names = [f"{column}={label}" for label in mechanism.domain.labels]
+    return unpack_bits(packed, mechanism.num_bits), names
 
 
 def guarantee_of(specs: Mapping[str, Any] | None) -> PrivacyGuarantee | None:

@@ -17,13 +17,10 @@ import pandas as pd
 import pyarrow as pa
 
 from frameldp.accounting import PrivacyGuarantee
-from frameldp.core.encoding import unpack_bits
 from frameldp.core.mechanisms import Rappor
 from frameldp.core.randomness import RandomSource, resolve_source
-from frameldp.errors import ParameterError
 from frameldp.frames._arrow import (
     estimate_reports,
-    packed_from_arrow,
     privatize_array,
     rappor_array,
 )
@@ -38,6 +35,7 @@ from frameldp.frames._common import (
     guarantee_of,
     labels_without_null,
     require_column,
+    unpack_reports,
 )
 from frameldp.frames.table import FrequencyTable
 
@@ -91,12 +89,7 @@ def _privatize_series(
 
 
 def _unpack(series: pd.Series, mechanism: Supported, column: str) -> pd.DataFrame:
-    if not isinstance(mechanism, Rappor):
-        raise ParameterError(f"column {column!r}: only RAPPOR reports are bit vectors")
-    with column_context(column):
-        packed = packed_from_arrow(_arrow(series), mechanism.num_bits, column)
-    bits = unpack_bits(packed, mechanism.num_bits)
-    names = [f"{column}={label}" for label in mechanism.domain.labels]
+    bits, names = unpack_reports(_arrow(series), mechanism, column)
     return pd.DataFrame(bits, index=series.index, columns=names)
 
 

@@ -19,13 +19,11 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from frameldp.core.encoding import unpack_bits
 from frameldp.core.mechanisms import Rappor
 from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.errors import ParameterError
 from frameldp.frames._arrow import (
     estimate_reports,
-    packed_from_arrow,
     privatize_array,
     rappor_array,
 )
@@ -39,6 +37,7 @@ from frameldp.frames._common import (
     find_mechanism,
     labels_without_null,
     require_column,
+    unpack_reports,
 )
 from frameldp.frames.table import FrequencyTable
 
@@ -173,12 +172,7 @@ class PolarsFrameNamespace(FrameMethods):
     def unpack(self, column: str, mechanism: Rappor | None = None) -> pl.DataFrame:
         """RAPPOR reports as one 0/1 ``uint8`` column per bucket, named ``column=label``."""
         found = find_mechanism(column, mechanism, _RECORDED.get(self._frame))
-        if not isinstance(found, Rappor):
-            raise ParameterError(f"column {column!r}: only RAPPOR reports are bit vectors")
-        with column_context(column):
-            packed = packed_from_arrow(self._frame[column].to_arrow(), found.num_bits, column)
-        bits = unpack_bits(packed, found.num_bits)
-        names = [f"{column}={label}" for label in found.domain.labels]
+        bits, names = unpack_reports(self._frame[column].to_arrow(), found, column)
         return pl.DataFrame(bits, schema=names, orient="row")
 
 
