@@ -12,16 +12,28 @@ polars is installed, on polars DataFrame, LazyFrame and Expr.
 """
 
 from frameldp import errors
-from frameldp.accounting import PrivacyGuarantee, compose
+from frameldp.accounting import (
+    Accountant,
+    GaussianEvent,
+    LaplaceEvent,
+    Ledger,
+    PrivacyGuarantee,
+    PureDP,
+    RandomizedResponseEvent,
+    RapporEvent,
+    compose,
+)
 from frameldp.core import OTHER, Domain, FrequencyEstimate, RandomizedResponse, RandomSource, Rappor
 from frameldp.core.mechanisms import mechanism_from_spec
 from frameldp.errors import (
+    BudgetExceededError,
     DomainError,
     DomainInferenceWarning,
     FrameLDPError,
     FrameLDPWarning,
     MechanismNotFoundError,
     ParameterError,
+    UnknownBudgetError,
 )
 from frameldp.frames import FrequencyTable, register_accessors
 
@@ -29,6 +41,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "OTHER",
+    "Accountant",
+    "BudgetExceededError",
     "Domain",
     "DomainError",
     "DomainInferenceWarning",
@@ -36,12 +50,19 @@ __all__ = [
     "FrameLDPWarning",
     "FrequencyEstimate",
     "FrequencyTable",
+    "GaussianEvent",
+    "LaplaceEvent",
+    "Ledger",
     "MechanismNotFoundError",
     "ParameterError",
     "PrivacyGuarantee",
+    "PureDP",
     "RandomSource",
     "RandomizedResponse",
+    "RandomizedResponseEvent",
     "Rappor",
+    "RapporEvent",
+    "UnknownBudgetError",
     "__version__",
     "compose",
     "errors",

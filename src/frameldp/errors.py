@@ -8,12 +8,14 @@ before any output is produced: a failed call writes nothing and leaves the input
 from __future__ import annotations
 
 __all__ = [
+    "BudgetExceededError",
     "DomainError",
     "DomainInferenceWarning",
     "FrameLDPError",
     "FrameLDPWarning",
     "MechanismNotFoundError",
     "ParameterError",
+    "UnknownBudgetError",
 ]
 
 
@@ -31,6 +33,14 @@ class DomainError(FrameLDPError):
 
 class MechanismNotFoundError(FrameLDPError):
     """``debias`` was asked for a column whose mechanism is neither given nor recorded."""
+
+
+class BudgetExceededError(FrameLDPError):
+    """A release would take a ledger budget past its cap; nothing was recorded or released."""
+
+
+class UnknownBudgetError(FrameLDPError):
+    """A ledger was asked about a budget that was never set."""
 
 
 class FrameLDPWarning(UserWarning):

@@ -1,5 +1,37 @@
-"""Privacy accounting: guarantees of mechanisms and their composition (numpy / scipy only)."""
+"""Privacy accounting: guarantees, events, composition, conversions and the budget ledger.
 
+numpy / scipy / the standard library only (no dataframe import).
+"""
+
+from frameldp.accounting.accountant import Accountant, Conversion, Explanation
+from frameldp.accounting.events import (
+    GaussianEvent,
+    LaplaceEvent,
+    PrivacyEvent,
+    PureDP,
+    RandomizedResponseEvent,
+    RapporEvent,
+    event_from_dict,
+)
 from frameldp.accounting.guarantee import PrivacyGuarantee, compose
+from frameldp.accounting.ledger import BudgetStatus, Ledger, Spend
+from frameldp.accounting.pld import PrivacyLossDistribution
 
-__all__ = ["PrivacyGuarantee", "compose"]
+__all__ = [
+    "Accountant",
+    "BudgetStatus",
+    "Conversion",
+    "Explanation",
+    "GaussianEvent",
+    "LaplaceEvent",
+    "Ledger",
+    "PrivacyEvent",
+    "PrivacyGuarantee",
+    "PrivacyLossDistribution",
+    "PureDP",
+    "RandomizedResponseEvent",
+    "RapporEvent",
+    "Spend",
+    "compose",
+    "event_from_dict",
+]

@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Final
 import numpy as np
 from numpy.typing import NDArray
 
-from frameldp.accounting import PrivacyGuarantee
+from frameldp.accounting import PrivacyGuarantee, RandomizedResponseEvent
 from frameldp.accounting._rounding import log_upper
 from frameldp.core.encoding import Domain
 from frameldp.core.estimation import FrequencyEstimate, debias_direct_counts
@@ -143,11 +143,17 @@ class RandomizedResponse:
 
     @cached_property
     def privacy(self) -> PrivacyGuarantee:
-        """Pure epsilon ``ln(p / q)`` of the realized probabilities, rounded up."""
+        """Pure epsilon ``ln(p / q)`` of the realized probabilities, rounded up.
+
+        The guarantee holds one :class:`~frameldp.accounting.RandomizedResponseEvent` at that
+        epsilon and ``k``: the exact Rényi curve, the tight zCDP rho and exact composition.
+        """
+        event = RandomizedResponseEvent(log_upper(self._ratio), self.k)
         return PrivacyGuarantee(
-            log_upper(self._ratio),
+            event.epsilon,
             self.name,
             {"k": self.k, "keep_probability": self.keep_probability},
+            events=((event, 1),),
         )
 
     @cached_property

@@ -12,8 +12,8 @@ from typing import Any, ClassVar, Final
 import numpy as np
 from numpy.typing import NDArray
 
-from frameldp.accounting import PrivacyGuarantee
-from frameldp.accounting._rounding import log_upper, round_up
+from frameldp.accounting import PrivacyGuarantee, RapporEvent
+from frameldp.accounting._rounding import log_upper
 from frameldp.core.encoding import (
     Domain,
     count_bits,
@@ -171,18 +171,23 @@ class Rappor:
 
     @cached_property
     def privacy(self) -> PrivacyGuarantee:
-        """Pure epsilon of the realized flip probability, ``2m ln((1 - f/2) / (f/2))``."""
+        """Pure epsilon ``2m ln((1 - f/2) / (f/2))`` of the realized flip probability.
+
+        The guarantee holds one :class:`~frameldp.accounting.RapporEvent`: ``2m`` binary
+        randomized responses at the per-bit epsilon, which gives the exact Rényi curve, the tight
+        zCDP rho ``2m eps_bit tanh(eps_bit / 2)`` and exact composition.
+        """
         q = self._flip_numerator
-        per_bit = log_upper(Fraction((1 << PRECISION_BITS) - q, q))
-        epsilon = round_up(2 * self.max_weight * per_bit, 1) if per_bit else 0.0
+        event = RapporEvent(log_upper(Fraction((1 << PRECISION_BITS) - q, q)), self.max_weight)
         return PrivacyGuarantee(
-            epsilon,
+            event.epsilon,
             self.name,
             {
                 "num_bits": self.num_bits,
                 "max_weight": self.max_weight,
                 "flip_probability": self.flip_probability,
             },
+            events=((event, 1),),
         )
 
     @cached_property

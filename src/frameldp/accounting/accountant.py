@@ -1,0 +1,303 @@
+"""The accountant: composes privacy events and reports the tightest (epsilon, delta) it can prove.
+
+Composition covers both the columns of one release (one report per column about the same person)
+and repeated releases; the loss of each is an event, and the accountant keeps the multiset of
+events (immutable, in the spirit of dp_accounting's ``DpEvent``). Every question is answered by
+every valid method, and the smallest answer is reported together with the method that produced it:
+
+* ``basic``: the sum of pure epsilons (delta = 0) [1]_;
+* ``pld``: the privacy-loss distribution of the whole composition, exact for the randomized
+  response family and Gaussian noise (Kairouz–Oh–Viswanath optimal composition) [2]_;
+* ``rdp``: the summed Rényi curves with the improved conversion [3]_ [4]_;
+* ``zcdp``: the summed zCDP rhos with the Canonne–Kamath–Steinke conversion [3]_;
+* ``zcdp_bun_steinke``: the same rhos with Bun–Steinke Prop. 1.3 [5]_ (for comparison).
+
+Composition theorems: Rényi divergences and zCDP rhos add (Mironov 2017 Prop. 1; Bun–Steinke
+2016 Lemma 2.3); privacy-loss distributions convolve. All hold under adaptive composition.
+
+References
+----------
+.. [1] C. Dwork, A. Roth, "The Algorithmic Foundations of Differential Privacy", 2014, Thm. 3.16.
+.. [2] P. Kairouz, S. Oh, P. Viswanath, "The Composition Theorem for Differential Privacy",
+   ICML 2015.
+.. [3] C. Canonne, G. Kamath, T. Steinke, "The Discrete Gaussian for Differential Privacy",
+   NeurIPS 2020, Prop. 12 and Cor. 13.
+.. [4] B. Balle et al., "Hypothesis Testing Interpretations and Rényi Differential Privacy",
+   AISTATS 2020, Thm. 21.
+.. [5] M. Bun, T. Steinke, "Concentrated Differential Privacy", TCC 2016, Prop. 1.3.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from frameldp.accounting._rounding import pad_up, round_up
+from frameldp.accounting.conversions import (
+    rdp_to_delta,
+    rdp_to_epsilon,
+    zcdp_to_epsilon_bun_steinke,
+)
+from frameldp.accounting.events import PrivacyEvent, check_order, event_from_dict
+from frameldp.accounting.pld import EXACT_GRID, PrivacyLossDistribution
+from frameldp.errors import ParameterError
+
+if TYPE_CHECKING:
+    from frameldp.accounting.guarantee import PrivacyGuarantee
+
+__all__ = ["Accountant", "Conversion", "Explanation", "check_delta", "check_epsilon_level"]
+
+METHODS = {
+    "basic": "basic composition of pure epsilons",
+    "pld": "privacy-loss distribution",
+    "rdp": "Rényi DP, Canonne–Kamath–Steinke conversion",
+    "zcdp": "zCDP, Canonne–Kamath–Steinke conversion",
+    "zcdp_bun_steinke": "zCDP, Bun–Steinke Prop. 1.3",
+}
+
+
+def check_delta(delta: Any) -> float:
+    """Validate ``0 < delta < 1``."""
+    if isinstance(delta, bool) or not isinstance(delta, (int, float)):
+        raise ParameterError(f"delta must be a number in (0, 1), got {delta!r}")
+    if not 0.0 < float(delta) < 1.0:
+        raise ParameterError(f"delta must be in (0, 1), got {delta!r}")
+    return float(delta)
+
+
+def check_epsilon_level(epsilon: Any) -> float:
+    """Validate an epsilon at which a delta is asked: finite and ``>= 0``."""
+    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)):
+        raise ParameterError(f"epsilon must be a number >= 0, got {epsilon!r}")
+    if not (float(epsilon) >= 0.0 and math.isfinite(epsilon)):
+        raise ParameterError(f"epsilon must be finite and >= 0, got {epsilon!r}")
+    return float(epsilon)
+
+
+def _check_count(count: Any) -> int:
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ParameterError(f"count must be an integer >= 1, got {count!r}")
+    return count
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """One method's answer: ``(epsilon, delta)`` and how it was obtained."""
+
+    method: str
+    epsilon: float
+    delta: float
+    detail: str = ""
+
+    @property
+    def description(self) -> str:
+        """Readable name of the method."""
+        return METHODS[self.method]
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Every method's epsilon at one delta; ``best`` is the one reported."""
+
+    delta: float
+    conversions: tuple[Conversion, ...]
+
+    @property
+    def best(self) -> Conversion:
+        """The smallest epsilon (the first listed method wins ties)."""
+        return min(self.conversions, key=lambda c: c.epsilon)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serializable: the reported method and every candidate."""
+        return {
+            "delta": self.delta,
+            "epsilon": self.best.epsilon,
+            "method": self.best.method,
+            "candidates": [
+                {"method": c.method, "epsilon": c.epsilon, "detail": c.detail}
+                for c in self.conversions
+            ],
+        }
+
+    def __str__(self) -> str:
+        best = self.best
+        lines = [f"ε = {best.epsilon:.6g} at δ = {self.delta:.3g} ({best.description})"]
+        for c in sorted(self.conversions, key=lambda c: c.epsilon):
+            mark = "*" if c is best else " "
+            detail = f"  [{c.detail}]" if c.detail else ""
+            lines.append(f" {mark} {c.method:<17} ε = {c.epsilon:<12.6g}{detail}")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Accountant:
+    """An immutable multiset of privacy events, with every composition method.
+
+    >>> import frameldp
+    >>> acc = frameldp.Accountant().compose(frameldp.RandomizedResponseEvent(1.0), count=100)
+    >>> round(acc.epsilon(1e-6), 2)
+    83.53
+    >>> acc.explain(1e-6).best.method
+    'pld'
+    """
+
+    entries: tuple[tuple[PrivacyEvent, int], ...] = ()
+
+    def compose(
+        self, item: PrivacyEvent | PrivacyGuarantee | Accountant, count: int = 1
+    ) -> Accountant:
+        """A new accountant that also holds ``count`` uses of ``item``."""
+        count = _check_count(count)
+        if isinstance(item, PrivacyEvent):
+            added: Iterable[tuple[PrivacyEvent, int]] = [(item, count)]
+        elif isinstance(item, Accountant):
+            added = [(event, n * count) for event, n in item.entries]
+        elif hasattr(item, "accountant") and isinstance(item.accountant, Accountant):
+            added = [(event, n * count) for event, n in item.accountant.entries]
+        else:
+            raise ParameterError(
+                "compose expects a PrivacyEvent, a PrivacyGuarantee or an Accountant, "
+                f"got {type(item).__name__}"
+            )
+        counts: dict[PrivacyEvent, int] = dict(self.entries)
+        for event, n in added:
+            counts[event] = counts.get(event, 0) + n
+        return Accountant(tuple(counts.items()))
+
+    # ------------------------------------------------------------------ curves
+
+    @property
+    def pure_epsilon(self) -> float:
+        """Basic composition: the sum of pure epsilons (``inf`` if any event has none)."""
+        total = math.fsum(event.pure_epsilon * n for event, n in self.entries)
+        return round_up(total) if total else 0.0
+
+    def rdp(self, order: float) -> float:
+        """Rényi divergence bound of the composition at ``order > 1`` (curves add)."""
+        order = check_order(order)
+        return pad_up(math.fsum(event.rdp(order) * n for event, n in self.entries))
+
+    @property
+    def rho(self) -> float:
+        """zCDP rho of the composition (rhos add)."""
+        return pad_up(math.fsum(event.rho * n for event, n in self.entries))
+
+    @cached_property
+    def privacy_loss(self) -> PrivacyLossDistribution | None:
+        """The composed privacy-loss distribution (None when there are no events)."""
+        result: PrivacyLossDistribution | None = None
+        for event, n in self.entries:
+            part = event.privacy_loss(n)
+            result = part if result is None else result.compose(part)
+        return result
+
+    # ------------------------------------------------------------------ (epsilon, delta)
+
+    def explain(self, delta: float) -> Explanation:
+        """Every method's epsilon at ``delta``; ``.best`` is what :meth:`epsilon` reports."""
+        delta = check_delta(delta)
+        if not self.entries:
+            return Explanation(delta, (Conversion("basic", 0.0, delta, "no events"),))
+        conversions = [Conversion("basic", self.pure_epsilon, delta)]
+        pld = self.privacy_loss
+        if pld is not None:
+            conversions.append(Conversion("pld", pld.epsilon(delta), delta, _pld_detail(pld)))
+        epsilon, order = rdp_to_epsilon(self._rdp_raw, delta)
+        conversions.append(Conversion("rdp", epsilon, delta, f"order {order:.6g}"))
+        rho = self.rho
+        epsilon, order = rdp_to_epsilon(lambda a: a * rho, delta)
+        conversions.append(Conversion("zcdp", epsilon, delta, f"rho {rho:.6g}, order {order:.6g}"))
+        conversions.append(
+            Conversion(
+                "zcdp_bun_steinke", zcdp_to_epsilon_bun_steinke(rho, delta), delta, f"rho {rho:.6g}"
+            )
+        )
+        return Explanation(delta, tuple(conversions))
+
+    def epsilon(self, delta: float) -> float:
+        """The smallest epsilon any valid method proves at ``delta`` (rounded up)."""
+        return self.explain(delta).best.epsilon
+
+    def delta(self, epsilon: float) -> float:
+        """The smallest delta any valid method proves at ``epsilon`` (rounded up)."""
+        return self.explain_delta(epsilon).best_delta
+
+    def explain_delta(self, epsilon: float) -> DeltaExplanation:
+        """Every method's delta at ``epsilon``."""
+        epsilon = check_epsilon_level(epsilon)
+        if not self.entries:
+            return DeltaExplanation(epsilon, (Conversion("basic", epsilon, 0.0, "no events"),))
+        basic = 0.0 if epsilon >= self.pure_epsilon else 1.0
+        conversions = [Conversion("basic", epsilon, basic)]
+        pld = self.privacy_loss
+        if pld is not None:
+            value = min(1.0, pad_up(pld.delta(epsilon), 2.0**-30))
+            conversions.append(Conversion("pld", epsilon, value, _pld_detail(pld)))
+        value, order = rdp_to_delta(self._rdp_raw, epsilon)
+        conversions.append(Conversion("rdp", epsilon, value, f"order {order:.6g}"))
+        rho = self.rho
+        value, order = rdp_to_delta(lambda a: a * rho, epsilon)
+        conversions.append(Conversion("zcdp", epsilon, value, f"rho {rho:.6g}, order {order:.6g}"))
+        return DeltaExplanation(epsilon, tuple(conversions))
+
+    def _rdp_raw(self, order: float) -> float:
+        return math.fsum(event.rdp(order) * n for event, n in self.entries)
+
+    # ------------------------------------------------------------------ serialization
+
+    def to_dict(self) -> dict[str, Any]:
+        """Events with counts, plus the pure epsilon and rho (for readers without frameldp)."""
+        return {
+            "events": [{"event": event.to_dict(), "count": n} for event, n in self.entries],
+            "pure_epsilon": self.pure_epsilon,
+            "rho": self.rho,
+        }
+
+    def to_json(self) -> str:
+        """:meth:`to_dict` as JSON."""
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Accountant:
+        """Rebuild from :meth:`to_dict` (unknown event kinds raise :class:`ParameterError`)."""
+        accountant = cls()
+        for entry in data.get("events", []):
+            accountant = accountant.compose(event_from_dict(entry["event"]), entry["count"])
+        return accountant
+
+    def __str__(self) -> str:
+        if not self.entries:
+            return "Accountant(no events)"
+        parts = ", ".join(f"{n} x {event}" for event, n in self.entries)
+        return f"Accountant({parts}; pure ε = {self.pure_epsilon:.6g}, ρ = {self.rho:.6g})"
+
+
+@dataclass(frozen=True)
+class DeltaExplanation:
+    """Every method's delta at one epsilon."""
+
+    epsilon: float
+    conversions: tuple[Conversion, ...]
+
+    @property
+    def best(self) -> Conversion:
+        """The smallest delta."""
+        return min(self.conversions, key=lambda c: c.delta)
+
+    @property
+    def best_delta(self) -> float:
+        """The reported delta."""
+        return self.best.delta
+
+
+def _pld_detail(pld: PrivacyLossDistribution) -> str:
+    notes = []
+    if pld.grid > EXACT_GRID:
+        notes.append(f"losses rounded up to a grid of {pld.grid:.3g}")
+    if not pld.exact:
+        notes.append("pure-DP events bounded by randomized response")
+    return "; ".join(notes) if notes else "exact (Kairouz–Oh–Viswanath)"
