@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from frameldp.cli.budget import budget_app
 from frameldp.cli.demo import run_demo
 
 app = typer.Typer(
@@ -14,6 +15,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
+
+
+app.add_typer(budget_app)
 
 
 @app.callback()

@@ -6,6 +6,7 @@ Plumbing only: no formula lives here.
 from __future__ import annotations
 
 import contextlib
+import os
 import weakref
 from collections.abc import Callable, Hashable, Iterator, Mapping
 from typing import Any
@@ -14,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from frameldp.accounting import PrivacyGuarantee, compose
+from frameldp.accounting import Ledger, PrivacyGuarantee, compose
 from frameldp.core.encoding import Domain, NullPolicy, UnknownPolicy, unpack_bits
 from frameldp.core.mechanisms import RandomizedResponse, Rappor, mechanism_from_spec
 from frameldp.errors import FrameLDPError, MechanismNotFoundError, ParameterError
@@ -25,10 +26,12 @@ __all__ = [
     "SUPPORTED",
     "FrameMethods",
     "IdentityRegistry",
+    "LedgerLike",
     "Supported",
     "ValueShortcuts",
     "build_krr",
     "build_rappor",
+    "charging",
     "check_columns",
     "column_context",
     "find_mechanism",
@@ -41,6 +44,9 @@ __all__ = [
 
 METADATA_KEY = "frameldp"
 """Key under which mechanism specs are recorded (pandas ``attrs``, Parquet metadata)."""
+
+LedgerLike = Ledger | str | os.PathLike[str]
+"""A :class:`~frameldp.Ledger` or the path of its SQLite file."""
 
 SUPPORTED = (Rappor, RandomizedResponse)
 Supported = Rappor | RandomizedResponse
@@ -164,6 +170,26 @@ def unpack_reports(
     return unpack_bits(packed, mechanism.num_bits), names
 
 
+def charging(
+    ledger: LedgerLike | None, budget: str | None, mechanisms: Mapping[str, Supported]
+) -> contextlib.AbstractContextManager[object]:
+    """Check a release against ``budget`` before producing it; record it once produced.
+
+    Entered before any report is drawn (an over-budget release raises
+    :class:`~frameldp.errors.BudgetExceededError` and produces nothing) and left after the
+    reports exist (a failure in between records nothing). A no-op without a ledger.
+    """
+    if ledger is None and budget is None:
+        return contextlib.nullcontext()
+    if ledger is None or budget is None:
+        raise ParameterError(
+            f"ledger= and budget= go together; got ledger={ledger!r}, budget={budget!r}"
+        )
+    book = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
+    guarantee = compose(m.privacy for m in mechanisms.values())
+    return book.charge(budget, guarantee, description="privatize " + ", ".join(mechanisms))
+
+
 def guarantee_of(specs: Mapping[str, Any] | None) -> PrivacyGuarantee | None:
     """Composition of the guarantees of every recorded report column (None if none)."""
     mechanisms = mechanisms_of(specs)
@@ -237,6 +263,8 @@ class FrameMethods:
         *,
         key: bytes | None = None,
         seed: int | None = None,
+        ledger: LedgerLike | None = None,
+        budget: str | None = None,
     ) -> Any:
         raise NotImplementedError
 
@@ -252,6 +280,8 @@ class FrameMethods:
         nulls: NullPolicy | None = None,
         key: bytes | None = None,
         seed: int | None = None,
+        ledger: LedgerLike | None = None,
+        budget: str | None = None,
     ) -> Any:
         """Replace ``column`` by RAPPOR reports (see :class:`frameldp.Rappor`)."""
         require_column(self._columns(), column)
@@ -265,7 +295,7 @@ class FrameMethods:
             unknown=unknown,
             nulls=nulls,
         )
-        return self.privatize({column: mechanism}, key=key, seed=seed)
+        return self.privatize({column: mechanism}, key=key, seed=seed, ledger=ledger, budget=budget)
 
     def krr(
         self,
@@ -277,6 +307,8 @@ class FrameMethods:
         nulls: NullPolicy | None = None,
         key: bytes | None = None,
         seed: int | None = None,
+        ledger: LedgerLike | None = None,
+        budget: str | None = None,
     ) -> Any:
         """Replace ``column`` by k-ary randomized response reports."""
         require_column(self._columns(), column)
@@ -288,7 +320,7 @@ class FrameMethods:
             unknown=unknown,
             nulls=nulls,
         )
-        return self.privatize({column: mechanism}, key=key, seed=seed)
+        return self.privatize({column: mechanism}, key=key, seed=seed, ledger=ledger, budget=budget)
 
 
 class ValueShortcuts:
@@ -306,7 +338,13 @@ class ValueShortcuts:
         raise NotImplementedError
 
     def privatize(
-        self, mechanism: Supported, *, key: bytes | None = None, seed: int | None = None
+        self,
+        mechanism: Supported,
+        *,
+        key: bytes | None = None,
+        seed: int | None = None,
+        ledger: LedgerLike | None = None,
+        budget: str | None = None,
     ) -> Any:
         raise NotImplementedError
 
@@ -321,6 +359,8 @@ class ValueShortcuts:
         nulls: NullPolicy | None = None,
         key: bytes | None = None,
         seed: int | None = None,
+        ledger: LedgerLike | None = None,
+        budget: str | None = None,
     ) -> Any:
         """RAPPOR reports of these values (see :class:`frameldp.Rappor`)."""
         mechanism = build_rappor(
@@ -333,7 +373,7 @@ class ValueShortcuts:
             unknown=unknown,
             nulls=nulls,
         )
-        return self.privatize(mechanism, key=key, seed=seed)
+        return self.privatize(mechanism, key=key, seed=seed, ledger=ledger, budget=budget)
 
     def krr(
         self,
@@ -344,9 +384,11 @@ class ValueShortcuts:
         nulls: NullPolicy | None = None,
         key: bytes | None = None,
         seed: int | None = None,
+        ledger: LedgerLike | None = None,
+        budget: str | None = None,
     ) -> Any:
         """k-ary randomized response reports of these values."""
         mechanism = build_krr(
             self._name, self._values_arrow, epsilon, domain=domain, unknown=unknown, nulls=nulls
         )
-        return self.privatize(mechanism, key=key, seed=seed)
+        return self.privatize(mechanism, key=key, seed=seed, ledger=ledger, budget=budget)

@@ -27,8 +27,10 @@ from frameldp.frames._arrow import (
 from frameldp.frames._common import (
     METADATA_KEY,
     FrameMethods,
+    LedgerLike,
     Supported,
     ValueShortcuts,
+    charging,
     check_columns,
     column_context,
     find_mechanism,
@@ -115,18 +117,23 @@ class PandasFrameAccessor(FrameMethods):
         *,
         key: bytes | None = None,
         seed: int | None = None,
+        ledger: LedgerLike | None = None,
+        budget: str | None = None,
     ) -> pd.DataFrame:
         """Replace each column by its reports; one fresh key for the call unless given.
 
         Every column is randomized before anything is assembled, so a bad column raises
-        without producing any output. The returned frame records the mechanisms.
+        without producing any output. The returned frame records the mechanisms. With
+        ``ledger`` and ``budget``, the release is checked against the budget first and recorded
+        once the reports exist.
         """
         check_columns(list(self._frame.columns), mechanisms)
         source = resolve_source(key, seed)
-        reports = {
-            column: _privatize_series(self._frame[column], mechanism, column, source)
-            for column, mechanism in mechanisms.items()
-        }
+        with charging(ledger, budget, mechanisms):
+            reports = {
+                column: _privatize_series(self._frame[column], mechanism, column, source)
+                for column, mechanism in mechanisms.items()
+            }
         out = self._frame.copy(deep=False)
         for column, series in reports.items():
             out[column] = series
@@ -167,12 +174,19 @@ class PandasSeriesAccessor(ValueShortcuts):
         return _arrow(self._series)
 
     def privatize(
-        self, mechanism: Supported, *, key: bytes | None = None, seed: int | None = None
+        self,
+        mechanism: Supported,
+        *,
+        key: bytes | None = None,
+        seed: int | None = None,
+        ledger: LedgerLike | None = None,
+        budget: str | None = None,
     ) -> pd.Series:
-        """Reports of this Series under ``mechanism``."""
+        """Reports of this Series under ``mechanism`` (charged to ``budget`` when given)."""
         check_columns([self._name], {self._name: mechanism})
         source = resolve_source(key, seed)
-        out = _privatize_series(self._series, mechanism, self._name, source)
+        with charging(ledger, budget, {self._name: mechanism}):
+            out = _privatize_series(self._series, mechanism, self._name, source)
         _record(out, {self._name: mechanism.to_spec()})
         return out
 

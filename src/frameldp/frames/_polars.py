@@ -30,8 +30,10 @@ from frameldp.frames._arrow import (
 from frameldp.frames._common import (
     FrameMethods,
     IdentityRegistry,
+    LedgerLike,
     Supported,
     ValueShortcuts,
+    charging,
     check_columns,
     column_context,
     find_mechanism,
@@ -142,21 +144,28 @@ class PolarsFrameNamespace(FrameMethods):
         *,
         key: bytes | None = None,
         seed: int | None = None,
+        ledger: LedgerLike | None = None,
+        budget: str | None = None,
     ) -> pl.DataFrame:
-        """Replace each column by its reports; one fresh key for the call unless given."""
+        """Replace each column by its reports; one fresh key for the call unless given.
+
+        With ``ledger`` and ``budget``, the release is checked against the budget first and
+        recorded once the reports exist.
+        """
         check_columns(self._frame.columns, mechanisms)
         source = resolve_source(key, seed)
-        reports = [
-            _privatize(
-                self._frame[column],
-                mechanism,
-                column,
-                source,
-                0,
-                _report_dtype(mechanism, self._frame.schema[column]),
-            )
-            for column, mechanism in mechanisms.items()
-        ]
+        with charging(ledger, budget, mechanisms):
+            reports = [
+                _privatize(
+                    self._frame[column],
+                    mechanism,
+                    column,
+                    source,
+                    0,
+                    _report_dtype(mechanism, self._frame.schema[column]),
+                )
+                for column, mechanism in mechanisms.items()
+            ]
         out = self._frame.with_columns(reports)
         _RECORDED.put(
             out, {**_RECORDED.get(self._frame), **{c: m.to_spec() for c, m in mechanisms.items()}}
@@ -198,23 +207,30 @@ class PolarsLazyFrameNamespace(FrameMethods):
         *,
         key: bytes | None = None,
         seed: int | None = None,
+        ledger: LedgerLike | None = None,
+        budget: str | None = None,
     ) -> pl.LazyFrame:
-        """Add the randomization to the plan; the key is drawn now, so every collect agrees."""
+        """Add the randomization to the plan; the key is drawn now, so every collect agrees.
+
+        With ``ledger`` and ``budget`` the release is charged now, when the plan is built: its
+        reports are fixed by the key drawn here, however many times the plan is collected.
+        """
         schema = self._frame.collect_schema()
         check_columns(schema.names(), mechanisms)
         source = resolve_source(key, seed)
-        expressions = []
-        for column, mechanism in mechanisms.items():
-            dtype = _report_dtype(mechanism, schema[column])
-            batch = partial(
-                _privatize_batch, mechanism=mechanism, column=column, source=source, dtype=dtype
-            )
-            expressions.append(
-                pl.struct(pl.col(_ROW).alias("row"), pl.col(column).alias("value"))
-                .map_batches(batch, return_dtype=dtype, is_elementwise=True)
-                .alias(column)
-            )
-        out = self._frame.with_row_index(_ROW).with_columns(expressions).drop(_ROW)
+        with charging(ledger, budget, mechanisms):
+            expressions = []
+            for column, mechanism in mechanisms.items():
+                dtype = _report_dtype(mechanism, schema[column])
+                batch = partial(
+                    _privatize_batch, mechanism=mechanism, column=column, source=source, dtype=dtype
+                )
+                expressions.append(
+                    pl.struct(pl.col(_ROW).alias("row"), pl.col(column).alias("value"))
+                    .map_batches(batch, return_dtype=dtype, is_elementwise=True)
+                    .alias(column)
+                )
+            out = self._frame.with_row_index(_ROW).with_columns(expressions).drop(_ROW)
         _RECORDED.put(
             out, {**_RECORDED.get(self._frame), **{c: m.to_spec() for c, m in mechanisms.items()}}
         )
@@ -259,9 +275,19 @@ class PolarsExprNamespace(ValueShortcuts):
         )
 
     def privatize(
-        self, mechanism: Supported, *, key: bytes | None = None, seed: int | None = None
+        self,
+        mechanism: Supported,
+        *,
+        key: bytes | None = None,
+        seed: int | None = None,
+        ledger: LedgerLike | None = None,
+        budget: str | None = None,
     ) -> pl.Expr:
-        """Reports of this expression under ``mechanism``."""
+        """Reports of this expression under ``mechanism``.
+
+        With ``ledger`` and ``budget`` the release is charged when the expression is built (its
+        key is drawn here, so every evaluation gives the same reports).
+        """
         name = self._name
         check_columns([name], {name: mechanism})
         source = resolve_source(key, seed)
@@ -270,8 +296,9 @@ class PolarsExprNamespace(ValueShortcuts):
             _privatize_batch, mechanism=mechanism, column=name, source=source, dtype=dtype
         )
         rows = pl.int_range(pl.len(), dtype=pl.Int64).alias("row")
-        return (
-            pl.struct(rows, self._expr.alias("value"))
-            .map_batches(batch, return_dtype=dtype)
-            .alias(name)
-        )
+        with charging(ledger, budget, {name: mechanism}):
+            return (
+                pl.struct(rows, self._expr.alias("value"))
+                .map_batches(batch, return_dtype=dtype)
+                .alias(name)
+            )

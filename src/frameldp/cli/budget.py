@@ -1,0 +1,118 @@
+"""``frameldp budget``: show, set and inspect the budgets of a ledger file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from frameldp.accounting import Ledger
+from frameldp.errors import FrameLDPError
+
+budget_app = typer.Typer(
+    name="budget",
+    help="Privacy budgets of a ledger (SQLite file): show, set, history.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+LedgerOption = Annotated[
+    Path,
+    typer.Option(
+        "--ledger",
+        envvar="FRAMELDP_LEDGER",
+        help="Ledger file (SQLite). Also read from $FRAMELDP_LEDGER.",
+    ),
+]
+
+
+def _fail(message: str) -> typer.Exit:
+    Console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False)
+    return typer.Exit(code=1)
+
+
+def _open(path: Path, *, create: bool = False) -> Ledger:
+    if not create and not path.exists():
+        raise _fail(f"ledger file {str(path)!r} does not exist (create it with `budget set`)")
+    try:
+        return Ledger(path)
+    except FrameLDPError as error:
+        raise _fail(str(error)) from None
+    except Exception as error:  # sqlite3.DatabaseError: not a ledger, unreadable, locked
+        raise _fail(f"cannot open ledger {str(path)!r}: {error}") from None
+
+
+@budget_app.command("set")
+def set_budget(
+    name: Annotated[str, typer.Argument(help="Budget name (a dataset or population).")],
+    epsilon: Annotated[float, typer.Option(help="Epsilon cap.")],
+    ledger: LedgerOption,
+    delta: Annotated[
+        float | None,
+        typer.Option(help="Delta at which the spent epsilon is measured (default: pure)."),
+    ] = None,
+) -> None:
+    """Create or change a budget."""
+    book = _open(ledger, create=True)
+    try:
+        book.set_budget(name, epsilon=epsilon, delta=delta)
+        print(book.status(name))
+    except FrameLDPError as error:
+        raise _fail(str(error)) from None
+
+
+@budget_app.command("show")
+def show(
+    ledger: LedgerOption,
+    name: Annotated[str | None, typer.Argument(help="One budget (default: all).")] = None,
+) -> None:
+    """Caps, spent totals (tightest composition) and remaining budget."""
+    book = _open(ledger)
+    try:
+        statuses = [book.status(name)] if name is not None else book.budgets()
+    except FrameLDPError as error:
+        raise _fail(str(error)) from None
+    table = Table(title=f"Budgets in {ledger}")
+    for column in ("budget", "cap ε", "δ", "spent ε", "remaining ε", "releases", "method"):
+        table.add_column(column, justify="left" if column in ("budget", "method") else "right")
+    for status in statuses:
+        table.add_row(
+            status.name,
+            f"{status.epsilon:.6g}",
+            f"{status.delta:.3g}" if status.delta else "pure",
+            f"{status.spent:.6g}",
+            f"{status.remaining:.6g}",
+            str(status.releases),
+            status.method,
+        )
+    Console().print(table)
+
+
+@budget_app.command("history")
+def history(
+    name: Annotated[str, typer.Argument(help="Budget name.")],
+    ledger: LedgerOption,
+) -> None:
+    """Every release recorded against a budget, oldest first, with the running total."""
+    book = _open(ledger)
+    try:
+        entries = book.history(name)
+    except FrameLDPError as error:
+        raise _fail(str(error)) from None
+    table = Table(title=f"History of {name!r}")
+    for column in ("id", "at (UTC)", "description", "release ε", "total ε", "method"):
+        justify = "right" if "ε" in column or column == "id" else "left"
+        table.add_column(column, justify=justify)
+    for entry in entries:
+        table.add_row(
+            str(entry.id),
+            entry.at,
+            entry.description,
+            f"{entry.epsilon:.6g}",
+            f"{entry.total_epsilon:.6g}",
+            entry.method,
+        )
+    Console().print(table)
