@@ -70,8 +70,10 @@ def plot_privacy(
     left.plot(
         deltas,
         [e.best.epsilon for e in explanations],
-        color="black",
-        linewidth=0.8,
+        color="gray",
+        alpha=0.35,
+        linewidth=4,
+        zorder=0,
         label="reported (min)",
     )
     left.set(xscale="log", xlabel="δ", ylabel="ε", title="ε(δ) by method")
