@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_foundation.py"
+ACCOUNTING = SCRIPT.with_name("bench_accounting.py")
 
 
 def test_benchmark_quick_run(tmp_path: Path) -> None:
@@ -24,3 +25,19 @@ def test_benchmark_quick_run(tmp_path: Path) -> None:
     cases = {row["case"] for row in rows}
     assert {"rappor_client", "rappor_server", "krr_client", "naive_numpy_rappor"} <= cases
     assert "rappor_client" in done.stdout
+
+
+def test_accounting_benchmark_quick_run(tmp_path: Path) -> None:
+    out = tmp_path / "accounting.json"
+    done = subprocess.run(
+        [sys.executable, str(ACCOUNTING), "--quick", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = {row["case"]: row for row in json.loads(out.read_text())["rows"]}
+    assert rows["binary_rr x100"]["method"] == "pld"
+    assert rows["binary_rr x100"]["epsilon"] < rows["binary_rr x100"]["basic_epsilon"]
+    assert "ledger_spend x200" in rows

@@ -206,13 +206,17 @@ class Ledger:
         return float(row[0]), float(row[1])
 
     def _accountant(self, connection: sqlite3.Connection, name: str) -> tuple[Accountant, int]:
-        accountant = Accountant()
+        # Nightly pipelines repeat the same release: parse each distinct guarantee once.
+        accountant, releases = Accountant(), 0
         rows = connection.execute(
-            "SELECT guarantee FROM spends WHERE budget = ? ORDER BY id", (name,)
+            "SELECT guarantee, COUNT(*) FROM spends WHERE budget = ? "
+            "GROUP BY guarantee ORDER BY MIN(id)",
+            (name,),
         ).fetchall()
-        for (text,) in rows:
-            accountant = accountant.compose(PrivacyGuarantee.from_json(text))
-        return accountant, len(rows)
+        for text, count in rows:
+            accountant = accountant.compose(PrivacyGuarantee.from_json(text), count=count)
+            releases += count
+        return accountant, releases
 
     # ------------------------------------------------------------------ spending
 
