@@ -300,11 +300,6 @@ def test_a_spend_landing_exactly_on_a_computed_cap_is_allowed(
     assert ledger.status("b").releases == 3
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: Accountant.pure_epsilon rounds the exact fsum up by 4 ulps, so spends whose "
-    "epsilons sum exactly to a round cap (0.5 + 0.25 + 0.25 = 1.0) are refused",
-)
 def test_a_spend_landing_exactly_on_a_round_cap_is_allowed(ledger: Ledger) -> None:
     ledger.set_budget("b", epsilon=1.0)
     ledger.spend("b", _exact(0.5))
@@ -312,11 +307,6 @@ def test_a_spend_landing_exactly_on_a_round_cap_is_allowed(ledger: Ledger) -> No
     assert ledger.spend("b", _exact(0.25)) == 1.0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: BudgetExceededError formats totals with :.6g, so a would-be total just above "
-    "the cap reads 'to 1, over its cap of 1'",
-)
 def test_exceeded_message_shows_a_total_above_the_cap(ledger: Ledger) -> None:
     ledger.set_budget("b", epsilon=1.0)
     ledger.spend("b", _exact(0.5))
@@ -378,11 +368,6 @@ def test_charge_holds_the_write_lock_and_hides_the_entry_until_commit(tmp_path: 
     assert other.history("b") == [entry]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a ':memory:' ledger shares one connection, so reading it inside charge() runs "
-    "BEGIN inside the open transaction: sqlite3.OperationalError",
-)
 def test_reading_a_memory_ledger_inside_charge(ledger: Ledger) -> None:
     ledger.set_budget("b", epsilon=5.0)
     with ledger.charge("b", _krr(1.0)) as entry:
@@ -578,11 +563,6 @@ def test_race_on_a_pure_budget_loses_nothing_and_holds_the_cap(pure_race: Race) 
     _assert_race_is_sound(pure_race, None)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: Accountant.pure_epsilon rounds the exact sum 80 * 0.25 = 20.0 up by 4 ulps, so "
-    "only 79 of the 80 releases that fit a cap of 20.0 are admitted",
-)
 def test_race_on_a_pure_budget_reaches_the_cap_exactly(pure_race: Race) -> None:
     assert pure_race.successes == math.floor(PURE_CAP / RACE_EPSILON)
     assert Ledger(pure_race.path).spent("pure") == PURE_CAP
@@ -593,3 +573,16 @@ def test_race_on_a_delta_budget_loses_nothing_and_holds_the_cap(tight_race: Race
     assert 0 < tight_race.successes < PROCESSES * ATTEMPTS
     _assert_race_is_sound(tight_race, DELTA)
     assert Ledger(tight_race.path).status("tight").method == "pld"
+
+
+@pytest.mark.parametrize("where", ["memory", "file"])
+def test_writing_inside_charge_of_the_same_ledger_raises_instead_of_waiting(
+    tmp_path: Path, where: str
+) -> None:
+    """A nested spend would wait for the ledger's own lock; it is refused at once instead."""
+    book = Ledger(":memory:" if where == "memory" else tmp_path / "budget.sqlite")
+    book.set_budget("b", epsilon=10.0)
+    with book.charge("b", _exact(1.0)):
+        with pytest.raises(ParameterError, match="inside charge"):
+            book.spend("b", _exact(1.0))
+    assert book.status("b").releases == 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from fractions import Fraction
 
 # Both branches of `log_upper` are accurate to about 2 ulps of the result (argument rounded to
@@ -54,3 +55,19 @@ def pad_up(value: float, relative: float = RELATIVE_PAD) -> float:
     if value == 0.0 or math.isinf(value):
         return value
     return round_up(value + abs(value) * relative, 1)
+
+
+def float_up(value: Fraction) -> float:
+    """The smallest float ``>= value`` (exact arithmetic, then one directed step if needed)."""
+    nearest = float(value)
+    return math.nextafter(nearest, math.inf) if Fraction(nearest) < value else nearest
+
+
+def sum_up(terms: Iterable[tuple[float, int]]) -> float:
+    """``sum(value * count)`` computed exactly and rounded up to a float (``inf`` if any is)."""
+    exact = Fraction(0)
+    for value, count in terms:
+        if math.isinf(value):
+            return math.inf
+        exact += Fraction(value) * count
+    return float_up(exact)

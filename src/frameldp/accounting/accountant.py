@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from frameldp.accounting._rounding import pad_up, round_up
+from frameldp.accounting._rounding import pad_up, sum_up
 from frameldp.accounting.conversions import (
     rdp_to_delta,
     rdp_to_epsilon,
@@ -173,8 +173,7 @@ class Accountant:
     @property
     def pure_epsilon(self) -> float:
         """Basic composition: the sum of pure epsilons (``inf`` if any event has none)."""
-        total = math.fsum(event.pure_epsilon * n for event, n in self.entries)
-        return round_up(total) if total else 0.0
+        return sum_up((event.pure_epsilon, n) for event, n in self.entries)
 
     def rdp(self, order: float) -> float:
         """Rényi divergence bound of the composition at ``order > 1`` (curves add)."""

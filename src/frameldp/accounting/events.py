@@ -42,13 +42,14 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import lru_cache
 from typing import Any, ClassVar
 
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from frameldp.accounting._rounding import pad_up, round_up
+from frameldp.accounting._rounding import float_up, pad_up, sum_up
 from frameldp.accounting.pld import PrivacyLossDistribution
 from frameldp.errors import ParameterError
 
@@ -285,7 +286,7 @@ class RapporEvent(PrivacyEvent):
     @property
     def epsilon(self) -> float:
         """``2m bit_epsilon``, rounded up."""
-        return round_up(self._flips * self.bit_epsilon, 1) if self.bit_epsilon else 0.0
+        return sum_up([(self.bit_epsilon, self._flips)])
 
     @property
     def pure_epsilon(self) -> float:
@@ -370,7 +371,7 @@ class LaplaceEvent(PrivacyEvent):
     @property
     def epsilon(self) -> float:
         """``sensitivity / scale``, rounded up."""
-        return round_up(self.sensitivity / self.scale, 1)
+        return float_up(Fraction(self.sensitivity) / Fraction(self.scale))
 
     @property
     def pure_epsilon(self) -> float:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from frameldp.accounting._rounding import round_up
+from frameldp.accounting._rounding import sum_up
 from frameldp.accounting.accountant import Accountant, Explanation
 from frameldp.accounting.events import PrivacyEvent, PureDP
 
@@ -149,18 +149,17 @@ class PrivacyGuarantee:
 def compose(guarantees: Iterable[PrivacyGuarantee]) -> PrivacyGuarantee:
     """One report per guarantee about the same person.
 
-    The pure epsilon is the basic composition (the sum, rounded up); the events of all parts are
-    kept, so ``epsilon_at``, ``rdp`` and ``rho`` of the result use the tightest composition.
+    The pure epsilon is the basic composition (the exact sum, rounded up to a float); the events
+    of all parts are kept, so ``epsilon_at``, ``rdp`` and ``rho`` of the result use the tightest
+    composition.
     """
     parts = tuple(guarantees)
     if not parts:
         raise ValueError("compose needs at least one guarantee")
     if len(parts) == 1:
         return parts[0]
-    total = math.fsum(p.epsilon for p in parts)
+    total = sum_up((p.epsilon, 1) for p in parts)
     accountant = Accountant()
     for part in parts:
         accountant = accountant.compose(part)
-    return PrivacyGuarantee(
-        round_up(total), "composition", {"method": "basic"}, parts, accountant.entries
-    )
+    return PrivacyGuarantee(total, "composition", {"method": "basic"}, parts, accountant.entries)

@@ -135,6 +135,7 @@ class Ledger:
         self.path = str(path)
         self._timeout = timeout
         self._memory: sqlite3.Connection | None = None
+        self._writing = False
         if self.path == ":memory:":
             self._memory = self._connect()
         elif not Path(self.path).parent.exists():
@@ -157,7 +158,17 @@ class Ledger:
     @contextmanager
     def _transaction(self, *, write: bool = True) -> Iterator[sqlite3.Connection]:
         """A transaction; a write one holds the database's write lock from start to commit."""
+        if write and self._writing:
+            # A second write from inside charge() would wait for this very ledger's lock.
+            raise ParameterError(
+                f"ledger {self.path!r}: cannot spend or set a budget inside charge() of the "
+                "same ledger; do it after the block"
+            )
+        if self._memory is not None and self._memory.in_transaction:
+            yield self._memory  # a read inside charge() of a ":memory:" ledger: same connection
+            return
         connection = self._memory or self._connect()
+        self._writing = write
         try:
             connection.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             try:
@@ -167,6 +178,7 @@ class Ledger:
                 raise
             connection.execute("COMMIT")
         finally:
+            self._writing = False
             if connection is not self._memory:
                 connection.close()
 
@@ -242,9 +254,11 @@ class Ledger:
             if total > cap:
                 spent, _ = _total(before, delta)
                 at = f" at delta {delta:g}" if delta else ""
+                # Six digits unless they would make the total look equal to the cap.
+                shown = f"{total:.6g}" if f"{total:.6g}" != f"{cap:.6g}" else repr(total)
                 raise BudgetExceededError(
                     f"budget {name!r}: this release would raise the spent epsilon from "
-                    f"{spent:.6g} to {total:.6g}{at}, over its cap of {cap:g} "
+                    f"{spent:.6g} to {shown}{at}, over its cap of {cap!r} "
                     f"({releases} release(s) so far); nothing was recorded"
                 )
             at_time = _now()

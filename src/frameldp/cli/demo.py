@@ -101,7 +101,33 @@ def run_demo(
             console.print(_render(result, top))
             results.append(result)
     console.print(_summary(results))
+    console.print(_privacy(results))
     return results
+
+
+def _privacy(results: list[DemoResult]) -> Table:
+    """Per person: the columns of one release composed, at delta = 1e-9, by every method."""
+    delta = 1e-9
+    table = Table(
+        title=f"Privacy per person: the three columns of one release, composed (δ = {delta:g})",
+        title_justify="left",
+    )
+    for header in ("ε per column", "pure ε (basic)", "ρ (zCDP)", "ε at δ", "method"):
+        table.add_column(header, justify="left" if header == "method" else "right")
+    by_epsilon: dict[float, list[DemoResult]] = {}
+    for result in results:
+        by_epsilon.setdefault(float(result.mechanism.epsilon or 0.0), []).append(result)
+    for epsilon, group in by_epsilon.items():
+        release = frameldp.compose(result.table.privacy for result in group)
+        best = release.explain(delta).best
+        table.add_row(
+            f"{epsilon:g}",
+            f"{release.epsilon:.4f}",
+            f"{release.rho:.4f}",
+            f"{best.epsilon:.4f}",
+            best.method,
+        )
+    return table
 
 
 def _summary(results: list[DemoResult]) -> Table:
