@@ -582,7 +582,7 @@ def test_writing_inside_charge_of_the_same_ledger_raises_instead_of_waiting(
     """A nested spend would wait for the ledger's own lock; it is refused at once instead."""
     book = Ledger(":memory:" if where == "memory" else tmp_path / "budget.sqlite")
     book.set_budget("b", epsilon=10.0)
-    with book.charge("b", _exact(1.0)):
+    with book.charge("b", _exact(1.0)):  # noqa: SIM117 - the charge must outlive the raise
         with pytest.raises(ParameterError, match="inside charge"):
             book.spend("b", _exact(1.0))
     assert book.status("b").releases == 1
