@@ -586,3 +586,24 @@ def test_writing_inside_charge_of_the_same_ledger_raises_instead_of_waiting(
         with pytest.raises(ParameterError, match="inside charge"):
             book.spend("b", _exact(1.0))
     assert book.status("b").releases == 1
+
+
+def test_a_read_inside_charge_keeps_the_nested_write_guard(tmp_path: Path) -> None:
+    book = Ledger(tmp_path / "budget.sqlite", timeout=5.0)
+    book.set_budget("b", epsilon=10.0)
+    with book.charge("b", _exact(1.0)):
+        assert book.status("b").releases == 0  # a read on its own connection
+        with pytest.raises(ParameterError, match="inside charge"):
+            book.spend("b", _exact(1.0))
+    assert book.status("b").releases == 1
+
+
+def test_another_applications_database_is_refused_and_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / "other.sqlite"
+    with sqlite3.connect(path) as connection:
+        connection.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY)")
+        connection.execute("PRAGMA user_version = 7")
+    before = path.read_bytes()
+    with pytest.raises(ParameterError, match="not a frameldp ledger"):
+        Ledger(path)
+    assert path.read_bytes() == before

@@ -275,6 +275,22 @@ def test_an_unknown_budget_raises_and_produces_nothing(
     backend.assert_unchanged(before, native)
 
 
+def test_non_string_pandas_column_labels_are_charged(
+    pandas_backend: Backend, ledger: frameldp.Ledger
+) -> None:
+    """Integer labels work without a ledger; with one the release must be charged the same."""
+    native = pandas_backend.make(small_data()).set_axis([0, 1, 2], axis="columns")
+    before = pandas_backend.snapshot(native)
+    assert native.ldp.krr(0, 1.0, domain=CARRIERS).ldp.debias(0).privacy == KRR.privacy
+
+    reports = native.ldp.krr(0, 1.0, domain=CARRIERS, ledger=ledger, budget=BUDGET)
+
+    assert reports.ldp.debias(0).privacy == KRR.privacy
+    [entry] = ledger.history(BUDGET)
+    assert entry.description == "privatize 0"
+    pandas_backend.assert_unchanged(before, native)
+
+
 # ---------------------------------------------------------------------------- column APIs
 
 
@@ -305,9 +321,7 @@ def test_a_failed_series_randomization_records_nothing(
     assert ledger.history(BUDGET) == []
 
 
-def test_an_over_budget_series_or_expression_is_refused(
-    backend: Backend, tmp_path: Path
-) -> None:
+def test_an_over_budget_series_or_expression_is_refused(backend: Backend, tmp_path: Path) -> None:
     ledger = frameldp.Ledger(tmp_path / "tiny.sqlite")
     ledger.set_budget(BUDGET, epsilon=0.5)
     native = backend.make(small_data())

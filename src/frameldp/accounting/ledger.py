@@ -31,7 +31,7 @@ from frameldp.accounting.accountant import Accountant, check_delta
 from frameldp.accounting.guarantee import PrivacyGuarantee
 from frameldp.errors import BudgetExceededError, ParameterError, UnknownBudgetError
 
-__all__ = ["BudgetStatus", "Ledger", "Spend"]
+__all__ = ["BudgetStatus", "Ledger", "Spend", "check_budget"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS budgets (
@@ -104,6 +104,16 @@ def _check_name(name: Any) -> str:
     return name
 
 
+def check_budget(name: Any, epsilon: Any, delta: Any) -> tuple[str, float, float]:
+    """Validate a budget's name, epsilon cap and optional delta (0.0 when None)."""
+    name = _check_name(name)
+    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)):
+        raise ParameterError(f"budget {name!r}: epsilon must be a number > 0, got {epsilon!r}")
+    if not (epsilon > 0 and math.isfinite(epsilon)):
+        raise ParameterError(f"budget {name!r}: epsilon must be finite and > 0, got {epsilon!r}")
+    return name, float(epsilon), 0.0 if delta is None else check_delta(delta)
+
+
 def _total(accountant: Accountant, delta: float) -> tuple[float, str]:
     """Spent epsilon of a budget: tightest at its delta, basic when it is pure."""
     if not accountant.entries:
@@ -141,10 +151,26 @@ class Ledger:
         elif not Path(self.path).parent.exists():
             raise ParameterError(f"ledger: directory of {self.path!r} does not exist")
         with self._transaction() as connection:
+            self._check_foreign(connection)
             # executescript would commit the transaction; run the statements one by one.
             for statement in filter(str.strip, _SCHEMA.split(";")):
                 connection.execute(statement)
             connection.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
+
+    def _check_foreign(self, connection: sqlite3.Connection) -> None:
+        """Refuse a SQLite database that belongs to something else (never write into it)."""
+        version = connection.execute("PRAGMA user_version").fetchone()[0]
+        tables = {
+            row[0]
+            for row in connection.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            )
+        }
+        if version not in (0, _SCHEMA_VERSION) or (tables and not {"budgets", "spends"} <= tables):
+            raise ParameterError(
+                f"ledger: {self.path!r} is a SQLite database but not a frameldp ledger "
+                f"(user_version {version}, tables {sorted(tables)})"
+            )
 
     def __repr__(self) -> str:
         return f"Ledger({self.path!r})"
@@ -168,7 +194,8 @@ class Ledger:
             yield self._memory  # a read inside charge() of a ":memory:" ledger: same connection
             return
         connection = self._memory or self._connect()
-        self._writing = write
+        if write:
+            self._writing = True
         try:
             connection.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             try:
@@ -178,7 +205,8 @@ class Ledger:
                 raise
             connection.execute("COMMIT")
         finally:
-            self._writing = False
+            if write:
+                self._writing = False
             if connection is not self._memory:
                 connection.close()
 
@@ -190,14 +218,7 @@ class Ledger:
         With a delta the spent total is the tightest (epsilon, delta) composition at that delta;
         without one it is the sum of pure epsilons.
         """
-        name = _check_name(name)
-        if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)):
-            raise ParameterError(f"budget {name!r}: epsilon must be a number > 0, got {epsilon!r}")
-        if not (epsilon > 0 and math.isfinite(epsilon)):
-            raise ParameterError(
-                f"budget {name!r}: epsilon must be finite and > 0, got {epsilon!r}"
-            )
-        delta_value = 0.0 if delta is None else check_delta(delta)
+        name, epsilon, delta_value = check_budget(name, epsilon, delta)
         now = _now()
         with self._transaction() as connection:
             connection.execute(
@@ -205,7 +226,7 @@ class Ledger:
                 "VALUES (?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET "
                 "epsilon = excluded.epsilon, delta = excluded.delta, "
                 "updated_at = excluded.updated_at",
-                (name, float(epsilon), delta_value, now, now),
+                (name, epsilon, delta_value, now, now),
             )
 
     def _budget(self, connection: sqlite3.Connection, name: str) -> tuple[float, float]:

@@ -7,9 +7,11 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from frameldp.accounting import Ledger
+from frameldp.accounting.ledger import check_budget
 from frameldp.errors import FrameLDPError
 
 budget_app = typer.Typer(
@@ -30,7 +32,8 @@ LedgerOption = Annotated[
 
 
 def _fail(message: str) -> typer.Exit:
-    Console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False)
+    # Plain text: one line whatever the terminal width, and no markup read into the message.
+    typer.echo(f"error: {message}", err=True)
     return typer.Exit(code=1)
 
 
@@ -56,6 +59,10 @@ def set_budget(
     ] = None,
 ) -> None:
     """Create or change a budget."""
+    try:
+        check_budget(name, epsilon, delta)  # before the file is created: a refusal writes nothing
+    except FrameLDPError as error:
+        raise _fail(str(error)) from None
     book = _open(ledger, create=True)
     try:
         book.set_budget(name, epsilon=epsilon, delta=delta)
@@ -75,12 +82,12 @@ def show(
         statuses = [book.status(name)] if name is not None else book.budgets()
     except FrameLDPError as error:
         raise _fail(str(error)) from None
-    table = Table(title=f"Budgets in {ledger}")
+    table = Table(title=escape(f"Budgets in {ledger}"))
     for column in ("budget", "cap ε", "δ", "spent ε", "remaining ε", "releases", "method"):
         table.add_column(column, justify="left" if column in ("budget", "method") else "right")
     for status in statuses:
         table.add_row(
-            status.name,
+            escape(status.name),
             f"{status.epsilon:.6g}",
             f"{status.delta:.3g}" if status.delta else "pure",
             f"{status.spent:.6g}",
@@ -102,15 +109,15 @@ def history(
         entries = book.history(name)
     except FrameLDPError as error:
         raise _fail(str(error)) from None
-    table = Table(title=f"History of {name!r}")
+    table = Table(title=escape(f"History of {name!r}"))
     for column in ("id", "at (UTC)", "description", "release ε", "total ε", "method"):
         justify = "right" if "ε" in column or column == "id" else "left"
-        table.add_column(column, justify=justify)
+        table.add_column(column, justify=justify, no_wrap=column == "at (UTC)")
     for entry in entries:
         table.add_row(
             str(entry.id),
-            entry.at,
-            entry.description,
+            entry.at[:19],  # to the second: the stored value keeps microseconds
+            escape(entry.description),
             f"{entry.epsilon:.6g}",
             f"{entry.total_epsilon:.6g}",
             entry.method,

@@ -187,7 +187,9 @@ def charging(
         )
     book = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
     guarantee = compose(m.privacy for m in mechanisms.values())
-    return book.charge(budget, guarantee, description="privatize " + ", ".join(mechanisms))
+    return book.charge(
+        budget, guarantee, description="privatize " + ", ".join(map(str, mechanisms))
+    )
 
 
 def guarantee_of(specs: Mapping[str, Any] | None) -> PrivacyGuarantee | None:
