@@ -234,7 +234,7 @@ class Accountant:
         conversions = [Conversion("basic", epsilon, basic)]
         pld = self.privacy_loss
         if pld is not None:
-            value = min(1.0, pad_up(pld.delta(epsilon), 2.0**-30))
+            value = pld.delta(epsilon)  # already a padded upper bound
             conversions.append(Conversion("pld", epsilon, value, _pld_detail(pld)))
         value, order = rdp_to_delta(self._rdp_raw, epsilon)
         conversions.append(Conversion("rdp", epsilon, value, f"order {order:.6g}"))
@@ -252,7 +252,8 @@ class Accountant:
         """Events with counts, plus the pure epsilon and rho (for readers without frameldp)."""
         return {
             "events": [{"event": event.to_dict(), "count": n} for event, n in self.entries],
-            "pure_epsilon": self.pure_epsilon,
+            # JSON has no infinity: null when some event (Gaussian) has no pure epsilon.
+            "pure_epsilon": self.pure_epsilon if math.isfinite(self.pure_epsilon) else None,
             "rho": self.rho,
         }
 

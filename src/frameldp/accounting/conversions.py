@@ -7,11 +7,13 @@ a mechanism that is ``(a, r)``-RDP is ``(epsilon, delta)``-DP for
     epsilon = r + ln(1 - 1/a) - (ln delta + ln a) / (a - 1).
 
 Every order ``a > 1`` gives a valid statement; the order is optimized continuously (a log grid
-over ``a - 1``, then Brent's method on the best bracket), so the result is valid whatever the
-optimizer finds and as tight as the curve allows. A rho-zCDP mechanism is ``(a, a rho)``-RDP for
-every ``a`` (Bun–Steinke 2016, Def. 1.1), so the same conversion applied to the line ``a rho``
-is the Canonne–Kamath–Steinke zCDP conversion (Cor. 13), tighter than Bun–Steinke Prop. 1.3,
-``epsilon = rho + 2 sqrt(rho ln(1/delta))``, which is kept for comparison.
+over ``a - 1``, extended while the optimum lies beyond it, then Brent's method on the best
+bracket), so the result is valid whatever the optimizer finds and as tight as the curve allows.
+
+A rho-zCDP mechanism is ``(a, a rho)``-RDP for every ``a`` (Bun–Steinke 2016, Def. 1.1), so the
+same conversion applied to the line ``a rho`` is the Canonne–Kamath–Steinke zCDP conversion
+(Cor. 13), tighter than Bun–Steinke Prop. 1.3, ``epsilon = rho + 2 sqrt(rho ln(1/delta))``,
+which is kept for comparison.
 
 References
 ----------
@@ -28,9 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-import numpy as np
-from scipy.optimize import minimize_scalar
-
+from frameldp.accounting._orders import minimize_over_orders
 from frameldp.accounting._rounding import pad_up
 
 __all__ = [
@@ -40,31 +40,6 @@ __all__ = [
 ]
 
 Curve = Callable[[float], float]
-
-# Orders a = 1 + e^x for x on this grid: from a = 1 + 6e-6 to a = 1 + 1.6e5.
-_GRID = np.linspace(-12.0, 12.0, 193)
-
-
-def _minimize_over_orders(objective: Callable[[float], float]) -> tuple[float, float]:
-    """``min_a objective(a)`` over ``a > 1``; returns (value, order)."""
-
-    def in_x(x: float) -> float:
-        value = objective(1.0 + math.exp(x))
-        return value if math.isfinite(value) else math.inf
-
-    values = np.array([in_x(float(x)) for x in _GRID])
-    best = int(np.argmin(values))
-    value, x_best = float(values[best]), float(_GRID[best])
-    if math.isfinite(value) and 0 < best < _GRID.size - 1:
-        found = minimize_scalar(
-            in_x,
-            bounds=(float(_GRID[best - 1]), float(_GRID[best + 1])),
-            method="bounded",
-            options={"xatol": 1e-9},
-        )
-        if float(found.fun) < value:
-            value, x_best = float(found.fun), float(found.x)
-    return value, 1.0 + math.exp(x_best)
 
 
 def rdp_to_epsilon(curve: Curve, delta: float) -> tuple[float, float]:
@@ -79,7 +54,7 @@ def rdp_to_epsilon(curve: Curve, delta: float) -> tuple[float, float]:
             curve(order) + math.log1p(-1.0 / order) - (log_delta + math.log(order)) / (order - 1.0)
         )
 
-    value, order = _minimize_over_orders(epsilon_at)
+    value, order = minimize_over_orders(epsilon_at)
     return pad_up(max(value, 0.0)), order
 
 
@@ -90,8 +65,11 @@ def rdp_to_delta(curve: Curve, epsilon: float) -> tuple[float, float]:
         t = order - 1.0
         return t * (curve(order) - epsilon) - math.log(order) + t * math.log1p(-1.0 / order)
 
-    value, order = _minimize_over_orders(log_delta_at)
-    return min(1.0, pad_up(math.exp(value))), order
+    value, order = minimize_over_orders(log_delta_at)
+    if value == -math.inf:
+        return 0.0, order
+    # A positive delta below the smallest float is still positive: never report pure DP.
+    return min(1.0, max(pad_up(math.exp(value)), 5e-324)), order
 
 
 def zcdp_to_epsilon_bun_steinke(rho: float, delta: float) -> float:

@@ -47,8 +47,8 @@ from functools import lru_cache
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.optimize import minimize_scalar
 
+from frameldp.accounting._orders import minimize_over_orders
 from frameldp.accounting._rounding import float_up, pad_up, sum_up
 from frameldp.accounting.pld import PrivacyLossDistribution
 from frameldp.errors import ParameterError
@@ -179,24 +179,13 @@ def _rr_rdp(order: float, epsilon: float, k: int) -> float:
 
 
 def _sup_over_orders(curve: Callable[[float], float], limit_at_one: float) -> float:
-    """``sup_{a > 1} curve(a) / a``: log grid over ``a - 1``, then Brent on the best bracket.
+    """``sup_{a > 1} curve(a) / a``, never below its limit at ``a -> 1``.
 
-    The result is padded up by a relative 1e-9, which covers the distance between the located
-    maximum and the true supremum of these smooth unimodal ratios.
+    Padded up by a relative 1e-9, which covers the distance between the located maximum and the
+    true supremum of these smooth unimodal ratios.
     """
-    xs = np.linspace(-12.0, 12.0, 241)
-    ratios = np.array([curve(1.0 + math.exp(x)) / (1.0 + math.exp(x)) for x in xs])
-    best = int(np.argmax(ratios))
-    value = max(float(ratios[best]), limit_at_one)
-    if 0 < best < xs.size - 1:
-        found = minimize_scalar(
-            lambda x: -curve(1.0 + math.exp(x)) / (1.0 + math.exp(x)),
-            bounds=(float(xs[best - 1]), float(xs[best + 1])),
-            method="bounded",
-            options={"xatol": 1e-10},
-        )
-        value = max(value, -float(found.fun))
-    return pad_up(value, 1e-9)
+    value, _ = minimize_over_orders(lambda a: -curve(a) / a)
+    return pad_up(max(-value, limit_at_one), 1e-9)
 
 
 def _pure_rho(epsilon: float) -> float:
@@ -385,11 +374,13 @@ class LaplaceEvent(PrivacyEvent):
         if math.isinf(order):
             return self.epsilon
         t = order - 1.0
-        # S - 1 = ((t+1) expm1(t eps) + t expm1(-(t+1) eps)) / (2t+1); in logs when it is large.
+        # S - 1 = ((t+1) expm1(t eps) + t expm1(-(t+1) eps)) / (2t+1). The linear parts of the two
+        # expm1 cancel exactly, leaving (t+1) g(t eps) + t g(-(t+1) eps) with g(x) = e^x - 1 - x
+        # >= 0: no cancellation at small epsilon. In logs when the terms are large.
         if t * epsilon < 30.0:
-            excess = ((t + 1.0) * math.expm1(t * epsilon) + t * math.expm1(-order * epsilon)) / (
-                2.0 * t + 1.0
-            )
+            excess = (
+                (t + 1.0) * _expm1_minus_x(t * epsilon) + t * _expm1_minus_x(-order * epsilon)
+            ) / (2.0 * t + 1.0)
             log_s = math.log1p(excess)
         else:
             log_s = float(
@@ -409,6 +400,20 @@ class LaplaceEvent(PrivacyEvent):
     def parameters(self) -> dict[str, Any]:
         """``scale`` and ``sensitivity``."""
         return {"scale": self.scale, "sensitivity": self.sensitivity}
+
+
+def _expm1_minus_x(x: float) -> float:
+    """``e^x - 1 - x`` without cancellation: its Taylor series when ``|x| < 1/2``."""
+    if abs(x) >= 0.5:
+        return math.expm1(x) - x
+    term, total, n = x * x / 2.0, 0.0, 2
+    while abs(term) > 1e-17 * abs(total) or total == 0.0:
+        total += term
+        n += 1
+        term *= x / n
+        if term == 0.0:
+            break
+    return total
 
 
 @lru_cache(maxsize=1024)

@@ -36,7 +36,7 @@ References
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import NDArray
@@ -58,6 +58,10 @@ MAX_ATOMS = 1 << 18
 PRUNE_LOG_MASS = -200 * math.log(2)
 # A convolution of two supports larger than this coarsens the larger operand first.
 MAX_OUTER = 1 << 23
+# Losses this many grid steps above a grid point are float noise and merge onto it.
+_MERGE_TOLERANCE = 2.0**-10
+# The smallest positive float: a positive delta is never reported as 0.
+_TINY = 5e-324
 
 _FloatArray = NDArray[np.float64]
 
@@ -82,6 +86,11 @@ class PrivacyLossDistribution:
     exact
         False when some event was bounded through a dominating mechanism (binary RR for a
         generic pure-DP mechanism); the curve is then a valid upper bound, not the optimum.
+    log_error
+        Upper bound on the floating-point error of every log mass (added to every delta).
+    loss_slack
+        Upper bound on how far below its true value a merged loss may lie (atoms within float
+        noise of a grid point merge onto it); every epsilon is raised by it.
     """
 
     losses: _FloatArray
@@ -90,6 +99,8 @@ class PrivacyLossDistribution:
     gaussian_mu2: float = 0.0
     grid: float = 0.0
     exact: bool = True
+    log_error: float = 0.0
+    loss_slack: float = 0.0
 
     # ------------------------------------------------------------------ constructors
 
@@ -112,10 +123,14 @@ class PrivacyLossDistribution:
         # log of (e^eps, k - 2, 1) / (e^eps + k - 1) on the lattice (-1, 0, +1) * epsilon.
         log_norm = epsilon + math.log1p((k - 1) * math.exp(-epsilon))
         step = np.array([-log_norm, math.log(k - 2) - log_norm, epsilon - log_norm])
-        log_masses, lost = _lattice_power(step, count)
+        log_masses, lost, error = _lattice_power(step, count)
         offsets = np.arange(-count, count + 1, dtype=np.float64)
         keep = np.isfinite(log_masses)
-        return cls(_up(offsets[keep] * epsilon), log_masses[keep], infinity_mass=lost)
+        # Each of the `count` factors carries the rounding of its three log masses.
+        error += count * 4.0 * float(np.spacing(abs(log_norm) + 1.0))
+        return cls(
+            _up(offsets[keep] * epsilon), log_masses[keep], infinity_mass=lost, log_error=error
+        )
 
     @classmethod
     def _binary_power(cls, epsilon: float, count: int) -> PrivacyLossDistribution:
@@ -126,7 +141,11 @@ class PrivacyLossDistribution:
         log_q = -epsilon + log_p
         log_binom = gammaln(count + 1.0) - gammaln(minus + 1.0) - gammaln(count - minus + 1.0)
         log_masses = log_binom + (count - minus) * log_p + minus * log_q
-        return cls(_up((count - 2 * minus) * epsilon), log_masses)
+        # gammaln is accurate to a few ulps of its value, and the products to one ulp of theirs:
+        # at count = 10**6 the log masses are good to about 1e-8 absolute, not to 1e-16.
+        scale = max(float(gammaln(count + 1.0)), count * abs(log_q), 1.0)
+        error = 16.0 * float(np.spacing(scale))
+        return cls(_up((count - 2 * minus) * epsilon), log_masses, log_error=error)
 
     @classmethod
     def gaussian(cls, mu: float) -> PrivacyLossDistribution:
@@ -146,12 +165,16 @@ class PrivacyLossDistribution:
         losses = _up((a.losses[:, None] + b.losses[None, :]).ravel())
         log_masses = (a.log_masses[:, None] + b.log_masses[None, :]).ravel()
         grid = max(a.grid, b.grid, EXACT_GRID)
+        merged_losses, merged_masses, merge_error = _merge(losses, log_masses, grid)
         merged = PrivacyLossDistribution(
-            *_merge(losses, log_masses, grid),
+            merged_losses,
+            merged_masses,
             infinity_mass=_union_mass(a.infinity_mass, b.infinity_mass),
             gaussian_mu2=a.gaussian_mu2 + b.gaussian_mu2,
             grid=grid,
             exact=a.exact and b.exact,
+            log_error=a.log_error + b.log_error + merge_error,
+            loss_slack=a.loss_slack + b.loss_slack + grid * _MERGE_TOLERANCE,
         )
         if merged.losses.size > MAX_ATOMS:
             merged = merged._coarsened(MAX_ATOMS)
@@ -159,71 +182,85 @@ class PrivacyLossDistribution:
 
     def dominated(self) -> PrivacyLossDistribution:
         """The same curve, marked as an upper bound obtained through a dominating mechanism."""
-        return PrivacyLossDistribution(
-            self.losses,
-            self.log_masses,
-            self.infinity_mass,
-            self.gaussian_mu2,
-            self.grid,
-            exact=False,
-        )
+        return replace(self, exact=False)
 
     def _pruned(self) -> PrivacyLossDistribution:
         light = self.log_masses < PRUNE_LOG_MASS
         if not light.any():
             return self
         moved = float(np.exp(logsumexp(self.log_masses[light])))
-        return PrivacyLossDistribution(
-            self.losses[~light],
-            self.log_masses[~light],
-            _union_mass(self.infinity_mass, moved),
-            self.gaussian_mu2,
-            self.grid,
-            self.exact,
+        return replace(
+            self,
+            losses=self.losses[~light],
+            log_masses=self.log_masses[~light],
+            infinity_mass=_union_mass(self.infinity_mass, moved),
         )
 
     def _coarsened(self, max_atoms: int) -> PrivacyLossDistribution:
         """Round losses up to the finest power-of-two grid that leaves at most ``max_atoms``."""
         grid = max(self.grid, EXACT_GRID)
         losses, log_masses = self.losses, self.log_masses
+        log_error, slack = self.log_error, self.loss_slack
         while losses.size > max_atoms:
             grid *= 2.0
-            losses, log_masses = _merge(losses, log_masses, grid)
-        return PrivacyLossDistribution(
-            losses, log_masses, self.infinity_mass, self.gaussian_mu2, grid, self.exact
+            losses, log_masses, error = _merge(losses, log_masses, grid)
+            log_error += error
+            slack += grid * _MERGE_TOLERANCE
+        return replace(
+            self,
+            losses=losses,
+            log_masses=log_masses,
+            grid=grid,
+            log_error=log_error,
+            loss_slack=slack,
         )
 
     # ------------------------------------------------------------------ curves
 
     def delta(self, epsilon: float) -> float:
-        """Hockey-stick divergence ``E_P[(1 - e^{epsilon - L})_+]`` (not yet rounded up)."""
+        """Upper bound on the hockey-stick divergence ``E_P[(1 - e^{epsilon - L})_+]``.
+
+        Evaluated at ``epsilon - loss_slack`` and raised by the log-mass error and a relative
+        ``2**-30`` for the float error of the sum; never 0 when the exact value is positive.
+        """
+        raw = self._delta_raw(epsilon - self.loss_slack)
+        if raw == 0.0:
+            return min(1.0, self.infinity_mass)
+        padded = raw * (1.0 + 2.0**-30) * math.exp(self.log_error)
+        return min(1.0, max(padded, _TINY) + self.infinity_mass)
+
+    def _delta_raw(self, epsilon: float) -> float:
+        """The hockey-stick sum of the atoms (infinite-loss mass excluded), unpadded."""
         if self.gaussian_mu2 == 0.0:
             above = self.losses > epsilon
             if not above.any():
-                return min(1.0, self.infinity_mass)
+                return 0.0
             # Every term is positive: no cancellation, summed in log space.
             terms = self.log_masses[above] + np.log(-np.expm1(epsilon - self.losses[above]))
         else:
             terms = self.log_masses + _log_gaussian_delta(
                 epsilon - self.losses, math.sqrt(self.gaussian_mu2)
             )
-        total = float(np.exp(logsumexp(terms))) if terms.size else 0.0
-        return min(1.0, total + self.infinity_mass)
+        if not terms.size:
+            return 0.0
+        log_total = float(logsumexp(terms))
+        # A positive delta below the smallest float is still positive: never report pure DP.
+        return max(math.exp(log_total), _TINY) if log_total > -math.inf else 0.0
 
     def epsilon(self, delta: float) -> float:
         """Smallest epsilon with ``delta(epsilon) <= delta``, by bisection, rounded up.
 
         Returns ``inf`` when no epsilon reaches ``delta`` (the infinite-loss mass exceeds it).
         """
-        # Aim a hair below delta so that the float error of the sum (~1e-13 relative) can never
-        # make the returned epsilon smaller than the exact one.
-        target = delta * (1.0 - 2.0**-30)
-        if self.infinity_mass >= target:
+        # Aim below delta by the log-mass error and a relative 2**-30, so that float error in
+        # the sum can never make the returned epsilon smaller than the exact one.
+        target = (delta - self.infinity_mass) * (1.0 - 2.0**-30) * math.exp(-self.log_error)
+        if target <= 0.0:
             return math.inf
-        if self.delta(0.0) <= target:
-            return 0.0
+        if self._delta_raw(0.0) <= target:
+            return round_up(self.loss_slack) if self.loss_slack else 0.0
         high = max(float(self.losses[-1]), 1.0) if self.losses.size else 1.0
-        while self.delta(high) > target:
+        while self._delta_raw(high) > target:
             high *= 2.0
             if high > 1e12:
                 return math.inf
@@ -232,11 +269,11 @@ class PrivacyLossDistribution:
             middle = 0.5 * (low + high)
             if middle in (low, high) or high - low <= 1e-15 * high:
                 break
-            if self.delta(middle) <= target:
+            if self._delta_raw(middle) <= target:
                 high = middle
             else:
                 low = middle
-        return round_up(high)
+        return round_up(high + self.loss_slack)
 
     def cumulant(self, t: float) -> float:
         """``log E_P[e^{t L}]``, ``t > 0``: ``t`` times the Rényi divergence of order ``t + 1``."""
@@ -258,44 +295,55 @@ def _union_mass(a: float, b: float) -> float:
 
 def _merge(
     losses: _FloatArray, log_masses: _FloatArray, grid: float
-) -> tuple[_FloatArray, _FloatArray]:
-    """Round losses up to multiples of ``grid`` and add the masses of atoms that meet."""
-    keys = np.ceil(losses / grid)
+) -> tuple[_FloatArray, _FloatArray, float]:
+    """Round losses up to multiples of ``grid`` and add the masses of atoms that meet.
+
+    Losses within ``_MERGE_TOLERANCE`` grid steps above a grid point (float noise of sums such
+    as ``3e - 3e``) merge onto it; the caller adds that much to the loss slack. Returns the
+    merged atoms and a bound on the error the summation adds to the log masses.
+    """
+    keys = np.ceil(losses / grid - _MERGE_TOLERANCE)
     order = np.argsort(keys, kind="stable")
     keys, log_masses = keys[order], log_masses[order]
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    sizes = np.diff(np.r_[starts, keys.size])
     peak = np.maximum.reduceat(log_masses, starts)
-    group = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, keys.size]))
+    group = np.repeat(np.arange(starts.size), sizes)
     sums = np.add.reduceat(np.exp(log_masses - peak[group]), starts)
-    return keys[starts] * grid, peak + np.log(sums)
+    # A sum of n positive terms is good to n ulps; exp and log add a few ulps of the peak.
+    error = float(sizes.max()) * 2.0**-52 + 8.0 * float(np.spacing(np.max(np.abs(peak)) + 1.0))
+    return keys[starts] * grid, peak + np.log(sums), error
 
 
-def _lattice_power(step: _FloatArray, count: int) -> tuple[_FloatArray, float]:
+def _lattice_power(step: _FloatArray, count: int) -> tuple[_FloatArray, float, float]:
     """Log masses of the ``count``-fold convolution of a 3-atom lattice law (by squaring).
 
     Convolutions run on masses scaled by their maximum; what underflows (below 2**-1022 of the
     largest product) is lost from the atoms and returned as an upper bound to count at infinity.
+    Also returns a bound on the error the convolutions add to the log masses.
     """
     result: _FloatArray | None = None
     power = step
-    lost = 0.0
+    lost = result_error = power_error = 0.0
     remaining = count
     while remaining:
         if remaining & 1:
             if result is None:
-                result = power
+                result, result_error = power, power_error
             else:
-                result, bound = _log_convolve(result, power)
+                result, bound, added = _log_convolve(result, power)
                 lost += bound
+                result_error += power_error + added
         remaining >>= 1
         if remaining:
-            power, bound = _log_convolve(power, power)
+            power, bound, added = _log_convolve(power, power)
             lost += bound
+            power_error = 2.0 * power_error + added
     assert result is not None
-    return result, round_up(lost) if lost else 0.0
+    return result, round_up(lost) if lost else 0.0, result_error
 
 
-def _log_convolve(a: _FloatArray, b: _FloatArray) -> tuple[_FloatArray, float]:
+def _log_convolve(a: _FloatArray, b: _FloatArray) -> tuple[_FloatArray, float, float]:
     peak_a, peak_b = np.max(a), np.max(b)
     product = np.convolve(np.exp(a - peak_a), np.exp(b - peak_b))
     with np.errstate(divide="ignore"):
@@ -304,7 +352,11 @@ def _log_convolve(a: _FloatArray, b: _FloatArray) -> tuple[_FloatArray, float]:
     # normal number times the scale when it underflowed.
     scale = math.exp(peak_a + peak_b)
     bound = min(a.size, b.size) * product.size * 2.0**-1022 * scale
-    return out, bound
+    # Positive sums of n terms: n ulps; exp, log and the shifts: a few ulps of the peaks.
+    error = min(a.size, b.size) * 2.0**-52 + 8.0 * float(
+        np.spacing(abs(peak_a) + abs(peak_b) + 1.0)
+    )
+    return out, bound, error
 
 
 def _log_gaussian_delta(x: _FloatArray, mu: float) -> _FloatArray:
