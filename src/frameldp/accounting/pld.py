@@ -47,8 +47,8 @@ from frameldp.accounting._rounding import round_up
 __all__ = ["PrivacyLossDistribution"]
 
 # Atoms are merged after rounding their losses up to a multiple of this grid: fine enough that an
-# "exact" epsilon moves by far less than its reported precision, coarse enough to merge the float
-# noise of sums such as 3e - 5e'.
+# "exact" epsilon moves by far less than its reported precision. Sums that equal a grid point in
+# real arithmetic (3e - 3e = 0) but carry float noise merge onto it (_MERGE_TOLERANCE).
 EXACT_GRID = 2.0**-32
 # Above this many atoms the grid is coarsened (doubling) until the support fits; the result is then
 # a pessimistic upper bound, not the exact curve, and says so (its ``grid``).
