@@ -3,7 +3,7 @@
 numpy / scipy / the standard library only (no dataframe import).
 """
 
-from frameldp.accounting.accountant import Accountant, Conversion, Explanation
+from frameldp.accounting.accountant import Accountant, Conversion, DeltaExplanation, Explanation
 from frameldp.accounting.events import (
     GaussianEvent,
     LaplaceEvent,
@@ -21,6 +21,7 @@ __all__ = [
     "Accountant",
     "BudgetStatus",
     "Conversion",
+    "DeltaExplanation",
     "Explanation",
     "GaussianEvent",
     "LaplaceEvent",

@@ -49,7 +49,14 @@ from frameldp.errors import ParameterError
 if TYPE_CHECKING:
     from frameldp.accounting.guarantee import PrivacyGuarantee
 
-__all__ = ["Accountant", "Conversion", "Explanation", "check_delta", "check_epsilon_level"]
+__all__ = [
+    "Accountant",
+    "Conversion",
+    "DeltaExplanation",
+    "Explanation",
+    "check_delta",
+    "check_epsilon_level",
+]
 
 METHODS = {
     "basic": "basic composition of pure epsilons",

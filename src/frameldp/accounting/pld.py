@@ -275,13 +275,6 @@ class PrivacyLossDistribution:
                 low = middle
         return round_up(high + self.loss_slack)
 
-    def cumulant(self, t: float) -> float:
-        """``log E_P[e^{t L}]``, ``t > 0``: ``t`` times the Rényi divergence of order ``t + 1``."""
-        value = float(logsumexp(self.log_masses + t * self.losses))
-        if self.gaussian_mu2:
-            value += 0.5 * self.gaussian_mu2 * t * (t + 1.0)
-        return math.inf if self.infinity_mass else value
-
 
 def _up(values: _FloatArray) -> _FloatArray:
     """Round float results of loss arithmetic up by one ulp (the arithmetic rounded to nearest)."""
