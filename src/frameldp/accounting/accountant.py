@@ -42,7 +42,7 @@ from frameldp.accounting.conversions import (
     rdp_to_epsilon,
     zcdp_to_epsilon_bun_steinke,
 )
-from frameldp.accounting.events import PrivacyEvent, check_order, event_from_dict
+from frameldp.accounting.events import PrivacyEvent, check_count, check_order, event_from_dict
 from frameldp.accounting.pld import EXACT_GRID, PrivacyLossDistribution
 from frameldp.errors import ParameterError
 
@@ -83,12 +83,6 @@ def check_epsilon_level(epsilon: Any) -> float:
     if not (float(epsilon) >= 0.0 and math.isfinite(epsilon)):
         raise ParameterError(f"epsilon must be finite and >= 0, got {epsilon!r}")
     return float(epsilon)
-
-
-def _check_count(count: Any) -> int:
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-        raise ParameterError(f"count must be an integer >= 1, got {count!r}")
-    return count
 
 
 @dataclass(frozen=True)
@@ -158,7 +152,7 @@ class Accountant:
         self, item: PrivacyEvent | PrivacyGuarantee | Accountant, count: int = 1
     ) -> Accountant:
         """A new accountant that also holds ``count`` uses of ``item``."""
-        count = _check_count(count)
+        count = check_count("Accountant.compose", "count", count, 1)
         if isinstance(item, PrivacyEvent):
             added: Iterable[tuple[PrivacyEvent, int]] = [(item, count)]
         elif isinstance(item, Accountant):
@@ -184,8 +178,7 @@ class Accountant:
 
     def rdp(self, order: float) -> float:
         """Rényi divergence bound of the composition at ``order > 1`` (curves add)."""
-        order = check_order(order)
-        return pad_up(math.fsum(event.rdp(order) * n for event, n in self.entries))
+        return pad_up(self._rdp_raw(check_order(order)))
 
     @property
     def rho(self) -> float:

@@ -76,7 +76,7 @@ def check_order(order: float) -> float:
     return order
 
 
-def _check_positive(owner: str, name: str, value: Any, *, allow_zero: bool = False) -> float:
+def check_positive(owner: str, name: str, value: Any, *, allow_zero: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
         raise ParameterError(f"{owner}: {name} must be a number, got {value!r}")
     number = float(value)
@@ -87,7 +87,7 @@ def _check_positive(owner: str, name: str, value: Any, *, allow_zero: bool = Fal
     return number
 
 
-def _check_count(owner: str, name: str, value: Any, minimum: int) -> int:
+def check_count(owner: str, name: str, value: Any, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise ParameterError(f"{owner}: {name} must be an integer >= {minimum}, got {value!r}")
     return int(value)
@@ -216,9 +216,9 @@ class RandomizedResponseEvent(PrivacyEvent):
     def __post_init__(self) -> None:
         owner = "randomized response event"
         object.__setattr__(
-            self, "epsilon", _check_positive(owner, "epsilon", self.epsilon, allow_zero=True)
+            self, "epsilon", check_positive(owner, "epsilon", self.epsilon, allow_zero=True)
         )
-        object.__setattr__(self, "k", _check_count(owner, "k", self.k, 2))
+        object.__setattr__(self, "k", check_count(owner, "k", self.k, 2))
 
     @property
     def pure_epsilon(self) -> float:
@@ -262,11 +262,9 @@ class RapporEvent(PrivacyEvent):
         object.__setattr__(
             self,
             "bit_epsilon",
-            _check_positive(owner, "bit_epsilon", self.bit_epsilon, allow_zero=True),
+            check_positive(owner, "bit_epsilon", self.bit_epsilon, allow_zero=True),
         )
-        object.__setattr__(
-            self, "max_weight", _check_count(owner, "max_weight", self.max_weight, 1)
-        )
+        object.__setattr__(self, "max_weight", check_count(owner, "max_weight", self.max_weight, 1))
 
     @property
     def _flips(self) -> int:
@@ -308,7 +306,7 @@ class PureDP(PrivacyEvent):
     kind: ClassVar[str] = "pure_dp"
 
     def __post_init__(self) -> None:
-        value = _check_positive("pure DP event", "epsilon", self.epsilon, allow_zero=True)
+        value = check_positive("pure DP event", "epsilon", self.epsilon, allow_zero=True)
         object.__setattr__(self, "epsilon", value)
 
     @property
@@ -350,11 +348,11 @@ class LaplaceEvent(PrivacyEvent):
     kind: ClassVar[str] = "laplace"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "scale", _check_positive("Laplace event", "scale", self.scale))
+        object.__setattr__(self, "scale", check_positive("Laplace event", "scale", self.scale))
         object.__setattr__(
             self,
             "sensitivity",
-            _check_positive("Laplace event", "sensitivity", self.sensitivity),
+            check_positive("Laplace event", "sensitivity", self.sensitivity),
         )
 
     @property
@@ -436,11 +434,11 @@ class GaussianEvent(PrivacyEvent):
     kind: ClassVar[str] = "gaussian"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "sigma", _check_positive("Gaussian event", "sigma", self.sigma))
+        object.__setattr__(self, "sigma", check_positive("Gaussian event", "sigma", self.sigma))
         object.__setattr__(
             self,
             "sensitivity",
-            _check_positive("Gaussian event", "sensitivity", self.sensitivity),
+            check_positive("Gaussian event", "sensitivity", self.sensitivity),
         )
 
     @property

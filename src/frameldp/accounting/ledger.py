@@ -17,7 +17,6 @@ produced: they are recorded if and only if they were produced.
 from __future__ import annotations
 
 import json
-import math
 import os
 import sqlite3
 from collections.abc import Iterator
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from frameldp.accounting.accountant import Accountant, check_delta
+from frameldp.accounting.events import check_positive
 from frameldp.accounting.guarantee import PrivacyGuarantee
 from frameldp.errors import BudgetExceededError, ParameterError, UnknownBudgetError
 
@@ -107,11 +107,8 @@ def _check_name(name: Any) -> str:
 def check_budget(name: Any, epsilon: Any, delta: Any) -> tuple[str, float, float]:
     """Validate a budget's name, epsilon cap and optional delta (0.0 when None)."""
     name = _check_name(name)
-    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)):
-        raise ParameterError(f"budget {name!r}: epsilon must be a number > 0, got {epsilon!r}")
-    if not (epsilon > 0 and math.isfinite(epsilon)):
-        raise ParameterError(f"budget {name!r}: epsilon must be finite and > 0, got {epsilon!r}")
-    return name, float(epsilon), 0.0 if delta is None else check_delta(delta)
+    cap = check_positive(f"budget {name!r}", "epsilon", epsilon)
+    return name, cap, 0.0 if delta is None else check_delta(delta)
 
 
 def _total(accountant: Accountant, delta: float) -> tuple[float, str]:

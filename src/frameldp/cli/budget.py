@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -37,6 +39,15 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(code=1)
 
 
+@contextmanager
+def _user_errors() -> Iterator[None]:
+    """Report a frameldp error (a user mistake) as one line and exit 1, never a traceback."""
+    try:
+        yield
+    except FrameLDPError as error:
+        raise _fail(str(error)) from None
+
+
 def _open(path: Path, *, create: bool = False) -> Ledger:
     if not create and not path.exists():
         raise _fail(f"ledger file {str(path)!r} does not exist (create it with `budget set`)")
@@ -59,16 +70,12 @@ def set_budget(
     ] = None,
 ) -> None:
     """Create or change a budget."""
-    try:
+    with _user_errors():
         check_budget(name, epsilon, delta)  # before the file is created: a refusal writes nothing
-    except FrameLDPError as error:
-        raise _fail(str(error)) from None
     book = _open(ledger, create=True)
-    try:
+    with _user_errors():
         book.set_budget(name, epsilon=epsilon, delta=delta)
         print(book.status(name))
-    except FrameLDPError as error:
-        raise _fail(str(error)) from None
 
 
 @budget_app.command("show")
@@ -78,10 +85,8 @@ def show(
 ) -> None:
     """Caps, spent totals (tightest composition) and remaining budget."""
     book = _open(ledger)
-    try:
+    with _user_errors():
         statuses = [book.status(name)] if name is not None else book.budgets()
-    except FrameLDPError as error:
-        raise _fail(str(error)) from None
     table = Table(title=escape(f"Budgets in {ledger}"))
     for column in ("budget", "cap ε", "δ", "spent ε", "remaining ε", "releases", "method"):
         table.add_column(column, justify="left" if column in ("budget", "method") else "right")
@@ -105,10 +110,8 @@ def history(
 ) -> None:
     """Every release recorded against a budget, oldest first, with the running total."""
     book = _open(ledger)
-    try:
+    with _user_errors():
         entries = book.history(name)
-    except FrameLDPError as error:
-        raise _fail(str(error)) from None
     table = Table(title=escape(f"History of {name!r}"))
     for column in ("id", "at (UTC)", "description", "release ε", "total ε", "method"):
         justify = "right" if "ε" in column or column == "id" else "left"
