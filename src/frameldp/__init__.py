@@ -14,6 +14,7 @@ polars is installed, on polars DataFrame, LazyFrame and Expr.
 from frameldp import errors
 from frameldp.accounting import (
     Accountant,
+    BloomRapporEvent,
     GaussianEvent,
     LaplaceEvent,
     Ledger,
@@ -23,7 +24,17 @@ from frameldp.accounting import (
     RapporEvent,
     compose,
 )
-from frameldp.core import OTHER, Domain, FrequencyEstimate, RandomizedResponse, RandomSource, Rappor
+from frameldp.core import (
+    OTHER,
+    BloomDecoding,
+    BloomEncoder,
+    BloomRappor,
+    Domain,
+    FrequencyEstimate,
+    RandomizedResponse,
+    RandomSource,
+    Rappor,
+)
 from frameldp.core.mechanisms import mechanism_from_spec
 from frameldp.errors import (
     BudgetExceededError,
@@ -42,6 +53,10 @@ __version__ = "0.1.0"
 __all__ = [
     "OTHER",
     "Accountant",
+    "BloomDecoding",
+    "BloomEncoder",
+    "BloomRappor",
+    "BloomRapporEvent",
     "BudgetExceededError",
     "Domain",
     "DomainError",

@@ -5,6 +5,7 @@ numpy / scipy / the standard library only (no dataframe import).
 
 from frameldp.accounting.accountant import Accountant, Conversion, DeltaExplanation, Explanation
 from frameldp.accounting.events import (
+    BloomRapporEvent,
     GaussianEvent,
     LaplaceEvent,
     PrivacyEvent,
@@ -19,6 +20,7 @@ from frameldp.accounting.pld import PrivacyLossDistribution
 
 __all__ = [
     "Accountant",
+    "BloomRapporEvent",
     "BudgetStatus",
     "Conversion",
     "DeltaExplanation",

@@ -166,15 +166,21 @@ class Accountant:
             )
         counts: dict[PrivacyEvent, int] = dict(self.entries)
         for event, n in added:
-            counts[event] = counts.get(event, 0) + n
+            unit, uses = event.unit()
+            counts[unit] = counts.get(unit, 0) + n * uses
         return Accountant(tuple(counts.items()))
+
+    @cached_property
+    def _uses(self) -> tuple[tuple[PrivacyEvent, int], ...]:
+        """The entries as independent uses (memoized events fold their count into one)."""
+        return tuple(event.repeated(n) for event, n in self.entries)
 
     # ------------------------------------------------------------------ curves
 
     @property
     def pure_epsilon(self) -> float:
         """Basic composition: the sum of pure epsilons (``inf`` if any event has none)."""
-        return sum_up((event.pure_epsilon, n) for event, n in self.entries)
+        return sum_up((event.pure_epsilon, n) for event, n in self._uses)
 
     def rdp(self, order: float) -> float:
         """Rényi divergence bound of the composition at ``order > 1`` (curves add)."""
@@ -183,13 +189,13 @@ class Accountant:
     @property
     def rho(self) -> float:
         """zCDP rho of the composition (rhos add)."""
-        return pad_up(math.fsum(event.rho * n for event, n in self.entries))
+        return pad_up(math.fsum(event.rho * n for event, n in self._uses))
 
     @cached_property
     def privacy_loss(self) -> PrivacyLossDistribution | None:
         """The composed privacy-loss distribution (None when there are no events)."""
         result: PrivacyLossDistribution | None = None
-        for event, n in self.entries:
+        for event, n in self._uses:
             part = event.privacy_loss(n)
             result = part if result is None else result.compose(part)
         return result
@@ -244,7 +250,7 @@ class Accountant:
         return DeltaExplanation(epsilon, tuple(conversions))
 
     def _rdp_raw(self, order: float) -> float:
-        return math.fsum(event.rdp(order) * n for event, n in self.entries)
+        return math.fsum(event.rdp(order) * n for event, n in self._uses)
 
     # ------------------------------------------------------------------ serialization
 

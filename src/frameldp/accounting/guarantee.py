@@ -78,6 +78,21 @@ class PrivacyGuarantee:
         """Pure LDP: delta is exactly 0."""
         return 0.0
 
+    @property
+    def epsilon_infinity(self) -> float | None:
+        """Longitudinal bound: pure epsilon of any number of reports of unchanged values.
+
+        Defined when every event has one (Bloom RAPPOR's ``2h ln((1 - f/2) / (f/2))``, which
+        holds for reports sharing memoized permanent responses); None otherwise.
+        """
+        bounds: list[tuple[float, int]] = []
+        for event, _ in self.events:
+            bound = getattr(event, "epsilon_infinity", None)
+            if bound is None:
+                return None
+            bounds.append((float(bound), 1))
+        return sum_up(bounds)
+
     @cached_property
     def accountant(self) -> Accountant:
         """An :class:`~frameldp.accounting.Accountant` holding this guarantee's events."""

@@ -148,6 +148,41 @@ class PrivacyLossDistribution:
         return cls(_up((count - 2 * minus) * epsilon), log_masses, log_error=error)
 
     @classmethod
+    def from_atoms(cls, losses: _FloatArray, log_masses: _FloatArray) -> PrivacyLossDistribution:
+        """A loss distribution from finite atoms computed in floating point.
+
+        Losses and log masses are differences and sums of logs good to a few ulps of the
+        largest of them; that error (far above it: 2**-40 relative) is carried as loss slack and
+        log-mass error, so every curve stays an upper bound.
+        """
+        losses = np.asarray(losses, dtype=np.float64)
+        log_masses = np.asarray(log_masses, dtype=np.float64)
+        order = np.argsort(losses, kind="stable")
+        scale = float(np.max(np.abs(losses), initial=0.0)) + 1.0
+        mass_scale = float(np.max(np.abs(log_masses), initial=0.0)) + 1.0
+        merged, masses, error = _merge(_up(losses[order]), log_masses[order], EXACT_GRID)
+        return cls(
+            merged,
+            masses,
+            grid=EXACT_GRID,
+            log_error=error + mass_scale * 2.0**-40,
+            loss_slack=scale * 2.0**-40 + EXACT_GRID * _MERGE_TOLERANCE,
+        )
+
+    def power(self, count: int) -> PrivacyLossDistribution:
+        """The ``count``-fold composition of this distribution with itself (by squaring)."""
+        result: PrivacyLossDistribution | None = None
+        base: PrivacyLossDistribution = self
+        while count:
+            if count & 1:
+                result = base if result is None else result.compose(base)
+            count >>= 1
+            if count:
+                base = base.compose(base)
+        assert result is not None
+        return result
+
+    @classmethod
     def gaussian(cls, mu: float) -> PrivacyLossDistribution:
         """The Gaussian mechanism with ``sensitivity / sigma = mu``: loss ``N(mu^2/2, mu^2)``."""
         return cls(np.zeros(1), np.zeros(1), gaussian_mu2=mu * mu)

@@ -15,6 +15,12 @@ value is ``j`` and ``q`` otherwise)
     ``Var ĉ_j = (c_j p (1 - p) + (n - c_j) q (1 - q)) / (p - q)^2``. It depends on the unknown
     count; the reported standard error plugs in ``ĉ_j`` clipped to ``[0, n]``.
 
+Bloom-filter RAPPOR (report bit is 1 with probability ``q*`` where the true Bloom bit is 1 and
+``p*`` where it is 0; cohort ``c`` holds ``N_c`` reports)
+    ``t̂_cj = (Y_cj - N_c p*) / (q* - p*)`` estimates the number of true bits ``t_cj`` without
+    bias, with variance ``(t q*(1 - q*) + (N_c - t) p*(1 - p*)) / (q* - p*)^2`` [2]_. Candidate
+    strings are decoded by regression of ``t̂`` on their Bloom signatures (:func:`decode_bloom`).
+
 Intervals are normal approximations, ``ĉ ± z σ``; estimates are not clipped (clipping biases
 them), so a count may be negative when the true count is small.
 
@@ -29,18 +35,28 @@ References
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy import sparse
+from scipy.special import ndtr
 
-from frameldp.errors import ParameterError
+from frameldp.core._lasso import nonnegative_lasso
+from frameldp.core.encoding import BloomEncoder
+from frameldp.errors import DomainError, FrameLDPWarning, ParameterError
 
 __all__ = [
+    "BloomDecoding",
     "FrequencyEstimate",
+    "debias_bloom_counts",
     "debias_direct_counts",
     "debias_unary_counts",
+    "decode_bloom",
     "direct_variance",
     "normal_quantile",
     "unary_variance",
@@ -145,3 +161,220 @@ def debias_direct_counts(
     counts = (np.asarray(report_counts, dtype=np.float64) - n * other) / (keep - other)
     plug_in = np.clip(counts, 0.0, float(n))
     return FrequencyEstimate(counts, direct_variance(plug_in, n, keep, other), n)
+
+
+# ---------------------------------------------------------------------- Bloom-filter RAPPOR
+
+
+def debias_bloom_counts(
+    counts: NDArray[np.int64], sizes: NDArray[np.int64], one: float, zero: float
+) -> tuple[FloatArray, FloatArray]:
+    """Unbiased true-bit counts ``t̂`` per cohort and bit, and their (plug-in) variances.
+
+    ``counts[c, j]`` is the number of reports of cohort ``c`` with bit ``j`` set, ``sizes[c]``
+    the reports of cohort ``c``; ``one = q*`` and ``zero = p*`` are a report bit's probability
+    of being 1 when the true bit is 1 and 0.
+    """
+    if not one != zero:
+        raise ParameterError(
+            f"P[1 | bit 1] ({one}) must differ from P[1 | bit 0] ({zero}) to debias; the reports "
+            "carry no information"
+        )
+    counts = np.asarray(counts, dtype=np.float64)
+    n_c = np.asarray(sizes, dtype=np.float64)[:, None]
+    spread = one - zero
+    debiased = (counts - n_c * zero) / spread
+    truth = np.clip(debiased, 0.0, n_c)
+    variances = (truth * one * (1 - one) + (n_c - truth) * zero * (1 - zero)) / spread**2
+    return np.asarray(debiased, dtype=np.float64), np.asarray(variances, dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class BloomDecoding:
+    """Candidate strings found in Bloom-filter RAPPOR reports.
+
+    Attributes
+    ----------
+    candidates
+        The candidate strings decoded against (duplicates removed, first kept).
+    detected
+        Indices into ``candidates`` of the detected strings, by decreasing count.
+    counts, std_errors, p_values
+        Least-squares count of each detected string, its standard error, and the one-sided
+        p-value of "count = 0" (detection needs ``p < significance / len(candidates)``).
+    n
+        Number of reports.
+    significance
+        Family-wise probability of detecting at least one string that is absent.
+    selected
+        How many candidates the Lasso selected before the significance filter.
+    unexplained, unexplained_std_error
+        Share of the reports (and its standard error) whose bits no detected string explains:
+        the mass of strings that are not among the candidates or too rare to detect.
+    """
+
+    candidates: tuple[str | bytes, ...]
+    detected: NDArray[np.int64]
+    counts: FloatArray
+    std_errors: FloatArray
+    p_values: FloatArray
+    n: int
+    significance: float
+    selected: int
+    unexplained: float
+    unexplained_std_error: float
+
+    @property
+    def labels(self) -> list[str | bytes]:
+        """The detected strings, by decreasing count."""
+        return [self.candidates[i] for i in self.detected.tolist()]
+
+    @property
+    def estimate(self) -> FrequencyEstimate:
+        """The detected strings' counts as a :class:`FrequencyEstimate`."""
+        return FrequencyEstimate(self.counts, self.std_errors**2, self.n)
+
+
+def _unique_candidates(candidates: Sequence[object]) -> tuple[str | bytes, ...]:
+    if isinstance(candidates, str | bytes) or not isinstance(candidates, Sequence):
+        raise ParameterError(
+            f"candidates must be a list of strings, got {type(candidates).__name__}"
+        )
+    seen: dict[str | bytes, None] = {}
+    for position, value in enumerate(candidates):
+        if not isinstance(value, str | bytes):
+            raise DomainError(
+                f"candidates must be strings; got {value!r} of type {type(value).__name__} at "
+                f"position {position}"
+            )
+        seen.setdefault(value, None)
+    if not seen:
+        raise ParameterError("candidates must hold at least one string, got none")
+    if len(seen) < len(candidates):
+        warnings.warn(
+            f"{len(candidates) - len(seen)} duplicate candidate(s) ignored (first kept)",
+            FrameLDPWarning,
+            stacklevel=3,
+        )
+    return tuple(seen)
+
+
+def decode_bloom(
+    debiased: FloatArray,
+    variances: FloatArray,
+    sizes: NDArray[np.int64],
+    candidates: Sequence[object],
+    encoder: BloomEncoder,
+    *,
+    significance: float = 0.05,
+) -> BloomDecoding:
+    """Which candidate strings occur, and how often: RAPPOR's decoding [2]_ (Sec. 4).
+
+    With ``N`` reports and ``N_c`` in cohort ``c``, the expected true-bit count of cell
+    ``(c, j)`` is ``sum_v x_v (N_c / N) B_v(c, j) + g N_c / N``: ``x_v`` reports hold candidate
+    ``v``, whose Bloom filter in cohort ``c`` is ``B_v(c, .)``, and ``g`` absorbs the bits of
+    strings outside the candidates (spread evenly by the hashes). Cells are weighted by the
+    inverse of their standard error.
+
+    1. A non-negative Lasso selects candidates; each is penalized by its standard normal score
+       at ``1 / M`` (``M`` candidates), so that about one absent candidate enters by chance.
+    2. Least squares on the selected ones (plus ``g``) gives counts and standard errors, the
+       variance scaled up by the residual variance when it exceeds 1 (model misfit); candidates
+       whose one-sided p-value is not below ``significance / M`` (Bonferroni) are dropped and
+       the rest refitted, until every remaining one is significant.
+    3. The unexplained share is ``g k / (N E[bits set])``.
+
+    Decoding assumes cohorts were assigned independently of the values, so that every cohort
+    sees the same distribution.
+    """
+    if not (isinstance(significance, float | int) and 0 < significance < 1):
+        raise ParameterError(f"significance must be in (0, 1), got {significance!r}")
+    names = _unique_candidates(candidates)
+    sizes = np.asarray(sizes, dtype=np.int64)
+    n = int(sizes.sum())
+    if n < 1:
+        raise ParameterError("cannot decode from n=0 reports; need at least one")
+    k, m = encoder.num_bits, encoder.num_cohorts
+    if debiased.shape != (m, k) or variances.shape != (m, k) or sizes.shape != (m,):
+        raise ParameterError(
+            f"bit counts must have shape ({m}, {k}) and cohort sizes ({m},), got "
+            f"{debiased.shape}, {variances.shape} and {sizes.shape}"
+        )
+    # Cells of empty cohorts carry no information; zero-variance cells cannot be weighted.
+    share = np.repeat(sizes / n, k)
+    sigma = np.sqrt(variances.ravel())
+    usable = (share > 0) & (sigma > 0)
+    weight = np.where(usable, share / np.where(usable, sigma, 1.0), 0.0)
+    target = np.where(usable, debiased.ravel() / np.where(usable, sigma, 1.0), 0.0)
+
+    design = _design(encoder.signatures(names), k, weight)
+    background = weight[:, None]  # the unexplained bits: the same rate in every cell
+    count = len(names)
+    z_select = float(NormalDist().inv_cdf(1.0 - min(0.5, 1.0 / count)))
+    penalties = z_select * np.sqrt(np.asarray(design.multiply(design).sum(axis=0)).ravel())
+    full = sparse.hstack([design, sparse.csr_matrix(background)], format="csr")
+    coefficients = nonnegative_lasso(full, target, np.append(penalties, 0.0))
+    chosen = np.flatnonzero(coefficients[:-1] > 0)
+    selected = int(chosen.size)
+
+    threshold = significance / count
+    while True:
+        fit, errors = _least_squares(design[:, chosen].toarray(), background, target)
+        z = fit[:-1] / np.where(errors[:-1] > 0, errors[:-1], np.inf)
+        p_values = ndtr(-z)
+        keep = p_values < threshold
+        if keep.all():
+            break
+        chosen = chosen[keep]
+    order = np.argsort(-fit[:-1], kind="stable")
+    expected_bits = k * -np.expm1(encoder.num_hashes * np.log1p(-1.0 / k))
+    scale = k / (n * expected_bits)
+    return BloomDecoding(
+        candidates=names,
+        detected=chosen[order],
+        counts=fit[:-1][order],
+        std_errors=errors[:-1][order],
+        p_values=p_values[order],
+        n=n,
+        significance=float(significance),
+        selected=selected,
+        unexplained=float(fit[-1] * scale),
+        unexplained_std_error=float(errors[-1] * scale),
+    )
+
+
+def _design(signatures: NDArray[np.int64], num_bits: int, weight: FloatArray) -> Any:
+    """Sparse weighted design matrix: cell ``(c, j)`` x candidate, 1 where ``j`` is set."""
+    count, cohorts, hashes = signatures.shape
+    cells = (np.arange(cohorts, dtype=np.int64)[None, :, None] * num_bits + signatures).reshape(
+        count, -1
+    )
+    columns = np.repeat(np.arange(count, dtype=np.int64), cohorts * hashes)
+    # Two hashes of one string may set the same bit: count it once.
+    keys = np.unique(columns * (cohorts * num_bits) + cells.ravel())
+    columns, rows = np.divmod(keys, cohorts * num_bits)
+    matrix = sparse.csc_matrix((weight[rows], (rows, columns)), shape=(cohorts * num_bits, count))
+    matrix.eliminate_zeros()
+    return matrix
+
+
+def _least_squares(
+    chosen: FloatArray, background: FloatArray, target: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """Coefficients and standard errors of ``target ~ [chosen, background]``.
+
+    Rows are already scaled to unit variance, so the covariance is ``(X'X)^-1``, scaled by the
+    residual variance when that exceeds 1.
+    """
+    design = np.hstack([chosen, background])
+    rows, columns = design.shape
+    fit, _, rank, _ = np.linalg.lstsq(design, target, rcond=None)
+    residual = target - design @ fit
+    freedom = max(rows - columns, 1)
+    scale = max(1.0, float(residual @ residual) / freedom)
+    if rank < columns:
+        covariance = np.linalg.pinv(design.T @ design)
+    else:
+        covariance = np.linalg.inv(design.T @ design)
+    errors = np.sqrt(np.clip(np.diag(covariance) * scale, 0.0, None))
+    return np.asarray(fit, dtype=np.float64), np.asarray(errors, dtype=np.float64)

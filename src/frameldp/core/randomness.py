@@ -35,6 +35,8 @@ References
 ----------
 .. [1] NIST SP 800-38A, "Recommendation for Block Cipher Modes of Operation", Sec. 6.5 (CTR).
 .. [2] D. Lemire, "Fast Random Integer Generation in an Interval", ACM TOMACS 29(1), 2019.
+.. [3] M. Bellare, J. Kilian, P. Rogaway, "The Security of the Cipher Block Chaining Message
+   Authentication Code", JCSS 61(3), 2000.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Final
@@ -59,6 +62,8 @@ __all__ = [
     "KeyedStream",
     "RandomSource",
     "bernoulli_packed",
+    "bernoulli_packed_at",
+    "digests",
     "dyadic_at_least",
     "dyadic_at_most",
     "resolve_source",
@@ -164,9 +169,23 @@ class KeyedStream:
         counters = np.zeros((blocks.size, 2), dtype=">u8")
         counters[:, 0] = np.uint64(lane) << np.uint64(32)
         counters[:, 1] = blocks
+        return self.encrypt(counters.view(np.uint8).reshape(blocks.size, _BLOCK))
+
+    def encrypt(self, blocks: NDArray[np.uint8]) -> NDArray[np.uint8]:
+        """AES-256 of each 16-byte row of ``blocks`` (a pseudorandom permutation, ECB)."""
         encryptor = Cipher(self._aes, modes.ECB()).encryptor()
-        out = encryptor.update(counters.tobytes()) + encryptor.finalize()
-        return np.frombuffer(out, dtype=np.uint8).reshape(blocks.size, _BLOCK)
+        data = np.ascontiguousarray(blocks, dtype=np.uint8).tobytes()
+        out = encryptor.update(data) + encryptor.finalize()
+        return np.frombuffer(out, dtype=np.uint8).reshape(-1, _BLOCK)
+
+    def prf(self, digests: NDArray[np.uint8]) -> NDArray[np.uint8]:
+        """A keyed pseudorandom function of pairs of 16-byte blocks: ``E(E(x) XOR y)``.
+
+        ``digests`` has shape ``(n, 2, 16)``; row ``i`` is the message ``x_i || y_i``. This is
+        CBC-MAC on two-block messages, a secure PRF for messages of one fixed length [3]_.
+        """
+        first = self.encrypt(digests[:, 0, :])
+        return self.encrypt(np.bitwise_xor(first, digests[:, 1, :]))
 
 
 _ZEROS = bytes(0)
@@ -182,6 +201,31 @@ def _zeros(nbytes: int) -> memoryview:
 
 def _is_int(value: object) -> bool:
     return isinstance(value, int | np.integer) and not isinstance(value, bool)
+
+
+_DIGEST_PERSON: Final = b"frameldp.v1.msg"
+
+
+def digests(items: Sequence[object]) -> NDArray[np.uint8]:
+    """16-byte BLAKE2b digests ``(n, 16)`` of strings, bytes or integers (PRF inputs).
+
+    Types are tagged, so ``"1"`` and ``1`` differ. Any other type raises a ParameterError.
+    """
+    out = bytearray()
+    for item in items:
+        if isinstance(item, str):
+            message = b"s" + item.encode("utf-8")
+        elif isinstance(item, bytes):
+            message = b"b" + item
+        elif isinstance(item, int | np.integer) and not isinstance(item, bool):
+            message = b"i" + str(int(item)).encode("ascii")
+        else:
+            raise ParameterError(
+                f"identifiers must be strings, bytes or integers, got {item!r} of type "
+                f"{type(item).__name__}"
+            )
+        out += hashlib.blake2b(message, digest_size=_BLOCK, person=_DIGEST_PERSON).digest()
+    return np.frombuffer(bytes(out), dtype=np.uint8).reshape(-1, _BLOCK)
 
 
 def dyadic_at_least(probability: float | Fraction) -> int:
@@ -215,8 +259,7 @@ def bernoulli_packed(
     :data:`PLANES` planes the still-undecided positions (probability ``2**-PLANES``) compare
     the remaining ``64 - PLANES`` bits drawn from their own counter block.
     """
-    if not _is_int(numerator) or not 0 <= numerator <= 1 << PRECISION_BITS:
-        raise ParameterError(f"numerator must be an integer in [0, 2**64], got {numerator!r}")
+    _check_numerator(numerator)
     width = -(-bits_per_row // 8)
     out = np.zeros(num_rows * width, dtype=np.uint8)
     if numerator == 1 << PRECISION_BITS:
@@ -225,38 +268,105 @@ def bernoulli_packed(
         step = max(width, _WORK_BYTES - _WORK_BYTES % width)
         for offset in range(0, out.size, step):
             stop = min(offset + step, out.size)
-            _bernoulli_bytes(
-                stream, numerator, out[offset:stop], row_start * width + offset, width, bits_per_row
-            )
-    packed = out.reshape(num_rows, width)
+            byte_start = row_start * width + offset
+
+            def plane(t: int, nbytes: int, byte_start: int = byte_start) -> NDArray[np.uint8]:
+                return stream.contiguous(t + 1, byte_start, nbytes)
+
+            def tail(local: NDArray[np.int64], byte_start: int = byte_start) -> NDArray[np.uint8]:
+                position = (byte_start * 8 + local).astype(np.uint64)
+                return stream.blocks_at(_TAIL_LANE, position)
+
+            _bit_sliced(numerator, out[offset:stop], plane, tail, width, bits_per_row, byte_start)
+    return _clear_padding(out.reshape(num_rows, width), bits_per_row)
+
+
+def bernoulli_packed_at(
+    stream: KeyedStream,
+    numerator: int,
+    addresses: NDArray[np.uint8],
+    *,
+    bits_per_row: int,
+) -> NDArray[np.uint8]:
+    """Like :func:`bernoulli_packed`, but row ``i`` is addressed by a 16-byte ``addresses[i]``.
+
+    The bits of a row are a function of (stream, address) only, wherever the row sits: equal
+    addresses give equal bits (memoization), distinct addresses independent ones. Addresses must
+    be outputs of a PRF (:meth:`KeyedStream.prf`), so that they never collide in practice.
+    Plane ``t``, block ``b`` of a row is AES of the address XOR the tweak ``(t + 1, b)``; the
+    undecided positions of the comparison use the tweak ``(TAIL, bit)``.
+    """
+    _check_numerator(numerator)
+    addresses = np.ascontiguousarray(addresses, dtype=np.uint8).reshape(-1, _BLOCK)
+    num_rows = addresses.shape[0]
+    width = -(-bits_per_row // 8)
+    out = np.zeros(num_rows * width, dtype=np.uint8)
+    if numerator == 1 << PRECISION_BITS:
+        out[:] = 0xFF
+    elif numerator > 0 and num_rows:
+        blocks_per_row = -(-width // _BLOCK)
+
+        def plane(t: int, nbytes: int) -> NDArray[np.uint8]:
+            tweaks = np.zeros((blocks_per_row, 2), dtype=">u8")
+            tweaks[:, 0] = np.uint64(t + 1) << np.uint64(32)
+            tweaks[:, 1] = np.arange(blocks_per_row, dtype=np.uint64)
+            tweaked = addresses[:, None, :] ^ tweaks.view(np.uint8).reshape(1, -1, _BLOCK)
+            rows = stream.encrypt(tweaked.reshape(-1, _BLOCK)).reshape(num_rows, -1)
+            flat = np.ascontiguousarray(rows[:, :width]).ravel()
+            return np.concatenate([flat, np.zeros(nbytes - flat.size, dtype=np.uint8)])
+
+        def tail(local: NDArray[np.int64]) -> NDArray[np.uint8]:
+            row, bit = np.divmod(local, width * 8)
+            tweaks = np.zeros((local.size, 2), dtype=">u8")
+            tweaks[:, 0] = np.uint64(_TAIL_LANE) << np.uint64(32)
+            tweaks[:, 1] = bit.astype(np.uint64)
+            return stream.encrypt(addresses[row] ^ tweaks.view(np.uint8).reshape(-1, _BLOCK))
+
+        _bit_sliced(numerator, out, plane, tail, width, bits_per_row, 0)
+    return _clear_padding(out.reshape(num_rows, width), bits_per_row)
+
+
+def _check_numerator(numerator: int) -> None:
+    if not _is_int(numerator) or not 0 <= numerator <= 1 << PRECISION_BITS:
+        raise ParameterError(f"numerator must be an integer in [0, 2**64], got {numerator!r}")
+
+
+def _clear_padding(packed: NDArray[np.uint8], bits_per_row: int) -> NDArray[np.uint8]:
     if bits_per_row % 8:
         packed[:, -1] &= np.uint8((0xFF << (8 - bits_per_row % 8)) & 0xFF)
     return packed
 
 
-def _bernoulli_bytes(
-    stream: KeyedStream,
+def _bit_sliced(
     numerator: int,
     out: NDArray[np.uint8],
-    byte_start: int,
+    plane: Callable[[int, int], NDArray[np.uint8]],
+    tail: Callable[[NDArray[np.int64]], NDArray[np.uint8]],
     width: int,
     bits_per_row: int,
+    byte_start: int,
 ) -> None:
-    """Fill ``out`` (global bytes ``[byte_start, ...)``) with bit-sliced Bernoulli bits."""
+    """Fill ``out`` with Bernoulli bits compared plane by plane (see :func:`bernoulli_packed`).
+
+    ``plane(t, nbytes)`` gives the uniform bytes of plane ``t`` for every byte of ``out``
+    (padded to ``nbytes``); ``tail(local)`` one uniform 16-byte block per still-undecided bit
+    position (``local`` counts bits from the start of ``out``). ``byte_start`` is the global
+    byte offset of ``out``, which locates the row boundaries.
+    """
     nbytes = out.size
     padded = -(-nbytes // 8) * 8
     decided = np.zeros(padded // 8, dtype=np.uint64)
     undecided = np.full(padded // 8, np.iinfo(np.uint64).max, dtype=np.uint64)
     newly = np.empty_like(decided)
     remainder = numerator
-    for plane in range(PLANES):
+    for t in range(PLANES):
         if remainder == 0:
             break
         # A keystream bit of 1 stands for a 0 bit of U (a uniform bit either way), which saves
         # a negation per plane.
-        zero_bit_of_u = stream.contiguous(plane + 1, byte_start, padded).view(np.uint64)
-        threshold_bit = (numerator >> (PRECISION_BITS - 1 - plane)) & 1
-        remainder &= (1 << (PRECISION_BITS - 1 - plane)) - 1
+        zero_bit_of_u = plane(t, padded).view(np.uint64)
+        threshold_bit = (numerator >> (PRECISION_BITS - 1 - t)) & 1
+        remainder &= (1 << (PRECISION_BITS - 1 - t)) - 1
         if threshold_bit:
             # U has 0 where the threshold has 1: U < q is decided true there.
             np.bitwise_and(undecided, zero_bit_of_u, out=newly)
@@ -267,34 +377,35 @@ def _bernoulli_bytes(
             undecided &= zero_bit_of_u
     result = decided.view(np.uint8)
     if remainder:
-        _decide_tail(stream, remainder, result, undecided, byte_start, width, bits_per_row)
+        _decide_tail(remainder, result, undecided, tail, width, bits_per_row, byte_start, nbytes)
     out[:] = result[:nbytes]
 
 
 def _decide_tail(
-    stream: KeyedStream,
     remainder: int,
     result: NDArray[np.uint8],
     undecided: NDArray[np.uint64],
-    byte_start: int,
+    tail: Callable[[NDArray[np.int64]], NDArray[np.uint8]],
     width: int,
     bits_per_row: int,
+    byte_start: int,
+    nbytes: int,
 ) -> None:
-    """Finish the comparisons still tied after the planes, one counter block per position."""
+    """Finish the comparisons still tied after the planes, one uniform block per position."""
     words = np.flatnonzero(undecided)
     if words.size == 0:
         return
     bits = np.unpackbits(undecided[words].view(np.uint8))
     word_of, bit_of = np.divmod(np.flatnonzero(bits.view(np.bool_)), 64)
     local = words[word_of] * 64 + bit_of
-    position = byte_start * 8 + local
-    keep = position % (width * 8) < bits_per_row
-    local, position = local[keep], position[keep]
-    draws = stream.blocks_at(_TAIL_LANE, position.astype(np.uint64))
+    keep = (byte_start * 8 + local) % (width * 8) < bits_per_row
+    keep &= local < nbytes * 8  # the padding of the last word is discarded anyway
+    local = local[keep]
+    draws = tail(local.astype(np.int64))
     # The first 8 bytes of the block, big-endian, are uniform on [0, 2**64); their top
     # 64 - PLANES bits continue the comparison where the planes stopped.
-    tail = draws[:, :8].copy().view(">u8").ravel() >> np.uint64(PLANES)
-    hits = local[tail < np.uint64(remainder)]
+    rest = draws[:, :8].copy().view(">u8").ravel() >> np.uint64(PLANES)
+    hits = local[rest < np.uint64(remainder)]
     np.bitwise_or.at(result, hits // 8, (0x80 >> (hits % 8)).astype(np.uint8))
 
 

@@ -18,11 +18,13 @@ from numpy.typing import NDArray
 
 from frameldp.core.encoding import OTHER, Domain, packed_width
 from frameldp.core.estimation import FrequencyEstimate
-from frameldp.core.mechanisms import RandomizedResponse, Rappor
+from frameldp.core.mechanisms import BloomRappor, RandomizedResponse, Rappor
 from frameldp.core.randomness import RandomSource
 from frameldp.errors import DomainError, DomainInferenceWarning, ParameterError
 
 __all__ = [
+    "bloom_counts",
+    "bloom_privatize",
     "estimate_reports",
     "infer_domain",
     "packed_from_arrow",
@@ -214,3 +216,73 @@ def estimate_reports(
     # k-RR reports are labels: categories, OTHER, and null for the null bucket.
     codes = _codes(_combined(array), mechanism.domain.as_reported(), column)
     return mechanism.estimate(codes)
+
+
+def _distinct(
+    array: pa.Array | pa.ChunkedArray, column: str, what: str
+) -> tuple[NDArray[np.int64], list[Any]]:
+    """Row codes into the distinct values of a column (nulls refused)."""
+    array = _combined(array)
+    if array.null_count:
+        first = int(np.flatnonzero(array.is_null().to_numpy(zero_copy_only=False))[0])
+        raise DomainError(
+            f"column {column!r}: null {what} at row {first} ({array.null_count} in all); "
+            "drop or fill them first"
+        )
+    if pa.types.is_dictionary(array.type):
+        array = array.dictionary_decode()
+    encoded = pc.dictionary_encode(array)
+    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    return codes, encoded.dictionary.to_pylist()
+
+
+def bloom_privatize(
+    values: pa.Array | pa.ChunkedArray,
+    users: pa.Array | pa.ChunkedArray | None,
+    mechanism: BloomRappor,
+    *,
+    column: str,
+    source: RandomSource,
+    memo: RandomSource | None,
+    row_start: int = 0,
+) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
+    """Bloom RAPPOR reports and cohorts of a string column (each distinct string hashed once)."""
+    values = _combined(values)
+    kind = values.type.value_type if pa.types.is_dictionary(values.type) else values.type
+    if not (
+        pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind)
+    ):
+        raise DomainError(
+            f"column {column!r}: Bloom encoding hashes strings, got a column of {values.type}; "
+            "cast it to strings first"
+        )
+    codes, distinct = _distinct(values, column, "value")
+    user_codes, user_ids = (None, None) if users is None else _distinct(users, column, "user id")
+    return mechanism.randomize(
+        codes,
+        distinct,
+        user_codes=user_codes,
+        user_ids=user_ids,
+        source=source,
+        memo=memo,
+        label=column,
+        row_start=row_start,
+    )
+
+
+def bloom_counts(
+    reports: pa.Array | pa.ChunkedArray,
+    cohorts: pa.Array | pa.ChunkedArray,
+    mechanism: BloomRappor,
+    column: str,
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Per-cohort bit sums and cohort sizes of a Bloom report column and its cohort column."""
+    packed = packed_from_arrow(reports, mechanism.num_bits, column)
+    cohort_array = _combined(cohorts)
+    if cohort_array.null_count or not pa.types.is_integer(cohort_array.type):
+        raise DomainError(
+            f"column {column!r}: the cohort column must hold integers without nulls, got "
+            f"{cohort_array.type} with {cohort_array.null_count} nulls"
+        )
+    codes = cohort_array.to_numpy(zero_copy_only=False).astype(np.int64)
+    return mechanism.bit_counts(packed, codes)

@@ -7,18 +7,21 @@ from __future__ import annotations
 
 import contextlib
 import os
+import warnings
 import weakref
 from collections.abc import Callable, Hashable, Iterator, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
 from frameldp.accounting import Ledger, PrivacyGuarantee, compose
-from frameldp.core.encoding import Domain, NullPolicy, UnknownPolicy, unpack_bits
-from frameldp.core.mechanisms import RandomizedResponse, Rappor, mechanism_from_spec
-from frameldp.errors import FrameLDPError, MechanismNotFoundError, ParameterError
+from frameldp.core.encoding import Domain, HashScheme, NullPolicy, UnknownPolicy, unpack_bits
+from frameldp.core.mechanisms import BloomRappor, RandomizedResponse, Rappor, mechanism_from_spec
+from frameldp.core.randomness import RandomSource
+from frameldp.errors import FrameLDPError, FrameLDPWarning, MechanismNotFoundError, ParameterError
 from frameldp.frames._arrow import infer_domain, packed_from_arrow
 
 __all__ = [
@@ -27,17 +30,22 @@ __all__ = [
     "FrameMethods",
     "IdentityRegistry",
     "LedgerLike",
+    "Release",
     "Supported",
     "ValueShortcuts",
+    "build_bloom",
     "build_krr",
     "build_rappor",
     "charging",
     "check_columns",
+    "cohort_column",
     "column_context",
+    "find_bloom",
     "find_mechanism",
     "guarantee_of",
     "labels_without_null",
     "mechanisms_of",
+    "plan_release",
     "require_column",
     "unpack_reports",
 ]
@@ -50,7 +58,12 @@ LedgerLike = Ledger | str | os.PathLike[str]
 
 SUPPORTED = (Rappor, RandomizedResponse)
 Supported = Rappor | RandomizedResponse
-"""The mechanisms the frame adapters can apply to a column."""
+"""The mechanisms the frame adapters apply value by value (one report column per column)."""
+
+Applicable = Rappor | RandomizedResponse | BloomRappor
+"""Every mechanism a frame's ``privatize`` accepts (Bloom RAPPOR adds a cohort column)."""
+
+Encoding = Literal["onehot", "bloom"]
 
 
 @contextlib.contextmanager
@@ -71,15 +84,24 @@ def require_column(columns: list[Any], column: Any) -> None:
         raise ParameterError(f"column {column!r} not found; columns are {columns}")
 
 
-def check_columns(columns: list[Any], mechanisms: Mapping[str, Any]) -> None:
-    """Every column exists and every mechanism is one frameldp can apply to a frame."""
+def check_columns(columns: list[Any], mechanisms: Mapping[str, Any], *, frame: bool = True) -> None:
+    """Every column exists and every mechanism is one frameldp can apply to it.
+
+    Bloom RAPPOR writes a cohort column beside its reports, so it needs a frame
+    (``frame=False`` for a Series or an expression refuses it).
+    """
     if not mechanisms:
         raise ParameterError("privatize needs at least one {column: mechanism} entry")
     for column, mechanism in mechanisms.items():
         require_column(columns, column)
-        if not isinstance(mechanism, SUPPORTED):
+        if isinstance(mechanism, BloomRappor) and not frame:
             raise ParameterError(
-                f"column {column!r}: expected a frameldp mechanism (Rappor, "
+                f"column {column!r}: Bloom RAPPOR writes reports and a cohort column; apply it "
+                "to a frame (df.ldp.rappor(column, encoding='bloom', ...))"
+            )
+        if not isinstance(mechanism, (*SUPPORTED, BloomRappor)):
+            raise ParameterError(
+                f"column {column!r}: expected a frameldp mechanism (Rappor, BloomRappor, "
                 f"RandomizedResponse), got {type(mechanism).__name__}"
             )
 
@@ -131,7 +153,108 @@ def build_krr(
         return RandomizedResponse(epsilon, domain=_domain(domain, unknown, nulls, column, data))
 
 
-def mechanisms_of(specs: Mapping[str, Any] | None) -> dict[str, Supported]:
+def build_bloom(
+    column: str,
+    epsilon: float | None,
+    *,
+    epsilon_infinity: float | None,
+    f: float | None,
+    p: float | None,
+    q: float | None,
+    num_bits: int,
+    num_hashes: int,
+    num_cohorts: int,
+    hash: HashScheme,
+) -> BloomRappor:
+    """A :class:`BloomRappor` for ``column``; errors name the column."""
+    with column_context(column):
+        return BloomRappor(
+            epsilon,
+            epsilon_infinity=epsilon_infinity,
+            f=f,
+            p=p,
+            q=q,
+            num_bits=num_bits,
+            num_hashes=num_hashes,
+            num_cohorts=num_cohorts,
+            hash=hash,
+        )
+
+
+def cohort_column(column: str) -> str:
+    """Name of the cohort column written beside the Bloom reports of ``column``."""
+    return f"{column}_cohort"
+
+
+@dataclass(frozen=True)
+class Release:
+    """What one ``privatize`` call will write: specs to record and guarantees to charge."""
+
+    specs: dict[str, dict[str, Any]]
+    guarantees: dict[str, PrivacyGuarantee]
+    memo: RandomSource | None
+
+    @property
+    def guarantee(self) -> PrivacyGuarantee:
+        """Per-person guarantee of the whole release."""
+        return compose(self.guarantees.values())
+
+
+def plan_release(
+    columns: list[Any],
+    mechanisms: Mapping[str, Applicable],
+    *,
+    source: RandomSource,
+    user: str | None,
+    memo_key: bytes | None,
+) -> Release:
+    """Validate the user column and memo key; the specs and guarantees of the release.
+
+    Bloom RAPPOR with a user column memoizes its permanent responses under ``memo_key`` (a
+    persistent secret); without one, under this call's key, which protects only within it.
+    """
+    blooms = [c for c, m in mechanisms.items() if isinstance(m, BloomRappor)]
+    if user is not None:
+        require_column(columns, user)
+        if not blooms:
+            raise ParameterError(
+                f"user={user!r} is only used by Bloom RAPPOR (encoding='bloom'); no column here "
+                "uses it"
+            )
+        if user in mechanisms:
+            raise ParameterError(f"user column {user!r} cannot also be privatized in this call")
+    elif memo_key is not None:
+        raise ParameterError("memo_key= needs user= (the column that identifies users)")
+    for column in blooms:
+        if cohort_column(column) in columns and cohort_column(column) not in mechanisms:
+            raise ParameterError(
+                f"column {column!r}: its cohort column {cohort_column(column)!r} already exists; "
+                "rename it first"
+            )
+    memo = RandomSource.from_key(memo_key) if memo_key is not None else None
+    if user is not None and memo is None and not source.seeded:
+        warnings.warn(
+            "Bloom RAPPOR permanent responses are memoized under this call's key only; pass "
+            "memo_key= (a persistent secret) so that later collections reuse them "
+            "(longitudinal protection)",
+            FrameLDPWarning,
+            stacklevel=4,
+        )
+    specs: dict[str, dict[str, Any]] = {}
+    guarantees: dict[str, PrivacyGuarantee] = {}
+    for column, mechanism in mechanisms.items():
+        spec = mechanism.to_spec()
+        if isinstance(mechanism, BloomRappor):
+            memo_id = None if user is None else mechanism.memo_id(memo or source, column)
+            spec = {**spec, "cohort_column": cohort_column(column), "memo": memo_id}
+            guarantees[column] = mechanism.guarantee(memo_id)
+        else:
+            guarantees[column] = mechanism.privacy
+        specs[column] = spec
+    return Release(specs, guarantees, memo)
+
+
+def mechanisms_of(specs: Mapping[str, Any] | None) -> dict[str, Applicable]:
     """Mechanisms rebuilt from recorded specs."""
     return {column: mechanism_from_spec(spec) for column, spec in (specs or {}).items()}
 
@@ -141,6 +264,11 @@ def find_mechanism(
 ) -> Supported:
     """The explicit mechanism, else the one recorded for ``column``, else a clear error."""
     if given is not None:
+        if isinstance(given, BloomRappor):
+            raise ParameterError(
+                f"column {column!r}: Bloom RAPPOR reports are decoded against candidate "
+                f"strings: use decode({column!r}, candidates=[...], mechanism=...)"
+            )
         if not isinstance(given, SUPPORTED):
             raise ParameterError(
                 f"column {column!r}: mechanism must be a frameldp mechanism, got "
@@ -149,6 +277,11 @@ def find_mechanism(
         return given
     specs = recorded or {}
     if column in specs:
+        if specs[column].get("mechanism") == BloomRappor.name:
+            raise ParameterError(
+                f"column {column!r}: Bloom RAPPOR reports are decoded against candidate "
+                f"strings: use decode({column!r}, candidates=[...])"
+            )
         mechanism: Supported = mechanism_from_spec(specs[column])
         return mechanism
     known = f" (recorded: {sorted(specs)})" if specs else ""
@@ -171,7 +304,7 @@ def unpack_reports(
 
 
 def charging(
-    ledger: LedgerLike | None, budget: str | None, mechanisms: Mapping[str, Supported]
+    ledger: LedgerLike | None, budget: str | None, release: Release | Mapping[str, Supported]
 ) -> contextlib.AbstractContextManager[object]:
     """Check a release against ``budget`` before producing it; record it once produced.
 
@@ -186,18 +319,59 @@ def charging(
             f"ledger= and budget= go together; got ledger={ledger!r}, budget={budget!r}"
         )
     book = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
-    guarantee = compose(m.privacy for m in mechanisms.values())
-    return book.charge(
-        budget, guarantee, description="privatize " + ", ".join(map(str, mechanisms))
-    )
+    if isinstance(release, Release):
+        guarantee, columns = release.guarantee, list(release.guarantees)
+    else:
+        guarantee, columns = compose(m.privacy for m in release.values()), list(release)
+    return book.charge(budget, guarantee, description="privatize " + ", ".join(map(str, columns)))
+
+
+def _guarantee_of_spec(spec: Mapping[str, Any]) -> PrivacyGuarantee:
+    mechanism = mechanism_from_spec(dict(spec))
+    if isinstance(mechanism, BloomRappor):
+        return mechanism.guarantee(spec.get("memo"))
+    guarantee: PrivacyGuarantee = mechanism.privacy
+    return guarantee
 
 
 def guarantee_of(specs: Mapping[str, Any] | None) -> PrivacyGuarantee | None:
     """Composition of the guarantees of every recorded report column (None if none)."""
-    mechanisms = mechanisms_of(specs)
-    if not mechanisms:
+    if not specs:
         return None
-    return compose(m.privacy for m in mechanisms.values())
+    return compose(_guarantee_of_spec(spec) for spec in specs.values())
+
+
+def find_bloom(
+    column: str | None, given: BloomRappor | None, recorded: Mapping[str, Any] | None
+) -> tuple[str, BloomRappor, str, str | None]:
+    """The Bloom report column to decode: ``(column, mechanism, cohort column, memo)``.
+
+    ``column`` may be omitted when exactly one Bloom column is recorded.
+    """
+    specs = {c: s for c, s in (recorded or {}).items() if s.get("mechanism") == BloomRappor.name}
+    if column is None:
+        if len(specs) != 1:
+            found = sorted(specs) if specs else "none"
+            raise MechanismNotFoundError(
+                f"decode needs the report column: Bloom RAPPOR columns recorded here: {found}"
+            )
+        column = next(iter(specs))
+    spec = specs.get(column, {})
+    if given is not None:
+        if not isinstance(given, BloomRappor):
+            raise ParameterError(
+                f"column {column!r}: decode needs a BloomRappor mechanism, got "
+                f"{type(given).__name__}"
+            )
+        mechanism = given
+    elif spec:
+        mechanism = BloomRappor.from_spec(spec)
+    else:
+        raise MechanismNotFoundError(
+            f"column {column!r}: no Bloom RAPPOR mechanism recorded for this column; pass it, "
+            "e.g. decode(column, candidates=..., mechanism=frameldp.BloomRappor(...))"
+        )
+    return column, mechanism, spec.get("cohort_column", cohort_column(column)), spec.get("memo")
 
 
 class IdentityRegistry:
@@ -244,7 +418,7 @@ class FrameMethods:
         raise NotImplementedError
 
     @property
-    def mechanisms(self) -> dict[str, Supported]:
+    def mechanisms(self) -> dict[str, Applicable]:
         """Mechanisms recorded for the report columns of this frame."""
         return mechanisms_of(self._specs())
 
@@ -261,12 +435,14 @@ class FrameMethods:
 
     def privatize(
         self,
-        mechanisms: Mapping[str, Supported],
+        mechanisms: Mapping[str, Applicable],
         *,
         key: bytes | None = None,
         seed: int | None = None,
         ledger: LedgerLike | None = None,
         budget: str | None = None,
+        user: str | None = None,
+        memo_key: bytes | None = None,
     ) -> Any:
         raise NotImplementedError
 
@@ -276,17 +452,74 @@ class FrameMethods:
         epsilon: float | None = None,
         *,
         f: float | None = None,
-        domain: Any,
+        domain: Any = None,
         max_weight: int = 1,
         unknown: UnknownPolicy | None = None,
         nulls: NullPolicy | None = None,
+        encoding: Encoding = "onehot",
+        num_bits: int = 128,
+        num_hashes: int = 2,
+        num_cohorts: int = 64,
+        p: float | None = None,
+        q: float | None = None,
+        epsilon_infinity: float | None = None,
+        hash: HashScheme = "fast",
+        user: str | None = None,
+        memo_key: bytes | None = None,
         key: bytes | None = None,
         seed: int | None = None,
         ledger: LedgerLike | None = None,
         budget: str | None = None,
     ) -> Any:
-        """Replace ``column`` by RAPPOR reports (see :class:`frameldp.Rappor`)."""
+        """Replace ``column`` by RAPPOR reports.
+
+        ``encoding="onehot"`` (default): bit-vector RAPPOR over the public ``domain`` (see
+        :class:`frameldp.Rappor`). ``encoding="bloom"``: Bloom-filter RAPPOR for open domains
+        (see :class:`frameldp.BloomRappor`), with ``num_bits``, ``num_hashes``,
+        ``num_cohorts``, ``hash`` and either ``f``, ``p``, ``q`` or ``epsilon`` (one report)
+        with ``epsilon_infinity``; ``user`` names the column identifying users (stable cohorts
+        and memoized permanent responses under ``memo_key``), and a ``{column}_cohort`` column
+        is written beside the reports.
+        """
         require_column(self._columns(), column)
+        if encoding == "bloom":
+            if domain is not None or max_weight != 1 or unknown is not None or nulls is not None:
+                raise ParameterError(
+                    f"column {column!r}: encoding='bloom' takes no domain, max_weight, unknown "
+                    "or nulls (its domain is open; decode against candidates instead)"
+                )
+            bloom = build_bloom(
+                column,
+                epsilon,
+                epsilon_infinity=epsilon_infinity,
+                f=f,
+                p=p,
+                q=q,
+                num_bits=num_bits,
+                num_hashes=num_hashes,
+                num_cohorts=num_cohorts,
+                hash=hash,
+            )
+            return self.privatize(
+                {column: bloom},
+                key=key,
+                seed=seed,
+                ledger=ledger,
+                budget=budget,
+                user=user,
+                memo_key=memo_key,
+            )
+        if encoding != "onehot":
+            raise ParameterError(
+                f"column {column!r}: encoding must be 'onehot' or 'bloom', got {encoding!r}"
+            )
+        bloom_only = {"p": p, "q": q, "epsilon_infinity": epsilon_infinity, "user": user}
+        given = [name for name, value in bloom_only.items() if value is not None]
+        if given or memo_key is not None:
+            raise ParameterError(
+                f"column {column!r}: {', '.join(given) or 'memo_key'} only apply to "
+                "encoding='bloom'"
+            )
         mechanism = build_rappor(
             column,
             lambda: self._column_arrow(column),

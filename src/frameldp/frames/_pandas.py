@@ -9,7 +9,7 @@ row operations but drops them in some; pass the mechanism explicitly then).
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -17,25 +17,32 @@ import pandas as pd
 import pyarrow as pa
 
 from frameldp.accounting import PrivacyGuarantee
-from frameldp.core.mechanisms import Rappor
+from frameldp.core.mechanisms import BloomRappor, Rappor
 from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.frames._arrow import (
+    bloom_counts,
+    bloom_privatize,
     estimate_reports,
     privatize_array,
     rappor_array,
 )
 from frameldp.frames._common import (
     METADATA_KEY,
+    Applicable,
     FrameMethods,
     LedgerLike,
+    Release,
     Supported,
     ValueShortcuts,
     charging,
     check_columns,
+    cohort_column,
     column_context,
+    find_bloom,
     find_mechanism,
     guarantee_of,
     labels_without_null,
+    plan_release,
     require_column,
     unpack_reports,
 )
@@ -113,32 +120,61 @@ class PandasFrameAccessor(FrameMethods):
 
     def privatize(
         self,
-        mechanisms: Mapping[str, Supported],
+        mechanisms: Mapping[str, Applicable],
         *,
         key: bytes | None = None,
         seed: int | None = None,
         ledger: LedgerLike | None = None,
         budget: str | None = None,
+        user: str | None = None,
+        memo_key: bytes | None = None,
     ) -> pd.DataFrame:
         """Replace each column by its reports; one fresh key for the call unless given.
 
         Every column is randomized before anything is assembled, so a bad column raises
         without producing any output. The returned frame records the mechanisms. With
         ``ledger`` and ``budget``, the release is checked against the budget first and recorded
-        once the reports exist.
+        once the reports exist. Bloom RAPPOR columns also get a ``{column}_cohort`` column;
+        ``user`` and ``memo_key`` are described in :meth:`rappor`.
         """
-        check_columns(list(self._frame.columns), mechanisms)
+        columns = list(self._frame.columns)
+        check_columns(columns, mechanisms)
         source = resolve_source(key, seed)
-        with charging(ledger, budget, mechanisms):
+        release = plan_release(columns, mechanisms, source=source, user=user, memo_key=memo_key)
+        with charging(ledger, budget, release):
             reports = {
-                column: _privatize_series(self._frame[column], mechanism, column, source)
+                column: self._reports(column, mechanism, source, release, user)
                 for column, mechanism in mechanisms.items()
             }
         out = self._frame.copy(deep=False)
-        for column, series in reports.items():
-            out[column] = series
-        _record(out, {column: m.to_spec() for column, m in mechanisms.items()})
+        for produced in reports.values():
+            for name, series in produced.items():
+                out[name] = series
+        _record(out, release.specs)
         return out
+
+    def _reports(
+        self,
+        column: str,
+        mechanism: Applicable,
+        source: RandomSource,
+        release: Release,
+        user: str | None,
+    ) -> dict[str, pd.Series]:
+        original = self._frame[column]
+        if not isinstance(mechanism, BloomRappor):
+            return {column: _privatize_series(original, mechanism, column, source)}
+        users = None if user is None else _arrow(self._frame[user])
+        with column_context(column):
+            packed, cohorts = bloom_privatize(
+                _arrow(original), users, mechanism, column=column, source=source, memo=release.memo
+            )
+        values = pd.arrays.ArrowExtensionArray(rappor_array(packed))
+        cohort = cohort_column(column)
+        return {
+            column: pd.Series(values, index=original.index, name=original.name),
+            cohort: pd.Series(cohorts, index=original.index, name=cohort),
+        }
 
     def debias(
         self, column: str, mechanism: Supported | None = None, *, level: float = 0.95
@@ -150,6 +186,39 @@ class PandasFrameAccessor(FrameMethods):
             estimate = estimate_reports(_arrow(self._frame[column]), found, column=column)
             return FrequencyTable.build(
                 estimate, found, column=column, level=level, backend="pandas"
+            )
+
+    def decode(
+        self,
+        column: str | None = None,
+        *,
+        candidates: Sequence[object],
+        mechanism: BloomRappor | None = None,
+        significance: float = 0.05,
+        level: float = 0.95,
+    ) -> FrequencyTable:
+        """Decode Bloom RAPPOR reports against candidate strings (see
+        :func:`frameldp.core.estimation.decode_bloom`).
+
+        The table lists the detected candidates with counts, standard errors, intervals at
+        ``level`` and p-values; ``table.decoding.unexplained`` is the share of reports they do
+        not explain. ``column`` may be omitted when the frame holds one Bloom report column.
+        """
+        column, found, cohorts, memo = find_bloom(column, mechanism, _recorded(self._frame))
+        require_column(self._columns(), column)
+        require_column(self._columns(), cohorts)
+        with column_context(column):
+            counts, sizes = bloom_counts(
+                _arrow(self._frame[column]), _arrow(self._frame[cohorts]), found, column
+            )
+            decoding = found.decode(counts, sizes, candidates, significance=significance)
+            return FrequencyTable.decoded(
+                decoding,
+                found,
+                found.guarantee(memo),
+                column=column,
+                level=level,
+                backend="pandas",
             )
 
     def unpack(self, column: str, mechanism: Rappor | None = None) -> pd.DataFrame:
@@ -183,7 +252,7 @@ class PandasSeriesAccessor(ValueShortcuts):
         budget: str | None = None,
     ) -> pd.Series:
         """Reports of this Series under ``mechanism`` (charged to ``budget`` when given)."""
-        check_columns([self._name], {self._name: mechanism})
+        check_columns([self._name], {self._name: mechanism}, frame=False)
         source = resolve_source(key, seed)
         with charging(ledger, budget, {self._name: mechanism}):
             out = _privatize_series(self._series, mechanism, self._name, source)

@@ -13,14 +13,14 @@ from typing import Any, Literal
 import numpy as np
 
 from frameldp.accounting import PrivacyGuarantee
-from frameldp.core.estimation import FrequencyEstimate
+from frameldp.core.estimation import BloomDecoding, FrequencyEstimate
 from frameldp.core.mechanisms import Mechanism
 
 __all__ = ["TABLE_COLUMNS", "FrequencyTable"]
 
 TABLE_COLUMNS = ("category", "count", "frequency", "std_error", "ci_low", "ci_high")
 """Columns of ``FrequencyTable.frame``. ``count``, ``std_error`` and the interval are in counts
-(reports); ``frequency`` is ``count / n``."""
+(reports); ``frequency`` is ``count / n``. Decoded Bloom RAPPOR tables add ``p_value``."""
 
 Backend = Literal["pandas", "polars"]
 
@@ -48,15 +48,20 @@ class FrequencyTable:
         Confidence level of ``ci_low`` / ``ci_high``.
     estimate
         The underlying arrays (``frameldp.core.FrequencyEstimate``).
+    decoding
+        For Bloom RAPPOR, the :class:`~frameldp.core.estimation.BloomDecoding`: the table lists
+        the detected candidates only (with a ``p_value`` column), and
+        ``decoding.unexplained`` is the share of reports no detected string explains.
     """
 
     frame: Any
     privacy: PrivacyGuarantee
-    mechanism: Mechanism
+    mechanism: Mechanism | Any
     n: int
     column: str
     level: float
     estimate: FrequencyEstimate
+    decoding: BloomDecoding | None = None
 
     @classmethod
     def build(
@@ -69,17 +74,40 @@ class FrequencyTable:
         backend: Backend,
     ) -> FrequencyTable:
         """Assemble the table from core estimates, in the caller's frame library."""
-        data = _columns(estimate, mechanism, level)
+        data = _columns(estimate, list(mechanism.domain.labels), level)
         frame = _to_polars(data) if backend == "polars" else _to_pandas(data)
         return cls(frame, mechanism.privacy, mechanism, estimate.n, column, level, estimate)
 
+    @classmethod
+    def decoded(
+        cls,
+        decoding: BloomDecoding,
+        mechanism: Any,
+        privacy: PrivacyGuarantee,
+        *,
+        column: str,
+        level: float,
+        backend: Backend,
+    ) -> FrequencyTable:
+        """The table of the candidates a Bloom RAPPOR decoding detected."""
+        data = _columns(decoding.estimate, decoding.labels, level, decoding.p_values)
+        frame = _to_polars(data) if backend == "polars" else _to_pandas(data)
+        return cls(
+            frame, privacy, mechanism, decoding.n, column, level, decoding.estimate, decoding
+        )
+
+    def _data(self) -> dict[str, Any]:
+        if self.decoding is not None:
+            return _columns(self.estimate, self.decoding.labels, self.level, self.decoding.p_values)
+        return _columns(self.estimate, list(self.mechanism.domain.labels), self.level)
+
     def to_pandas(self) -> Any:
         """The table as a pandas DataFrame."""
-        return _to_pandas(_columns(self.estimate, self.mechanism, self.level))
+        return _to_pandas(self._data())
 
     def to_polars(self) -> Any:
         """The table as a polars DataFrame."""
-        return _to_polars(_columns(self.estimate, self.mechanism, self.level))
+        return _to_polars(self._data())
 
     def __repr__(self) -> str:
         return (
@@ -88,16 +116,24 @@ class FrequencyTable:
         )
 
 
-def _columns(estimate: FrequencyEstimate, mechanism: Mechanism, level: float) -> dict[str, Any]:
+def _columns(
+    estimate: FrequencyEstimate,
+    labels: list[Any],
+    level: float,
+    p_values: Any = None,
+) -> dict[str, Any]:
     low, high = estimate.interval(level)
-    return {
-        "category": list(mechanism.domain.labels),
+    data = {
+        "category": labels,
         "count": estimate.counts,
         "frequency": estimate.frequencies,
         "std_error": estimate.std_errors,
         "ci_low": low,
         "ci_high": high,
     }
+    if p_values is not None:
+        data["p_value"] = p_values
+    return data
 
 
 def _to_pandas(data: dict[str, Any]) -> Any:

@@ -1,7 +1,8 @@
 """Local randomizers: each a frozen dataclass with ``randomize``, ``estimate`` and ``privacy``."""
 
 from frameldp.core.mechanisms._spec import Mechanism, mechanism_from_spec
+from frameldp.core.mechanisms.bloom_rappor import BloomRappor
 from frameldp.core.mechanisms.randomized_response import RandomizedResponse
 from frameldp.core.mechanisms.rappor import Rappor
 
-__all__ = ["Mechanism", "RandomizedResponse", "Rappor", "mechanism_from_spec"]
+__all__ = ["BloomRappor", "Mechanism", "RandomizedResponse", "Rappor", "mechanism_from_spec"]
