@@ -11,7 +11,7 @@ polars is installed, on polars DataFrame, LazyFrame and Expr.
 ['category', 'count', 'frequency', 'std_error', 'ci_low', 'ci_high']
 """
 
-from frameldp import errors
+from frameldp import errors, io
 from frameldp.accounting import (
     Accountant,
     BloomRapporEvent,
@@ -81,6 +81,7 @@ __all__ = [
     "__version__",
     "compose",
     "errors",
+    "io",
     "mechanism_from_spec",
 ]
 

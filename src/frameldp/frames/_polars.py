@@ -11,7 +11,7 @@ returned (by identity); on a frame derived from it, pass the mechanism to ``debi
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -19,25 +19,32 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from frameldp.core.mechanisms import Rappor
+from frameldp.core.mechanisms import BloomRappor, Rappor
 from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.errors import ParameterError
 from frameldp.frames._arrow import (
+    bloom_counts,
+    bloom_privatize,
     estimate_reports,
     privatize_array,
     rappor_array,
 )
 from frameldp.frames._common import (
+    Applicable,
     FrameMethods,
     IdentityRegistry,
     LedgerLike,
+    Release,
     Supported,
     ValueShortcuts,
     charging,
     check_columns,
+    cohort_column,
     column_context,
+    find_bloom,
     find_mechanism,
     labels_without_null,
+    plan_release,
     require_column,
     unpack_reports,
 )
@@ -47,6 +54,7 @@ __all__ = ["PolarsExprNamespace", "PolarsFrameNamespace", "PolarsLazyFrameNamesp
 
 _RECORDED = IdentityRegistry()
 _ROW = "__frameldp_row__"
+_BLOOM = "__frameldp_bloom__"
 
 
 def _report_dtype(mechanism: Supported, original: pl.DataType | None) -> pl.DataType | None:
@@ -108,6 +116,83 @@ def _privatize_batch(
     return pl.concat(pieces)
 
 
+_BLOOM_DTYPE = pl.Struct({"report": pl.Binary(), "cohort": pl.Int64()})
+
+
+def _bloom(
+    values: pl.Series,
+    users: pl.Series | None,
+    mechanism: BloomRappor,
+    column: str,
+    source: RandomSource,
+    memo: RandomSource | None,
+    row_start: int,
+) -> tuple[pl.Series, pl.Series]:
+    """Bloom RAPPOR reports and cohorts of a run of rows starting at ``row_start``."""
+    with column_context(column):
+        packed, cohorts = bloom_privatize(
+            values.to_arrow(),
+            None if users is None else users.to_arrow(),
+            mechanism,
+            column=column,
+            source=source,
+            memo=memo,
+            row_start=row_start,
+        )
+    reports = pl.Series(column, rappor_array(packed)).cast(pl.Binary)
+    return reports, pl.Series(cohort_column(column), cohorts, dtype=pl.Int64)
+
+
+def _bloom_batch(
+    batch: pl.Series,
+    mechanism: BloomRappor,
+    column: str,
+    source: RandomSource,
+    memo: RandomSource | None,
+    with_users: bool,
+) -> pl.Series:
+    """One streaming batch of ``struct(row, value[, user])`` -> ``struct(report, cohort)``."""
+    rows = batch.struct.field("row").to_numpy().astype(np.int64)
+    values = batch.struct.field("value")
+    users = batch.struct.field("user") if with_users else None
+    breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+    starts = np.concatenate([[0], breaks]).astype(int)
+    stops = np.concatenate([breaks, [rows.size]]).astype(int)
+    pieces = []
+    for a, b in zip(starts, stops, strict=True):
+        run_users = None if users is None else users.slice(a, b - a)
+        start = int(rows[a]) if rows.size else 0
+        reports, cohorts = _bloom(
+            values.slice(a, b - a), run_users, mechanism, column, source, memo, start
+        )
+        pieces.append(pl.struct(reports.alias("report"), cohorts.alias("cohort"), eager=True))
+    if not pieces:
+        return pl.Series(column, [], dtype=_BLOOM_DTYPE)
+    return pl.concat(pieces)
+
+
+def _decode(
+    frame: pl.DataFrame,
+    column: str | None,
+    candidates: Sequence[object],
+    mechanism: BloomRappor | None,
+    recorded: dict[str, Any],
+    significance: float,
+    level: float,
+) -> FrequencyTable:
+    column, found, cohorts, memo = find_bloom(column, mechanism, recorded)
+    require_column(frame.columns, column)
+    require_column(frame.columns, cohorts)
+    with column_context(column):
+        counts, sizes = bloom_counts(
+            frame[column].to_arrow(), frame[cohorts].to_arrow(), found, column
+        )
+        decoding = found.decode(counts, sizes, candidates, significance=significance)
+        return FrequencyTable.decoded(
+            decoding, found, found.guarantee(memo), column=column, level=level, backend="polars"
+        )
+
+
 def _debias(
     frame: pl.DataFrame,
     column: str,
@@ -120,6 +205,28 @@ def _debias(
     with column_context(column):
         estimate = estimate_reports(frame[column].to_arrow(), found, column=column)
         return FrequencyTable.build(estimate, found, column=column, level=level, backend="polars")
+
+
+def _bloom_expression(
+    column: str, mechanism: BloomRappor, source: RandomSource, release: Release, user: str | None
+) -> pl.Expr:
+    """``struct(report, cohort)`` of a Bloom RAPPOR column, computed batch by batch."""
+    fields = [pl.col(_ROW).alias("row"), pl.col(column).alias("value")]
+    if user is not None:
+        fields.append(pl.col(user).alias("user"))
+    batch = partial(
+        _bloom_batch,
+        mechanism=mechanism,
+        column=column,
+        source=source,
+        memo=release.memo,
+        with_users=user is not None,
+    )
+    return (
+        pl.struct(fields)
+        .map_batches(batch, return_dtype=_BLOOM_DTYPE, is_elementwise=True)
+        .alias(_BLOOM + column)
+    )
 
 
 @pl.api.register_dataframe_namespace("ldp")
@@ -140,37 +247,64 @@ class PolarsFrameNamespace(FrameMethods):
 
     def privatize(
         self,
-        mechanisms: Mapping[str, Supported],
+        mechanisms: Mapping[str, Applicable],
         *,
         key: bytes | None = None,
         seed: int | None = None,
         ledger: LedgerLike | None = None,
         budget: str | None = None,
+        user: str | None = None,
+        memo_key: bytes | None = None,
     ) -> pl.DataFrame:
         """Replace each column by its reports; one fresh key for the call unless given.
 
         With ``ledger`` and ``budget``, the release is checked against the budget first and
-        recorded once the reports exist.
+        recorded once the reports exist. Bloom RAPPOR columns also get a ``{column}_cohort``
+        column (see :meth:`rappor` for ``user`` and ``memo_key``).
         """
         check_columns(self._frame.columns, mechanisms)
         source = resolve_source(key, seed)
-        with charging(ledger, budget, mechanisms):
-            reports = [
-                _privatize(
-                    self._frame[column],
-                    mechanism,
-                    column,
-                    source,
-                    0,
-                    _report_dtype(mechanism, self._frame.schema[column]),
-                )
-                for column, mechanism in mechanisms.items()
-            ]
-        out = self._frame.with_columns(reports)
-        _RECORDED.put(
-            out, {**_RECORDED.get(self._frame), **{c: m.to_spec() for c, m in mechanisms.items()}}
+        release = plan_release(
+            self._frame.columns, mechanisms, source=source, user=user, memo_key=memo_key
         )
+        with charging(ledger, budget, release):
+            reports: list[pl.Series] = []
+            for column, mechanism in mechanisms.items():
+                if isinstance(mechanism, BloomRappor):
+                    users = None if user is None else self._frame[user]
+                    reports.extend(
+                        _bloom(
+                            self._frame[column], users, mechanism, column, source, release.memo, 0
+                        )
+                    )
+                else:
+                    dtype = _report_dtype(mechanism, self._frame.schema[column])
+                    reports.append(
+                        _privatize(self._frame[column], mechanism, column, source, 0, dtype)
+                    )
+        out = self._frame.with_columns(reports)
+        _RECORDED.put(out, {**_RECORDED.get(self._frame), **release.specs})
         return out
+
+    def decode(
+        self,
+        column: str | None = None,
+        *,
+        candidates: Sequence[object],
+        mechanism: BloomRappor | None = None,
+        significance: float = 0.05,
+        level: float = 0.95,
+    ) -> FrequencyTable:
+        """Decode Bloom RAPPOR reports against candidate strings (as the pandas accessor)."""
+        return _decode(
+            self._frame,
+            column,
+            candidates,
+            mechanism,
+            _RECORDED.get(self._frame),
+            significance,
+            level,
+        )
 
     def debias(
         self, column: str, mechanism: Supported | None = None, *, level: float = 0.95
@@ -203,12 +337,14 @@ class PolarsLazyFrameNamespace(FrameMethods):
 
     def privatize(
         self,
-        mechanisms: Mapping[str, Supported],
+        mechanisms: Mapping[str, Applicable],
         *,
         key: bytes | None = None,
         seed: int | None = None,
         ledger: LedgerLike | None = None,
         budget: str | None = None,
+        user: str | None = None,
+        memo_key: bytes | None = None,
     ) -> pl.LazyFrame:
         """Add the randomization to the plan; the key is drawn now, so every collect agrees.
 
@@ -218,9 +354,16 @@ class PolarsLazyFrameNamespace(FrameMethods):
         schema = self._frame.collect_schema()
         check_columns(schema.names(), mechanisms)
         source = resolve_source(key, seed)
-        with charging(ledger, budget, mechanisms):
-            expressions = []
+        release = plan_release(
+            schema.names(), mechanisms, source=source, user=user, memo_key=memo_key
+        )
+        with charging(ledger, budget, release):
+            expressions, blooms = [], []
             for column, mechanism in mechanisms.items():
+                if isinstance(mechanism, BloomRappor):
+                    blooms.append(column)
+                    expressions.append(_bloom_expression(column, mechanism, source, release, user))
+                    continue
                 dtype = _report_dtype(mechanism, schema[column])
                 batch = partial(
                     _privatize_batch, mechanism=mechanism, column=column, source=source, dtype=dtype
@@ -231,10 +374,31 @@ class PolarsLazyFrameNamespace(FrameMethods):
                     .alias(column)
                 )
             out = self._frame.with_row_index(_ROW).with_columns(expressions).drop(_ROW)
-        _RECORDED.put(
-            out, {**_RECORDED.get(self._frame), **{c: m.to_spec() for c, m in mechanisms.items()}}
-        )
+            for column in blooms:
+                packed = pl.col(_BLOOM + column)
+                out = out.with_columns(
+                    packed.struct.field("report").alias(column),
+                    packed.struct.field("cohort").alias(cohort_column(column)),
+                ).drop(_BLOOM + column)
+        _RECORDED.put(out, {**_RECORDED.get(self._frame), **release.specs})
         return out
+
+    def decode(
+        self,
+        column: str | None = None,
+        *,
+        candidates: Sequence[object],
+        mechanism: BloomRappor | None = None,
+        significance: float = 0.05,
+        level: float = 0.95,
+    ) -> FrequencyTable:
+        """Collect the report and cohort columns (streaming) and decode them."""
+        recorded = _RECORDED.get(self._frame)
+        column, found, cohorts, _ = find_bloom(column, mechanism, recorded)
+        require_column(self._columns(), column)
+        require_column(self._columns(), cohorts)
+        frame = self._frame.select(column, cohorts).collect(engine="streaming")
+        return _decode(frame, column, candidates, found, recorded, significance, level)
 
     def debias(
         self, column: str, mechanism: Supported | None = None, *, level: float = 0.95
@@ -289,7 +453,7 @@ class PolarsExprNamespace(ValueShortcuts):
         key is drawn here, so every evaluation gives the same reports).
         """
         name = self._name
-        check_columns([name], {name: mechanism})
+        check_columns([name], {name: mechanism}, frame=False)
         source = resolve_source(key, seed)
         dtype = _report_dtype(mechanism, None)
         batch = partial(
