@@ -11,7 +11,10 @@ polars is installed, on polars DataFrame, LazyFrame and Expr.
 ['category', 'count', 'frequency', 'std_error', 'ci_low', 'ci_high']
 """
 
-from frameldp import errors, io
+import importlib
+from types import ModuleType
+
+from frameldp import errors
 from frameldp.accounting import (
     Accountant,
     BloomRapporEvent,
@@ -86,3 +89,11 @@ __all__ = [
 ]
 
 register_accessors()
+
+
+def __getattr__(name: str) -> ModuleType:
+    # frameldp.io reads and writes pandas frames: imported on first use, so that the core stays
+    # importable without any dataframe library.
+    if name == "io":
+        return importlib.import_module("frameldp.io")
+    raise AttributeError(f"module 'frameldp' has no attribute {name!r}")
