@@ -37,6 +37,7 @@ unit: $(VENV)/.test-installed
 bench: $(VENV)/.test-installed
 	$(BIN)/python benchmarks/bench_foundation.py
 	$(BIN)/python benchmarks/bench_accounting.py
+	$(BIN)/python benchmarks/bench_bloom.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

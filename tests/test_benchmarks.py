@@ -39,3 +39,11 @@ def test_accounting_benchmark_quick_run(tmp_path: Path) -> None:
     assert by_case["binary_rr x100"]["epsilon"] < by_case["binary_rr x100"]["basic_epsilon"]
     assert "ledger_spend x200" in by_case
     assert "ms per spend" in stdout
+
+
+def test_bloom_benchmark_quick_run(tmp_path: Path) -> None:
+    rows, stdout = _quick_run("bench_bloom.py", tmp_path)
+    assert len(rows) == 2
+    assert all(0.0 <= row["recall"] <= 1.0 and row["decode_s"] > 0 for row in rows)
+    assert "memoized" in stdout
+    assert "TVD" in stdout
