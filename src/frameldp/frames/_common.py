@@ -33,7 +33,6 @@ __all__ = [
     "Release",
     "Supported",
     "ValueShortcuts",
-    "build_bloom",
     "build_krr",
     "build_rappor",
     "charging",
@@ -151,34 +150,6 @@ def build_krr(
     """A :class:`RandomizedResponse` for ``column``; errors name the column."""
     with column_context(column):
         return RandomizedResponse(epsilon, domain=_domain(domain, unknown, nulls, column, data))
-
-
-def build_bloom(
-    column: str,
-    epsilon: float | None,
-    *,
-    epsilon_infinity: float | None,
-    f: float | None,
-    p: float | None,
-    q: float | None,
-    num_bits: int,
-    num_hashes: int,
-    num_cohorts: int,
-    hash: HashScheme,
-) -> BloomRappor:
-    """A :class:`BloomRappor` for ``column``; errors name the column."""
-    with column_context(column):
-        return BloomRappor(
-            epsilon,
-            epsilon_infinity=epsilon_infinity,
-            f=f,
-            p=p,
-            q=q,
-            num_bits=num_bits,
-            num_hashes=num_hashes,
-            num_cohorts=num_cohorts,
-            hash=hash,
-        )
 
 
 def cohort_column(column: str) -> str:
@@ -488,18 +459,18 @@ class FrameMethods:
                     f"column {column!r}: encoding='bloom' takes no domain, max_weight, unknown "
                     "or nulls (its domain is open; decode against candidates instead)"
                 )
-            bloom = build_bloom(
-                column,
-                epsilon,
-                epsilon_infinity=epsilon_infinity,
-                f=f,
-                p=p,
-                q=q,
-                num_bits=num_bits,
-                num_hashes=num_hashes,
-                num_cohorts=num_cohorts,
-                hash=hash,
-            )
+            with column_context(column):
+                bloom = BloomRappor(
+                    epsilon,
+                    epsilon_infinity=epsilon_infinity,
+                    f=f,
+                    p=p,
+                    q=q,
+                    num_bits=num_bits,
+                    num_hashes=num_hashes,
+                    num_cohorts=num_cohorts,
+                    hash=hash,
+                )
             return self.privatize(
                 {column: bloom},
                 key=key,
