@@ -7,6 +7,8 @@ before any output is produced: a failed call writes nothing and leaves the input
 
 from __future__ import annotations
 
+import sys
+
 __all__ = [
     "BudgetExceededError",
     "DomainError",
@@ -16,6 +18,7 @@ __all__ = [
     "MechanismNotFoundError",
     "ParameterError",
     "UnknownBudgetError",
+    "caller_stacklevel",
 ]
 
 
@@ -49,3 +52,16 @@ class FrameLDPWarning(UserWarning):
 
 class DomainInferenceWarning(FrameLDPWarning):
     """The domain was inferred from the data, which reveals which values occur."""
+
+
+def caller_stacklevel() -> int:
+    """``stacklevel`` for :func:`warnings.warn` that points at the caller's code.
+
+    Called from the function that warns; counts the frames inside frameldp above it, so the
+    warning names the user's line however deep inside frameldp it was raised.
+    """
+    level, frame = 1, sys._getframe(1)
+    while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith("frameldp"):
+        frame = frame.f_back
+        level += 1
+    return level

@@ -72,6 +72,7 @@ def write_rappor_params(mechanism: BloomRappor, path: PathLike) -> None:
     """Write ``mechanism``'s realized parameters as a reference params CSV (atomically)."""
     if not isinstance(mechanism, BloomRappor):
         raise ParameterError(f"expected a BloomRappor, got {type(mechanism).__name__}")
+    _check_reference_hash(mechanism, "params files")
     values = [
         mechanism.num_bits,
         mechanism.num_hashes,
@@ -165,6 +166,7 @@ def write_rappor_reports(
         raise ParameterError(f"expected a pandas DataFrame, got {type(reports).__name__}")
     recorded = reports.attrs.get(METADATA_KEY, {}).get("mechanisms", {})
     column, mechanism, cohort_name, _ = find_bloom(column, None, recorded)
+    _check_reference_hash(mechanism, f"column {column!r}: report files")
     for name in (column, cohort_name, client):
         if name is not None and name not in reports.columns:
             raise ParameterError(f"column {name!r} not found; columns are {list(reports.columns)}")
@@ -176,6 +178,15 @@ def write_rappor_reports(
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(["client", "cohort", "bloom"])
         writer.writerows(zip(clients, cohorts, strings, strict=True))
+
+
+def _check_reference_hash(mechanism: BloomRappor, what: str) -> None:
+    """The reference formats cannot say which hashes were used: only MD5 can be written."""
+    if mechanism.hash != "rappor":
+        raise ParameterError(
+            f"{what} are read as the reference client's MD5 hashes, but this mechanism has "
+            f"hash={mechanism.hash!r}; privatize with hash='rappor' to exchange reports with it"
+        )
 
 
 def _read_rows(path: PathLike) -> list[list[str]]:

@@ -591,8 +591,14 @@ class BloomRapporEvent(PrivacyEvent):
     def _rdp_raw(self, order: float) -> float:
         log_one, log_zero = self._log_laws()
         t = order - 1.0
-        forward = float(logsumexp(order * log_one - t * log_zero))
-        backward = float(logsumexp(order * log_zero - t * log_one))
+        loss = log_one - log_zero
+        if t * float(np.max(np.abs(loss), initial=0.0)) < 1.0:
+            # Near order 1 both sums are 1 + O(t): sum P (e^{tL} - 1) keeps their digits.
+            forward = math.log1p(float(np.sum(np.exp(log_one) * np.expm1(t * loss))))
+            backward = math.log1p(float(np.sum(np.exp(log_zero) * np.expm1(-t * loss))))
+        else:
+            forward = float(logsumexp(order * log_one - t * log_zero))
+            backward = float(logsumexp(order * log_zero - t * log_one))
         return self.num_hashes * max(forward + backward, 0.0) / t
 
     @property

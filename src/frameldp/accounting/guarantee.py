@@ -86,11 +86,13 @@ class PrivacyGuarantee:
         holds for reports sharing memoized permanent responses); None otherwise.
         """
         bounds: list[tuple[float, int]] = []
-        for event, _ in self.events:
-            bound = getattr(event, "epsilon_infinity", None)
+        for event, count in self.events:
+            # Memoized uses fold into one event; others are independent permanent responses.
+            use, uses = event.repeated(count)
+            bound = getattr(use, "epsilon_infinity", None)
             if bound is None:
                 return None
-            bounds.append((float(bound), 1))
+            bounds.append((float(bound), uses))
         return sum_up(bounds)
 
     @cached_property

@@ -48,7 +48,7 @@ from scipy.special import ndtr
 
 from frameldp.core._lasso import nonnegative_lasso
 from frameldp.core.encoding import BloomEncoder
-from frameldp.errors import DomainError, FrameLDPWarning, ParameterError
+from frameldp.errors import DomainError, FrameLDPWarning, ParameterError, caller_stacklevel
 
 __all__ = [
     "BloomDecoding",
@@ -240,23 +240,24 @@ def _unique_candidates(candidates: Sequence[object]) -> tuple[str | bytes, ...]:
         raise ParameterError(
             f"candidates must be a list of strings, got {type(candidates).__name__}"
         )
-    seen: dict[str | bytes, None] = {}
+    # Keyed by the bytes that are hashed: "x" and b"x" are the same Bloom filter.
+    seen: dict[bytes, str | bytes] = {}
     for position, value in enumerate(candidates):
         if not isinstance(value, str | bytes):
             raise DomainError(
                 f"candidates must be strings; got {value!r} of type {type(value).__name__} at "
                 f"position {position}"
             )
-        seen.setdefault(value, None)
+        seen.setdefault(value.encode("utf-8") if isinstance(value, str) else value, value)
     if not seen:
         raise ParameterError("candidates must hold at least one string, got none")
     if len(seen) < len(candidates):
         warnings.warn(
             f"{len(candidates) - len(seen)} duplicate candidate(s) ignored (first kept)",
             FrameLDPWarning,
-            stacklevel=3,
+            stacklevel=caller_stacklevel(),
         )
-    return tuple(seen)
+    return tuple(seen.values())
 
 
 def decode_bloom(

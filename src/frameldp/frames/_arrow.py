@@ -219,15 +219,15 @@ def estimate_reports(
 
 
 def _distinct(
-    array: pa.Array | pa.ChunkedArray, column: str, what: str
+    array: pa.Array | pa.ChunkedArray, column: str, what: str, row_start: int
 ) -> tuple[NDArray[np.int64], list[Any]]:
-    """Row codes into the distinct values of a column (nulls refused)."""
+    """Row codes into the distinct values of a column (nulls refused, named by frame row)."""
     array = _combined(array)
     if array.null_count:
         first = int(np.flatnonzero(array.is_null().to_numpy(zero_copy_only=False))[0])
         raise DomainError(
-            f"column {column!r}: null {what} at row {first} ({array.null_count} in all); "
-            "drop or fill them first"
+            f"column {column!r}: null {what} at row {row_start + first} ({array.null_count} in "
+            "this batch of rows); drop or fill them first"
         )
     if pa.types.is_dictionary(array.type):
         array = array.dictionary_decode()
@@ -242,11 +242,16 @@ def bloom_privatize(
     mechanism: BloomRappor,
     *,
     column: str,
+    user_column: str | None = None,
     source: RandomSource,
     memo: RandomSource | None,
     row_start: int = 0,
 ) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
-    """Bloom RAPPOR reports and cohorts of a string column (each distinct string hashed once)."""
+    """Bloom RAPPOR reports and cohorts of a string column (each distinct string hashed once).
+
+    ``users`` are the ids of ``user_column``; ``row_start`` is the frame row of the first value
+    (for error messages and the row-addressed noise).
+    """
     values = _combined(values)
     kind = values.type.value_type if pa.types.is_dictionary(values.type) else values.type
     if not (
@@ -256,8 +261,12 @@ def bloom_privatize(
             f"column {column!r}: Bloom encoding hashes strings, got a column of {values.type}; "
             "cast it to strings first"
         )
-    codes, distinct = _distinct(values, column, "value")
-    user_codes, user_ids = (None, None) if users is None else _distinct(users, column, "user id")
+    codes, distinct = _distinct(values, column, "value", row_start)
+    user_codes, user_ids = (
+        (None, None)
+        if users is None
+        else _distinct(users, column, f"user id (user column {user_column!r})", row_start)
+    )
     return mechanism.randomize(
         codes,
         distinct,

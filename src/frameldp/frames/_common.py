@@ -195,7 +195,8 @@ def plan_release(
         if user in mechanisms:
             raise ParameterError(f"user column {user!r} cannot also be privatized in this call")
     elif memo_key is not None:
-        raise ParameterError("memo_key= needs user= (the column that identifies users)")
+        named = ", ".join(f"column {c!r}" for c in blooms or mechanisms)
+        raise ParameterError(f"{named}: memo_key= needs user= (the column that identifies users)")
     for column in blooms:
         if cohort_column(column) in columns and cohort_column(column) not in mechanisms:
             raise ParameterError(

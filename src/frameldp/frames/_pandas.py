@@ -167,7 +167,13 @@ class PandasFrameAccessor(FrameMethods):
         users = None if user is None else _arrow(self._frame[user])
         with column_context(column):
             packed, cohorts = bloom_privatize(
-                _arrow(original), users, mechanism, column=column, source=source, memo=release.memo
+                _arrow(original),
+                users,
+                mechanism,
+                column=column,
+                user_column=user,
+                source=source,
+                memo=release.memo,
             )
         values = pd.arrays.ArrowExtensionArray(rappor_array(packed))
         cohort = cohort_column(column)

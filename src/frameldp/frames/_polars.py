@@ -135,6 +135,7 @@ def _bloom(
             None if users is None else users.to_arrow(),
             mechanism,
             column=column,
+            user_column=None if users is None else users.name,
             source=source,
             memo=memo,
             row_start=row_start,
@@ -149,12 +150,12 @@ def _bloom_batch(
     column: str,
     source: RandomSource,
     memo: RandomSource | None,
-    with_users: bool,
+    user: str | None,
 ) -> pl.Series:
     """One streaming batch of ``struct(row, value[, user])`` -> ``struct(report, cohort)``."""
     rows = batch.struct.field("row").to_numpy().astype(np.int64)
     values = batch.struct.field("value")
-    users = batch.struct.field("user") if with_users else None
+    users = batch.struct.field("user").alias(user) if user is not None else None
     breaks = np.flatnonzero(np.diff(rows) != 1) + 1
     starts = np.concatenate([[0], breaks]).astype(int)
     stops = np.concatenate([breaks, [rows.size]]).astype(int)
@@ -220,7 +221,7 @@ def _bloom_expression(
         column=column,
         source=source,
         memo=release.memo,
-        with_users=user is not None,
+        user=user,
     )
     return (
         pl.struct(fields)

@@ -34,13 +34,13 @@ it is rounded to the sampler's grid: far above the few-ulp error of expressions 
 ``1 / (1 + exp(x))``, so the realized probability is never less noisy than the exact one."""
 
 
-def check_epsilon(epsilon: object, owner: str) -> float:
-    """``epsilon`` as a float, or a :class:`ParameterError` naming it."""
+def check_epsilon(epsilon: object, owner: str, name: str = "epsilon") -> float:
+    """``epsilon`` as a float, or a :class:`ParameterError` naming it (as ``name``)."""
     if isinstance(epsilon, bool) or not isinstance(epsilon, Real):
-        raise ParameterError(f"{owner}: epsilon must be a number, got {epsilon!r}")
+        raise ParameterError(f"{owner}: {name} must be a number, got {epsilon!r}")
     value = float(epsilon)
     if not (value > 0 and math.isfinite(value)):
-        raise ParameterError(f"{owner}: epsilon must be > 0 and finite, got {epsilon!r}")
+        raise ParameterError(f"{owner}: {name} must be > 0 and finite, got {epsilon!r}")
     return value
 
 

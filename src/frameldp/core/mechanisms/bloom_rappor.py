@@ -189,7 +189,7 @@ class BloomRappor:
 
     def _realize_epsilons(self, owner: str) -> None:
         epsilon_1 = check_epsilon(self.epsilon, owner)
-        epsilon_inf = check_epsilon(self.epsilon_infinity, owner)
+        epsilon_inf = check_epsilon(self.epsilon_infinity, owner, "epsilon_infinity")
         if epsilon_1 > epsilon_inf:
             raise ParameterError(
                 f"{owner}: epsilon (one report) must be at most epsilon_infinity={epsilon_inf!r}, "
@@ -340,6 +340,11 @@ class BloomRappor:
             if user_codes.shape != codes.shape:
                 raise ParameterError(
                     f"user_codes must have one entry per row ({n}), got shape {user_codes.shape}"
+                )
+            if n and (user_codes.min() < 0 or user_codes.max() >= len(user_ids)):
+                raise ParameterError(
+                    f"user_codes must index the {len(user_ids)} user ids, got values in "
+                    f"[{user_codes.min()}, {user_codes.max()}]"
                 )
             keyed = memo or source
             user_digests = digests(user_ids)
