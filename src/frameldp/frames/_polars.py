@@ -167,8 +167,6 @@ def _bloom_batch(
             values.slice(a, b - a), run_users, mechanism, column, source, memo, start
         )
         pieces.append(pl.struct(reports.alias("report"), cohorts.alias("cohort"), eager=True))
-    if not pieces:
-        return pl.Series(column, [], dtype=_BLOOM_DTYPE)
     return pl.concat(pieces)
 
 
