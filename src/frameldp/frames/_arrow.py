@@ -20,7 +20,7 @@ from frameldp.core.encoding import OTHER, Domain, packed_width
 from frameldp.core.estimation import FrequencyEstimate
 from frameldp.core.mechanisms import BloomRappor, RandomizedResponse, Rappor
 from frameldp.core.randomness import RandomSource
-from frameldp.errors import DomainError, DomainInferenceWarning, ParameterError
+from frameldp.errors import DomainError, DomainInferenceWarning, ParameterError, caller_stacklevel
 
 __all__ = [
     "bloom_counts",
@@ -50,7 +50,7 @@ def infer_domain(array: pa.Array | pa.ChunkedArray, column: str) -> tuple[Hashab
         "values that occur is released without any privacy protection; pass the public domain "
         "instead.",
         DomainInferenceWarning,
-        stacklevel=4,
+        stacklevel=caller_stacklevel(),
     )
     return tuple(values.to_pylist())
 

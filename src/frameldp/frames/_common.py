@@ -21,7 +21,13 @@ from frameldp.accounting import Ledger, PrivacyGuarantee, compose
 from frameldp.core.encoding import Domain, HashScheme, NullPolicy, UnknownPolicy, unpack_bits
 from frameldp.core.mechanisms import BloomRappor, RandomizedResponse, Rappor, mechanism_from_spec
 from frameldp.core.randomness import RandomSource
-from frameldp.errors import FrameLDPError, FrameLDPWarning, MechanismNotFoundError, ParameterError
+from frameldp.errors import (
+    FrameLDPError,
+    FrameLDPWarning,
+    MechanismNotFoundError,
+    ParameterError,
+    caller_stacklevel,
+)
 from frameldp.frames._arrow import infer_domain, packed_from_arrow
 
 __all__ = [
@@ -210,7 +216,7 @@ def plan_release(
             "memo_key= (a persistent secret) so that later collections reuse them "
             "(longitudinal protection)",
             FrameLDPWarning,
-            stacklevel=4,
+            stacklevel=caller_stacklevel(),
         )
     specs: dict[str, dict[str, Any]] = {}
     guarantees: dict[str, PrivacyGuarantee] = {}
@@ -219,9 +225,9 @@ def plan_release(
         if isinstance(mechanism, BloomRappor):
             memo_id = None if user is None else mechanism.memo_id(memo or source, column)
             spec = {**spec, "cohort_column": cohort_column(column), "memo": memo_id}
-            guarantees[column] = mechanism.guarantee(memo_id)
         else:
-            guarantees[column] = mechanism.privacy
+            memo_id = None
+        guarantees[column] = _guarantee(mechanism, memo_id)
         specs[column] = spec
     return Release(specs, guarantees, memo)
 
@@ -235,25 +241,23 @@ def find_mechanism(
     column: str, given: Supported | None, recorded: Mapping[str, Any] | None
 ) -> Supported:
     """The explicit mechanism, else the one recorded for ``column``, else a clear error."""
+    specs = recorded or {}
+    bloom = isinstance(given, BloomRappor) or (
+        given is None and specs.get(column, {}).get("mechanism") == BloomRappor.name
+    )
+    if bloom:
+        raise ParameterError(
+            f"column {column!r}: Bloom RAPPOR reports are decoded against candidate strings: "
+            f"use decode({column!r}, candidates=[...])"
+        )
     if given is not None:
-        if isinstance(given, BloomRappor):
-            raise ParameterError(
-                f"column {column!r}: Bloom RAPPOR reports are decoded against candidate "
-                f"strings: use decode({column!r}, candidates=[...], mechanism=...)"
-            )
         if not isinstance(given, SUPPORTED):
             raise ParameterError(
                 f"column {column!r}: mechanism must be a frameldp mechanism, got "
                 f"{type(given).__name__}"
             )
         return given
-    specs = recorded or {}
     if column in specs:
-        if specs[column].get("mechanism") == BloomRappor.name:
-            raise ParameterError(
-                f"column {column!r}: Bloom RAPPOR reports are decoded against candidate "
-                f"strings: use decode({column!r}, candidates=[...])"
-            )
         mechanism: Supported = mechanism_from_spec(specs[column])
         return mechanism
     known = f" (recorded: {sorted(specs)})" if specs else ""
@@ -298,12 +302,15 @@ def charging(
     return book.charge(budget, guarantee, description="privatize " + ", ".join(map(str, columns)))
 
 
-def _guarantee_of_spec(spec: Mapping[str, Any]) -> PrivacyGuarantee:
-    mechanism = mechanism_from_spec(dict(spec))
+def _guarantee(mechanism: Applicable, memo: str | None) -> PrivacyGuarantee:
+    """One report's guarantee; Bloom RAPPOR's names its memoized permanent responses."""
     if isinstance(mechanism, BloomRappor):
-        return mechanism.guarantee(spec.get("memo"))
-    guarantee: PrivacyGuarantee = mechanism.privacy
-    return guarantee
+        return mechanism.guarantee(memo)
+    return mechanism.privacy
+
+
+def _guarantee_of_spec(spec: Mapping[str, Any]) -> PrivacyGuarantee:
+    return _guarantee(mechanism_from_spec(dict(spec)), spec.get("memo"))
 
 
 def guarantee_of(specs: Mapping[str, Any] | None) -> PrivacyGuarantee | None:

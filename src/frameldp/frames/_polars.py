@@ -372,13 +372,16 @@ class PolarsLazyFrameNamespace(FrameMethods):
                     .map_batches(batch, return_dtype=dtype, is_elementwise=True)
                     .alias(column)
                 )
-            out = self._frame.with_row_index(_ROW).with_columns(expressions).drop(_ROW)
-            for column in blooms:
-                packed = pl.col(_BLOOM + column)
-                out = out.with_columns(
-                    packed.struct.field("report").alias(column),
-                    packed.struct.field("cohort").alias(cohort_column(column)),
-                ).drop(_BLOOM + column)
+            out = self._frame.with_row_index(_ROW).with_columns(expressions)
+            unpacked = [
+                field
+                for column in blooms
+                for field in (
+                    pl.col(_BLOOM + column).struct.field("report").alias(column),
+                    pl.col(_BLOOM + column).struct.field("cohort").alias(cohort_column(column)),
+                )
+            ]
+            out = out.with_columns(unpacked).drop(_ROW, *(_BLOOM + c for c in blooms))
         _RECORDED.put(out, {**_RECORDED.get(self._frame), **release.specs})
         return out
 

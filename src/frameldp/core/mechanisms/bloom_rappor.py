@@ -25,6 +25,8 @@ from frameldp.core.randomness import (
     bernoulli_packed,
     bernoulli_packed_at,
     digests,
+    dyadic_at_least,
+    dyadic_at_most,
     uniform_integers,
 )
 from frameldp.errors import ParameterError
@@ -41,14 +43,12 @@ _HALF: Final = _ONE // 2
 
 def _grid_up(probability: Fraction) -> int:
     """Numerator (over 2**64) of the smallest multiple of 2**-52 that is >= ``probability``."""
-    scaled = probability * (1 << _GRID_BITS)
-    return -((-scaled.numerator) // scaled.denominator) * _STEP
+    return -(-dyadic_at_least(probability) // _STEP) * _STEP
 
 
 def _grid_down(probability: Fraction) -> int:
     """Numerator (over 2**64) of the largest multiple of 2**-52 that is <= ``probability``."""
-    scaled = probability * (1 << _GRID_BITS)
-    return (scaled.numerator // scaled.denominator) * _STEP
+    return dyadic_at_most(probability) // _STEP * _STEP
 
 
 def _probability(owner: str, name: str, value: object, *, low_open: bool = False) -> Fraction:
@@ -374,11 +374,9 @@ class BloomRappor:
         permanent ^= flips
         ones = self._row_bits(source, base + "\x1fone", self._one, row_start, n)
         zeros = self._row_bits(source, base + "\x1fzero", self._zero, row_start, n)
-        # Reports are q-bits where the permanent bit is 1 and p-bits where it is 0.
-        reports = (permanent & ones) | (~permanent & zeros)
-        if self.num_bits % 8:
-            reports[:, -1] &= np.uint8((0xFF << (8 - self.num_bits % 8)) & 0xFF)
-        return reports, cohorts
+        # Reports are q-bits where the permanent bit is 1 and p-bits where it is 0 (the padding
+        # bits of both samples are 0, so those of the reports are too).
+        return (permanent & ones) | (~permanent & zeros), cohorts
 
     def _row_bits(
         self, source: RandomSource, label: str, numerator: int, row_start: int, num_rows: int
