@@ -17,6 +17,7 @@ from types import ModuleType
 from frameldp import errors
 from frameldp.accounting import (
     Accountant,
+    BinomialCountsEvent,
     BloomRapporEvent,
     GaussianEvent,
     LaplaceEvent,
@@ -25,10 +26,13 @@ from frameldp.accounting import (
     PureDP,
     RandomizedResponseEvent,
     RapporEvent,
+    ShuffleEvent,
+    amplify_by_shuffling,
     compose,
 )
 from frameldp.core import (
     OTHER,
+    BalcerCheu,
     BloomDecoding,
     BloomEncoder,
     BloomRappor,
@@ -56,6 +60,8 @@ __version__ = "0.1.0"
 __all__ = [
     "OTHER",
     "Accountant",
+    "BalcerCheu",
+    "BinomialCountsEvent",
     "BloomDecoding",
     "BloomEncoder",
     "BloomRappor",
@@ -80,8 +86,10 @@ __all__ = [
     "RandomizedResponseEvent",
     "Rappor",
     "RapporEvent",
+    "ShuffleEvent",
     "UnknownBudgetError",
     "__version__",
+    "amplify_by_shuffling",
     "compose",
     "errors",
     "io",

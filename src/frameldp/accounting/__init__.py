@@ -4,6 +4,8 @@ numpy / scipy / the standard library only (no dataframe import).
 """
 
 from frameldp.accounting.accountant import Accountant, Conversion, DeltaExplanation, Explanation
+from frameldp.accounting.amplification import ShuffleEvent, amplify_by_shuffling
+from frameldp.accounting.binomial import BinomialCountsEvent
 from frameldp.accounting.events import (
     BloomRapporEvent,
     GaussianEvent,
@@ -20,6 +22,7 @@ from frameldp.accounting.pld import PrivacyLossDistribution
 
 __all__ = [
     "Accountant",
+    "BinomialCountsEvent",
     "BloomRapporEvent",
     "BudgetStatus",
     "Conversion",
@@ -34,7 +37,9 @@ __all__ = [
     "PureDP",
     "RandomizedResponseEvent",
     "RapporEvent",
+    "ShuffleEvent",
     "Spend",
+    "amplify_by_shuffling",
     "compose",
     "event_from_dict",
 ]

@@ -10,7 +10,11 @@ every valid method, and the smallest answer is reported together with the method
   response family and Gaussian noise (Kairouz–Oh–Viswanath optimal composition) [2]_;
 * ``rdp``: the summed Rényi curves with the improved conversion [3]_ [4]_;
 * ``zcdp``: the summed zCDP rhos with the Canonne–Kamath–Steinke conversion [3]_;
-* ``zcdp_bun_steinke``: the same rhos with Bun–Steinke Prop. 1.3 [5]_ (for comparison).
+* ``zcdp_bun_steinke``: the same rhos with Bun–Steinke Prop. 1.3 [5]_ (for comparison);
+* ``shuffle``: when some events are shuffled reports (amplified by shuffling), their central
+  (epsilon, delta) from the clone reduction, composed with the rest by basic composition of
+  approximate DP [1]_ (delta split evenly over the shuffled uses; Thm. 3.16). Exact for a single
+  shuffled release.
 
 Composition theorems: Rényi divergences and zCDP rhos add (Mironov 2017 Prop. 1; Bun–Steinke
 2016 Lemma 2.3); privacy-loss distributions convolve. All hold under adaptive composition.
@@ -64,6 +68,7 @@ METHODS = {
     "rdp": "Rényi DP, Canonne–Kamath–Steinke conversion",
     "zcdp": "zCDP, Canonne–Kamath–Steinke conversion",
     "zcdp_bun_steinke": "zCDP, Bun–Steinke Prop. 1.3",
+    "shuffle": "amplification by shuffling (clones), basic composition",
 }
 
 
@@ -221,7 +226,35 @@ class Accountant:
                 "zcdp_bun_steinke", zcdp_to_epsilon_bun_steinke(rho, delta), delta, f"rho {rho:.6g}"
             )
         )
+        shuffled = self._shuffled_epsilon(delta)
+        if shuffled is not None:
+            conversions.append(shuffled)
         return Explanation(delta, tuple(conversions))
+
+    def _split(self) -> tuple[list[tuple[Any, int]], list[tuple[PrivacyEvent, int]]]:
+        """Uses of amplified (shuffled) events, and all the others."""
+        amplified = [(e, n) for e, n in self._uses if hasattr(e, "amplified_epsilon")]
+        others = [(e, n) for e, n in self._uses if not hasattr(e, "amplified_epsilon")]
+        return amplified, others
+
+    def _shuffled_epsilon(self, delta: float) -> Conversion | None:
+        amplified, others = self._split()
+        if not amplified:
+            return None
+        uses = sum(n for _, n in amplified)
+        share = delta / uses
+        terms = [(event.amplified_epsilon(share), n) for event, n in amplified]
+        terms += [(event.pure_epsilon, n) for event, n in others]
+        detail = f"{uses} shuffled use(s) at δ = {share:.3g} each" if uses > 1 else ""
+        return Conversion("shuffle", sum_up(terms), delta, detail)
+
+    def _shuffled_delta(self, epsilon: float) -> Conversion | None:
+        amplified, others = self._split()
+        if len(amplified) != 1 or amplified[0][1] != 1:
+            return None  # several shuffled uses: their deltas at one epsilon need a split
+        rest = sum_up((event.pure_epsilon, n) for event, n in others)
+        value = 1.0 if rest > epsilon else amplified[0][0].amplified_delta(epsilon - rest)
+        return Conversion("shuffle", epsilon, value)
 
     def epsilon(self, delta: float) -> float:
         """The smallest epsilon any valid method proves at ``delta`` (rounded up)."""
@@ -247,6 +280,9 @@ class Accountant:
         rho = self.rho
         value, order = rdp_to_delta(lambda a: a * rho, epsilon)
         conversions.append(Conversion("zcdp", epsilon, value, f"rho {rho:.6g}, order {order:.6g}"))
+        shuffled = self._shuffled_delta(epsilon)
+        if shuffled is not None:
+            conversions.append(shuffled)
         return DeltaExplanation(epsilon, tuple(conversions))
 
     def _rdp_raw(self, order: float) -> float:

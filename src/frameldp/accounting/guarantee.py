@@ -1,5 +1,11 @@
 """Privacy guarantees: what one privatized report (or one release) costs.
 
+Two models: ``"local"`` (the default) states what each person's report reveals on its own;
+``"shuffle"`` states what the *anonymized, shuffled* collection of ``n`` reports reveals about
+one person (central differential privacy of the shuffler's output, see
+:mod:`frameldp.accounting.amplification` and the Balcer–Cheu protocols). A shuffle-model
+guarantee may have no pure epsilon (``inf``); its ``epsilon_at(delta)`` is what matters.
+
 A :class:`PrivacyGuarantee` is an immutable record emitted by every mechanism
 (``mechanism.privacy``) and carried by every frequency table (``table.privacy``) and privatized
 frame (``frame.ldp.privacy``). It states the pure local epsilon of the probabilities the sampler
@@ -26,13 +32,16 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal
 
 from frameldp.accounting._rounding import sum_up
 from frameldp.accounting.accountant import Accountant, Explanation
 from frameldp.accounting.events import PrivacyEvent, PureDP
 
-__all__ = ["PrivacyGuarantee", "compose"]
+__all__ = ["MODELS", "Model", "PrivacyGuarantee", "compose"]
+
+Model = Literal["local", "shuffle"]
+MODELS: tuple[Model, ...] = ("local", "shuffle")
 
 
 @dataclass(frozen=True)
@@ -52,6 +61,8 @@ class PrivacyGuarantee:
     events
         ``(event, count)`` pairs whose composition this guarantee is; by default one
         :class:`~frameldp.accounting.PureDP` event at ``epsilon``.
+    model
+        ``"local"`` (each report) or ``"shuffle"`` (the shuffled collection of reports).
 
     >>> import frameldp
     >>> g = frameldp.RandomizedResponse(1.0, domain=["a", "b"]).privacy
@@ -66,17 +77,26 @@ class PrivacyGuarantee:
     parameters: Mapping[str, Any] = field(default_factory=dict)
     parts: tuple[PrivacyGuarantee, ...] = ()
     events: tuple[tuple[PrivacyEvent, int], ...] = ()
+    model: Model = "local"
 
     def __post_init__(self) -> None:
-        if not (self.epsilon >= 0 and math.isfinite(self.epsilon)):
+        if self.model not in MODELS:
+            raise ValueError(f"model must be one of {MODELS}, got {self.model!r}")
+        finite = math.isfinite(self.epsilon) or self.model != "local"
+        if not (self.epsilon >= 0 and finite):
             raise ValueError(f"epsilon must be finite and >= 0, got {self.epsilon!r}")
         if not self.events:
             object.__setattr__(self, "events", ((PureDP(self.epsilon), 1),))
 
     @property
     def delta(self) -> float:
-        """Pure LDP: delta is exactly 0."""
+        """Delta of the pure ``epsilon``: exactly 0 (it is ``inf`` when there is none)."""
         return 0.0
+
+    @property
+    def shuffled(self) -> bool:
+        """True for a shuffle-model (central) guarantee."""
+        return self.model == "shuffle"
 
     @property
     def epsilon_infinity(self) -> float | None:
@@ -124,7 +144,9 @@ class PrivacyGuarantee:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serializable description (:meth:`from_dict` rebuilds it)."""
         out: dict[str, Any] = {
-            "epsilon": self.epsilon,
+            # JSON has no infinity: null when there is no pure epsilon.
+            "epsilon": self.epsilon if math.isfinite(self.epsilon) else None,
+            "model": self.model,
             "delta": self.delta,
             "rho": self.rho,
             "mechanism": self.mechanism,
@@ -142,12 +164,14 @@ class PrivacyGuarantee:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PrivacyGuarantee:
         """Rebuild from :meth:`to_dict` (unknown event kinds raise a ParameterError)."""
+        epsilon = data["epsilon"]
         return cls(
-            float(data["epsilon"]),
+            math.inf if epsilon is None else float(epsilon),
             str(data["mechanism"]),
             dict(data.get("parameters", {})),
             tuple(cls.from_dict(part) for part in data.get("parts", [])),
             Accountant.from_dict(data).entries,
+            str(data.get("model", "local")),  # type: ignore[arg-type]
         )
 
     @classmethod
@@ -156,6 +180,13 @@ class PrivacyGuarantee:
         return cls.from_dict(json.loads(text))
 
     def __str__(self) -> str:
+        if self.shuffled:
+            delta = float(self.parameters.get("delta", 1e-6))
+            shown = ", ".join(f"{k}={v}" for k, v in self.parameters.items() if k != "delta")
+            return (
+                f"central ε = {self.epsilon_at(delta):.6g} at δ = {delta:.3g}, shuffle model "
+                f"({self.mechanism}: {shown})"
+            )
         if self.parts:
             names = ", ".join(f"{p.mechanism} ε={p.epsilon:.6g}" for p in self.parts)
             return f"ε = {self.epsilon:.6g}-LDP, ρ = {self.rho:.6g} (composition of {names})"
@@ -168,7 +199,8 @@ def compose(guarantees: Iterable[PrivacyGuarantee]) -> PrivacyGuarantee:
 
     The pure epsilon is the basic composition (the exact sum, rounded up to a float); the events
     of all parts are kept, so ``epsilon_at``, ``rdp`` and ``rho`` of the result use the tightest
-    composition.
+    composition. Composing with a shuffle-model guarantee gives a shuffle-model guarantee (what
+    the analyst of the shuffled reports learns).
     """
     parts = tuple(guarantees)
     if not parts:
@@ -179,4 +211,7 @@ def compose(guarantees: Iterable[PrivacyGuarantee]) -> PrivacyGuarantee:
     accountant = Accountant()
     for part in parts:
         accountant = accountant.compose(part)
-    return PrivacyGuarantee(total, "composition", {"method": "basic"}, parts, accountant.entries)
+    model: Model = "shuffle" if any(p.shuffled for p in parts) else "local"
+    return PrivacyGuarantee(
+        total, "composition", {"method": "basic"}, parts, accountant.entries, model
+    )

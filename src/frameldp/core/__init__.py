@@ -3,6 +3,7 @@
 from frameldp.core.encoding import OTHER, BloomEncoder, Domain
 from frameldp.core.estimation import BloomDecoding, FrequencyEstimate
 from frameldp.core.mechanisms import (
+    BalcerCheu,
     BloomRappor,
     Mechanism,
     RandomizedResponse,
@@ -13,6 +14,7 @@ from frameldp.core.randomness import RandomSource
 
 __all__ = [
     "OTHER",
+    "BalcerCheu",
     "BloomDecoding",
     "BloomEncoder",
     "BloomRappor",

@@ -66,7 +66,10 @@ __all__ = [
     "digests",
     "dyadic_at_least",
     "dyadic_at_most",
+    "permutation",
+    "permutation_from_keys",
     "resolve_source",
+    "sort_keys",
     "uniform_integers",
 ]
 
@@ -407,6 +410,30 @@ def _decide_tail(
     rest = draws[:, :8].copy().view(">u8").ravel() >> np.uint64(PLANES)
     hits = local[rest < np.uint64(remainder)]
     np.bitwise_or.at(result, hits // 8, (0x80 >> (hits % 8)).astype(np.uint8))
+
+
+def sort_keys(stream: KeyedStream, *, row_start: int, num_rows: int) -> NDArray[np.uint64]:
+    """One 128-bit pseudorandom key per row, as ``(num_rows, 2)`` unsigned words (high, low).
+
+    Row ``i`` takes the 16-byte block ``row_start + i`` of lane 1, so a row's key depends only on
+    (stream, its global position): batches of a stream get the keys the whole frame would.
+    """
+    blocks = stream.contiguous(1, _BLOCK * row_start, _BLOCK * num_rows)
+    return blocks.view(">u8").reshape(num_rows, 2).astype(np.uint64)
+
+
+def permutation_from_keys(keys: NDArray[np.uint64]) -> NDArray[np.int64]:
+    """The order that sorts rows by their keys (:func:`sort_keys`): a uniformly random
+    permutation, given that no two of ``n`` independent 128-bit keys collide (probability at
+    most ``n^2 / 2^129``)."""
+    return np.lexsort((keys[:, 1], keys[:, 0])).astype(np.int64)
+
+
+def permutation(stream: KeyedStream, n: int) -> NDArray[np.int64]:
+    """A keyed uniformly random permutation of ``range(n)``: sort by per-row 128-bit keys."""
+    if not _is_int(n) or n < 0:
+        raise ParameterError(f"n must be an integer >= 0, got {n!r}")
+    return permutation_from_keys(sort_keys(stream, row_start=0, num_rows=n))
 
 
 def uniform_integers(
