@@ -412,14 +412,14 @@ def _decide_tail(
     np.bitwise_or.at(result, hits // 8, (0x80 >> (hits % 8)).astype(np.uint8))
 
 
-def sort_keys(stream: KeyedStream, *, row_start: int, num_rows: int) -> NDArray[np.uint64]:
-    """One 128-bit pseudorandom key per row, as ``(num_rows, 2)`` unsigned words (high, low).
+def sort_keys(stream: KeyedStream, rows: NDArray[np.int64]) -> NDArray[np.uint64]:
+    """One 128-bit pseudorandom key per row, as ``(len(rows), 2)`` unsigned words (high, low).
 
-    Row ``i`` takes the 16-byte block ``row_start + i`` of lane 1, so a row's key depends only on
-    (stream, its global position): batches of a stream get the keys the whole frame would.
+    Row ``r`` takes the 16-byte block ``r`` of lane 1, so a row's key depends only on (stream,
+    its global position): batches of a frame get the keys the whole frame would.
     """
-    blocks = stream.contiguous(1, _BLOCK * row_start, _BLOCK * num_rows)
-    return blocks.view(">u8").reshape(num_rows, 2).astype(np.uint64)
+    blocks = stream.blocks_at(1, np.asarray(rows, dtype=np.uint64))
+    return blocks.view(">u8").reshape(-1, 2).astype(np.uint64)
 
 
 def permutation_from_keys(keys: NDArray[np.uint64]) -> NDArray[np.int64]:
@@ -433,7 +433,7 @@ def permutation(stream: KeyedStream, n: int) -> NDArray[np.int64]:
     """A keyed uniformly random permutation of ``range(n)``: sort by per-row 128-bit keys."""
     if not _is_int(n) or n < 0:
         raise ParameterError(f"n must be an integer >= 0, got {n!r}")
-    return permutation_from_keys(sort_keys(stream, row_start=0, num_rows=n))
+    return permutation_from_keys(sort_keys(stream, np.arange(n, dtype=np.int64)))
 
 
 def uniform_integers(

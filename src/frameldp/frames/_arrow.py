@@ -18,11 +18,12 @@ from numpy.typing import NDArray
 
 from frameldp.core.encoding import OTHER, Domain, packed_width
 from frameldp.core.estimation import FrequencyEstimate
-from frameldp.core.mechanisms import BloomRappor, RandomizedResponse, Rappor
-from frameldp.core.randomness import RandomSource
+from frameldp.core.mechanisms import BalcerCheu, BloomRappor, RandomizedResponse, Rappor
+from frameldp.core.randomness import RandomSource, permutation
 from frameldp.errors import DomainError, DomainInferenceWarning, ParameterError, caller_stacklevel
 
 __all__ = [
+    "balcer_cheu_messages",
     "bloom_counts",
     "bloom_privatize",
     "estimate_reports",
@@ -204,16 +205,30 @@ def packed_from_arrow(
     return data.reshape(len(large), width)
 
 
+def balcer_cheu_messages(
+    array: pa.Array | pa.ChunkedArray,
+    mechanism: BalcerCheu,
+    *,
+    column: str,
+    source: RandomSource,
+) -> NDArray[np.int64]:
+    """The shuffler's output for one column: every person's messages, keyed-permuted."""
+    codes = _codes(_combined(array), mechanism.domain, column, lambda row: row)
+    messages = mechanism.randomize(codes, source=source, label=column)
+    return messages[permutation(source.stream(f"{column}\x1fshuffle"), messages.size)]
+
+
 def estimate_reports(
     array: pa.Array | pa.ChunkedArray,
-    mechanism: Rappor | RandomizedResponse,
+    mechanism: Rappor | RandomizedResponse | BalcerCheu,
     *,
     column: str,
 ) -> FrequencyEstimate:
     """Debiased estimate from a report column produced by :func:`privatize_array`."""
     if isinstance(mechanism, Rappor):
         return mechanism.estimate(packed_from_arrow(array, mechanism.num_bits, column))
-    # k-RR reports are labels: categories, OTHER, and null for the null bucket.
+    # k-RR reports and Balcer–Cheu messages are labels: categories, OTHER, and null for the
+    # null bucket.
     codes = _codes(_combined(array), mechanism.domain.as_reported(), column)
     return mechanism.estimate(codes)
 

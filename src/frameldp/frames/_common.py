@@ -17,10 +17,16 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from frameldp.accounting import Ledger, PrivacyGuarantee, compose
+from frameldp.accounting import Ledger, PrivacyGuarantee, amplify_by_shuffling, compose
 from frameldp.core.encoding import Domain, HashScheme, NullPolicy, UnknownPolicy, unpack_bits
-from frameldp.core.mechanisms import BloomRappor, RandomizedResponse, Rappor, mechanism_from_spec
-from frameldp.core.randomness import RandomSource
+from frameldp.core.mechanisms import (
+    BalcerCheu,
+    BloomRappor,
+    RandomizedResponse,
+    Rappor,
+    mechanism_from_spec,
+)
+from frameldp.core.randomness import KeyedStream, RandomSource, resolve_source
 from frameldp.errors import (
     FrameLDPError,
     FrameLDPWarning,
@@ -28,10 +34,11 @@ from frameldp.errors import (
     ParameterError,
     caller_stacklevel,
 )
-from frameldp.frames._arrow import infer_domain, packed_from_arrow
+from frameldp.frames._arrow import balcer_cheu_messages, infer_domain, packed_from_arrow
 
 __all__ = [
     "METADATA_KEY",
+    "SHUFFLED_KEY",
     "SUPPORTED",
     "FrameMethods",
     "IdentityRegistry",
@@ -52,11 +59,17 @@ __all__ = [
     "mechanisms_of",
     "plan_release",
     "require_column",
+    "shuffle_columns",
+    "shuffle_stream",
+    "shuffled_privacy",
     "unpack_reports",
 ]
 
 METADATA_KEY = "frameldp"
 """Key under which mechanism specs are recorded (pandas ``attrs``, Parquet metadata)."""
+
+SHUFFLED_KEY = "shuffled"
+"""Key under which a shuffled frame records ``{"reports": n, "kept": [...]}``."""
 
 LedgerLike = Ledger | str | os.PathLike[str]
 """A :class:`~frameldp.Ledger` or the path of its SQLite file."""
@@ -67,6 +80,9 @@ Supported = Rappor | RandomizedResponse
 
 Applicable = Rappor | RandomizedResponse | BloomRappor
 """Every mechanism a frame's ``privatize`` accepts (Bloom RAPPOR adds a cohort column)."""
+
+Estimable = Rappor | RandomizedResponse | BalcerCheu
+"""Mechanisms whose report columns ``debias`` estimates (Balcer–Cheu: a messages column)."""
 
 Encoding = Literal["onehot", "bloom"]
 
@@ -238,8 +254,8 @@ def mechanisms_of(specs: Mapping[str, Any] | None) -> dict[str, Applicable]:
 
 
 def find_mechanism(
-    column: str, given: Supported | None, recorded: Mapping[str, Any] | None
-) -> Supported:
+    column: str, given: Estimable | None, recorded: Mapping[str, Any] | None
+) -> Any:
     """The explicit mechanism, else the one recorded for ``column``, else a clear error."""
     specs = recorded or {}
     bloom = isinstance(given, BloomRappor) or (
@@ -251,15 +267,14 @@ def find_mechanism(
             f"use decode({column!r}, candidates=[...])"
         )
     if given is not None:
-        if not isinstance(given, SUPPORTED):
+        if not isinstance(given, (*SUPPORTED, BalcerCheu)):
             raise ParameterError(
                 f"column {column!r}: mechanism must be a frameldp mechanism, got "
                 f"{type(given).__name__}"
             )
         return given
     if column in specs:
-        mechanism: Supported = mechanism_from_spec(specs[column])
-        return mechanism
+        return mechanism_from_spec(specs[column])
     known = f" (recorded: {sorted(specs)})" if specs else ""
     raise MechanismNotFoundError(
         f"column {column!r}: no mechanism recorded for this column{known}; pass it "
@@ -280,7 +295,7 @@ def unpack_reports(
 
 
 def charging(
-    ledger: LedgerLike | None, budget: str | None, release: Release | Mapping[str, Supported]
+    ledger: LedgerLike | None, budget: str | None, release: Release | Mapping[str, Estimable]
 ) -> contextlib.AbstractContextManager[object]:
     """Check a release against ``budget`` before producing it; record it once produced.
 
@@ -353,6 +368,53 @@ def find_bloom(
     return column, mechanism, spec.get("cohort_column", cohort_column(column)), spec.get("memo")
 
 
+def shuffle_columns(columns: list[Any], specs: Mapping[str, Any], keep: Any) -> list[Any]:
+    """The columns a shuffled frame keeps: every report column (Bloom cohorts included) and
+    the explicitly ``keep``-ed ones, which void the shuffle guarantee (warned)."""
+    if not specs:
+        raise MechanismNotFoundError(
+            "shuffle needs a frame of reports that records its mechanisms (the frame privatize "
+            "returned); nothing here is known to be a report column"
+        )
+    reports: list[Any] = []
+    for column, spec in specs.items():
+        if spec.get("mechanism") == BalcerCheu.name:
+            raise ParameterError(
+                f"column {column!r}: Balcer–Cheu messages are already the shuffler's output"
+            )
+        reports += [column] + ([spec["cohort_column"]] if spec.get("cohort_column") else [])
+    for column in reports:
+        require_column(columns, column)
+    kept = [keep] if isinstance(keep, str) else list(keep)
+    for column in kept:
+        require_column(columns, column)
+    extra = [column for column in kept if column not in reports]
+    if extra:
+        warnings.warn(
+            f"shuffle keeps columns {extra}: they travel with each report, so the shuffle-model "
+            "guarantee does not hold (the frame keeps its local guarantee only)",
+            FrameLDPWarning,
+            stacklevel=caller_stacklevel(),
+        )
+    return reports + extra
+
+
+def shuffle_stream(key: bytes | None, seed: int | None) -> KeyedStream:
+    """The keyed stream whose per-row keys order a shuffle."""
+    return resolve_source(key, seed).stream("shuffle")
+
+
+def shuffled_privacy(
+    specs: Mapping[str, Any] | None, shuffled: Mapping[str, Any] | None, reports: int | None
+) -> PrivacyGuarantee | None:
+    """The recorded columns' guarantee, amplified by shuffling ``reports`` rows when the frame
+    was shuffled without extra columns (local otherwise)."""
+    local = guarantee_of(specs)
+    if local is None or not shuffled or shuffled.get("kept") or reports is None or local.shuffled:
+        return local
+    return amplify_by_shuffling(local, reports)
+
+
 class IdentityRegistry:
     """Specs recorded for frame objects that cannot carry metadata (polars frames).
 
@@ -401,10 +463,71 @@ class FrameMethods:
         """Mechanisms recorded for the report columns of this frame."""
         return mechanisms_of(self._specs())
 
+    def _shuffled(self) -> dict[str, Any]:
+        """What ``shuffle`` recorded (empty when the frame was not shuffled)."""
+        return {}
+
+    def _num_rows(self) -> int:
+        raise NotImplementedError
+
     @property
     def privacy(self) -> PrivacyGuarantee | None:
-        """Per-person guarantee of all recorded report columns (basic composition)."""
-        return guarantee_of(self._specs())
+        """Per-person guarantee of all recorded report columns (basic composition); for a
+        shuffled frame, amplified by shuffling its rows (see
+        :func:`frameldp.amplify_by_shuffling`)."""
+        shuffled = self._shuffled()
+        rows = self._num_rows() if shuffled else None
+        return shuffled_privacy(self._specs(), shuffled, rows)
+
+    def _table_privacy(self, mechanism: Estimable) -> PrivacyGuarantee | None:
+        """The guarantee a debiased table carries: the frame's when it was shuffled."""
+        if not self._shuffled():
+            return None
+        recorded = self.privacy
+        if recorded is not None:
+            return recorded
+        return shuffled_privacy({"_": mechanism.to_spec()}, self._shuffled(), self._num_rows())
+
+    def _messages_frame(self, column: str, messages: NDArray[np.int64], mechanism: Any) -> Any:
+        raise NotImplementedError
+
+    def balcer_cheu(
+        self,
+        column: str,
+        epsilon: float,
+        delta: float,
+        *,
+        domain: Any,
+        unknown: UnknownPolicy | None = None,
+        nulls: NullPolicy | None = None,
+        key: bytes | None = None,
+        seed: int | None = None,
+        ledger: LedgerLike | None = None,
+        budget: str | None = None,
+    ) -> Any:
+        """The shuffler's view of ``column`` under the Balcer–Cheu histogram protocol.
+
+        Every row is one person; each sends a message with their value and, for every bucket,
+        a noise message with probability ``p`` (see :class:`frameldp.BalcerCheu`, whose
+        parameters follow from ``epsilon``, ``delta`` and the number of rows). Returns a new
+        frame with one column, ``column``, and one row per message (its bucket label only),
+        in a keyed uniformly random order; ``debias(column)`` estimates the counts, with the
+        central ``(epsilon, delta)`` guarantee attached.
+        """
+        require_column(self._columns(), column)
+        with column_context(column):
+            mechanism = BalcerCheu(
+                epsilon,
+                delta,
+                n=self._num_rows(),
+                domain=_domain(domain, unknown, nulls, column, lambda: self._column_arrow(column)),
+            )
+        source = resolve_source(key, seed)
+        with charging(ledger, budget, {column: mechanism}), column_context(column):
+            messages = balcer_cheu_messages(
+                self._column_arrow(column), mechanism, column=column, source=source
+            )
+        return self._messages_frame(column, messages, mechanism)
 
     def _column_arrow(self, column: str) -> pa.Array | pa.ChunkedArray:
         raise NotImplementedError

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from frameldp.accounting import PrivacyGuarantee
 from frameldp.core.mechanisms import BloomRappor, Rappor
-from frameldp.core.randomness import RandomSource, resolve_source
+from frameldp.core.randomness import RandomSource, permutation, resolve_source
 from frameldp.frames._arrow import (
     bloom_counts,
     bloom_privatize,
@@ -28,7 +28,9 @@ from frameldp.frames._arrow import (
 )
 from frameldp.frames._common import (
     METADATA_KEY,
+    SHUFFLED_KEY,
     Applicable,
+    Estimable,
     FrameMethods,
     LedgerLike,
     Release,
@@ -44,6 +46,8 @@ from frameldp.frames._common import (
     labels_without_null,
     plan_release,
     require_column,
+    shuffle_columns,
+    shuffle_stream,
     unpack_reports,
 )
 from frameldp.frames.table import FrequencyTable
@@ -56,30 +60,36 @@ def _arrow(series: pd.Series) -> pa.Array | pa.ChunkedArray:
     return pa.Array.from_pandas(series)
 
 
+def _report_values(reports: np.ndarray[Any, Any], mechanism: Any, original: Any) -> Any:
+    """Native report values: fixed-size binary (RAPPOR) or categorical labels (k-RR,
+    Balcer–Cheu messages), keeping the input's categorical dtype when it matches."""
+    if isinstance(mechanism, Rappor):
+        return pd.arrays.ArrowExtensionArray(rappor_array(reports))
+    domain = mechanism.domain
+    codes = np.where(domain.has_null & (reports == domain.null_code), -1, reports)
+    categories = labels_without_null(domain)
+    ordered = bool(getattr(original, "ordered", False))
+    if isinstance(original, pd.CategoricalDtype) and list(original.categories) == categories:
+        dtype = original
+    else:
+        dtype = pd.CategoricalDtype(categories, ordered=ordered)
+    return pd.Categorical.from_codes(codes, dtype=dtype)
+
+
 def _report_series(
     reports: np.ndarray[Any, Any], mechanism: Supported, original: pd.Series
 ) -> pd.Series:
-    """Native report column: fixed-size binary (RAPPOR) or categorical (k-RR)."""
-    if isinstance(mechanism, Rappor):
-        values: Any = pd.arrays.ArrowExtensionArray(rappor_array(reports))
-    else:
-        domain = mechanism.domain
-        codes = np.where(domain.has_null & (reports == domain.null_code), -1, reports)
-        categories = labels_without_null(domain)
-        ordered = bool(getattr(original.dtype, "ordered", False))
-        if (
-            isinstance(original.dtype, pd.CategoricalDtype)
-            and list(original.dtype.categories) == categories
-        ):
-            dtype = original.dtype
-        else:
-            dtype = pd.CategoricalDtype(categories, ordered=ordered)
-        values = pd.Categorical.from_codes(codes, dtype=dtype)
+    """Native report column, aligned with the input column."""
+    values = _report_values(reports, mechanism, original.dtype)
     return pd.Series(values, index=original.index, name=original.name)
 
 
 def _recorded(obj: pd.DataFrame | pd.Series) -> dict[str, Any]:
     return dict(obj.attrs.get(METADATA_KEY, {}).get("mechanisms", {}))
+
+
+def _recorded_shuffle(obj: pd.DataFrame) -> dict[str, Any]:
+    return dict(obj.attrs.get(METADATA_KEY, {}).get(SHUFFLED_KEY, {}))
 
 
 def _record(obj: pd.DataFrame | pd.Series, specs: Mapping[str, Any]) -> None:
@@ -102,6 +112,10 @@ def _unpack(series: pd.Series, mechanism: Supported, column: str) -> pd.DataFram
     return pd.DataFrame(bits, index=series.index, columns=names)
 
 
+def _is_cohort(column: Any, specs: Mapping[str, Any]) -> bool:
+    return any(spec.get("cohort_column") == column for spec in specs.values())
+
+
 @pd.api.extensions.register_dataframe_accessor("ldp")
 class PandasFrameAccessor(FrameMethods):
     """``df.ldp``: privatize columns and debias reports of a pandas DataFrame."""
@@ -117,6 +131,38 @@ class PandasFrameAccessor(FrameMethods):
 
     def _column_arrow(self, column: str) -> pa.Array | pa.ChunkedArray:
         return _arrow(self._frame[column])
+
+    def _num_rows(self) -> int:
+        return len(self._frame)
+
+    def _shuffled(self) -> dict[str, Any]:
+        return _recorded_shuffle(self._frame)
+
+    def shuffle(
+        self, *, keep: Sequence[Any] | str = (), key: bytes | None = None, seed: int | None = None
+    ) -> pd.DataFrame:
+        """The report columns only, rows in a keyed uniformly random order, index reset.
+
+        Every column that is not a recorded report column is dropped (the index too: it may
+        identify people), unless named in ``keep``, which voids the shuffle guarantee (the frame
+        then keeps its local guarantee; a warning says so). ``ldp.privacy`` of the result is
+        amplified by shuffling its rows, one per person (:func:`frameldp.amplify_by_shuffling`).
+        """
+        specs = _recorded(self._frame)
+        columns = shuffle_columns(self._columns(), specs, keep)
+        order = permutation(shuffle_stream(key, seed), len(self._frame))
+        out = self._frame[columns].iloc[order].reset_index(drop=True)
+        kept = [c for c in columns if c not in specs and not _is_cohort(c, specs)]
+        out.attrs = {METADATA_KEY: {"mechanisms": specs, SHUFFLED_KEY: {"kept": kept}}}
+        return out
+
+    def _messages_frame(
+        self, column: str, messages: np.ndarray[Any, Any], mechanism: Any
+    ) -> pd.DataFrame:
+        values = _report_values(messages, mechanism, self._frame[column].dtype)
+        out = pd.DataFrame({column: values})
+        _record(out, {column: mechanism.to_spec()})
+        return out
 
     def privatize(
         self,
@@ -183,15 +229,20 @@ class PandasFrameAccessor(FrameMethods):
         }
 
     def debias(
-        self, column: str, mechanism: Supported | None = None, *, level: float = 0.95
+        self, column: str, mechanism: Estimable | None = None, *, level: float = 0.95
     ) -> FrequencyTable:
-        """Debiased frequency table of a report column."""
+        """Debiased frequency table of a report column (or of Balcer–Cheu messages)."""
         require_column(self._columns(), column)
         found = find_mechanism(column, mechanism, _recorded(self._frame))
         with column_context(column):
             estimate = estimate_reports(_arrow(self._frame[column]), found, column=column)
             return FrequencyTable.build(
-                estimate, found, column=column, level=level, backend="pandas"
+                estimate,
+                found,
+                column=column,
+                level=level,
+                backend="pandas",
+                privacy=self._table_privacy(found),
             )
 
     def decode(

@@ -37,7 +37,8 @@ class FrequencyTable:
         estimate, its share of ``n``, its standard error and a normal confidence interval at
         ``level``. Estimates are not clipped, so small counts can be negative.
     privacy
-        The guarantee each person's report carried.
+        The guarantee each person's report carried; for shuffled reports and Balcer–Cheu
+        messages, the shuffle-model (central) guarantee of the collection.
     mechanism
         The mechanism that produced the reports.
     n
@@ -72,11 +73,17 @@ class FrequencyTable:
         column: str,
         level: float,
         backend: Backend,
+        privacy: PrivacyGuarantee | None = None,
     ) -> FrequencyTable:
-        """Assemble the table from core estimates, in the caller's frame library."""
+        """Assemble the table from core estimates, in the caller's frame library.
+
+        ``privacy`` defaults to the mechanism's (the amplified guarantee of shuffled reports
+        is passed explicitly).
+        """
         data = _columns(estimate, list(mechanism.domain.labels), level)
         frame = _to_polars(data) if backend == "polars" else _to_pandas(data)
-        return cls(frame, mechanism.privacy, mechanism, estimate.n, column, level, estimate)
+        guarantee = mechanism.privacy if privacy is None else privacy
+        return cls(frame, guarantee, mechanism, estimate.n, column, level, estimate)
 
     @classmethod
     def decoded(
