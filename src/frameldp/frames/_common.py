@@ -253,9 +253,7 @@ def mechanisms_of(specs: Mapping[str, Any] | None) -> dict[str, Applicable]:
     return {column: mechanism_from_spec(spec) for column, spec in (specs or {}).items()}
 
 
-def find_mechanism(
-    column: str, given: Estimable | None, recorded: Mapping[str, Any] | None
-) -> Any:
+def find_mechanism(column: str, given: Estimable | None, recorded: Mapping[str, Any] | None) -> Any:
     """The explicit mechanism, else the one recorded for ``column``, else a clear error."""
     specs = recorded or {}
     bloom = isinstance(given, BloomRappor) or (

@@ -20,7 +20,13 @@ import polars as pl
 import pyarrow as pa
 
 from frameldp.core.mechanisms import BloomRappor, Rappor
-from frameldp.core.randomness import RandomSource, resolve_source
+from frameldp.core.randomness import (
+    KeyedStream,
+    RandomSource,
+    permutation,
+    resolve_source,
+    sort_keys,
+)
 from frameldp.errors import ParameterError
 from frameldp.frames._arrow import (
     bloom_counts,
@@ -31,6 +37,7 @@ from frameldp.frames._arrow import (
 )
 from frameldp.frames._common import (
     Applicable,
+    Estimable,
     FrameMethods,
     IdentityRegistry,
     LedgerLike,
@@ -46,6 +53,8 @@ from frameldp.frames._common import (
     labels_without_null,
     plan_release,
     require_column,
+    shuffle_columns,
+    shuffle_stream,
     unpack_reports,
 )
 from frameldp.frames.table import FrequencyTable
@@ -53,7 +62,10 @@ from frameldp.frames.table import FrequencyTable
 __all__ = ["PolarsExprNamespace", "PolarsFrameNamespace", "PolarsLazyFrameNamespace"]
 
 _RECORDED = IdentityRegistry()
+_SHUFFLED = IdentityRegistry()  # what shuffle() recorded for the frames it returned
 _ROW = "__frameldp_row__"
+_KEY = "__frameldp_key__"
+_KEY_DTYPE = pl.Struct({"hi": pl.UInt64(), "lo": pl.UInt64()})
 _BLOOM = "__frameldp_bloom__"
 
 
@@ -195,15 +207,46 @@ def _decode(
 def _debias(
     frame: pl.DataFrame,
     column: str,
-    mechanism: Supported | None,
+    mechanism: Estimable | None,
     recorded: dict[str, Any],
     level: float,
+    namespace: FrameMethods,
 ) -> FrequencyTable:
     require_column(frame.columns, column)
     found = find_mechanism(column, mechanism, recorded)
     with column_context(column):
         estimate = estimate_reports(frame[column].to_arrow(), found, column=column)
-        return FrequencyTable.build(estimate, found, column=column, level=level, backend="polars")
+        return FrequencyTable.build(
+            estimate,
+            found,
+            column=column,
+            level=level,
+            backend="polars",
+            privacy=namespace._table_privacy(found),
+        )
+
+
+def _key_batch(rows: pl.Series, stream: KeyedStream) -> pl.Series:
+    """The 128-bit shuffle keys of a batch of row indices (row-addressed: batch-invariant)."""
+    keys = sort_keys(stream, rows.to_numpy().astype(np.int64))
+    return pl.DataFrame({"hi": keys[:, 0], "lo": keys[:, 1]}).to_struct(_KEY)
+
+
+def _shuffle_record(specs: dict[str, Any], columns: list[str]) -> dict[str, Any]:
+    kept = [c for c in columns if c not in specs and c not in _cohorts(specs)]
+    return {"kept": kept}
+
+
+def _cohorts(specs: dict[str, Any]) -> list[Any]:
+    return [spec["cohort_column"] for spec in specs.values() if spec.get("cohort_column")]
+
+
+def _messages(
+    frame: pl.DataFrame | pl.LazyFrame, column: str, messages: Any, mechanism: Any
+) -> pl.DataFrame:
+    dtype = _report_dtype(mechanism, frame.collect_schema()[column])
+    out = pl.DataFrame([_report_series(messages, mechanism, column, dtype)])
+    return out
 
 
 def _bloom_expression(
@@ -237,6 +280,30 @@ class PolarsFrameNamespace(FrameMethods):
 
     def _specs(self) -> dict[str, Any]:
         return _RECORDED.get(self._frame)
+
+    def _shuffled(self) -> dict[str, Any]:
+        return _SHUFFLED.get(self._frame)
+
+    def _num_rows(self) -> int:
+        return self._frame.height
+
+    def shuffle(
+        self, *, keep: Sequence[str] | str = (), key: bytes | None = None, seed: int | None = None
+    ) -> pl.DataFrame:
+        """The report columns only, rows in a keyed uniformly random order (see the pandas
+        accessor's ``shuffle``; the same key gives the same order on every backend)."""
+        specs = _RECORDED.get(self._frame)
+        columns = shuffle_columns(self._frame.columns, specs, keep)
+        order = permutation(shuffle_stream(key, seed), self._frame.height)
+        out = self._frame.select(columns)[order]
+        _RECORDED.put(out, specs)
+        _SHUFFLED.put(out, _shuffle_record(specs, columns))
+        return out
+
+    def _messages_frame(self, column: str, messages: Any, mechanism: Any) -> pl.DataFrame:
+        out = _messages(self._frame, column, messages, mechanism)
+        _RECORDED.put(out, {column: mechanism.to_spec()})
+        return out
 
     def _column_arrow(self, column: str) -> pa.Array | pa.ChunkedArray:
         return self._frame[column].to_arrow()
@@ -306,10 +373,10 @@ class PolarsFrameNamespace(FrameMethods):
         )
 
     def debias(
-        self, column: str, mechanism: Supported | None = None, *, level: float = 0.95
+        self, column: str, mechanism: Estimable | None = None, *, level: float = 0.95
     ) -> FrequencyTable:
         """Debiased frequency table of a report column."""
-        return _debias(self._frame, column, mechanism, _RECORDED.get(self._frame), level)
+        return _debias(self._frame, column, mechanism, _RECORDED.get(self._frame), level, self)
 
     def unpack(self, column: str, mechanism: Rappor | None = None) -> pl.DataFrame:
         """RAPPOR reports as one 0/1 ``uint8`` column per bucket, named ``column=label``."""
@@ -330,6 +397,46 @@ class PolarsLazyFrameNamespace(FrameMethods):
 
     def _column_arrow(self, column: str) -> pa.Array | pa.ChunkedArray:
         return self._frame.select(column).collect(engine="streaming").to_series().to_arrow()
+
+    def _shuffled(self) -> dict[str, Any]:
+        return _SHUFFLED.get(self._frame)
+
+    def _num_rows(self) -> int:
+        return int(self._frame.select(pl.len()).collect(engine="streaming").item())
+
+    def shuffle(
+        self, *, keep: Sequence[str] | str = (), key: bytes | None = None, seed: int | None = None
+    ) -> pl.LazyFrame:
+        """Lazily: the report columns only, sorted by keyed 128-bit per-row keys (a uniformly
+        random order, the same as the eager and pandas ``shuffle`` for the same key). The keys
+        are addressed by row index, so the plan collects to the same order every time."""
+        specs = _RECORDED.get(self._frame)
+        columns = shuffle_columns(self._columns(), specs, keep)
+        keys = pl.col(_ROW).map_batches(
+            partial(_key_batch, stream=shuffle_stream(key, seed)),
+            return_dtype=_KEY_DTYPE,
+            is_elementwise=True,
+        )
+        out = (
+            self._frame.select(columns)
+            .with_row_index(_ROW)
+            .with_columns(keys.alias(_KEY))
+            .sort(
+                pl.col(_KEY).struct.field("hi"),
+                pl.col(_KEY).struct.field("lo"),
+                maintain_order=True,
+            )
+            .drop(_ROW, _KEY)
+        )
+        _RECORDED.put(out, specs)
+        _SHUFFLED.put(out, _shuffle_record(specs, columns))
+        return out
+
+    def _messages_frame(self, column: str, messages: Any, mechanism: Any) -> pl.LazyFrame:
+        # The messages of all people are permuted together: there is nothing to stream.
+        out = _messages(self._frame, column, messages, mechanism).lazy()
+        _RECORDED.put(out, {column: mechanism.to_spec()})
+        return out
 
     def _columns(self) -> list[str]:
         return self._frame.collect_schema().names()
@@ -403,14 +510,14 @@ class PolarsLazyFrameNamespace(FrameMethods):
         return _decode(frame, column, candidates, found, recorded, significance, level)
 
     def debias(
-        self, column: str, mechanism: Supported | None = None, *, level: float = 0.95
+        self, column: str, mechanism: Estimable | None = None, *, level: float = 0.95
     ) -> FrequencyTable:
         """Collect only ``column`` (streaming) and debias it."""
         require_column(self._columns(), column)
         recorded = _RECORDED.get(self._frame)
         found = find_mechanism(column, mechanism, recorded)
         frame = self._frame.select(column).collect(engine="streaming")
-        return _debias(frame, column, found, recorded, level)
+        return _debias(frame, column, found, recorded, level, self)
 
     def unpack(self, column: str, mechanism: Rappor | None = None) -> pl.DataFrame:
         """Collect ``column`` (streaming) as one 0/1 ``uint8`` column per bucket."""
