@@ -126,8 +126,8 @@ def _clone_weights(
 
 def _tail(k: NDArray[np.float64], c: NDArray[np.float64]) -> NDArray[np.float64]:
     """``P[Bin(c, 1/2) >= k]`` (1 for ``k <= 0``, 0 for ``k > c``)."""
-    inside = np.clip(k - 1.0, 0.0, c)
-    values = np.asarray(bdtrc(inside, c, 0.5), dtype=np.float64)
+    inside = np.clip(k - 1.0, 0.0, c).astype(np.int64)
+    values = np.asarray(bdtrc(inside, c.astype(np.int64), 0.5), dtype=np.float64)
     return np.where(k <= 0, 1.0, np.where(k > c, 0.0, values))
 
 
