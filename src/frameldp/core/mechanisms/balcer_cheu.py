@@ -125,8 +125,8 @@ class BalcerCheu:
     Examples
     --------
     >>> mech = BalcerCheu(1.0, 1e-6, n=20_000, domain=["a", "b", "c"])
-    >>> round(mech.absent_probability, 4)          # 200 ln(4e6) / 20,000
-    0.1521
+    >>> round(mech.absent_probability, 5)          # 50 ln(2 / 5e-7) / (0.5^2 * 20,000)
+    0.15202
     >>> round(mech.messages_per_person, 3)         # 1 + k p
     3.544
     >>> mech.privacy.epsilon_at(1e-6) < 1.0
