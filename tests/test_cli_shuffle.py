@@ -18,6 +18,10 @@ from frameldp.datasets import FLIGHTS_DOMAINS, load_flights
 ROWS = 4000
 
 
+def _rows(frame: pd.DataFrame) -> list[tuple[object, str]]:
+    return sorted(zip(frame["dest"].astype(object), frame["carrier"].astype(str), strict=True))
+
+
 @pytest.fixture
 def report_file(tmp_path: Path) -> Path:
     df = load_flights().head(ROWS)
@@ -48,7 +52,7 @@ def test_shuffle_parquet_keeps_report_columns_and_records_amplification(
     key = ["dest", "carrier"]
     as_rows = lambda f: sorted(
         zip(f["dest"].astype(object), f["carrier"].astype(str), strict=False)
-    )  # noqa: E731
+    )
     assert as_rows(shuffled) == as_rows(original[key])
     assert not shuffled["carrier"].astype(str).equals(original["carrier"].astype(str))
     guarantee = shuffled.ldp.privacy
