@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -126,7 +127,7 @@ def test_user_mistakes_are_one_line_errors(
 
 def test_installed_command(report_file: Path, tmp_path: Path) -> None:
     """`frameldp shuffle` as a user runs it (the console script of the installed package)."""
-    command = shutil.which("frameldp")
+    command = shutil.which("frameldp", path=str(Path(sys.executable).parent))
     assert command is not None
     out = tmp_path / "shuffled.parquet"
     key = tmp_path / "secret.key"

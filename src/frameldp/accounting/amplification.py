@@ -93,6 +93,9 @@ CLONES: tuple[Clones, ...] = ("clones", "stronger_clones")
 # values (a few ulps each) after the cancellation in D_c, which loses at most about
 # log10(sqrt(n)) digits (checked against 50-digit mpmath sums in the tests).
 _DELTA_PAD = 2.0**-30
+# Above this local epsilon no amplification is claimed (the float evaluation of the clone pair
+# is only verified below it, and the clones are then rarer than e^-15 anyway).
+MAX_EPSILON0 = 15.0
 # Root finding stops when the bracket is this small relative to eps0.
 _BISECTION_TOLERANCE = 1e-12
 
@@ -134,10 +137,14 @@ def _tail(k: NDArray[np.float64], c: NDArray[np.float64]) -> NDArray[np.float64]
 def clone_delta(epsilon: float, epsilon0: float, n: int, clones: Clones = "clones") -> float:
     """Upper bound on ``D_{e^epsilon}(P0 || P1)`` of the clone pair for ``n`` reports."""
     epsilon0, n = _check_local(epsilon0, n)
+    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)):
+        raise ParameterError(f"epsilon must be a number, got {epsilon!r}")
     if not (epsilon >= 0.0 and math.isfinite(epsilon)):
         raise ParameterError(f"epsilon must be finite and >= 0, got {epsilon!r}")
     if epsilon >= epsilon0:
         return 0.0
+    if epsilon0 > MAX_EPSILON0:
+        return 1.0
     q = clone_probability(epsilon0, clones)
     c, weights, lost = _clone_weights(n, q)
     return min(1.0, _raw_delta(epsilon, epsilon0, c, weights) * (1.0 + _DELTA_PAD) + lost)
@@ -150,16 +157,22 @@ def _raw_delta(
     e = math.exp(epsilon)
     slope = math.expm1(epsilon + epsilon0) / (math.expm1(epsilon0) * (e + 1.0))
     start = np.floor((c + 1.0) * slope) + 1.0
+    # Both coefficients without cancellation: p - e (1 - p) = -expm1(eps - eps0) p and
+    # e p - (1 - p) = expm1(eps + eps0) / (1 + e^eps0).
+    first = -math.expm1(epsilon - epsilon0) * p
+    second = math.expm1(epsilon + epsilon0) / (1.0 + math.exp(epsilon0))
     # D_c is a hockey-stick divergence, >= 0; clip the float noise of the difference.
-    d = (p - e * (1.0 - p)) * _tail(start - 1.0, c) - (e * p - (1.0 - p)) * _tail(start, c)
+    d = first * _tail(start - 1.0, c) - second * _tail(start, c)
     return float(np.dot(weights, np.maximum(d, 0.0)))
 
 
 def clone_epsilon(delta: float, epsilon0: float, n: int, clones: Clones = "clones") -> float:
     """Smallest epsilon (rounded up) with ``clone_delta(epsilon) <= delta``; at most ``eps0``."""
     epsilon0, n = _check_local(epsilon0, n)
-    if not 0.0 < delta < 1.0:
+    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0.0 < delta < 1.0:
         raise ParameterError(f"delta must be in (0, 1), got {delta!r}")
+    if epsilon0 > MAX_EPSILON0:
+        return epsilon0
     q = clone_probability(epsilon0, clones)
     # Weights far below delta cannot matter: drop those under delta * e^-40 (their mass is
     # still added to delta in full).
@@ -192,6 +205,8 @@ def closed_form_epsilon(delta: float, epsilon0: float, n: int) -> float | None:
     for ``eps0 <= log(n / (16 log(2/delta)))``.
     """
     epsilon0, n = _check_local(epsilon0, n)
+    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0.0 < delta < 1.0:
+        raise ParameterError(f"delta must be in (0, 1), got {delta!r}")
     if epsilon0 > math.log(n / (16.0 * math.log(2.0 / delta))):
         return None
     e0 = math.exp(epsilon0)

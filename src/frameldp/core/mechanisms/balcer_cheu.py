@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 from functools import cached_property
 from typing import Any, ClassVar, Final
 
@@ -40,6 +41,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from frameldp.accounting import BinomialCountsEvent, PrivacyGuarantee
+from frameldp.accounting._rounding import float_up
 from frameldp.core.encoding import Domain
 from frameldp.core.estimation import FrequencyEstimate
 from frameldp.core.mechanisms._spec import FLOAT_MARGIN, fingerprint, register
@@ -200,8 +202,9 @@ class BalcerCheu:
 
     @property
     def noise_probability(self) -> float:
-        """Realized ``p = 1 - gamma``: probability of a bucket's noise message."""
-        return (_ONE - self._absent_numerator) / 2.0**PRECISION_BITS
+        """Realized ``p = 1 - gamma``, rounded up to a float (the side of less noise, so the
+        guarantee computed from it is never optimistic)."""
+        return float_up(Fraction(_ONE - self._absent_numerator, _ONE))
 
     @property
     def messages_per_person(self) -> float:
