@@ -38,6 +38,7 @@ bench: $(VENV)/.test-installed
 	$(BIN)/python benchmarks/bench_foundation.py
 	$(BIN)/python benchmarks/bench_accounting.py
 	$(BIN)/python benchmarks/bench_bloom.py
+	$(BIN)/python benchmarks/bench_shuffle.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

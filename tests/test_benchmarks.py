@@ -47,3 +47,34 @@ def test_bloom_benchmark_quick_run(tmp_path: Path) -> None:
     assert all(0.0 <= row["recall"] <= 1.0 and row["decode_s"] > 0 for row in rows)
     assert "memoized" in stdout
     assert "TVD" in stdout
+
+
+def test_shuffle_benchmark_quick_run(tmp_path: Path) -> None:
+    rows, stdout = _quick_run("bench_shuffle.py", tmp_path)
+    amplification = [row for row in rows if row["table"] == "amplification"]
+    assert {(row["epsilon0"], row["n"]) for row in amplification} >= {(1.0, 10_000), (4.0, 10_000)}
+    for row in amplification:
+        if row["closed_form"] is not None:
+            assert row["clones"] <= row["closed_form"]
+        assert row["lower_bound"] <= row["stronger_clones"] <= row["clones"] <= row["epsilon0"]
+    accuracy = [row for row in rows if row["table"] == "accuracy"]
+    methods = {"rappor_local", "rappor_shuffled", "krr_shuffled", "balcer_cheu"}
+    assert methods | {"balcer_cheu_zero_sum"} == {row["method"] for row in accuracy}
+    for row in accuracy:
+        assert row["central_achieved"] <= row["central_epsilon"]
+        assert 0.0 <= row["linf"] <= 1.0
+        if row["method"] in ("rappor_shuffled", "krr_shuffled"):
+            assert row["local_epsilon"] > row["central_epsilon"]
+        if row["method"].startswith("balcer_cheu"):
+            assert row["messages_per_user"] > 1.0
+        if row["method"] == "balcer_cheu_zero_sum" and row["zero_abs"] is not None:
+            assert row["zero_abs"] == 0.0
+    # At the same central epsilon, shuffled reports beat local ones.
+    for dataset in {row["dataset"] for row in accuracy}:
+        rmse = {row["method"]: row["rmse"] for row in accuracy if row["dataset"] == dataset}
+        assert rmse["rappor_shuffled"] < rmse["rappor_local"]
+    pandas_rows = [row for row in rows if row["table"] == "pandas"]
+    assert {row["method"] for row in pandas_rows} == methods - {"rappor_local"}
+    assert all(row["same_counts_as_core"] for row in pandas_rows)
+    assert "closed form" in stdout
+    assert "Balcer-Cheu" in stdout
