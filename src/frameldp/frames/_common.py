@@ -58,8 +58,8 @@ __all__ = [
     "labels_without_null",
     "mechanisms_of",
     "plan_release",
+    "plan_shuffle",
     "require_column",
-    "shuffle_columns",
     "shuffle_stream",
     "shuffled_privacy",
     "unpack_reports",
@@ -366,9 +366,14 @@ def find_bloom(
     return column, mechanism, spec.get("cohort_column", cohort_column(column)), spec.get("memo")
 
 
-def shuffle_columns(columns: list[Any], specs: Mapping[str, Any], keep: Any) -> list[Any]:
-    """The columns a shuffled frame keeps: every report column (Bloom cohorts included) and
-    the explicitly ``keep``-ed ones, which void the shuffle guarantee (warned)."""
+def plan_shuffle(
+    columns: list[Any], specs: Mapping[str, Any], keep: Any
+) -> tuple[list[Any], dict[str, Any]]:
+    """The columns a shuffled frame keeps, and what the frame records of its shuffle.
+
+    Kept are every report column (Bloom cohorts included) and the explicitly ``keep``-ed ones,
+    which void the shuffle guarantee (warned, and recorded as ``"kept"``).
+    """
     if not specs:
         raise MechanismNotFoundError(
             "shuffle needs a frame of reports that records its mechanisms (the frame privatize "
@@ -394,7 +399,7 @@ def shuffle_columns(columns: list[Any], specs: Mapping[str, Any], keep: Any) -> 
             FrameLDPWarning,
             stacklevel=caller_stacklevel(),
         )
-    return reports + extra
+    return reports + extra, {"kept": extra}
 
 
 def shuffle_stream(key: bytes | None, seed: int | None) -> KeyedStream:
@@ -479,12 +484,11 @@ class FrameMethods:
 
     def _table_privacy(self, mechanism: Estimable) -> PrivacyGuarantee | None:
         """The guarantee a debiased table carries: the frame's when it was shuffled."""
-        if not self._shuffled():
+        shuffled = self._shuffled()
+        if not shuffled:
             return None
-        recorded = self.privacy
-        if recorded is not None:
-            return recorded
-        return shuffled_privacy({"_": mechanism.to_spec()}, self._shuffled(), self._num_rows())
+        specs = self._specs() or {"_": mechanism.to_spec()}
+        return shuffled_privacy(specs, shuffled, self._num_rows())
 
     def _messages_frame(self, column: str, messages: NDArray[np.int64], mechanism: Any) -> Any:
         raise NotImplementedError

@@ -45,8 +45,8 @@ from frameldp.frames._common import (
     guarantee_of,
     labels_without_null,
     plan_release,
+    plan_shuffle,
     require_column,
-    shuffle_columns,
     shuffle_stream,
     unpack_reports,
 )
@@ -112,10 +112,6 @@ def _unpack(series: pd.Series, mechanism: Supported, column: str) -> pd.DataFram
     return pd.DataFrame(bits, index=series.index, columns=names)
 
 
-def _is_cohort(column: Any, specs: Mapping[str, Any]) -> bool:
-    return any(spec.get("cohort_column") == column for spec in specs.values())
-
-
 @pd.api.extensions.register_dataframe_accessor("ldp")
 class PandasFrameAccessor(FrameMethods):
     """``df.ldp``: privatize columns and debias reports of a pandas DataFrame."""
@@ -149,11 +145,10 @@ class PandasFrameAccessor(FrameMethods):
         amplified by shuffling its rows, one per person (:func:`frameldp.amplify_by_shuffling`).
         """
         specs = _recorded(self._frame)
-        columns = shuffle_columns(self._columns(), specs, keep)
+        columns, record = plan_shuffle(self._columns(), specs, keep)
         order = permutation(shuffle_stream(key, seed), len(self._frame))
         out = self._frame[columns].iloc[order].reset_index(drop=True)
-        kept = [c for c in columns if c not in specs and not _is_cohort(c, specs)]
-        out.attrs = {METADATA_KEY: {"mechanisms": specs, SHUFFLED_KEY: {"kept": kept}}}
+        out.attrs = {METADATA_KEY: {"mechanisms": specs, SHUFFLED_KEY: record}}
         return out
 
     def _messages_frame(

@@ -52,8 +52,8 @@ from frameldp.frames._common import (
     find_mechanism,
     labels_without_null,
     plan_release,
+    plan_shuffle,
     require_column,
-    shuffle_columns,
     shuffle_stream,
     unpack_reports,
 )
@@ -232,21 +232,11 @@ def _key_batch(rows: pl.Series, stream: KeyedStream) -> pl.Series:
     return pl.DataFrame({"hi": keys[:, 0], "lo": keys[:, 1]}).to_struct(_KEY)
 
 
-def _shuffle_record(specs: dict[str, Any], columns: list[str]) -> dict[str, Any]:
-    kept = [c for c in columns if c not in specs and c not in _cohorts(specs)]
-    return {"kept": kept}
-
-
-def _cohorts(specs: dict[str, Any]) -> list[Any]:
-    return [spec["cohort_column"] for spec in specs.values() if spec.get("cohort_column")]
-
-
 def _messages(
     frame: pl.DataFrame | pl.LazyFrame, column: str, messages: Any, mechanism: Any
 ) -> pl.DataFrame:
     dtype = _report_dtype(mechanism, frame.collect_schema()[column])
-    out = pl.DataFrame([_report_series(messages, mechanism, column, dtype)])
-    return out
+    return pl.DataFrame([_report_series(messages, mechanism, column, dtype)])
 
 
 def _bloom_expression(
@@ -293,11 +283,11 @@ class PolarsFrameNamespace(FrameMethods):
         """The report columns only, rows in a keyed uniformly random order (see the pandas
         accessor's ``shuffle``; the same key gives the same order on every backend)."""
         specs = _RECORDED.get(self._frame)
-        columns = shuffle_columns(self._frame.columns, specs, keep)
+        columns, record = plan_shuffle(self._frame.columns, specs, keep)
         order = permutation(shuffle_stream(key, seed), self._frame.height)
         out = self._frame.select(columns)[order]
         _RECORDED.put(out, specs)
-        _SHUFFLED.put(out, _shuffle_record(specs, columns))
+        _SHUFFLED.put(out, record)
         return out
 
     def _messages_frame(self, column: str, messages: Any, mechanism: Any) -> pl.DataFrame:
@@ -411,7 +401,7 @@ class PolarsLazyFrameNamespace(FrameMethods):
         random order, the same as the eager and pandas ``shuffle`` for the same key). The keys
         are addressed by row index, so the plan collects to the same order every time."""
         specs = _RECORDED.get(self._frame)
-        columns = shuffle_columns(self._columns(), specs, keep)
+        columns, record = plan_shuffle(self._columns(), specs, keep)
         keys = pl.col(_ROW).map_batches(
             partial(_key_batch, stream=shuffle_stream(key, seed)),
             return_dtype=_KEY_DTYPE,
@@ -429,7 +419,7 @@ class PolarsLazyFrameNamespace(FrameMethods):
             .drop(_ROW, _KEY)
         )
         _RECORDED.put(out, specs)
-        _SHUFFLED.put(out, _shuffle_record(specs, columns))
+        _SHUFFLED.put(out, record)
         return out
 
     def _messages_frame(self, column: str, messages: Any, mechanism: Any) -> pl.LazyFrame:

@@ -13,6 +13,9 @@ from collections.abc import Callable
 from numbers import Real
 from typing import Any, Final, Protocol, TypeVar
 
+import numpy as np
+from numpy.typing import NDArray
+
 from frameldp.accounting import PrivacyGuarantee
 from frameldp.core.encoding import Domain
 from frameldp.core.estimation import FrequencyEstimate
@@ -22,6 +25,7 @@ __all__ = [
     "FLOAT_MARGIN",
     "Mechanism",
     "canonical_json",
+    "check_codes",
     "check_epsilon",
     "fingerprint",
     "mechanism_from_spec",
@@ -42,6 +46,21 @@ def check_epsilon(epsilon: object, owner: str, name: str = "epsilon") -> float:
     if not (value > 0 and math.isfinite(value)):
         raise ParameterError(f"{owner}: {name} must be > 0 and finite, got {epsilon!r}")
     return value
+
+
+def check_codes(codes: object, k: int) -> NDArray[np.int64]:
+    """``codes`` as a one-dimensional int64 array of buckets in ``[0, k)``, or a
+    :class:`ParameterError` naming the first code outside."""
+    array = np.asarray(codes, dtype=np.int64)
+    if array.ndim != 1:
+        raise ParameterError(f"codes must be one-dimensional, got shape {array.shape}")
+    outside = (array < 0) | (array >= k)
+    if outside.any():
+        first = int(np.flatnonzero(outside)[0])
+        raise ParameterError(
+            f"codes must be in [0, {k}), got {int(array[first])} at position {first}"
+        )
+    return array
 
 
 class Mechanism(Protocol):

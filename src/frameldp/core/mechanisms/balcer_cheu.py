@@ -44,7 +44,7 @@ from frameldp.accounting import BinomialCountsEvent, PrivacyGuarantee
 from frameldp.accounting._rounding import float_up
 from frameldp.core.encoding import Domain
 from frameldp.core.estimation import FrequencyEstimate
-from frameldp.core.mechanisms._spec import FLOAT_MARGIN, fingerprint, register
+from frameldp.core.mechanisms._spec import FLOAT_MARGIN, check_codes, fingerprint, register
 from frameldp.core.randomness import (
     PRECISION_BITS,
     RandomSource,
@@ -227,18 +227,6 @@ class BalcerCheu:
     def _stream_suffix(self) -> str:
         return fingerprint(self.to_spec())
 
-    def _check(self, codes: NDArray[np.int64]) -> NDArray[np.int64]:
-        codes = np.asarray(codes, dtype=np.int64)
-        if codes.ndim != 1:
-            raise ParameterError(f"codes must be one-dimensional, got shape {codes.shape}")
-        outside = (codes < 0) | (codes >= self.k)
-        if outside.any():
-            first = int(np.flatnonzero(outside)[0])
-            raise ParameterError(
-                f"codes must be in [0, {self.k}), got {int(codes[first])} at position {first}"
-            )
-        return codes
-
     def _noise_chunks(
         self, codes: NDArray[np.int64], source: RandomSource, label: str, row_start: int
     ) -> Any:
@@ -274,7 +262,7 @@ class BalcerCheu:
         ``p``. The result is *not* shuffled: the shuffler (``frame.ldp.shuffle``, or the frame
         accessor ``balcer_cheu``, which shuffles) must permute it before anyone sees it.
         """
-        codes = self._check(codes)
+        codes = check_codes(codes, self.k)
         parts: list[NDArray[np.int64]] = []
         for offset, noise in self._noise_chunks(codes, source, label, row_start):
             rows = noise.shape[0]
@@ -293,7 +281,7 @@ class BalcerCheu:
     ) -> NDArray[np.int64]:
         """Messages per bucket that :meth:`randomize` would send (the same keyed draws), in
         memory bounded by one chunk: what the shuffler's output reveals."""
-        codes = self._check(codes)
+        codes = check_codes(codes, self.k)
         counts = np.bincount(codes, minlength=self.k).astype(np.int64)
         for _, noise in self._noise_chunks(codes, source, label, row_start):
             counts += noise.sum(axis=0, dtype=np.int64)

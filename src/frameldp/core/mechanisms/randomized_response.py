@@ -15,7 +15,13 @@ from frameldp.accounting import PrivacyGuarantee, RandomizedResponseEvent
 from frameldp.accounting._rounding import log_upper
 from frameldp.core.encoding import Domain
 from frameldp.core.estimation import FrequencyEstimate, debias_direct_counts
-from frameldp.core.mechanisms._spec import FLOAT_MARGIN, check_epsilon, fingerprint, register
+from frameldp.core.mechanisms._spec import (
+    FLOAT_MARGIN,
+    check_codes,
+    check_epsilon,
+    fingerprint,
+    register,
+)
 from frameldp.core.randomness import (
     PRECISION_BITS,
     RandomSource,
@@ -174,15 +180,7 @@ class RandomizedResponse:
         moves, goes to ``u + (u >= code)`` for an exactly uniform ``u`` in ``[0, k - 1)`` from a
         second stream; both are functions of (key, ``label``, spec, ``row_start + i``) only.
         """
-        codes = np.asarray(codes, dtype=np.int64)
-        if codes.ndim != 1:
-            raise ParameterError(f"codes must be one-dimensional, got shape {codes.shape}")
-        outside = (codes < 0) | (codes >= self.k)
-        if outside.any():
-            first = int(np.flatnonzero(outside)[0])
-            raise ParameterError(
-                f"codes must be in [0, {self.k}), got {int(codes[first])} at position {first}"
-            )
+        codes = check_codes(codes, self.k)
         n = codes.size
         prefix = f"{label}\x1f{self._stream_suffix}"
         moves = (
