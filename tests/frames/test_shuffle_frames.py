@@ -500,18 +500,9 @@ def test_balcer_cheu_is_refused_by_a_pure_budget(backend: Backend, tmp_path: Pat
     assert ledger.spent("pure") == 0.0
 
 
-# ------------------------------------------------------------------------- known bugs (xfail)
+# ------------------------------------------------------------------------- edge cases
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=frameldp.ParameterError,
-    reason=(
-        "BUG: ldp.privacy of a shuffled frame with 0 rows raises ParameterError "
-        "('amplification by shuffling: n must be an integer >= 1, got 0') instead of returning "
-        "a guarantee (the unshuffled empty frame has one); debias would raise the same way"
-    ),
-)
 def test_privacy_of_an_empty_shuffled_frame(backend: Backend) -> None:
     empty = backend.slice(backend.make(report_data(64)), 0, 0)  # typed columns, no rows
     reports = empty.ldp.privatize({c: MECHANISMS[c] for c in ("carrier", "origin")}, seed=SEED)
@@ -560,17 +551,6 @@ def test_projection_bound_is_binary_rr_for_two_values(
     assert _krr_projection_delta(epsilon, epsilon0, 2, n) == pytest.approx(expected, rel=1e-9)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason=(
-        "BUG: pandas keeps attrs through pd.concat, and ldp.privacy amplifies by the number of "
-        "rows: two shuffled collections of the same 3,000 people (3-RR, eps0 = 2), "
-        "concatenated, claim amplification over 6,000 reports (eps = 0.151 at delta = 1e-6) "
-        "although the first 3,000 rows alone have delta(0.151) >= 2.0e-6 > 1e-6 (the counted "
-        "rows are not one per person)"
-    ),
-)
 def test_concatenated_shuffled_collections_do_not_overclaim(pandas_backend: Backend) -> None:
     """Two daily collections of the same people, each shuffled, stacked by ``pd.concat``: the
     first ``n`` rows are the first day's shuffled frame, so the stack reveals at least as much,
@@ -586,5 +566,24 @@ def test_concatenated_shuffled_collections_do_not_overclaim(pandas_backend: Back
 
     both = pd.concat(days, ignore_index=True)
 
-    claimed = both.ldp.privacy.epsilon_at(DELTA)
+    privacy = both.ldp.privacy  # None: the two collections' records differ, pandas drops them
+    claimed = math.inf if privacy is None else privacy.epsilon_at(DELTA)
     assert _krr_projection_delta(claimed, epsilon0, len(domain), n) <= DELTA
+
+
+def test_a_frame_derived_from_one_shuffled_collection_keeps_its_guarantee(
+    pandas_backend: Backend,
+) -> None:
+    """A subset or a repetition of one shuffled collection is a post-processing of it: it is
+    amplified over the recorded number of reports, not over its own row count."""
+    n = 3_000
+    reports = pandas_backend.make(carrier_data(n)).ldp.krr(
+        "carrier", 2.0, domain=CARRIERS[:3], seed=1
+    )
+    shuffled = reports.ldp.shuffle(seed=2)
+    expected = shuffled.ldp.privacy.epsilon_at(DELTA)
+    assert expected < 2.0
+
+    for derived in (shuffled.head(10), pd.concat([shuffled, shuffled], ignore_index=True)):
+        assert derived.ldp.privacy.epsilon_at(DELTA) == expected
+    assert shuffled.head(10).ldp.privacy.parameters["reports"] == n

@@ -23,7 +23,7 @@ import typer
 import frameldp  # noqa: F401 (registers the .ldp accessor)
 from frameldp.core.randomness import KEY_BYTES, permutation
 from frameldp.errors import FrameLDPError, FrameLDPWarning, ParameterError
-from frameldp.frames._common import METADATA_KEY, SHUFFLED_KEY, shuffle_stream
+from frameldp.frames._common import METADATA_KEY, SHUFFLED_KEY, shuffle_record, shuffle_stream
 
 
 def _read(path: Path) -> pd.DataFrame:
@@ -98,7 +98,7 @@ def shuffle_file(
             )
         order = permutation(shuffle_stream(key, seed), len(frame))
         out = frame[columns + keep].iloc[order].reset_index(drop=True)
-        out.attrs = {METADATA_KEY: {SHUFFLED_KEY: {"kept": keep}}}
+        out.attrs = {METADATA_KEY: {SHUFFLED_KEY: shuffle_record(keep, len(frame))}}
     else:
         raise ParameterError(
             f"{source}: no report columns are recorded in this file; name them with --column"

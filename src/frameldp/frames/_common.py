@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import warnings
 import weakref
 from collections.abc import Callable, Hashable, Iterator, Mapping
@@ -60,6 +61,7 @@ __all__ = [
     "plan_release",
     "plan_shuffle",
     "require_column",
+    "shuffle_record",
     "shuffle_stream",
     "shuffled_privacy",
     "unpack_reports",
@@ -69,7 +71,7 @@ METADATA_KEY = "frameldp"
 """Key under which mechanism specs are recorded (pandas ``attrs``, Parquet metadata)."""
 
 SHUFFLED_KEY = "shuffled"
-"""Key under which a shuffled frame records ``{"reports": n, "kept": [...]}``."""
+"""Key under which a shuffled frame records ``{"reports": n, "kept": [...], "collection": id}``."""
 
 LedgerLike = Ledger | str | os.PathLike[str]
 """A :class:`~frameldp.Ledger` or the path of its SQLite file."""
@@ -367,12 +369,14 @@ def find_bloom(
 
 
 def plan_shuffle(
-    columns: list[Any], specs: Mapping[str, Any], keep: Any
+    columns: list[Any], specs: Mapping[str, Any], keep: Any, rows: int | None
 ) -> tuple[list[Any], dict[str, Any]]:
     """The columns a shuffled frame keeps, and what the frame records of its shuffle.
 
     Kept are every report column (Bloom cohorts included) and the explicitly ``keep``-ed ones,
-    which void the shuffle guarantee (warned, and recorded as ``"kept"``).
+    which void the shuffle guarantee (warned, and recorded as ``"kept"``). ``rows`` is the
+    number of shuffled reports (``None`` when a lazy frame counts them on use); see
+    :func:`shuffle_record`.
     """
     if not specs:
         raise MechanismNotFoundError(
@@ -399,7 +403,20 @@ def plan_shuffle(
             FrameLDPWarning,
             stacklevel=caller_stacklevel(),
         )
-    return reports + extra, {"kept": extra}
+    return reports + extra, shuffle_record(extra, rows)
+
+
+def shuffle_record(kept: list[Any], rows: int | None) -> dict[str, Any]:
+    """What a shuffled frame records: the kept extra columns, the number of shuffled reports,
+    and a fresh identifier of this collection.
+
+    A frame derived from one shuffled collection alone (a subset, a copy, rows repeated) is a
+    post-processing of it and keeps its guarantee, amplified over the *recorded* ``reports``.
+    The identifier makes the records of two collections differ even when their mechanisms and
+    sizes agree, so pandas drops the record when they are concatenated, instead of claiming
+    amplification over rows that are not one per person.
+    """
+    return {"kept": list(kept), "reports": rows, "collection": secrets.token_hex(16)}
 
 
 def shuffle_stream(key: bytes | None, seed: int | None) -> KeyedStream:
@@ -408,12 +425,21 @@ def shuffle_stream(key: bytes | None, seed: int | None) -> KeyedStream:
 
 
 def shuffled_privacy(
-    specs: Mapping[str, Any] | None, shuffled: Mapping[str, Any] | None, reports: int | None
+    specs: Mapping[str, Any] | None, shuffled: Mapping[str, Any] | None, rows: int | None
 ) -> PrivacyGuarantee | None:
-    """The recorded columns' guarantee, amplified by shuffling ``reports`` rows when the frame
-    was shuffled without extra columns (local otherwise)."""
+    """The recorded columns' guarantee, amplified by shuffling when the frame was shuffled
+    without extra columns (local otherwise).
+
+    The number of shuffled reports is the one recorded at shuffle time (``rows``, the frame's
+    current row count, only when none was recorded); with no reports there is nothing to
+    amplify and the local guarantee is returned.
+    """
     local = guarantee_of(specs)
-    if local is None or not shuffled or shuffled.get("kept") or reports is None or local.shuffled:
+    if local is None or not shuffled or shuffled.get("kept") or local.shuffled:
+        return local
+    reports = shuffled.get("reports")
+    reports = rows if reports is None else int(reports)
+    if not reports:
         return local
     return amplify_by_shuffling(local, reports)
 

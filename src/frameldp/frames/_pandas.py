@@ -145,7 +145,7 @@ class PandasFrameAccessor(FrameMethods):
         amplified by shuffling its rows, one per person (:func:`frameldp.amplify_by_shuffling`).
         """
         specs = _recorded(self._frame)
-        columns, record = plan_shuffle(self._columns(), specs, keep)
+        columns, record = plan_shuffle(self._columns(), specs, keep, len(self._frame))
         order = permutation(shuffle_stream(key, seed), len(self._frame))
         out = self._frame[columns].iloc[order].reset_index(drop=True)
         out.attrs = {METADATA_KEY: {"mechanisms": specs, SHUFFLED_KEY: record}}

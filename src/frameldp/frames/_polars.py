@@ -283,7 +283,7 @@ class PolarsFrameNamespace(FrameMethods):
         """The report columns only, rows in a keyed uniformly random order (see the pandas
         accessor's ``shuffle``; the same key gives the same order on every backend)."""
         specs = _RECORDED.get(self._frame)
-        columns, record = plan_shuffle(self._frame.columns, specs, keep)
+        columns, record = plan_shuffle(self._frame.columns, specs, keep, self._frame.height)
         order = permutation(shuffle_stream(key, seed), self._frame.height)
         out = self._frame.select(columns)[order]
         _RECORDED.put(out, specs)
@@ -401,7 +401,7 @@ class PolarsLazyFrameNamespace(FrameMethods):
         random order, the same as the eager and pandas ``shuffle`` for the same key). The keys
         are addressed by row index, so the plan collects to the same order every time."""
         specs = _RECORDED.get(self._frame)
-        columns, record = plan_shuffle(self._columns(), specs, keep)
+        columns, record = plan_shuffle(self._columns(), specs, keep, None)
         keys = pl.col(_ROW).map_batches(
             partial(_key_batch, stream=shuffle_stream(key, seed)),
             return_dtype=_KEY_DTYPE,
