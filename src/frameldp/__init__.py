@@ -52,6 +52,7 @@ from frameldp.errors import (
     MechanismNotFoundError,
     ParameterError,
     UnknownBudgetError,
+    ValidationError,
 )
 from frameldp.frames import FrequencyTable, register_accessors
 
@@ -88,6 +89,7 @@ __all__ = [
     "RapporEvent",
     "ShuffleEvent",
     "UnknownBudgetError",
+    "ValidationError",
     "__version__",
     "amplify_by_shuffling",
     "compose",

@@ -18,6 +18,7 @@ __all__ = [
     "MechanismNotFoundError",
     "ParameterError",
     "UnknownBudgetError",
+    "ValidationError",
     "caller_stacklevel",
 ]
 
@@ -44,6 +45,18 @@ class BudgetExceededError(FrameLDPError):
 
 class UnknownBudgetError(FrameLDPError):
     """A ledger was asked about a budget that was never set."""
+
+
+class ValidationError(FrameLDPError):
+    """A frame failed its input or release schema; ``failures`` lists every failed check.
+
+    Each failure is a dict with ``schema`` ("input" or "release"), ``column``, ``check``,
+    ``value`` (the offending value, when there is one) and ``row`` (when known).
+    """
+
+    def __init__(self, message: str, failures: list[dict[str, object]] | None = None) -> None:
+        super().__init__(message)
+        self.failures: list[dict[str, object]] = list(failures or [])
 
 
 class FrameLDPWarning(UserWarning):

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
-from frameldp.core.encoding import OTHER, Domain, packed_width
+from frameldp.core.encoding import OTHER, Domain, count_bits, packed_width
 from frameldp.core.estimation import FrequencyEstimate
 from frameldp.core.mechanisms import BalcerCheu, BloomRappor, RandomizedResponse, Rappor
 from frameldp.core.randomness import RandomSource, permutation
@@ -26,11 +26,13 @@ __all__ = [
     "balcer_cheu_messages",
     "bloom_counts",
     "bloom_privatize",
+    "estimate_from_counts",
     "estimate_reports",
     "infer_domain",
     "packed_from_arrow",
     "privatize_array",
     "rappor_array",
+    "report_counts",
 ]
 
 
@@ -218,6 +220,36 @@ def balcer_cheu_messages(
     return messages[permutation(source.stream(f"{column}\x1fshuffle"), messages.size)]
 
 
+def report_counts(
+    array: pa.Array | pa.ChunkedArray,
+    mechanism: Rappor | RandomizedResponse | BalcerCheu,
+    *,
+    column: str,
+) -> tuple[NDArray[np.int64], int]:
+    """The sufficient statistic of a run of report rows: ``(counts, rows)``.
+
+    Per-bit sums (RAPPOR) or per-label counts (k-RR reports, Balcer–Cheu messages). Counts of
+    disjoint runs add up, so a chunked file or a Dask tree reduction estimates exactly what the
+    in-memory column does (:func:`estimate_from_counts`).
+    """
+    if isinstance(mechanism, Rappor):
+        packed = packed_from_arrow(array, mechanism.num_bits, column)
+        return count_bits(packed, mechanism.num_bits).astype(np.int64), packed.shape[0]
+    # k-RR reports and Balcer–Cheu messages are labels: categories, OTHER, and null for the
+    # null bucket.
+    codes = _codes(_combined(array), mechanism.domain.as_reported(), column)
+    return np.bincount(codes, minlength=mechanism.domain.size).astype(np.int64), codes.size
+
+
+def estimate_from_counts(
+    counts: NDArray[np.int64], rows: int, mechanism: Rappor | RandomizedResponse | BalcerCheu
+) -> FrequencyEstimate:
+    """Debiased estimate from the summed :func:`report_counts` of ``rows`` reports."""
+    if isinstance(mechanism, BalcerCheu):
+        return mechanism.debias(counts)
+    return mechanism.debias(counts, rows)
+
+
 def estimate_reports(
     array: pa.Array | pa.ChunkedArray,
     mechanism: Rappor | RandomizedResponse | BalcerCheu,
@@ -225,12 +257,8 @@ def estimate_reports(
     column: str,
 ) -> FrequencyEstimate:
     """Debiased estimate from a report column produced by :func:`privatize_array`."""
-    if isinstance(mechanism, Rappor):
-        return mechanism.estimate(packed_from_arrow(array, mechanism.num_bits, column))
-    # k-RR reports and Balcer–Cheu messages are labels: categories, OTHER, and null for the
-    # null bucket.
-    codes = _codes(_combined(array), mechanism.domain.as_reported(), column)
-    return mechanism.estimate(codes)
+    counts, rows = report_counts(array, mechanism, column=column)
+    return estimate_from_counts(counts, rows, mechanism)
 
 
 def _distinct(

@@ -52,7 +52,7 @@ from frameldp.frames._common import (
 )
 from frameldp.frames.table import FrequencyTable
 
-__all__ = ["PandasFrameAccessor", "PandasSeriesAccessor"]
+__all__ = ["PandasFrameAccessor", "PandasSeriesAccessor", "privatize_rows"]
 
 
 def _arrow(series: pd.Series) -> pa.Array | pa.ChunkedArray:
@@ -100,11 +100,73 @@ def _record(obj: pd.DataFrame | pd.Series, specs: Mapping[str, Any]) -> None:
 
 
 def _privatize_series(
-    series: pd.Series, mechanism: Supported, column: str, source: RandomSource
+    series: pd.Series, mechanism: Supported, column: str, source: RandomSource, row_start: int = 0
 ) -> pd.Series:
     with column_context(column):
-        reports = privatize_array(_arrow(series), mechanism, column=column, source=source)
+        reports = privatize_array(
+            _arrow(series), mechanism, column=column, source=source, row_start=row_start
+        )
     return _report_series(reports, mechanism, series)
+
+
+def _column_reports(
+    frame: pd.DataFrame,
+    column: str,
+    mechanism: Applicable,
+    source: RandomSource,
+    release: Release,
+    user: str | None,
+    row_start: int,
+) -> dict[str, pd.Series]:
+    """The report column (and a Bloom column's cohort column) of ``column``."""
+    original = frame[column]
+    if not isinstance(mechanism, BloomRappor):
+        return {column: _privatize_series(original, mechanism, column, source, row_start)}
+    users = None if user is None else _arrow(frame[user])
+    with column_context(column):
+        packed, cohorts = bloom_privatize(
+            _arrow(original),
+            users,
+            mechanism,
+            column=column,
+            user_column=user,
+            source=source,
+            memo=release.memo,
+            row_start=row_start,
+        )
+    values = pd.arrays.ArrowExtensionArray(rappor_array(packed))
+    cohort = cohort_column(column)
+    return {
+        column: pd.Series(values, index=original.index, name=original.name),
+        cohort: pd.Series(cohorts, index=original.index, name=cohort),
+    }
+
+
+def privatize_rows(
+    frame: pd.DataFrame,
+    mechanisms: Mapping[str, Applicable],
+    *,
+    source: RandomSource,
+    release: Release,
+    user: str | None = None,
+    row_start: int = 0,
+) -> pd.DataFrame:
+    """``frame`` with each column replaced by its reports, its first row being row
+    ``row_start`` of the whole input (the reports' randomness is addressed by that global row,
+    so a chunk or a Dask partition gets exactly the reports of the in-memory call).
+
+    Every column is randomized before anything is assembled; the specs are recorded.
+    """
+    reports = {
+        column: _column_reports(frame, column, mechanism, source, release, user, row_start)
+        for column, mechanism in mechanisms.items()
+    }
+    out = frame.copy(deep=False)
+    for produced in reports.values():
+        for name, series in produced.items():
+            out[name] = series
+    _record(out, release.specs)
+    return out
 
 
 def _unpack(series: pd.Series, mechanism: Supported, column: str) -> pd.DataFrame:
@@ -183,45 +245,9 @@ class PandasFrameAccessor(FrameMethods):
         source = resolve_source(key, seed)
         release = plan_release(columns, mechanisms, source=source, user=user, memo_key=memo_key)
         with charging(ledger, budget, release):
-            reports = {
-                column: self._reports(column, mechanism, source, release, user)
-                for column, mechanism in mechanisms.items()
-            }
-        out = self._frame.copy(deep=False)
-        for produced in reports.values():
-            for name, series in produced.items():
-                out[name] = series
-        _record(out, release.specs)
-        return out
-
-    def _reports(
-        self,
-        column: str,
-        mechanism: Applicable,
-        source: RandomSource,
-        release: Release,
-        user: str | None,
-    ) -> dict[str, pd.Series]:
-        original = self._frame[column]
-        if not isinstance(mechanism, BloomRappor):
-            return {column: _privatize_series(original, mechanism, column, source)}
-        users = None if user is None else _arrow(self._frame[user])
-        with column_context(column):
-            packed, cohorts = bloom_privatize(
-                _arrow(original),
-                users,
-                mechanism,
-                column=column,
-                user_column=user,
-                source=source,
-                memo=release.memo,
+            return privatize_rows(
+                self._frame, mechanisms, source=source, release=release, user=user
             )
-        values = pd.arrays.ArrowExtensionArray(rappor_array(packed))
-        cohort = cohort_column(column)
-        return {
-            column: pd.Series(values, index=original.index, name=original.name),
-            cohort: pd.Series(cohorts, index=original.index, name=cohort),
-        }
 
     def debias(
         self, column: str, mechanism: Estimable | None = None, *, level: float = 0.95
