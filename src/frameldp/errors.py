@@ -51,12 +51,19 @@ class ValidationError(FrameLDPError):
     """A frame failed its input or release schema; ``failures`` lists every failed check.
 
     Each failure is a dict with ``schema`` ("input" or "release"), ``column``, ``check``,
-    ``value`` (the offending value, when there is one) and ``row`` (when known).
+    ``value`` (the offending value, when there is one) and ``row`` (when known). The list may
+    be capped; ``total`` counts every failure found.
     """
 
-    def __init__(self, message: str, failures: list[dict[str, object]] | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        failures: list[dict[str, object]] | None = None,
+        total: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.failures: list[dict[str, object]] = list(failures or [])
+        self.total: int = len(self.failures) if total is None else total
 
 
 class FrameLDPWarning(UserWarning):

@@ -10,7 +10,7 @@ import os
 import secrets
 import warnings
 import weakref
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -484,6 +484,9 @@ class FrameMethods:
     (only read for ``domain="infer"``), the recorded specs, and ``privatize``.
     """
 
+    _frame: Any
+    """The native frame the accessor was created on."""
+
     def _specs(self) -> dict[str, Any]:
         raise NotImplementedError
 
@@ -686,6 +689,52 @@ class FrameMethods:
             nulls=nulls,
         )
         return self.privatize({column: mechanism}, key=key, seed=seed, ledger=ledger, budget=budget)
+
+    def validate(
+        self,
+        mechanisms: Mapping[str, Any] | None = None,
+        *,
+        release: bool = False,
+        passthrough: Iterable[str] | str = (),
+        user: str | None = None,
+        lazy: bool = True,
+    ) -> Any:
+        """Check this frame against its pandera schema; return the frame itself, unchanged.
+
+        With ``mechanisms`` (``{column: mechanism or spec}``): the input of
+        ``privatize(mechanisms, user=user)`` (see :func:`frameldp.schemas.input_schema`).
+        With ``release=True``, or without ``mechanisms`` on a frame of reports that records
+        them: the release (see :func:`frameldp.schemas.release_schema`), holding only report
+        columns and the ``passthrough`` ones. Every failed check is collected
+        (``lazy=False``: the first) into one :class:`~frameldp.errors.ValidationError`. A
+        LazyFrame's checked columns are collected with the streaming engine; the LazyFrame is
+        returned. Chains: ``df.ldp.validate(m).ldp.privatize(m)``.
+        """
+        try:
+            from frameldp import schemas  # pandera is optional: imported on first use
+        except ImportError as error:
+            raise ImportError(
+                f"validate needs pandera ({error}); install it with pip install 'frameldp[pandera]'"
+            ) from None
+        if mechanisms is not None and not release:
+            if passthrough:
+                raise ParameterError(
+                    "passthrough= applies to a release (release=True); an input may hold any "
+                    "other column"
+                )
+            return schemas.validate_input(self._frame, mechanisms, user=user, lazy=lazy)
+        if user is not None:
+            raise ParameterError(
+                f"user={user!r} applies to an input (pass mechanisms=); in a release the user "
+                "column is a passthrough column or absent"
+            )
+        found = self._specs() if mechanisms is None else mechanisms
+        if not found:
+            raise MechanismNotFoundError(
+                "validate needs mechanisms= (the {column: mechanism} to privatize, or of the "
+                "reports with release=True); this frame records no mechanisms"
+            )
+        return schemas.validate_release(self._frame, found, passthrough=passthrough, lazy=lazy)
 
 
 class ValueShortcuts:
