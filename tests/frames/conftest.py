@@ -9,15 +9,24 @@ result, so a test body never branches on the library. Ids:
 ``pandas-categorical``  pandas, string columns as ``pd.CategoricalDtype``
 ``polars-eager``        ``polars.DataFrame``
 ``polars-lazy``         ``polars.LazyFrame`` (collected with the streaming engine)
+``dask``                ``dask.dataframe.DataFrame`` of 3 partitions over a pandas frame with
+                        pyarrow strings, computed on the synchronous scheduler. Its ``library``
+                        is "pandas" (it computes to pandas frames and pandas tables) and it is
+                        ``lazy`` (charged when the graph is built, data errors at compute).
+                        ``shuffle`` and ``balcer_cheu`` need one machine on Dask: the tests of
+                        test_shuffle_frames.py, and the Series / expression API tests, are
+                        skipped for it (tests/frames/test_dask.py checks the refusal).
 """
 
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import dask
+import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import polars as pl
@@ -62,17 +71,26 @@ class Backend:
     """How one frame library builds, collects and inspects frames (see the module docstring)."""
 
     id: str
-    library: str  # "pandas" or "polars"
+    library: str  # "pandas" or "polars" (Dask computes to pandas)
     lazy: bool
     _pandas_strings: Callable[[Sequence[Any]], pd.Series] | None = None
+    dask: bool = False
 
     # -- building ----------------------------------------------------------------------------
+
+    def _distributed(self, frame: pd.DataFrame) -> Any:
+        """The pandas frame as this backend's frame (itself, or a Dask frame over it)."""
+        if not self.dask:
+            return frame
+        # Keep object columns (set-valued cells) as they are: Dask would cast them to strings.
+        with dask.config.set({"dataframe.convert-string": False}):
+            return dd.from_pandas(frame, npartitions=DASK_PARTITIONS)
 
     def make(self, data: Columns) -> Any:
         """A native frame of the given columns (strings in this backend's representation)."""
         if self.library == "pandas":
-            return pd.DataFrame(
-                {name: self._pandas_column(values) for name, values in data.items()}
+            return self._distributed(
+                pd.DataFrame({name: self._pandas_column(values) for name, values in data.items()})
             )
         frame = pl.DataFrame(
             {name: self._polars_column(name, values) for name, values in data.items()}
@@ -102,7 +120,7 @@ class Backend:
         """
         if self.library == "pandas":
             dtype = pd.CategoricalDtype(list(categories), ordered=True)
-            return pd.DataFrame({name: pd.Series(list(values), dtype=dtype)})
+            return self._distributed(pd.DataFrame({name: pd.Series(list(values), dtype=dtype)}))
         frame = pl.DataFrame({name: pl.Series(name, list(values), dtype=pl.Enum(categories))})
         return frame.lazy() if self.lazy else frame
 
@@ -121,16 +139,21 @@ class Backend:
             for name in ("passenger_id", *FLIGHTS_DOMAINS)
             if name != "services"
         }
-        return frame.assign(**converted)
+        return self._distributed(frame.assign(**converted))
 
     def concat(self, frames: Sequence[Any]) -> Any:
         """Frames stacked vertically without rechunking (the result holds several chunks)."""
+        if self.dask:
+            return dd.concat(frames)
         if self.library == "pandas":
             return pd.concat(frames, ignore_index=True)
         return pl.concat(frames, rechunk=False)
 
     def slice(self, native: Any, offset: int, length: int) -> Any:
-        """Rows ``offset`` to ``offset + length`` (a zero-copy view where the library has one)."""
+        """Rows ``offset`` to ``offset + length`` (a zero-copy view where the library has one;
+        on Dask, by the frame's RangeIndex, which ``make`` gives)."""
+        if self.dask:
+            return native.loc[offset : offset + length - 1]
         if self.library == "pandas":
             return native.iloc[offset : offset + length]
         return native.slice(offset, length)
@@ -139,14 +162,19 @@ class Backend:
 
     def is_native(self, obj: Any) -> bool:
         """Whether ``obj`` is the frame type the caller passed in."""
+        if self.dask:
+            return isinstance(obj, dd.DataFrame)
         if self.library == "pandas":
             return type(obj) is pd.DataFrame
         return type(obj) is (pl.LazyFrame if self.lazy else pl.DataFrame)
 
     def collect(self, native: Any) -> Any:
-        """An eager frame (a LazyFrame is collected by the streaming engine)."""
+        """An eager frame (a LazyFrame is collected by the streaming engine, a Dask frame is
+        computed)."""
         if isinstance(native, pl.LazyFrame):
             return native.collect(engine="streaming")
+        if isinstance(native, dd.DataFrame):
+            return native.compute()
         return native
 
     def column_values(self, native: Any, name: str) -> list[Any]:
@@ -194,12 +222,13 @@ class Backend:
     def snapshot(self, native: Any) -> Any:
         """A deep copy to compare with later (lists in object cells included)."""
         if self.library == "pandas":
-            return pickle.loads(pickle.dumps(native))
+            return pickle.loads(pickle.dumps(self.collect(native)))
         return self.collect(native).clone()
 
     def assert_unchanged(self, snapshot: Any, native: Any) -> None:
         """``native`` still equals the snapshot taken before the call (data, dtypes, attrs)."""
         if self.library == "pandas":
+            native = self.collect(native)
             pd.testing.assert_frame_equal(native, snapshot, check_exact=True)
             assert native.attrs == snapshot.attrs
         else:
@@ -237,19 +266,42 @@ def _categorical_strings(values: Sequence[Any]) -> pd.Series:
     return pd.Series(list(values), dtype="category")
 
 
+DASK_PARTITIONS = 3
+"""Partitions of the ``dask`` backend's frames (rows are addressed across them)."""
+
 BACKENDS = {
     "pandas-numpy": Backend("pandas-numpy", "pandas", False, _object_strings),
     "pandas-pyarrow": Backend("pandas-pyarrow", "pandas", False, _pyarrow_strings),
     "pandas-categorical": Backend("pandas-categorical", "pandas", False, _categorical_strings),
     "polars-eager": Backend("polars-eager", "polars", False),
     "polars-lazy": Backend("polars-lazy", "polars", True),
+    "dask": Backend("dask", "pandas", True, _pyarrow_strings, dask=True),
 }
+
+ONE_MACHINE_ONLY = {
+    "test_shuffle_frames": "shuffle and Balcer–Cheu need one machine: Dask refuses them "
+    "(tests/frames/test_dask.py)",
+    "test_column_api_equals_the_frame_api": "no Series accessor on Dask",
+    "test_the_column_api_charges_too": "no Series accessor on Dask",
+    "test_an_over_budget_series_or_expression_is_refused": "no Series accessor on Dask",
+}
+"""Tests skipped for the ``dask`` backend (module or test name), and why."""
 
 
 @pytest.fixture(params=list(BACKENDS), ids=list(BACKENDS))
-def backend(request: pytest.FixtureRequest) -> Backend:
-    """Every frame library and string representation frameldp supports."""
-    return BACKENDS[request.param]
+def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    """Every frame library and string representation frameldp supports (Dask on the
+    synchronous scheduler)."""
+    chosen = BACKENDS[request.param]
+    if not chosen.dask:
+        yield chosen
+        return
+    module = request.module.__name__.rpartition(".")[2]
+    reason = ONE_MACHINE_ONLY.get(module) or ONE_MACHINE_ONLY.get(request.function.__name__)
+    if reason:
+        pytest.skip(reason)
+    with dask.config.set(scheduler="synchronous"):
+        yield chosen
 
 
 @pytest.fixture(params=[b for b in BACKENDS if b.startswith("pandas")])

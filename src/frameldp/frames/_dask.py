@@ -1,0 +1,374 @@
+"""The ``.ldp`` accessor on Dask DataFrames.
+
+Plumbing only: every partition goes through the pandas kernel (``privatize_rows``,
+``report_counts``, ``bloom_counts``); this module only decides which rows a partition holds and
+how partial counts are added up.
+
+**Rows are addressed globally.** A report's noise is a pure function of (key, stream label,
+global row id), the row id being the row's position in the whole frame (``ddf.compute()``), so
+the reports equal those of the pandas accessor on the computed frame for the same key, whatever
+the scheduler, the number of workers or partitions, and however often the graph is computed.
+Giving one row id to two rows would give two people the same noise, so the ids must come from
+the very partitions that are privatized. dask-expr's optimizer may change partitioning between
+two graphs built from one frame (e.g. it fuses Parquet partitions after a column projection), so
+partition numbers from ``map_partitions(partition_info=...)``, or lengths computed from another
+graph, are not trusted. Instead :func:`_pinned` lowers the frame once
+(``frame.optimize().to_delayed()``: the partitions as they will run), and :func:`_row_addressed`
+builds one task graph over those keys in which
+
+    start[0] = 0,  start[i] = start[i - 1] + len(part[i - 1]),
+    out[i] = privatize_rows(part[i], row_start=start[i]).
+
+Lengths and reports come from the same task (the same key) of one graph, so the row ids are the
+exact prefix sums of the partitions actually privatized, in every computation; nothing is read
+when ``privatize`` is called, and each computation reads the input once. (Computing the lengths
+first, when ``privatize`` is called, would read the input one more time and could go stale: a
+file appended between that pass and a computation would shift every later row.) The only ordering
+constraint is that ``out[i]`` waits until the partitions before ``i`` are loaded (the additions
+are tiny). The graph is handed to dask-expr with ``from_delayed`` and the divisions of the
+lowered frame (they describe exactly these partitions); later projections or filters act on
+the privatized partitions and cannot reach back into the row addressing.
+
+**The key is drawn once, when the graph is built**, and a release is charged to a ledger then
+(like the lazy polars namespace): computing the graph twice gives the same reports, not fresh
+noise. The key and the mechanisms travel inside the task graph to the scheduler and workers,
+which see the raw data anyway; task names are random, never derived from the key. Recomputing a
+graph after its input changed, or over an input whose row order varies between runs (an
+unseeded sample, a shuffle on a cluster), reuses the key on different rows (see
+:class:`frameldp.core.randomness.RandomSource`): a graph is the release of the data it reads, in
+the order it reads it (docs/dask.md says to persist such inputs first).
+
+**Aggregation is a tree reduction** of per-partition sufficient statistics (``report_counts``:
+per-bit or per-label counts; ``bloom_counts``: per-cohort bit sums), ``SPLIT_EVERY`` at a time;
+report columns are never collected on one machine. Debiasing the summed counts gives exactly the
+pandas estimate.
+
+Dask frames cannot carry metadata reliably: the mechanisms are recorded for the very frame
+``privatize`` returned (by identity, as for polars); on a frame derived from it, pass the
+mechanism. ``shuffle`` and ``balcer_cheu`` permute every report together and need one machine:
+they raise, asking to compute the frame to pandas first.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+from dask.delayed import Delayed
+from dask.highlevelgraph import HighLevelGraph
+from dask.task_spec import DataNode, Task, TaskRef
+
+from frameldp.core.encoding import packed_width
+from frameldp.core.mechanisms import BloomRappor, Rappor
+from frameldp.core.randomness import RandomSource, resolve_source
+from frameldp.errors import ParameterError
+from frameldp.frames._arrow import bloom_counts, estimate_from_counts, report_counts
+from frameldp.frames._common import (
+    Applicable,
+    Estimable,
+    FrameMethods,
+    IdentityRegistry,
+    LedgerLike,
+    Release,
+    charging,
+    check_columns,
+    column_context,
+    find_bloom,
+    find_mechanism,
+    plan_release,
+    require_column,
+    unpack_reports,
+)
+from frameldp.frames._pandas import _arrow, _unpack, privatize_rows
+from frameldp.frames.table import FrequencyTable
+
+__all__ = ["SPLIT_EVERY", "DaskFrameAccessor"]
+
+SPLIT_EVERY = 8
+"""Partial results combined per task of a tree reduction."""
+
+_RECORDED = IdentityRegistry()
+
+_ONE_MACHINE = (
+    "{what} permutes every report together, which needs one machine; compute the frame to "
+    "pandas first: ddf.compute().ldp.{method}(...)"
+)
+
+
+# -- graphs over pinned partitions -------------------------------------------------------------
+
+
+def _pinned(frame: dd.DataFrame | dd.Series) -> tuple[list[Delayed], tuple[Any, ...]]:
+    """The partitions of ``frame`` as they will run (lowered and fused once), and their
+    divisions (unknown when the lowered frame does not describe them one to one)."""
+    lowered = frame.optimize()
+    parts = lowered.to_delayed(optimize_graph=False)
+    divisions = tuple(lowered.divisions)
+    if len(divisions) != len(parts) + 1:
+        divisions = (None,) * (len(parts) + 1)
+    return parts, divisions
+
+
+def _graph(name: str, tasks: dict[Any, Any], parts: list[Delayed]) -> HighLevelGraph:
+    """One layer of ``tasks`` on top of the graph(s) the pinned ``parts`` come from."""
+    graphs = {id(part.dask): part for part in parts}  # the parts of one frame share one graph
+    return HighLevelGraph.from_collections(name, tasks, dependencies=list(graphs.values()))
+
+
+def _row_addressed(
+    parts: list[Delayed], privatize: Callable[[pd.DataFrame, int], pd.DataFrame]
+) -> list[Delayed]:
+    """``privatize(part, start)`` of every part, ``start`` being the global row of its first row
+    (prefix sums of the lengths of the very same parts, in the same graph)."""
+    name = f"frameldp-privatize-{uuid.uuid4().hex}"  # random: never a hash of the key
+    length, start = f"{name}-length", f"{name}-start"
+    tasks: dict[Any, Any] = {(start, 0): DataNode((start, 0), 0)}
+    for i, part in enumerate(parts):
+        if i:
+            tasks[(length, i - 1)] = Task((length, i - 1), len, TaskRef(parts[i - 1].key))
+            tasks[(start, i)] = Task(
+                (start, i), operator.add, TaskRef((start, i - 1)), TaskRef((length, i - 1))
+            )
+        tasks[(name, i)] = Task((name, i), privatize, TaskRef(part.key), TaskRef((start, i)))
+    graph = _graph(name, tasks, parts)
+    return [Delayed((name, i), graph, layer=name) for i in range(len(parts))]
+
+
+def _tree_reduce(
+    parts: list[Delayed], chunk: Callable[[Any], Any], combine: Callable[..., Any]
+) -> Any:
+    """``combine`` of ``chunk(part)`` over every part, ``SPLIT_EVERY`` at a time, computed."""
+    name = f"frameldp-reduce-{uuid.uuid4().hex}"
+    tasks: dict[Any, Any] = {}
+    keys = []
+    for i, part in enumerate(parts):
+        key = (f"{name}-0", i)
+        tasks[key] = Task(key, chunk, TaskRef(part.key))
+        keys.append(key)
+    depth = 0
+    while len(keys) > 1:
+        depth += 1
+        combined = []
+        for j in range(0, len(keys), SPLIT_EVERY):
+            group = keys[j : j + SPLIT_EVERY]
+            if len(group) == 1:  # a lone partial result moves up a level as it is
+                combined.extend(group)
+                continue
+            key = (f"{name}-{depth}", j // SPLIT_EVERY)
+            tasks[key] = Task(key, combine, *(TaskRef(k) for k in group))
+            combined.append(key)
+        keys = combined
+    (result,) = dask.compute(Delayed(keys[0], _graph(name, tasks, parts), layer=name))
+    return result
+
+
+# -- what runs on each partition ---------------------------------------------------------------
+
+
+def _privatize_partition(
+    frame: pd.DataFrame,
+    row_start: int,
+    *,
+    mechanisms: Mapping[str, Applicable],
+    source: RandomSource,
+    release: Release,
+    user: str | None,
+) -> pd.DataFrame:
+    return privatize_rows(
+        frame, mechanisms, source=source, release=release, user=user, row_start=int(row_start)
+    )
+
+
+def _counts(series: pd.Series, *, mechanism: Estimable, column: str) -> tuple[Any, int]:
+    with column_context(column):
+        return report_counts(_arrow(series), mechanism, column=column)
+
+
+def _bloom_counts(
+    frame: pd.DataFrame, *, mechanism: BloomRappor, column: str, cohorts: str
+) -> tuple[Any, Any]:
+    with column_context(column):
+        return bloom_counts(_arrow(frame[column]), _arrow(frame[cohorts]), mechanism, column)
+
+
+def _sum(*partials: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Element-wise sum of partial ``(counts, rows)`` / ``(bit sums, cohort sizes)``."""
+    return tuple(sum(values[1:], values[0]) for values in zip(*partials, strict=True))
+
+
+def _distinct(series: pd.Series) -> pa.Array:
+    """Distinct non-null values of a partition (items of set-valued cells)."""
+    array = _arrow(series)
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    if pa.types.is_dictionary(array.type):
+        array = array.dictionary_decode()
+    if pa.types.is_list(array.type) or pa.types.is_large_list(array.type):
+        array = pc.list_flatten(array)
+    return pc.unique(array.drop_null())
+
+
+def _union(*arrays: pa.Array) -> pa.Array:
+    # A partition of nulls only (or an empty object partition) gives an array of type null.
+    kind = next((a.type for a in arrays if not pa.types.is_null(a.type)), arrays[0].type)
+    return pc.unique(pa.concat_arrays([a.cast(kind) for a in arrays]))
+
+
+def _meta_input(meta: pd.DataFrame, mechanisms: Mapping[str, Applicable]) -> pd.DataFrame:
+    """The empty frame whose privatization is the output's meta.
+
+    An empty object column has no Arrow type: a Bloom column's is read as strings (it is
+    replaced by reports, so its input dtype never reaches the output)."""
+    meta = meta.copy()
+    for column, mechanism in mechanisms.items():
+        if isinstance(mechanism, BloomRappor) and meta[column].dtype == object:
+            meta[column] = pd.Series([], dtype="str", index=meta.index)
+    return meta
+
+
+@dd.extensions.register_dataframe_accessor("ldp")
+class DaskFrameAccessor(FrameMethods):
+    """``ddf.ldp``: privatize columns of a Dask DataFrame lazily and debias its reports with
+    tree reductions (the reports equal the pandas accessor's for the same key)."""
+
+    def __init__(self, frame: dd.DataFrame) -> None:
+        self._frame = frame
+
+    def _specs(self) -> dict[str, Any]:
+        return _RECORDED.get(self._frame)
+
+    def _columns(self) -> list[Any]:
+        return list(self._frame.columns)
+
+    def _num_rows(self) -> int:
+        return len(self._frame)
+
+    def _column_arrow(self, column: str) -> pa.Array | pa.ChunkedArray:
+        """The distinct values of ``column`` (all ``domain="infer"`` reads), by tree union."""
+        parts, _ = _pinned(self._frame[column])
+        return _tree_reduce(parts, _distinct, _union)
+
+    def shuffle(
+        self, *, keep: Sequence[Any] | str = (), key: bytes | None = None, seed: int | None = None
+    ) -> Any:
+        """Not on Dask: a shuffle permutes all reports on one machine (raises)."""
+        raise ParameterError(_ONE_MACHINE.format(what="shuffle", method="shuffle"))
+
+    def balcer_cheu(self, column: str, *args: Any, **kwargs: Any) -> Any:
+        """Not on Dask: the Balcer–Cheu shuffler needs every message on one machine (raises)."""
+        raise ParameterError(
+            f"column {column!r}: "
+            + _ONE_MACHINE.format(what="the Balcer–Cheu shuffler", method="balcer_cheu")
+        )
+
+    def privatize(
+        self,
+        mechanisms: Mapping[str, Applicable],
+        *,
+        key: bytes | None = None,
+        seed: int | None = None,
+        ledger: LedgerLike | None = None,
+        budget: str | None = None,
+        user: str | None = None,
+        memo_key: bytes | None = None,
+    ) -> dd.DataFrame:
+        """Replace each column by its reports, lazily; the key is drawn now.
+
+        Returns a Dask DataFrame whose partitions are privatized with global row addressing
+        (see the module docstring): it computes to exactly the pandas accessor's reports for
+        the same key, every time. Nothing is read now; values outside the domain raise their
+        :class:`~frameldp.DomainError` when the frame is computed. With ``ledger`` and
+        ``budget`` the release is charged now, when the graph is built. Bloom RAPPOR columns
+        also get a ``{column}_cohort`` column (see :meth:`rappor` for ``user`` and
+        ``memo_key``).
+        """
+        columns = self._columns()
+        check_columns(columns, mechanisms)
+        source = resolve_source(key, seed)
+        release = plan_release(columns, mechanisms, source=source, user=user, memo_key=memo_key)
+        privatize = functools.partial(
+            _privatize_partition,
+            mechanisms=dict(mechanisms),
+            source=source,
+            release=release,
+            user=user,
+        )
+        with charging(ledger, budget, release):
+            meta = privatize(_meta_input(self._frame._meta, mechanisms), 0)
+            parts, divisions = _pinned(self._frame)
+            outputs = _row_addressed(parts, privatize)
+            # Keep every column's dtype as privatize_rows made it (no object -> string cast).
+            with dask.config.set({"dataframe.convert-string": False}):
+                out = dd.from_delayed(outputs, meta=meta, divisions=divisions, verify_meta=False)
+        _RECORDED.put(out, {**self._specs(), **release.specs})
+        return out
+
+    def debias(
+        self, column: str, mechanism: Estimable | None = None, *, level: float = 0.95
+    ) -> FrequencyTable:
+        """Debiased frequency table of a report column (a pandas table): per-partition counts
+        summed in a tree, then debiased once."""
+        require_column(self._columns(), column)
+        found = find_mechanism(column, mechanism, self._specs())
+        parts, _ = _pinned(self._frame[column])
+        chunk = functools.partial(_counts, mechanism=found, column=column)
+        counts, rows = _tree_reduce(parts, chunk, _sum)
+        with column_context(column):
+            estimate = estimate_from_counts(counts, rows, found)
+            return FrequencyTable.build(
+                estimate,
+                found,
+                column=column,
+                level=level,
+                backend="pandas",
+                privacy=self._table_privacy(found),
+            )
+
+    def decode(
+        self,
+        column: str | None = None,
+        *,
+        candidates: Sequence[object],
+        mechanism: BloomRappor | None = None,
+        significance: float = 0.05,
+        level: float = 0.95,
+    ) -> FrequencyTable:
+        """Decode Bloom RAPPOR reports against candidate strings (as the pandas accessor):
+        per-cohort bit sums are added up in a tree, then decoded once."""
+        column, found, cohorts, memo = find_bloom(column, mechanism, self._specs())
+        require_column(self._columns(), column)
+        require_column(self._columns(), cohorts)
+        parts, _ = _pinned(self._frame[[column, cohorts]])
+        chunk = functools.partial(_bloom_counts, mechanism=found, column=column, cohorts=cohorts)
+        counts, sizes = _tree_reduce(parts, chunk, _sum)
+        with column_context(column):
+            decoding = found.decode(counts, sizes, candidates, significance=significance)
+            return FrequencyTable.decoded(
+                decoding,
+                found,
+                found.guarantee(memo),
+                column=column,
+                level=level,
+                backend="pandas",
+            )
+
+    def unpack(self, column: str, mechanism: Rappor | None = None) -> dd.DataFrame:
+        """RAPPOR reports as one 0/1 ``uint8`` column per bucket, named ``column=label``
+        (lazily, partition by partition)."""
+        require_column(self._columns(), column)
+        found = find_mechanism(column, mechanism, self._specs())
+        width = packed_width(found.num_bits) if isinstance(found, Rappor) else 1
+        empty = pa.array([], type=pa.binary(width))
+        _, names = unpack_reports(empty, found, column)  # refuses non-RAPPOR mechanisms
+        index = self._frame._meta.index
+        meta = pd.DataFrame({name: pd.Series([], dtype=np.uint8) for name in names}, index=index)
+        return self._frame[column].map_partitions(_unpack, found, column, meta=meta)
