@@ -22,7 +22,9 @@ from frameldp.errors import ParameterError
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["plot_privacy"]
+    from frameldp.frames.table import FrequencyTable
+
+__all__ = ["plot_frequencies", "plot_privacy"]
 
 _STYLES = {
     "basic": ":",
@@ -31,6 +33,58 @@ _STYLES = {
     "zcdp": "-.",
     "zcdp_bun_steinke": (0, (1, 3)),
 }
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as error:  # pragma: no cover - depends on the installed extras
+        raise ImportError("plotting needs matplotlib: pip install 'frameldp[plot]'") from error
+    return plt
+
+
+def plot_frequencies(
+    tables: FrequencyTable | list[FrequencyTable], *, top: int | None = 30, width: float = 8.0
+) -> Figure:
+    """One panel per table: estimated counts as horizontal bars with their confidence
+    intervals, largest first (the ``top`` largest; ``None`` for all).
+
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import pandas as pd, frameldp
+    >>> from frameldp.plot import plot_frequencies
+    >>> df = pd.DataFrame({"carrier": ["AA", "DL", "UA", "DL"] * 250})
+    >>> table = df.ldp.krr("carrier", 2.0, domain=["AA", "DL", "UA"], seed=1).ldp.debias("carrier")
+    >>> [axis.get_title() for axis in plot_frequencies(table).axes]
+    ['carrier (n = 1000, 95% intervals)']
+    """
+    plt = _pyplot()
+    tables = [tables] if not isinstance(tables, list) else tables
+    if not tables:
+        raise ParameterError("plot_frequencies needs at least one FrequencyTable")
+    shown = [table.to_pandas().sort_values("count", ascending=False) for table in tables]
+    shown = [frame if top is None else frame.head(top) for frame in shown]
+    heights = [max(1.5, 0.25 * len(frame) + 1.0) for frame in shown]
+    figure, axes = plt.subplots(
+        len(tables),
+        1,
+        figsize=(width, sum(heights)),
+        gridspec_kw={"height_ratios": heights},
+        layout="constrained",
+        squeeze=False,
+    )
+    for axis, table, frame in zip(axes[:, 0], tables, shown, strict=True):
+        labels = [str(label) for label in frame["category"]][::-1]
+        counts = frame["count"].to_numpy()[::-1]
+        low = counts - frame["ci_low"].to_numpy()[::-1]
+        high = frame["ci_high"].to_numpy()[::-1] - counts
+        axis.barh(labels, counts, xerr=[low, high], color="tab:blue", alpha=0.7, capsize=2)
+        axis.axvline(0.0, color="gray", linewidth=0.8)
+        axis.set(
+            xlabel="estimated count",
+            title=f"{table.column} (n = {table.n}, {table.level:.0%} intervals)",
+        )
+    return figure
 
 
 def plot_privacy(
@@ -44,10 +98,7 @@ def plot_privacy(
 
     ``deltas`` defaults to 30 values from 1e-12 to 1e-2, ``orders`` to 60 from 1.01 to 1000.
     """
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as error:  # pragma: no cover - depends on the installed extras
-        raise ImportError("plotting needs matplotlib: pip install 'frameldp[plot]'") from error
+    plt = _pyplot()
     if isinstance(privacy, PrivacyGuarantee):
         accountant = privacy.accountant
     elif isinstance(privacy, Accountant):

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from frameldp.cli.budget import budget_app
+from frameldp.cli.commands import run_estimate, run_privatize
 from frameldp.cli.demo import run_demo
 from frameldp.cli.shuffle import run_shuffle
 
@@ -67,3 +68,148 @@ def shuffle(
 ) -> None:
     """Drop identifying columns and permute the rows of a report file (the shuffler)."""
     run_shuffle(source, target, columns or [], keep or [], seed, key_file, delta)
+
+
+@app.command()
+def privatize(
+    source: Annotated[Path, typer.Argument(help="Input: .csv or .parquet.")],
+    target: Annotated[Path, typer.Argument(help="Release: .parquet or .csv (written atomically).")],
+    columns: Annotated[
+        list[str] | None, typer.Option("--column", help="Column to privatize (repeatable).")
+    ] = None,
+    mechanisms: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--mechanism", help="rappor, krr or bloom: once for all columns, or once per column."
+        ),
+    ] = None,
+    epsilons: Annotated[
+        list[float] | None,
+        typer.Option("--epsilon", help="Epsilon per report: once, or once per column."),
+    ] = None,
+    domain_files: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--domain-file",
+            help="Public domain, one value per line or a JSON list: once, or once per column "
+            "that takes a domain.",
+        ),
+    ] = None,
+    spec: Annotated[
+        Path | None,
+        typer.Option(help="JSON file {column: {mechanism, epsilon, domain_file, ...}}."),
+    ] = None,
+    keep: Annotated[
+        list[str] | None,
+        typer.Option(help="Pass this column through unchanged (repeatable); others are dropped."),
+    ] = None,
+    unknown: Annotated[
+        str | None, typer.Option(help="Values outside the domain: raise (default) or other.")
+    ] = None,
+    nulls: Annotated[
+        str | None, typer.Option(help="Nulls: raise (default) or category (their own bucket).")
+    ] = None,
+    max_weight: Annotated[
+        int | None, typer.Option(help="RAPPOR: most values per cell (sets); default 1.")
+    ] = None,
+    epsilon_infinity: Annotated[
+        float | None, typer.Option(help="Bloom RAPPOR: epsilon of the permanent response.")
+    ] = None,
+    num_bits: Annotated[
+        int | None, typer.Option(help="Bloom RAPPOR: bits per report; default 128.")
+    ] = None,
+    num_hashes: Annotated[
+        int | None, typer.Option(help="Bloom RAPPOR: hash functions; default 2.")
+    ] = None,
+    num_cohorts: Annotated[
+        int | None, typer.Option(help="Bloom RAPPOR: cohorts; default 64.")
+    ] = None,
+    user: Annotated[
+        str | None, typer.Option(help="Bloom RAPPOR: column identifying users (not released).")
+    ] = None,
+    memo_key_file: Annotated[
+        Path | None,
+        typer.Option(help="Bloom RAPPOR: 32-byte persistent secret for permanent responses."),
+    ] = None,
+    seed: Annotated[
+        int | None, typer.Option(help="Reproducible (insecure) noise; default: a fresh key.")
+    ] = None,
+    key_file: Annotated[
+        Path | None, typer.Option(help="File holding the 32-byte secret key of the noise.")
+    ] = None,
+    ledger: Annotated[
+        Path | None,
+        typer.Option(envvar="FRAMELDP_LEDGER", help="Ledger file to charge (with --budget)."),
+    ] = None,
+    budget: Annotated[str | None, typer.Option(help="Budget of the ledger to charge.")] = None,
+    chunk_rows: Annotated[int, typer.Option(help="Rows per batch (bounds memory).")] = 500_000,
+    validate: Annotated[
+        bool, typer.Option(help="Validate the input and the release with pandera.")
+    ] = True,
+    delta: Annotated[float, typer.Option(help="Delta at which to report epsilon.")] = 1e-6,
+) -> None:
+    """Privatize columns of a file into a self-describing release, streaming in batches."""
+    run_privatize(
+        source,
+        target,
+        columns=columns or [],
+        mechanisms=mechanisms or [],
+        epsilons=epsilons or [],
+        domain_files=domain_files or [],
+        spec=spec,
+        keep=keep or [],
+        shared={
+            "unknown": unknown,
+            "nulls": nulls,
+            "max_weight": max_weight,
+            "epsilon_infinity": epsilon_infinity,
+            "num_bits": num_bits,
+            "num_hashes": num_hashes,
+            "num_cohorts": num_cohorts,
+        },
+        user=user,
+        memo_key_file=memo_key_file,
+        seed=seed,
+        key_file=key_file,
+        ledger=ledger,
+        budget=budget,
+        chunk_rows=chunk_rows,
+        validate=validate,
+        delta=delta,
+    )
+
+
+@app.command()
+def estimate(
+    reports: Annotated[Path, typer.Argument(help="Report file written by frameldp privatize.")],
+    columns: Annotated[
+        list[str] | None,
+        typer.Option("--column", help="Report column (repeatable); default: all recorded."),
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Write the tables to this .csv or .parquet file.")
+    ] = None,
+    plot: Annotated[
+        Path | None, typer.Option(help="Plot estimates with intervals to this image (.png).")
+    ] = None,
+    level: Annotated[float, typer.Option(help="Confidence level of the intervals.")] = 0.95,
+    candidates_file: Annotated[
+        Path | None,
+        typer.Option(help="Bloom RAPPOR: candidate strings, one per line, to decode against."),
+    ] = None,
+    top: Annotated[
+        int | None, typer.Option(help="Rows of each table to print (largest counts first).")
+    ] = None,
+    delta: Annotated[float, typer.Option(help="Delta at which to report epsilon.")] = 1e-6,
+) -> None:
+    """Debiased frequency tables, with standard errors and intervals, from a report file."""
+    run_estimate(
+        reports,
+        columns=columns or [],
+        out=out,
+        plot=plot,
+        level=level,
+        candidates_file=candidates_file,
+        top=top,
+        delta=delta,
+    )

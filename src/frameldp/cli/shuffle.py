@@ -7,12 +7,8 @@ CSPRNG and writes the result atomically (a temporary file, then a rename).
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import tempfile
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -21,7 +17,8 @@ import pyarrow.parquet as pq
 import typer
 
 import frameldp  # noqa: F401 (registers the .ldp accessor)
-from frameldp.core.randomness import KEY_BYTES, permutation
+from frameldp.cli._files import atomic, read_key
+from frameldp.core.randomness import permutation
 from frameldp.errors import FrameLDPError, FrameLDPWarning, ParameterError
 from frameldp.frames._common import METADATA_KEY, SHUFFLED_KEY, shuffle_record, shuffle_stream
 
@@ -44,30 +41,6 @@ def _binary_dtype(arrow_type: pa.DataType) -> pd.ArrowDtype | None:
     return pd.ArrowDtype(arrow_type) if pa.types.is_fixed_size_binary(arrow_type) else None
 
 
-@contextlib.contextmanager
-def _atomic(path: Path) -> Iterator[Path]:
-    """A temporary path beside ``path``, renamed onto it only once completely written."""
-    descriptor, temporary = tempfile.mkstemp(
-        prefix=f".{path.name}.", suffix=".tmp", dir=path.parent
-    )
-    os.close(descriptor)
-    try:
-        yield Path(temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
-def _key(key_file: Path | None) -> bytes | None:
-    if key_file is None:
-        return None
-    key = key_file.read_bytes()
-    if len(key) != KEY_BYTES:
-        raise ParameterError(f"--key-file {key_file}: a key is {KEY_BYTES} bytes, got {len(key)}")
-    return key
-
-
 def shuffle_file(
     source: Path,
     target: Path,
@@ -81,7 +54,7 @@ def shuffle_file(
     if target.suffix.lower() not in (".csv", ".parquet"):
         raise ParameterError(f"{target}: expected a .csv or .parquet output file")
     frame = _read(source)
-    key = _key(key_file)
+    key = read_key(key_file)
     if frame.ldp.mechanisms:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", FrameLDPWarning)
@@ -103,7 +76,7 @@ def shuffle_file(
         raise ParameterError(
             f"{source}: no report columns are recorded in this file; name them with --column"
         )
-    with _atomic(target) as temporary:
+    with atomic(target) as temporary:
         if target.suffix.lower() == ".parquet":
             out.to_parquet(temporary)
         else:

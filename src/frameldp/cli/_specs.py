@@ -1,0 +1,224 @@
+"""What ``frameldp privatize`` applies to each column, from options or from a spec file.
+
+On the command line, ``--column`` may be repeated; ``--mechanism`` and ``--epsilon`` are given
+once (for every column) or once per column, in order, and ``--domain-file`` once or once per
+column that needs a domain (RAPPOR and k-RR; Bloom RAPPOR has an open domain). A spec file
+(``--spec job.json``) says the same per column::
+
+    {"dest": {"mechanism": "rappor", "epsilon": 1.0, "domain_file": "dests.txt"},
+     "carrier": {"mechanism": "krr", "epsilon": 2.0, "domain": ["AA", "DL", "UA"]},
+     "url": {"mechanism": "bloom", "epsilon": 1.0, "epsilon_infinity": 4.0}}
+
+A domain file holds one value per line (blank lines are skipped), or a JSON list (``.json``).
+The domain is public input: it is never read from the data.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from frameldp.core.encoding import Domain
+from frameldp.core.mechanisms import BloomRappor, RandomizedResponse, Rappor
+from frameldp.errors import DomainError, ParameterError
+from frameldp.frames._common import Applicable, column_context
+
+__all__ = ["ColumnSpec", "build_mechanism", "specs_from_file", "specs_from_options"]
+
+MECHANISMS = ("rappor", "krr", "bloom")
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    """One column's mechanism and parameters, as the user gave them."""
+
+    column: str
+    mechanism: str
+    epsilon: float | None = None
+    domain: tuple[Any, ...] | None = None
+    domain_file: Path | None = None
+    unknown: str | None = None
+    nulls: str | None = None
+    max_weight: int = 1
+    epsilon_infinity: float | None = None
+    num_bits: int = 128
+    num_hashes: int = 2
+    num_cohorts: int = 64
+
+    @property
+    def needs_domain(self) -> bool:
+        """RAPPOR and k-RR take a public domain; Bloom RAPPOR's is open."""
+        return self.mechanism != "bloom"
+
+
+def _paired(name: str, values: Sequence[Any], count: int, what: str) -> list[Any]:
+    """``values`` given once for all, or once per item, in order."""
+    if len(values) == 1:
+        return list(values) * count
+    if len(values) == count:
+        return list(values)
+    raise ParameterError(
+        f"{name} was given {len(values)} times for {count} {what}: give it once (for all) "
+        "or once per column, in order"
+    )
+
+
+def specs_from_options(
+    columns: Sequence[str],
+    mechanisms: Sequence[str],
+    epsilons: Sequence[float],
+    domain_files: Sequence[Path],
+    **shared: Any,
+) -> list[ColumnSpec]:
+    """Column specs from repeated ``--column``/``--mechanism``/``--epsilon``/``--domain-file``
+    options; ``shared`` holds the options that apply to every column (``unknown``, ``nulls``,
+    ``max_weight``, Bloom sizes)."""
+    if not columns:
+        raise ParameterError("name the columns to privatize with --column (or use --spec)")
+    if len(set(columns)) != len(columns):
+        twice = sorted({c for c in columns if list(columns).count(c) > 1})
+        raise ParameterError(f"--column {twice[0]!r} is given more than once")
+    if not mechanisms:
+        raise ParameterError("--mechanism is required: one of " + ", ".join(MECHANISMS))
+    if not epsilons:
+        raise ParameterError("--epsilon is required")
+    kinds = _paired("--mechanism", mechanisms, len(columns), "columns")
+    eps = _paired("--epsilon", epsilons, len(columns), "columns")
+    specs = [
+        ColumnSpec(column, kind, epsilon, **shared)
+        for column, kind, epsilon in zip(columns, kinds, eps, strict=True)
+    ]
+    for spec in specs:
+        _check_kind(spec)
+    need = [spec for spec in specs if spec.needs_domain]
+    if need and not domain_files:
+        raise ParameterError(
+            f"column {need[0].column!r}: --domain-file is required for {need[0].mechanism} "
+            "(the domain is public input, never read from the data)"
+        )
+    if not need and domain_files:
+        raise ParameterError("--domain-file is not used: Bloom RAPPOR has an open domain")
+    files = iter(_paired("--domain-file", domain_files, len(need), "columns that take a domain"))
+    return [replace(spec, domain_file=next(files)) if spec.needs_domain else spec for spec in specs]
+
+
+def specs_from_file(path: Path) -> list[ColumnSpec]:
+    """Column specs from a JSON spec file (see the module docstring)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise ParameterError(f"--spec {str(path)!r}: cannot read it: {error}") from None
+    if not isinstance(data, dict) or not data:
+        raise ParameterError(f"--spec {str(path)!r}: expected a JSON object {{column: {{...}}}}")
+    known = {f.name for f in fields(ColumnSpec)} - {"column"}
+    specs = []
+    for column, options in data.items():
+        if not isinstance(options, dict):
+            raise ParameterError(f"--spec: column {column!r}: expected an object, got {options!r}")
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise ParameterError(
+                f"--spec: column {column!r}: unknown option {unknown[0]!r}; known: {sorted(known)}"
+            )
+        if "mechanism" not in options:
+            raise ParameterError(f"--spec: column {column!r}: 'mechanism' is required")
+        options = dict(options)
+        if options.get("domain") is not None:
+            if not isinstance(options["domain"], list):
+                raise ParameterError(
+                    f"--spec: column {column!r}: 'domain' must be a list of values, got "
+                    f"{options['domain']!r}"
+                )
+            options["domain"] = tuple(options["domain"])
+        if options.get("domain_file") is not None:
+            if not isinstance(options["domain_file"], str):
+                raise ParameterError(
+                    f"--spec: column {column!r}: 'domain_file' must be a path, got "
+                    f"{options['domain_file']!r}"
+                )
+            options["domain_file"] = path.parent / options["domain_file"]
+        spec = ColumnSpec(column, **options)
+        _check_kind(spec)
+        if spec.needs_domain and spec.domain is None and spec.domain_file is None:
+            raise ParameterError(
+                f"--spec: column {column!r}: {spec.mechanism} needs 'domain' or 'domain_file'"
+            )
+        specs.append(spec)
+    return specs
+
+
+def _check_kind(spec: ColumnSpec) -> None:
+    if spec.mechanism not in MECHANISMS:
+        raise ParameterError(
+            f"column {spec.column!r}: mechanism must be one of {', '.join(MECHANISMS)}, got "
+            f"{spec.mechanism!r}"
+        )
+
+
+def read_domain(path: Path, column: str) -> list[Any]:
+    """Values of a domain file: a JSON list (``.json``) or one value per line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ParameterError(f"column {column!r}: cannot read --domain-file: {error}") from None
+    if path.suffix.lower() == ".json":
+        try:
+            values = json.loads(text)
+        except ValueError as error:
+            raise DomainError(f"column {column!r}: domain file {str(path)!r}: {error}") from None
+        if not isinstance(values, list):
+            raise DomainError(f"column {column!r}: domain file {str(path)!r} must hold a list")
+        return values
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def _typed(values: list[Any], kind: pa.DataType, column: str) -> list[Hashable]:
+    """Text domain values as the column's type (a Parquet column of integers, say)."""
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    if not all(isinstance(v, str) for v in values) or not (
+        pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind)
+    ):
+        return values
+    try:
+        return list(pa.array(values, type=pa.string()).cast(kind).to_pylist())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        raise DomainError(
+            f"column {column!r}: the domain values cannot be read as the column's type {kind} "
+            f"(first values: {values[:3]})"
+        ) from None
+
+
+def build_mechanism(spec: ColumnSpec, kind: pa.DataType) -> Applicable:
+    """The mechanism of ``spec`` for a column of Arrow type ``kind``; errors name the column."""
+    with column_context(spec.column):
+        if spec.mechanism == "bloom":
+            return BloomRappor(
+                spec.epsilon,
+                epsilon_infinity=spec.epsilon_infinity,
+                num_bits=spec.num_bits,
+                num_hashes=spec.num_hashes,
+                num_cohorts=spec.num_cohorts,
+            )
+        if spec.epsilon is None:
+            raise ParameterError(f"{spec.mechanism} needs epsilon")
+        values = (
+            list(spec.domain)
+            if spec.domain is not None
+            else read_domain(spec.domain_file, spec.column)
+            if spec.domain_file is not None
+            else None
+        )
+        domain = Domain.coerce(
+            None if values is None else _typed(values, kind, spec.column),
+            unknown=spec.unknown,  # type: ignore[arg-type]
+            nulls=spec.nulls,  # type: ignore[arg-type]
+        )
+        if spec.mechanism == "rappor":
+            return Rappor(spec.epsilon, domain=domain, max_weight=spec.max_weight)
+        return RandomizedResponse(spec.epsilon, domain=domain)

@@ -1,0 +1,238 @@
+"""What ``frameldp privatize`` and ``frameldp estimate`` print, and how they fail.
+
+A user mistake (missing column, bad epsilon, unreadable file, value outside the domain) is one
+line on standard error, ``error: ...``, and exit status 1, never a traceback. Validation
+failures add the list of failed checks (the first :data:`SHOWN` of them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from frameldp.cli._files import read_key
+from frameldp.cli._specs import specs_from_file, specs_from_options
+from frameldp.cli.estimate import estimate_file, write_table
+from frameldp.cli.privatize import privatize_file, terminate_cleanly
+from frameldp.errors import FrameLDPError, FrameLDPWarning, ParameterError, ValidationError
+from frameldp.frames.table import FrequencyTable
+
+__all__ = ["run_estimate", "run_privatize", "user_errors"]
+
+SHOWN = 20
+"""Validation failures listed on standard error."""
+
+
+@contextlib.contextmanager
+def user_errors() -> Iterator[None]:
+    """Report a user mistake as one line (plus the failed checks of a validation) and exit 1."""
+    try:
+        yield
+    except ValidationError as error:
+        typer.echo(f"error: {error}", err=True)
+        for failure in error.failures[:SHOWN]:
+            where = f" row {failure['row']}" if failure.get("row") is not None else ""
+            value = f" value {failure['value']!r}" if "value" in failure else ""
+            typer.echo(
+                f"  {failure.get('schema')} column {failure.get('column')!r}{where}: "
+                f"{failure.get('check')}{value}",
+                err=True,
+            )
+        if error.total > SHOWN:
+            typer.echo(f"  ... and {error.total - SHOWN} more", err=True)
+        raise typer.Exit(code=1) from None
+    except (FrameLDPError, OSError, pa.ArrowException, pl.exceptions.PolarsError) as error:
+        message = " ".join(str(error).split())  # one line, whatever the library wrote
+        typer.echo(f"error: {message}", err=True)
+        raise typer.Exit(code=1) from None
+
+
+def run_privatize(
+    source: Path,
+    target: Path,
+    *,
+    columns: list[str],
+    mechanisms: list[str],
+    epsilons: list[float],
+    domain_files: list[Path],
+    spec: Path | None,
+    keep: list[str],
+    shared: dict[str, Any],
+    user: str | None,
+    memo_key_file: Path | None,
+    seed: int | None,
+    key_file: Path | None,
+    ledger: Path | None,
+    budget: str | None,
+    chunk_rows: int,
+    validate: bool,
+    delta: float,
+) -> None:
+    """The ``privatize`` command."""
+    with user_errors(), terminate_cleanly(), _warnings_as_lines():
+        _check_delta(delta)
+        if spec is not None:
+            given = [f"--{name.replace('_', '-')}" for name, value in shared.items() if value]
+            if columns or mechanisms or epsilons or domain_files or given:
+                also = ", ".join(given) or "--column, --mechanism, --epsilon or --domain-file"
+                raise ParameterError(
+                    f"--spec describes every column: give its options there, not {also}"
+                )
+            specs = specs_from_file(spec)
+        else:
+            specs = specs_from_options(
+                columns, mechanisms, epsilons, domain_files, **_with_defaults(shared)
+            )
+        if seed is not None and key_file is not None:
+            raise ParameterError("pass --seed or --key-file, not both")
+        if (ledger is None) != (budget is None):
+            raise ParameterError(
+                f"--ledger and --budget go together; got --ledger {ledger}, --budget {budget}"
+            )
+        if user is not None and not any(s.mechanism == "bloom" for s in specs):
+            raise ParameterError(f"--user {user!r} is only used by --mechanism bloom")
+        done = privatize_file(
+            source,
+            target,
+            specs,
+            keep=keep,
+            user=user,
+            key=read_key(key_file),
+            seed=seed,
+            memo_key=read_key(memo_key_file),
+            ledger=ledger,
+            budget=budget,
+            chunk_rows=chunk_rows,
+            validate=validate,
+            progress=True,
+        )
+    rate = done.rows / done.seconds if done.seconds > 0 else float("inf")
+    typer.echo(
+        f"wrote {done.rows} rows, columns {done.columns}, to {target} "
+        f"({done.seconds:.1f} s, {rate:,.0f} rows/s)"
+    )
+    g = done.guarantee
+    typer.echo(
+        f"privacy per person: ε = {g.epsilon:.6g} (pure, local); ε = {g.epsilon_at(delta):.6g} "
+        f"at δ = {delta:g}"
+    )
+    if budget is not None:
+        typer.echo(f"charged to budget {budget!r} of ledger {ledger}")
+
+
+def run_estimate(
+    reports: Path,
+    *,
+    columns: list[str],
+    out: Path | None,
+    plot: Path | None,
+    level: float,
+    candidates_file: Path | None,
+    top: int | None,
+    delta: float,
+) -> None:
+    """The ``estimate`` command."""
+    with user_errors():
+        _check_delta(delta)
+        for option, path in (("--out", out), ("--plot", plot)):
+            if path is not None and not path.parent.is_dir():
+                raise ParameterError(
+                    f"{option} {str(path)!r}: directory {str(path.parent)!r} not found"
+                )
+        candidates = None
+        if candidates_file is not None:
+            text = candidates_file.read_text(encoding="utf-8")
+            candidates = [line for line in text.splitlines() if line.strip()]
+        if plot is not None and plot.suffix.lower() not in (".png", ".svg", ".pdf"):
+            raise ParameterError(f"--plot {str(plot)!r}: expected a .png, .svg or .pdf file")
+        found = estimate_file(reports, columns, level=level, candidates=candidates)
+        if plot is not None:
+            _plot(found.tables, plot)
+        if out is not None:
+            write_table(found.tables, out)
+    console = Console(soft_wrap=True)
+    for table in found.tables:
+        console.print(_rich_table(table, top, delta))
+    if out is not None:
+        typer.echo(f"wrote {sum(len(t.to_pandas()) for t in found.tables)} rows to {out}")
+    if plot is not None:
+        typer.echo(f"wrote the plot to {plot}")
+
+
+BLOOM_DEFAULTS = {"max_weight": 1, "num_bits": 128, "num_hashes": 2, "num_cohorts": 64}
+"""Defaults of the options shared by every column (``None`` for the others)."""
+
+
+def _with_defaults(shared: dict[str, Any]) -> dict[str, Any]:
+    """The shared options, unset ones (``None``) at their defaults."""
+    return {
+        name: BLOOM_DEFAULTS.get(name) if value is None else value for name, value in shared.items()
+    }
+
+
+def _check_delta(delta: float) -> None:
+    if not 0.0 < delta < 1.0:
+        raise ParameterError(f"--delta must be in (0, 1), got {delta}")
+
+
+@contextlib.contextmanager
+def _warnings_as_lines() -> Iterator[None]:
+    """frameldp warnings as ``warning: ...`` lines on standard error, in command-line terms."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", FrameLDPWarning)
+        yield
+    for warning in caught:
+        message = str(warning.message).replace("pass memo_key=", "pass --memo-key-file")
+        typer.echo(f"warning: {message}", err=True)
+
+
+def _plot(tables: list[FrequencyTable], target: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from frameldp.plot import plot_frequencies
+
+    figure = plot_frequencies(tables)
+    try:
+        figure.savefig(target, dpi=120)
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(figure)
+
+
+def _rich_table(table: FrequencyTable, top: int | None, delta: float) -> Table:
+    g = table.privacy
+    mechanism = type(table.mechanism).__name__
+    title = (
+        f"{escape(table.column)}: {mechanism}, n = {table.n}, ε = {g.epsilon_at(delta):.4g} "
+        f"at δ = {delta:g} ({g.model} model)"
+    )
+    out = Table(title=title, title_justify="left")
+    out.add_column("category")
+    for name in ("count", "frequency", "std_error", f"ci_low ({table.level:.0%})", "ci_high"):
+        out.add_column(name, justify="right")
+    frame = table.to_pandas().sort_values("count", ascending=False, kind="stable")
+    shown = frame if top is None else frame.head(top)
+    for row in shown.itertuples(index=False):
+        out.add_row(
+            escape(str(row.category)),
+            f"{row.count:,.1f}",
+            f"{row.frequency:.4f}",
+            f"{row.std_error:,.1f}",
+            f"{row.ci_low:,.1f}",
+            f"{row.ci_high:,.1f}",
+        )
+    if len(shown) < len(frame):
+        out.caption = f"{len(frame) - len(shown)} more rows (--out writes them all)"
+    return out

@@ -1,0 +1,158 @@
+"""``frameldp estimate``: debiased frequency tables from a stored, self-describing report file.
+
+The file's metadata names the mechanism of every report column (see :mod:`frameldp.cli._files`),
+so nothing has to be passed again. The file is read in batches and each column's additive
+statistic (bit sums, label counts, per-cohort Bloom counts) is summed, so memory does not grow
+with the file; the estimate equals that of ``reports.ldp.debias`` on the whole column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from frameldp.cli._files import ReportFile, atomic, file_kind, read_report_file
+from frameldp.core.mechanisms import BloomRappor, mechanism_from_spec
+from frameldp.errors import ParameterError
+from frameldp.frames._arrow import estimate_from_counts
+from frameldp.frames._batches import counts_of_batch
+from frameldp.frames._common import cohort_column, require_column, shuffled_privacy
+from frameldp.frames.table import FrequencyTable
+
+__all__ = ["Estimates", "estimate_file", "long_table", "write_table"]
+
+
+@dataclass(frozen=True)
+class Estimates:
+    """The tables of one report file, and how many reports it holds."""
+
+    reports: ReportFile
+    tables: list[FrequencyTable]
+    rows: int
+
+
+def _columns(
+    reports: ReportFile, columns: Sequence[str], candidates: list[str] | None
+) -> list[str]:
+    """The report columns to estimate: those named, else every recorded one (Bloom columns
+    only with candidates, which their decoding needs)."""
+    recorded = list(reports.specs)
+    if columns:
+        for column in columns:
+            require_column(recorded, column)
+        return list(columns)
+    chosen = [
+        c
+        for c in recorded
+        if candidates is not None or reports.specs[c].get("mechanism") != BloomRappor.name
+    ]
+    if not chosen:
+        raise ParameterError(
+            f"reports {str(reports.path)!r}: only Bloom RAPPOR columns are recorded "
+            f"({', '.join(recorded)}); pass --candidates-file to decode them"
+        )
+    return chosen
+
+
+def estimate_file(
+    path: Path,
+    columns: Sequence[str] = (),
+    *,
+    level: float = 0.95,
+    candidates: list[str] | None = None,
+    chunk_rows: int = 1_000_000,
+) -> Estimates:
+    """Debiased tables of the report columns of ``path`` (see the module docstring)."""
+    reports = read_report_file(path)
+    chosen = _columns(reports, columns, candidates)
+    mechanisms = {c: mechanism_from_spec(reports.specs[c]) for c in chosen}
+    for column, mechanism in mechanisms.items():
+        if isinstance(mechanism, BloomRappor) and candidates is None:
+            raise ParameterError(
+                f"column {column!r}: Bloom RAPPOR reports are decoded against candidate "
+                "strings: pass --candidates-file"
+            )
+    cohorts = {
+        c: reports.specs[c].get("cohort_column", cohort_column(c))
+        for c, m in mechanisms.items()
+        if isinstance(m, BloomRappor)
+    }
+    read = [*chosen, *(c for c in cohorts.values() if c not in chosen)]
+    sums: dict[str, list[Any]] = {}
+    rows = 0
+    for batch in reports.batches(read, chunk_rows=chunk_rows):
+        rows += batch.num_rows
+        for column, mechanism in mechanisms.items():
+            statistic = counts_of_batch(batch, column, mechanism, cohorts.get(column))
+            if column not in sums:
+                sums[column] = list(statistic)
+            else:
+                sums[column] = [a + b for a, b in zip(sums[column], statistic, strict=True)]
+    tables = [
+        _table(reports, column, mechanism, sums.get(column), rows, level, candidates)
+        for column, mechanism in mechanisms.items()
+    ]
+    return Estimates(reports, tables, rows)
+
+
+def _table(
+    reports: ReportFile,
+    column: str,
+    mechanism: Any,
+    statistic: list[Any] | None,
+    rows: int,
+    level: float,
+    candidates: list[str] | None,
+) -> FrequencyTable:
+    if isinstance(mechanism, BloomRappor):
+        counts, sizes = statistic or (
+            np.zeros((mechanism.num_cohorts, mechanism.num_bits), dtype=np.int64),
+            np.zeros(mechanism.num_cohorts, dtype=np.int64),
+        )
+        decoding = mechanism.decode(counts, sizes, candidates or [])
+        memo = reports.specs[column].get("memo")
+        return FrequencyTable.decoded(
+            decoding,
+            mechanism,
+            mechanism.guarantee(memo),
+            column=column,
+            level=level,
+            backend="pandas",
+        )
+    if statistic is None:
+        width = mechanism.num_bits if hasattr(mechanism, "num_bits") else mechanism.k
+        statistic = [np.zeros(width, dtype=np.int64), 0]
+    estimate = estimate_from_counts(statistic[0], int(statistic[1]), mechanism)
+    privacy = shuffled_privacy(reports.specs, reports.shuffled, rows) if reports.shuffled else None
+    return FrequencyTable.build(
+        estimate, mechanism, column=column, level=level, backend="pandas", privacy=privacy
+    )
+
+
+def long_table(tables: Sequence[FrequencyTable]) -> pd.DataFrame:
+    """Every table stacked, with a ``column`` column; categories as text (one type)."""
+    frames = []
+    for table in tables:
+        frame = table.to_pandas()
+        labels = frame["category"].map(lambda v: None if v is None else str(v))
+        frames.append(frame.assign(category=labels.astype("string")).assign(column=table.column))
+    stacked = pd.concat(frames, ignore_index=True)
+    return stacked[["column", *(c for c in stacked.columns if c != "column")]]
+
+
+def write_table(tables: Sequence[FrequencyTable], target: Path) -> None:
+    """Write the stacked tables to CSV or Parquet, atomically."""
+    kind = file_kind(target, "--out")
+    if not target.parent.is_dir():
+        raise ParameterError(f"--out {str(target)!r}: directory {str(target.parent)!r} not found")
+    frame = long_table(tables)
+    with atomic(target) as temporary:
+        if kind == "parquet":
+            frame.to_parquet(temporary, index=False)
+        else:
+            frame.to_csv(temporary, index=False)

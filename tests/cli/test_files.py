@@ -1,0 +1,330 @@
+"""Self-describing report files (Parquet key-value metadata, the CSV sidecar) read back by
+pandas, polars and ``frameldp.cli._files``; atomic writes, hex reports, batches and keys."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import frameldp
+from frameldp.accounting import PrivacyGuarantee, compose
+from frameldp.cli._files import (
+    FORMAT,
+    atomic,
+    batches,
+    file_kind,
+    read_key,
+    read_report_file,
+    sidecar,
+)
+from frameldp.core.mechanisms import mechanism_from_spec
+from frameldp.datasets import FLIGHTS_DOMAINS
+from frameldp.errors import DomainError, ParameterError
+from frameldp.frames._batches import from_hex, to_hex
+
+from .conftest import (
+    ROWS,
+    SEED,
+    MakeInput,
+    flights,
+    in_memory,
+    invoke,
+    leftovers,
+    mechanism,
+    options,
+    released,
+)
+
+CANDIDATES = list(FLIGHTS_DOMAINS["origin"])
+
+
+def _mechanisms() -> dict[
+    str, frameldp.Rappor | frameldp.RandomizedResponse | frameldp.BloomRappor
+]:
+    return {
+        "dest": mechanism("rappor", "dest"),
+        "carrier": mechanism("krr", "carrier", 2.0),
+        "origin": mechanism("bloom", "origin"),
+    }
+
+
+@pytest.fixture
+def releases(
+    make_input: MakeInput, domains: dict[str, Path], tmp_path: Path
+) -> tuple[Path, Path, pd.DataFrame]:
+    """The same release (dest RAPPOR, carrier k-RR, origin Bloom RAPPOR, delay kept) written as
+    Parquet and as CSV by the command, and made in memory."""
+    source = make_input("parquet")
+    paths = tmp_path / "release.parquet", tmp_path / "release.csv"
+    for target in paths:
+        run = invoke(
+            "privatize",
+            source,
+            target,
+            *options("rappor", "dest", domains),
+            *options("krr", "carrier", domains, epsilon=2.0),
+            *options("bloom", "origin", domains),
+            "--keep",
+            "delay",
+            "--seed",
+            SEED,
+            "--chunk-rows",
+            1000,
+        )
+        assert run.exit_code == 0, run.stderr
+    return *paths, in_memory(flights(), _mechanisms())
+
+
+def _metadata(path: Path) -> dict[bytes, bytes]:
+    return dict(pq.read_schema(path).metadata)
+
+
+# ------------------------------------------------------------------------------- Parquet
+
+
+def test_parquet_metadata_holds_the_specs_and_the_guarantee(
+    releases: tuple[Path, Path, pd.DataFrame],
+) -> None:
+    parquet, _, reference = releases
+    metadata = _metadata(parquet)
+    data = json.loads(metadata[b"frameldp"])
+    assert data["format"] == FORMAT == 1
+    assert data["hex"] == []
+    specs = reference.attrs["frameldp"]["mechanisms"]
+    assert data["mechanisms"] == specs
+    assert list(data["mechanisms"]) == ["dest", "carrier", "origin"]
+    assert data["mechanisms"]["origin"]["cohort_column"] == "origin_cohort"
+    guarantee = PrivacyGuarantee.from_dict(data["guarantee"])
+    mechanisms = _mechanisms()
+    parts = [mechanisms["dest"].privacy, mechanisms["carrier"].privacy]
+    assert guarantee == compose([*parts, mechanisms["origin"].guarantee(None)])
+    assert guarantee == reference.ldp.privacy
+    assert guarantee.epsilon == pytest.approx(4.0)
+    assert json.loads(metadata[b"PANDAS_ATTRS"]) == {"frameldp": {"mechanisms": specs}}
+
+
+def test_parquet_column_types(releases: tuple[Path, Path, pd.DataFrame]) -> None:
+    """RAPPOR reports are fixed-width binary, k-RR labels a dictionary of every label (in
+    domain order), cohorts integers; the kept column is as it was."""
+    parquet, _, _ = releases
+    schema = pq.read_schema(parquet)
+    assert schema.names == ["origin", "origin_cohort", "dest", "carrier", "delay"]
+    assert schema.field("dest").type == pa.binary(13)  # ceil(100 / 8)
+    assert schema.field("origin").type == pa.binary(16)  # 128 bits
+    assert pa.types.is_integer(schema.field("origin_cohort").type)
+    assert pa.types.is_dictionary(schema.field("carrier").type)
+    carriers = pq.read_table(parquet, columns=["carrier"]).column("carrier").chunk(0)
+    assert carriers.dictionary.to_pylist() == list(FLIGHTS_DOMAINS["carrier"])
+
+
+def test_pandas_reads_a_release_that_debiases_itself(
+    releases: tuple[Path, Path, pd.DataFrame],
+) -> None:
+    """``pd.read_parquet(OUT).ldp.debias(col)`` needs no mechanism: the frame's attrs hold
+    them, and the tables equal those of the in-memory reports."""
+    parquet, _, reference = releases
+    back = pd.read_parquet(parquet)
+    for column in ("dest", "carrier"):
+        found, expected = back.ldp.debias(column), reference.ldp.debias(column)
+        assert found.privacy == expected.privacy
+        pd.testing.assert_frame_equal(found.to_pandas(), expected.to_pandas(), check_exact=True)
+    decoded = back.ldp.decode("origin", candidates=CANDIDATES)
+    expected = reference.ldp.decode("origin", candidates=CANDIDATES)
+    pd.testing.assert_frame_equal(decoded.to_pandas(), expected.to_pandas(), check_exact=True)
+    assert back.ldp.privacy == reference.ldp.privacy
+    assert back["delay"].astype(str).tolist() == flights()["delay"].astype(str).tolist()
+
+
+def test_polars_reads_the_release(releases: tuple[Path, Path, pd.DataFrame]) -> None:
+    parquet, _, reference = releases
+    frame = pl.read_parquet(parquet)
+    assert frame.columns == ["origin", "origin_cohort", "dest", "carrier", "delay"]
+    assert frame.schema["dest"] == pl.Binary
+    assert frame.schema["origin"] == pl.Binary
+    assert frame.schema["origin_cohort"].is_integer()
+    assert frame["dest"].to_list() == released(parquet, "dest")
+    assert frame["carrier"].cast(pl.String).to_list() == reference["carrier"].astype(str).tolist()
+    spec = json.loads(_metadata(parquet)[b"frameldp"])["mechanisms"]["carrier"]
+    found = frame.ldp.debias("carrier", mechanism_from_spec(spec))
+    expected = reference.ldp.debias("carrier")
+    for name in ("count", "std_error"):
+        assert np.array_equal(found.to_pandas()[name], expected.to_pandas()[name])
+
+
+# ----------------------------------------------------------------------------------- CSV
+
+
+def test_csv_sidecar_holds_the_parquet_metadata_and_lists_hex_columns(
+    releases: tuple[Path, Path, pd.DataFrame],
+) -> None:
+    parquet, csv, _ = releases
+    assert sidecar(csv) == csv.with_name("release.csv.frameldp.json")
+    data = json.loads(sidecar(csv).read_text())
+    expected = json.loads(_metadata(parquet)[b"frameldp"])
+    assert data == {**expected, "hex": ["dest", "origin"]}
+    assert sorted(p.name for p in csv.parent.glob("release.*")) == [
+        "release.csv",
+        "release.csv.frameldp.json",
+        "release.parquet",
+    ]
+
+
+def test_csv_release_is_the_parquet_release_as_text(
+    releases: tuple[Path, Path, pd.DataFrame],
+) -> None:
+    """Hex reports (lowercase, two digits a byte), labels as text, cohorts as integers; read
+    back by ``read_report_file`` they are the Parquet release's reports."""
+    parquet, csv, _ = releases
+    text = pd.read_csv(csv, dtype=str)
+    assert list(text.columns) == ["origin", "origin_cohort", "dest", "carrier", "delay"]
+    assert text["dest"].str.fullmatch("[0-9a-f]{26}").all()
+    assert text["dest"].tolist() == [r.hex() for r in released(parquet, "dest")]
+    assert text["carrier"].tolist() == released(parquet, "carrier")
+    assert text["origin_cohort"].astype(int).tolist() == released(parquet, "origin_cohort")
+    reports = read_report_file(csv)
+    stored = read_report_file(parquet)
+    assert reports.kind == "csv"
+    assert reports.specs == stored.specs
+    assert reports.guarantee == stored.guarantee
+    assert reports.hex_columns == ("dest", "origin")
+    read = list(reports.batches(["dest", "carrier"], chunk_rows=1000))
+    assert sum(b.num_rows for b in read) == ROWS
+    dest = pa.concat_arrays([b.column("dest") for b in read])
+    assert dest.type == pa.binary(13)
+    assert dest.to_pylist() == released(parquet, "dest")
+
+
+def test_a_frame_written_by_pandas_is_a_report_file(tmp_path: Path) -> None:
+    """Only PANDAS_ATTRS: the specs are found, there is no recorded guarantee."""
+    reports = in_memory(flights(), {"carrier": mechanism("krr", "carrier")})
+    reports.to_parquet(tmp_path / "reports.parquet")
+    found = read_report_file(tmp_path / "reports.parquet")
+    assert found.specs == reports.attrs["frameldp"]["mechanisms"]
+    assert found.guarantee is None
+    assert found.hex_columns == ()
+
+
+# ------------------------------------------------------------------------- atomic writes
+
+
+def test_atomic_renames_a_complete_file_onto_the_target(tmp_path: Path) -> None:
+    target = tmp_path / "out.parquet"
+    target.write_bytes(b"old")
+    with atomic(target) as temporary:
+        assert temporary.parent == tmp_path
+        assert temporary.name.startswith(".out.parquet.")
+        assert temporary.name.endswith(".tmp")
+        temporary.write_bytes(b"new")
+        assert target.read_bytes() == b"old"
+    assert target.read_bytes() == b"new"
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("error", [ValueError, KeyboardInterrupt, SystemExit])
+def test_atomic_removes_the_temporary_file_on_any_exception(
+    tmp_path: Path, error: type[BaseException]
+) -> None:
+    target = tmp_path / "out.csv"
+    target.write_bytes(b"old")
+
+    def write_and_fail() -> None:
+        with atomic(target) as temporary:
+            temporary.write_bytes(b"partial")
+            raise error
+
+    with pytest.raises(error):
+        write_and_fail()
+    assert target.read_bytes() == b"old"
+    assert leftovers(tmp_path) == []
+
+
+# ----------------------------------------------------------------------------- hex reports
+
+
+@pytest.mark.parametrize("width", [1, 13, 16])
+def test_hex_round_trip(width: int) -> None:
+    """Every byte value, including a slice that starts inside the buffer."""
+    packed = np.arange(width * 40, dtype=np.uint64).astype(np.uint8).reshape(40, width)
+    reports = pa.FixedSizeBinaryArray.from_buffers(
+        pa.binary(width), 40, [None, pa.py_buffer(packed.tobytes())]
+    )
+    for array in (reports, reports.slice(7, 20)):
+        text = to_hex(array)
+        assert text.to_pylist() == [r.hex() for r in array.to_pylist()]
+        back = from_hex(text, width * 8, "reports")
+        assert back.to_pylist() == array.to_pylist()
+        upper = pa.array([t.upper() for t in text.to_pylist()])
+        assert from_hex(upper, width * 8, "reports").to_pylist() == array.to_pylist()
+        sliced = pa.chunked_array([text.slice(1), text.slice(0, 1)])
+        assert from_hex(sliced, width * 8, "reports").to_pylist() == [
+            *array.to_pylist()[1:],
+            array.to_pylist()[0],
+        ]
+
+
+@pytest.mark.parametrize(
+    ("values", "fragments"),
+    [
+        (["00ff", "0g00"], ["column 'dest'", "row 1", "'0g00'"]),
+        (["00ff", "00f"], ["column 'dest'", "4 characters", "16 bits"]),
+        (["00ff", None], ["column 'dest'", "1 nulls"]),
+    ],
+    ids=["not-hex", "wrong-length", "null"],
+)
+def test_bad_hex_reports_are_refused_by_name(
+    values: list[str | None], fragments: list[str]
+) -> None:
+    with pytest.raises(DomainError) as raised:
+        from_hex(pa.array(values, pa.string()), 16, "dest")
+    for fragment in fragments:
+        assert fragment in str(raised.value)
+
+
+# --------------------------------------------------------------------- batches, keys, kinds
+
+
+def test_parquet_batches_have_at_most_chunk_rows(tmp_path: Path) -> None:
+    path = tmp_path / "flights.parquet"
+    flights().to_parquet(path, index=False)
+    sizes = [b.num_rows for b in batches(path, ["carrier", "dest"], chunk_rows=7)]
+    assert sum(sizes) == ROWS
+    assert max(sizes) == 7
+    assert all(
+        b.schema.names == ["carrier", "dest"]
+        for b in batches(path, ["carrier", "dest"], chunk_rows=1000)
+    )
+
+
+def test_csv_columns_named_as_strings_are_read_as_text(tmp_path: Path) -> None:
+    path = tmp_path / "codes.csv"
+    path.write_text("code,n\n007,1\n010,2\n")
+    (batch,) = batches(path, ["code", "n"], chunk_rows=10, strings=["code"])
+    assert batch.column("code").to_pylist() == ["007", "010"]
+    assert batch.column("n").to_pylist() == [1, 2]
+
+
+def test_read_key(tmp_path: Path) -> None:
+    assert read_key(None) is None
+    (tmp_path / "good.key").write_bytes(bytes(range(32)))
+    assert read_key(tmp_path / "good.key") == bytes(range(32))
+    (tmp_path / "long.key").write_bytes(bytes(33))
+    with pytest.raises(ParameterError, match="a key is 32 bytes, got 33"):
+        read_key(tmp_path / "long.key")
+
+
+@pytest.mark.parametrize("name", ["out.CSV", "out.Parquet", "out.csv", "out.parquet"])
+def test_file_kind_by_suffix(name: str) -> None:
+    assert file_kind(Path(name), "output") == name.rsplit(".", 1)[1].lower()
+
+
+@pytest.mark.parametrize("name", ["out.txt", "out.pq", "out", "out.csv.gz"])
+def test_file_kind_refuses_other_suffixes(name: str) -> None:
+    with pytest.raises(ParameterError, match=r"output '.*': expected a \.csv or \.parquet file"):
+        file_kind(Path(name), "output")
