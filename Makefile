@@ -39,6 +39,7 @@ bench: $(VENV)/.test-installed
 	$(BIN)/python benchmarks/bench_accounting.py
 	$(BIN)/python benchmarks/bench_bloom.py
 	$(BIN)/python benchmarks/bench_shuffle.py
+	$(BIN)/python benchmarks/bench_etl.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -541,11 +541,6 @@ def test_data_errors_surface_at_compute_naming_the_global_row(
         call(data)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: Domain.resolve (core/encoding.py) says '(N such values in all)' / '(N nulls in "
-    "all)' but counts only the chunk it was given: a Dask partition, a polars streaming batch",
-)
 def test_a_domain_error_does_not_undercount_the_frame() -> None:
     """'UA' is in 40 of the 120 rows, 13 or 14 per partition: the message must not claim a
     partition's count for the whole frame (it may say 40, or name the partition)."""

@@ -247,11 +247,6 @@ def test_validate_input_agrees_with_privatize(backend: Backend, case: str) -> No
     assert valid == accepted
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: privatize lets pyarrow's ArrowTypeError escape for a pandas object column of "
-    "mixed types instead of raising a frameldp error naming the column",
-)
 def test_privatize_mixed_object_column_raises_a_frameldp_error() -> None:
     frame = pd.DataFrame({"c": pd.Series(["AA", 1], dtype=object)})
     error = failures(lambda: validate_input(frame, {"c": KRR}))  # the schema catches it

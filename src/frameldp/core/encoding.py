@@ -232,7 +232,8 @@ class Domain:
                 first = int(np.flatnonzero(null_mask)[0])
                 raise DomainError(
                     f"column {column!r}: null at row {row_of(first)} "
-                    f"({int(null_mask.sum())} nulls in all); pass nulls='category' to give "
+                    f"({int(null_mask.sum())} nulls in the {codes.size} rows checked); pass "
+                    "nulls='category' to give "
                     "nulls their own bucket, or drop them first"
                 )
             codes[null_mask] = self.null_code
@@ -242,7 +243,8 @@ class Domain:
                 raise DomainError(
                     f"column {column!r}: value {value_at(first)!r} at row {row_of(first)} is not "
                     f"in the domain of {len(self.categories)} categories "
-                    f"({int(unknown.sum())} such values in all); pass unknown='other' to map "
+                    f"({int(unknown.sum())} such values in the {codes.size} rows checked); pass "
+                    "unknown='other' to map "
                     "such values to a reserved bucket"
                 )
             codes[unknown] = self.other_code

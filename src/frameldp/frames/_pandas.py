@@ -19,6 +19,7 @@ import pyarrow as pa
 from frameldp.accounting import PrivacyGuarantee
 from frameldp.core.mechanisms import BloomRappor, Rappor
 from frameldp.core.randomness import RandomSource, permutation, resolve_source
+from frameldp.errors import DomainError
 from frameldp.frames._arrow import (
     bloom_counts,
     bloom_privatize,
@@ -57,7 +58,14 @@ __all__ = ["PandasFrameAccessor", "PandasSeriesAccessor", "privatize_rows"]
 
 def _arrow(series: pd.Series) -> pa.Array | pa.ChunkedArray:
     """The column as Arrow (zero-copy for Arrow-backed and categorical columns; NaN is null)."""
-    return pa.Array.from_pandas(series)
+    try:
+        return pa.Array.from_pandas(series)
+    except (pa.ArrowTypeError, pa.ArrowInvalid) as error:
+        kinds = sorted({type(v).__name__ for v in series.dropna().unique()[:1000]})
+        raise DomainError(
+            f"column {series.name!r}: values of mixed types ({', '.join(kinds)}) cannot form one "
+            f"column ({error}); cast the column to one type first"
+        ) from None
 
 
 def _report_values(reports: np.ndarray[Any, Any], mechanism: Any, original: Any) -> Any:
