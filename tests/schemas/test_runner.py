@@ -73,7 +73,7 @@ def test_a_check_that_cannot_run_fails_closed(
 
         return check
 
-    monkeypatch.setattr(module, "_in_domain", explode)
+    monkeypatch.setitem(module._FUNCTIONS, _declare.InDomain, explode)
     frame = backend.make({"carrier": ["AA", "DL"]})
     error = failures(lambda: validate_input(frame, {"carrier": KRR}))
     assert checks(error) == {("carrier", "in_domain")}

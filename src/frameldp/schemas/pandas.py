@@ -308,27 +308,23 @@ def _absent(series: pd.Series) -> bool:
     return False
 
 
+_FUNCTIONS: dict[type[Rule], Callable[[Any], Callable[[pd.Series], Any]]] = {
+    InDomain: _in_domain,
+    MaxWeight: _max_weight,
+    Strings: lambda _: _strings,
+    Absent: lambda _: _absent,
+    Binary: lambda _: _binary,
+    PackedWidth: _packed_width,
+    PaddingBits: _padding_bits,
+    InLabels: _in_labels,
+    Integer: lambda _: _integer,
+    InRange: _in_range,
+}
+"""Each rule's vectorized check: a boolean per row, or one for the whole column."""
+
+
 def _function(rule: Rule) -> Callable[[pd.Series], Any]:
-    """The vectorized check of a rule: a boolean per row, or one for the whole column."""
-    if isinstance(rule, InDomain):
-        return _in_domain(rule)
-    if isinstance(rule, MaxWeight):
-        return _max_weight(rule)
-    if isinstance(rule, Strings):
-        return _strings
-    if isinstance(rule, Absent):
-        return _absent
-    if isinstance(rule, Binary):
-        return _binary
-    if isinstance(rule, PackedWidth):
-        return _packed_width(rule)
-    if isinstance(rule, PaddingBits):
-        return _padding_bits(rule)
-    if isinstance(rule, InLabels):
-        return _in_labels(rule)
-    if isinstance(rule, Integer):
-        return _integer
-    return _in_range(rule)
+    return _FUNCTIONS[type(rule)](rule)
 
 
 def _check(rule: Rule) -> pandera_pandas.Check:
