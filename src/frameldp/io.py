@@ -33,8 +33,9 @@ from numpy.typing import NDArray
 
 from frameldp.core.mechanisms import BloomRappor
 from frameldp.errors import DomainError, FrameLDPWarning, ParameterError
-from frameldp.frames._arrow import packed_from_arrow, rappor_array
+from frameldp.frames._arrow import packed_from_arrow
 from frameldp.frames._common import METADATA_KEY, find_bloom
+from frameldp.frames._pandas import rappor_values
 
 __all__ = [
     "read_rappor_params",
@@ -142,7 +143,7 @@ def read_rappor_reports(path: PathLike, *, params: PathLike | BloomRappor) -> pd
         {
             "client": pd.Series(table["client"].to_pylist(), dtype="string"),
             "cohort": cohort_values,
-            column: pd.arrays.ArrowExtensionArray(rappor_array(packed)),
+            column: rappor_values(packed),
         }
     )
     spec = {**mechanism.to_spec(), "cohort_column": "cohort", "memo": None}

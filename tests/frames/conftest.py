@@ -198,9 +198,8 @@ class Backend:
 
     def rappor_dtype(self, num_bits: int) -> Any:
         """The report dtype expected for RAPPOR over ``num_bits`` buckets."""
-        width = -(-num_bits // 8)
         if self.library == "pandas":
-            return pd.ArrowDtype(pa.binary(width))
+            return pd.ArrowDtype(pa.binary())
         return pl.Binary()
 
     def krr_dtype(self, categories: Sequence[Hashable]) -> Any:

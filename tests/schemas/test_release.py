@@ -146,20 +146,9 @@ def test_reports_of_another_width(backend: Backend) -> None:
     assert validate_release(reports, {"origin": other}) is reports
     error = failures(lambda: validate_release(reports, {"origin": RAPPOR}))
     assert checks(error) == {("origin", "packed_width")}
-    if backend.library == "pandas":  # fixed-size binary: the dtype is wrong, not each row
-        assert error.failures == [
-            {
-                "schema": "release",
-                "column": "origin",
-                "check": "packed_width",
-                "value": "fixed_size_binary[2][pyarrow]",
-                "row": None,
-            }
-        ]
-    else:
-        assert len(error.failures) == 30
-        assert all(len(f["value"]) == 2 for f in error.failures)
-        assert [f["row"] for f in error.failures] == list(range(30))
+    assert len(error.failures) == 30  # every row is two bytes wide
+    assert all(len(f["value"]) == 2 for f in error.failures)
+    assert [f["row"] for f in error.failures] == list(range(30))
 
 
 def test_krr_reports_are_labels(backend: Backend) -> None:

@@ -25,9 +25,13 @@ from frameldp.frames._common import METADATA_KEY, SHUFFLED_KEY, shuffle_record, 
 
 def _read(path: Path) -> pd.DataFrame:
     if path.suffix.lower() == ".parquet":
-        # pandas cannot rebuild fixed-size binary (RAPPOR) columns from its own metadata:
-        # convert with pyarrow, and restore the frame's attrs (the recorded mechanisms).
+        # Binary (RAPPOR) columns stay Arrow binary, as the pandas accessor writes them (a
+        # `frameldp privatize` file holds fixed-width ones); the attrs (recorded mechanisms)
+        # are restored from the pandas metadata.
         table = pq.read_table(path)
+        binary = [i for i, field in enumerate(table.schema) if _is_binary(field.type)]
+        for i in binary:
+            table = table.set_column(i, table.field(i).name, table.column(i).cast(pa.binary()))
         frame = table.to_pandas(types_mapper=_binary_dtype, ignore_metadata=True)
         attrs = (table.schema.metadata or {}).get(b"PANDAS_ATTRS")  # written by to_parquet
         frame.attrs = json.loads(attrs) if attrs else {}
@@ -37,8 +41,12 @@ def _read(path: Path) -> pd.DataFrame:
     raise ParameterError(f"{path}: expected a .csv or .parquet file")
 
 
+def _is_binary(arrow_type: pa.DataType) -> bool:
+    return pa.types.is_fixed_size_binary(arrow_type) or pa.types.is_binary(arrow_type)
+
+
 def _binary_dtype(arrow_type: pa.DataType) -> pd.ArrowDtype | None:
-    return pd.ArrowDtype(arrow_type) if pa.types.is_fixed_size_binary(arrow_type) else None
+    return pd.ArrowDtype(arrow_type) if _is_binary(arrow_type) else None
 
 
 def shuffle_file(

@@ -53,7 +53,7 @@ from frameldp.frames._common import (
 )
 from frameldp.frames.table import FrequencyTable
 
-__all__ = ["PandasFrameAccessor", "PandasSeriesAccessor", "privatize_rows"]
+__all__ = ["PandasFrameAccessor", "PandasSeriesAccessor", "privatize_rows", "rappor_values"]
 
 
 def _arrow(series: pd.Series) -> pa.Array | pa.ChunkedArray:
@@ -68,11 +68,17 @@ def _arrow(series: pd.Series) -> pa.Array | pa.ChunkedArray:
         ) from None
 
 
+def rappor_values(packed: np.ndarray[Any, Any]) -> pd.arrays.ArrowExtensionArray:
+    """Packed RAPPOR reports as a ``binary[pyarrow]`` column (variable-width binary, as in
+    polars: pandas cannot read a fixed-width binary dtype back from Parquet)."""
+    return pd.arrays.ArrowExtensionArray(rappor_array(packed).cast(pa.binary()))
+
+
 def _report_values(reports: np.ndarray[Any, Any], mechanism: Any, original: Any) -> Any:
     """Native report values: fixed-size binary (RAPPOR) or categorical labels (k-RR,
     Balcer–Cheu messages), keeping the input's categorical dtype when it matches."""
     if isinstance(mechanism, Rappor):
-        return pd.arrays.ArrowExtensionArray(rappor_array(reports))
+        return rappor_values(reports)
     domain = mechanism.domain
     codes = np.where(domain.has_null & (reports == domain.null_code), -1, reports)
     categories = labels_without_null(domain)
@@ -142,7 +148,7 @@ def _column_reports(
             memo=release.memo,
             row_start=row_start,
         )
-    values = pd.arrays.ArrowExtensionArray(rappor_array(packed))
+    values = rappor_values(packed)
     cohort = cohort_column(column)
     return {
         column: pd.Series(values, index=original.index, name=original.name),
