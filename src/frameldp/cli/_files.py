@@ -263,6 +263,11 @@ class ReportFile:
     hex_columns: tuple[str, ...]
     shuffled: dict[str, Any]
 
+    @property
+    def rows(self) -> int | None:
+        """Number of reports, when the file says it (Parquet) without being read."""
+        return pq.read_metadata(self.path).num_rows if self.kind == "parquet" else None
+
     def batches(self, columns: Sequence[str], *, chunk_rows: int) -> Iterator[pa.RecordBatch]:
         """Batches of ``columns``, RAPPOR hex strings (CSV) turned back into binary reports."""
         strings = [c for c in columns if self.kind == "csv" and self._textual(c)]

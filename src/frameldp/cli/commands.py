@@ -155,7 +155,7 @@ def run_estimate(
             candidates = [line for line in text.splitlines() if line.strip()]
         if plot is not None and plot.suffix.lower() not in (".png", ".svg", ".pdf"):
             raise ParameterError(f"--plot {str(plot)!r}: expected a .png, .svg or .pdf file")
-        found = estimate_file(reports, columns, level=level, candidates=candidates)
+        found = estimate_file(reports, columns, level=level, candidates=candidates, progress=True)
         if plot is not None:
             _plot(found.tables, plot)
         if out is not None:

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from frameldp.cli._files import ReportFile, atomic, file_kind, read_report_file
+from frameldp.cli._progress import rows_progress
 from frameldp.core.mechanisms import BloomRappor, mechanism_from_spec
 from frameldp.errors import ParameterError
 from frameldp.frames._arrow import estimate_from_counts
@@ -66,6 +67,7 @@ def estimate_file(
     level: float = 0.95,
     candidates: list[str] | None = None,
     chunk_rows: int = 1_000_000,
+    progress: bool = False,
 ) -> Estimates:
     """Debiased tables of the report columns of ``path`` (see the module docstring)."""
     reports = read_report_file(path)
@@ -85,14 +87,16 @@ def estimate_file(
     read = [*chosen, *(c for c in cohorts.values() if c not in chosen)]
     sums: dict[str, list[Any]] = {}
     rows = 0
-    for batch in reports.batches(read, chunk_rows=chunk_rows):
-        rows += batch.num_rows
-        for column, mechanism in mechanisms.items():
-            statistic = counts_of_batch(batch, column, mechanism, cohorts.get(column))
-            if column not in sums:
-                sums[column] = list(statistic)
-            else:
-                sums[column] = [a + b for a, b in zip(sums[column], statistic, strict=True)]
+    with rows_progress("estimating", reports.rows, show=progress) as advance:
+        for batch in reports.batches(read, chunk_rows=chunk_rows):
+            rows += batch.num_rows
+            for column, mechanism in mechanisms.items():
+                statistic = counts_of_batch(batch, column, mechanism, cohorts.get(column))
+                if column not in sums:
+                    sums[column] = list(statistic)
+                else:
+                    sums[column] = [a + b for a, b in zip(sums[column], statistic, strict=True)]
+            advance(batch.num_rows)
     tables = [
         _table(reports, column, mechanism, sums.get(column), rows, level, candidates)
         for column, mechanism in mechanisms.items()

@@ -25,14 +25,6 @@ from typing import Any
 
 import polars as pl
 import pyarrow as pa
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
 from frameldp.accounting import Ledger, PrivacyGuarantee
 from frameldp.cli._files import (
@@ -44,6 +36,7 @@ from frameldp.cli._files import (
     report_metadata,
     sidecar,
 )
+from frameldp.cli._progress import rows_progress
 from frameldp.cli._specs import ColumnSpec, build_mechanism
 from frameldp.core.mechanisms import BloomRappor, Rappor
 from frameldp.core.randomness import RandomSource, resolve_source
@@ -133,7 +126,10 @@ def privatize_file(
         if out_kind == "csv":
             beside = files.enter_context(atomic(sidecar(target)))
         book = None if ledger is None else Ledger(ledger)
-        with charging(book, budget, release), _progress(progress, input_file.rows) as advance:
+        with (
+            charging(book, budget, release),
+            rows_progress("privatizing", input_file.rows, show=progress) as advance,
+        ):
             writer = ReportWriter(temporary, out_kind, metadata)
             empty = pa.RecordBatch.from_pylist([], schema=_select(input_file.schema, read))
             job.run(batches(source, read, chunk_rows=chunk_rows), writer, advance)
@@ -226,19 +222,6 @@ def _summary(schema: str, failures: list[dict[str, object]], total: int) -> str:
         f"{schema} validation failed: {total} failure(s) in column(s) {', '.join(columns)}; "
         "nothing was written"
     )
-
-
-@contextlib.contextmanager
-def _progress(show: bool, total: int | None) -> Iterator[Callable[[int], None]]:
-    """A rich progress bar of rows on standard error (only on a terminal)."""
-    console = Console(stderr=True)
-    if not show or not console.is_terminal:
-        yield lambda rows: None
-        return
-    columns = [TextColumn("privatizing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
-    with Progress(*columns, console=console, transient=True) as bar:
-        task = bar.add_task("rows", total=total)
-        yield lambda rows: bar.advance(task, rows)
 
 
 @contextlib.contextmanager
