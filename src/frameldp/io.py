@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import csv
 import os
-import tempfile
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
@@ -31,6 +29,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 from numpy.typing import NDArray
 
+from frameldp._atomic import atomic
 from frameldp.core.mechanisms import BloomRappor
 from frameldp.errors import DomainError, FrameLDPWarning, ParameterError
 from frameldp.frames._arrow import packed_from_arrow
@@ -233,14 +232,5 @@ def _bit_strings(packed: NDArray[np.uint8], num_bits: int) -> list[str]:
 @contextmanager
 def _atomic(path: PathLike) -> Iterator[IO[Any]]:
     """A text file at ``path`` that appears only once completely written."""
-    target = Path(path)
-    descriptor, temporary = tempfile.mkstemp(
-        prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
-    )
-    try:
-        with os.fdopen(descriptor, "w", newline="", encoding="utf-8") as handle:
-            yield handle
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    with atomic(path) as temporary, open(temporary, "w", newline="", encoding="utf-8") as handle:
+        yield handle

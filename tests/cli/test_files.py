@@ -14,10 +14,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import frameldp
+from frameldp._atomic import atomic
 from frameldp.accounting import PrivacyGuarantee, compose
 from frameldp.cli._files import (
     FORMAT,
-    atomic,
     batches,
     file_kind,
     read_key,

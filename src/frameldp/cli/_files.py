@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +38,6 @@ __all__ = [
     "FORMAT",
     "ReportFile",
     "ReportWriter",
-    "atomic",
     "batches",
     "read_key",
     "read_report_file",
@@ -64,25 +61,6 @@ def file_kind(path: Path, role: str) -> str:
 def sidecar(path: Path) -> Path:
     """Where the metadata of a CSV report file lives."""
     return path.with_name(path.name + ".frameldp.json")
-
-
-@contextlib.contextmanager
-def atomic(path: Path) -> Iterator[Path]:
-    """A temporary path beside ``path``, renamed onto it only once completely written."""
-    descriptor, temporary = tempfile.mkstemp(
-        prefix=f".{path.name}.", suffix=".tmp", dir=path.parent
-    )
-    os.close(descriptor)
-    try:
-        # mkstemp creates the file 0600: give it the mode a plain open would (umask applied).
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)
-        yield Path(temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def read_key(key_file: Path | None) -> bytes | None:

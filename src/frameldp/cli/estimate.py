@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from frameldp.cli._files import ReportFile, atomic, file_kind, read_report_file
+from frameldp._atomic import atomic
+from frameldp.cli._files import ReportFile, file_kind, read_report_file
 from frameldp.cli._progress import rows_progress
 from frameldp.core.mechanisms import BloomRappor, mechanism_from_spec
 from frameldp.errors import ParameterError

@@ -26,10 +26,10 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
+from frameldp._atomic import atomic
 from frameldp.accounting import Ledger, PrivacyGuarantee
 from frameldp.cli._files import (
     ReportWriter,
-    atomic,
     batches,
     file_kind,
     open_source,

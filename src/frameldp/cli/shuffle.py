@@ -17,7 +17,8 @@ import pyarrow.parquet as pq
 import typer
 
 import frameldp  # noqa: F401 (registers the .ldp accessor)
-from frameldp.cli._files import atomic, read_key
+from frameldp._atomic import atomic
+from frameldp.cli._files import read_key
 from frameldp.core.randomness import permutation
 from frameldp.errors import FrameLDPError, FrameLDPWarning, ParameterError
 from frameldp.frames._common import METADATA_KEY, SHUFFLED_KEY, shuffle_record, shuffle_stream
