@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -14,6 +12,7 @@ from rich.table import Table
 
 from frameldp.accounting import Ledger
 from frameldp.accounting.ledger import check_budget
+from frameldp.cli._errors import fail, user_errors
 from frameldp.errors import FrameLDPError
 
 budget_app = typer.Typer(
@@ -33,30 +32,15 @@ LedgerOption = Annotated[
 ]
 
 
-def _fail(message: str) -> typer.Exit:
-    # Plain text: one line whatever the terminal width, and no markup read into the message.
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(code=1)
-
-
-@contextmanager
-def _user_errors() -> Iterator[None]:
-    """Report a frameldp error (a user mistake) as one line and exit 1, never a traceback."""
-    try:
-        yield
-    except FrameLDPError as error:
-        raise _fail(str(error)) from None
-
-
 def _open(path: Path, *, create: bool = False) -> Ledger:
     if not create and not path.exists():
-        raise _fail(f"ledger file {str(path)!r} does not exist (create it with `budget set`)")
+        raise fail(f"ledger file {str(path)!r} does not exist (create it with `budget set`)")
     try:
         return Ledger(path)
     except FrameLDPError as error:
-        raise _fail(str(error)) from None
+        raise fail(str(error)) from None
     except Exception as error:  # sqlite3.DatabaseError: not a ledger, unreadable, locked
-        raise _fail(f"cannot open ledger {str(path)!r}: {error}") from None
+        raise fail(f"cannot open ledger {str(path)!r}: {error}") from None
 
 
 @budget_app.command("set")
@@ -70,10 +54,10 @@ def set_budget(
     ] = None,
 ) -> None:
     """Create or change a budget."""
-    with _user_errors():
+    with user_errors():
         check_budget(name, epsilon, delta)  # before the file is created: a refusal writes nothing
     book = _open(ledger, create=True)
-    with _user_errors():
+    with user_errors():
         book.set_budget(name, epsilon=epsilon, delta=delta)
         print(book.status(name))
 
@@ -85,7 +69,7 @@ def show(
 ) -> None:
     """Caps, spent totals (tightest composition) and remaining budget."""
     book = _open(ledger)
-    with _user_errors():
+    with user_errors():
         statuses = [book.status(name)] if name is not None else book.budgets()
     table = Table(title=escape(f"Budgets in {ledger}"))
     for column in ("budget", "cap ε", "δ", "spent ε", "remaining ε", "releases", "method"):
@@ -110,7 +94,7 @@ def history(
 ) -> None:
     """Every release recorded against a budget, oldest first, with the running total."""
     book = _open(ledger)
-    with _user_errors():
+    with user_errors():
         entries = book.history(name)
     table = Table(title=escape(f"History of {name!r}"))
     for column in ("id", "at (UTC)", "description", "release ε", "total ε", "method"):

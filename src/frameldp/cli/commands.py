@@ -1,9 +1,4 @@
-"""What ``frameldp privatize`` and ``frameldp estimate`` print, and how they fail.
-
-A user mistake (missing column, bad epsilon, unreadable file, value outside the domain) is one
-line on standard error, ``error: ...``, and exit status 1, never a traceback. Validation
-failures add the list of failed checks (the first :data:`SHOWN` of them).
-"""
+"""What ``frameldp privatize`` and ``frameldp estimate`` print (their errors: ``_errors``)."""
 
 from __future__ import annotations
 
@@ -13,48 +8,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import polars as pl
-import pyarrow as pa
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from frameldp.cli._errors import user_errors
 from frameldp.cli._files import read_key
 from frameldp.cli._specs import specs_from_file, specs_from_options
 from frameldp.cli.estimate import estimate_file, write_table
 from frameldp.cli.privatize import privatize_file, terminate_cleanly
-from frameldp.errors import FrameLDPError, FrameLDPWarning, ParameterError, ValidationError
+from frameldp.errors import FrameLDPWarning, ParameterError
 from frameldp.frames.table import FrequencyTable
 
-__all__ = ["run_estimate", "run_privatize", "user_errors"]
-
-SHOWN = 20
-"""Validation failures listed on standard error."""
-
-
-@contextlib.contextmanager
-def user_errors() -> Iterator[None]:
-    """Report a user mistake as one line (plus the failed checks of a validation) and exit 1."""
-    try:
-        yield
-    except ValidationError as error:
-        typer.echo(f"error: {error}", err=True)
-        for failure in error.failures[:SHOWN]:
-            where = f" row {failure['row']}" if failure.get("row") is not None else ""
-            value = f" value {failure['value']!r}" if "value" in failure else ""
-            typer.echo(
-                f"  {failure.get('schema')} column {failure.get('column')!r}{where}: "
-                f"{failure.get('check')}{value}",
-                err=True,
-            )
-        if error.total > SHOWN:
-            typer.echo(f"  ... and {error.total - SHOWN} more", err=True)
-        raise typer.Exit(code=1) from None
-    except (FrameLDPError, OSError, pa.ArrowException, pl.exceptions.PolarsError) as error:
-        message = " ".join(str(error).split())  # one line, whatever the library wrote
-        typer.echo(f"error: {message}", err=True)
-        raise typer.Exit(code=1) from None
+__all__ = ["run_estimate", "run_privatize"]
 
 
 def run_privatize(

@@ -18,9 +18,10 @@ import typer
 
 import frameldp  # noqa: F401 (registers the .ldp accessor)
 from frameldp._atomic import atomic
+from frameldp.cli._errors import user_errors
 from frameldp.cli._files import read_key
 from frameldp.core.randomness import permutation
-from frameldp.errors import FrameLDPError, FrameLDPWarning, ParameterError
+from frameldp.errors import FrameLDPWarning, ParameterError
 from frameldp.frames._common import METADATA_KEY, SHUFFLED_KEY, shuffle_record, shuffle_stream
 
 
@@ -103,11 +104,8 @@ def run_shuffle(
     delta: float,
 ) -> None:
     """The command: shuffle, then report what the analyst of ``target`` can learn."""
-    try:
+    with user_errors():
         out = shuffle_file(source, target, columns=columns, keep=keep, seed=seed, key_file=key_file)
-    except (FrameLDPError, FrameLDPWarning, OSError, pa.ArrowException) as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(code=1) from None
     typer.echo(f"wrote {len(out)} shuffled rows, columns {list(out.columns)}, to {target}")
     guarantee = out.ldp.privacy
     if guarantee is not None and guarantee.shuffled:
