@@ -77,7 +77,7 @@ def specs_from_options(
 ) -> list[ColumnSpec]:
     """Column specs from repeated ``--column``/``--mechanism``/``--epsilon``/``--domain-file``
     options; ``shared`` holds the options that apply to every column (``unknown``, ``nulls``,
-    ``max_weight``, Bloom sizes)."""
+    ``max_weight``, Bloom sizes; ``None``: :class:`ColumnSpec`'s default)."""
     if not columns:
         raise ParameterError("name the columns to privatize with --column (or use --spec)")
     if len(set(columns)) != len(columns):
@@ -89,8 +89,9 @@ def specs_from_options(
         raise ParameterError("--epsilon is required")
     kinds = _paired("--mechanism", mechanisms, len(columns), "columns")
     eps = _paired("--epsilon", epsilons, len(columns), "columns")
+    given = {name: value for name, value in shared.items() if value is not None}
     specs = [
-        ColumnSpec(column, kind, epsilon, **shared)
+        ColumnSpec(column, kind, epsilon, **given)
         for column, kind, epsilon in zip(columns, kinds, eps, strict=True)
     ]
     for spec in specs:

@@ -57,9 +57,7 @@ def run_privatize(
                 )
             specs = specs_from_file(spec)
         else:
-            specs = specs_from_options(
-                columns, mechanisms, epsilons, domain_files, **_with_defaults(shared)
-            )
+            specs = specs_from_options(columns, mechanisms, epsilons, domain_files, **shared)
         if seed is not None and key_file is not None:
             raise ParameterError("pass --seed or --key-file, not both")
         if (ledger is None) != (budget is None):
@@ -134,17 +132,6 @@ def run_estimate(
         typer.echo(f"wrote {sum(len(t.to_pandas()) for t in found.tables)} rows to {out}")
     if plot is not None:
         typer.echo(f"wrote the plot to {plot}")
-
-
-BLOOM_DEFAULTS = {"max_weight": 1, "num_bits": 128, "num_hashes": 2, "num_cohorts": 64}
-"""Defaults of the options shared by every column (``None`` for the others)."""
-
-
-def _with_defaults(shared: dict[str, Any]) -> dict[str, Any]:
-    """The shared options, unset ones (``None``) at their defaults."""
-    return {
-        name: BLOOM_DEFAULTS.get(name) if value is None else value for name, value in shared.items()
-    }
 
 
 def _check_delta(delta: float) -> None:
