@@ -148,16 +148,33 @@ def batches(
     Memory is bounded by one batch (and, for Parquet, one row group of the named columns).
     CSV columns in ``strings`` (default: all of them) are read as text, so a column's type never
     depends on where a batch starts. A report file's lone null cell is an empty line:
-    ``keep_empty_lines`` reads it as a row.
+    ``keep_empty_lines`` reads it as a row. A file without rows gives one empty batch, so every
+    reader sees the columns' types.
     """
     if file_kind(path, "input") == "parquet":
-        yield from pq.ParquetFile(path).iter_batches(batch_size=chunk_rows, columns=list(columns))
+        parquet = pq.ParquetFile(path)
+        schema = parquet.schema_arrow
+        chunks = parquet.iter_batches(batch_size=chunk_rows, columns=list(columns))
+        yield from _at_least_one(chunks, schema, columns)
         return
     # pyarrow's CSV reader reads blocks of bytes: aim at chunk_rows rows of about 64 bytes.
     block = max(1 << 20, min(chunk_rows * 64, 1 << 30))
     with _csv_reader(path, columns, strings, block, keep_empty_lines=keep_empty_lines) as reader:
-        for batch in reader:
-            yield batch.select(list(columns))
+        chunks = (batch.select(list(columns)) for batch in reader)
+        yield from _at_least_one(chunks, reader.schema, columns)
+
+
+def _at_least_one(
+    chunks: Iterator[pa.RecordBatch], schema: pa.Schema, columns: Sequence[str]
+) -> Iterator[pa.RecordBatch]:
+    """``chunks``, or one empty batch of ``columns`` when there are none."""
+    empty = True
+    for batch in chunks:
+        empty = False
+        yield batch
+    if empty:
+        selected = pa.schema([schema.field(column) for column in columns])
+        yield pa.RecordBatch.from_pylist([], schema=selected)
 
 
 # ------------------------------------------------------------------------------------- writing
@@ -220,10 +237,9 @@ class ReportWriter:
         )
         return pq.ParquetWriter(self.path, schema)
 
-    def close(self, empty: pa.RecordBatch) -> None:
-        """Finish the file (``empty``: a 0-row batch of the release, for a file with no rows)."""
-        if self._writer is None:
-            self.write(empty)
+    def close(self) -> None:
+        """Finish the file (every input gives at least one batch, maybe empty: see
+        :func:`batches`)."""
         self._writer.close()
 
 

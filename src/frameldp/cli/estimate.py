@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from frameldp._atomic import atomic
@@ -21,7 +20,7 @@ from frameldp.cli._files import ReportFile, file_kind, read_report_file
 from frameldp.cli._progress import rows_progress
 from frameldp.core.mechanisms import BloomRappor, mechanism_from_spec
 from frameldp.errors import ParameterError
-from frameldp.frames._arrow import estimate_from_counts
+from frameldp.frames._arrow import add_counts, estimate_from_counts
 from frameldp.frames._batches import counts_of_batch
 from frameldp.frames._common import cohort_column, require_column, shuffled_privacy
 from frameldp.frames.table import FrequencyTable
@@ -86,20 +85,17 @@ def estimate_file(
         if isinstance(m, BloomRappor)
     }
     read = [*chosen, *(c for c in cohorts.values() if c not in chosen)]
-    sums: dict[str, list[Any]] = {}
+    sums: dict[str, tuple[Any, ...]] = {}
     rows = 0
     with rows_progress("estimating", reports.rows, show=progress) as advance:
-        for batch in reports.batches(read, chunk_rows=chunk_rows):
+        for batch in reports.batches(read, chunk_rows=chunk_rows):  # at least one batch
             rows += batch.num_rows
             for column, mechanism in mechanisms.items():
                 statistic = counts_of_batch(batch, column, mechanism, cohorts.get(column))
-                if column not in sums:
-                    sums[column] = list(statistic)
-                else:
-                    sums[column] = [a + b for a, b in zip(sums[column], statistic, strict=True)]
+                sums[column] = add_counts(sums[column], statistic) if column in sums else statistic
             advance(batch.num_rows)
     tables = [
-        _table(reports, column, mechanism, sums.get(column), rows, level, candidates)
+        _table(reports, column, mechanism, sums[column], rows, level, candidates)
         for column, mechanism in mechanisms.items()
     ]
     return Estimates(reports, tables, rows)
@@ -109,16 +105,13 @@ def _table(
     reports: ReportFile,
     column: str,
     mechanism: Any,
-    statistic: list[Any] | None,
+    statistic: tuple[Any, ...],
     rows: int,
     level: float,
     candidates: list[str] | None,
 ) -> FrequencyTable:
     if isinstance(mechanism, BloomRappor):
-        counts, sizes = statistic or (
-            np.zeros((mechanism.num_cohorts, mechanism.num_bits), dtype=np.int64),
-            np.zeros(mechanism.num_cohorts, dtype=np.int64),
-        )
+        counts, sizes = statistic
         decoding = mechanism.decode(counts, sizes, candidates or [])
         memo = reports.specs[column].get("memo")
         return FrequencyTable.decoded(
@@ -129,9 +122,6 @@ def _table(
             level=level,
             backend="pandas",
         )
-    if statistic is None:
-        width = mechanism.num_bits if hasattr(mechanism, "num_bits") else mechanism.k
-        statistic = [np.zeros(width, dtype=np.int64), 0]
     estimate = estimate_from_counts(statistic[0], int(statistic[1]), mechanism)
     privacy = shuffled_privacy(reports.specs, reports.shuffled, rows) if reports.shuffled else None
     return FrequencyTable.build(

@@ -131,17 +131,12 @@ def privatize_file(
             rows_progress("privatizing", input_file.rows, show=progress) as advance,
         ):
             writer = ReportWriter(temporary, out_kind, metadata)
-            empty = pa.RecordBatch.from_pylist([], schema=_select(input_file.schema, read))
             job.run(batches(source, read, chunk_rows=chunk_rows), writer, advance)
-            writer.close(job.release_of(empty, 0))
+            writer.close()
         if out_kind == "csv":
             beside.write_text(json.dumps(metadata, indent=1))
     names = release_columns(read, mechanisms, keep)
     return Privatized(target, writer.rows, names, release.guarantee, time.perf_counter() - started)
-
-
-def _select(schema: pa.Schema, names: Sequence[str]) -> pa.Schema:
-    return pa.schema([schema.field(name) for name in names])
 
 
 @dataclass

@@ -23,6 +23,7 @@ from frameldp.core.randomness import RandomSource, permutation
 from frameldp.errors import DomainError, DomainInferenceWarning, ParameterError, caller_stacklevel
 
 __all__ = [
+    "add_counts",
     "balcer_cheu_messages",
     "bloom_counts",
     "bloom_privatize",
@@ -239,6 +240,12 @@ def report_counts(
     # null bucket.
     codes = _codes(_combined(array), mechanism.domain.as_reported(), column)
     return np.bincount(codes, minlength=mechanism.domain.size).astype(np.int64), codes.size
+
+
+def add_counts(*partials: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Element-wise sum of additive statistics of disjoint runs of rows: ``(counts, rows)`` of
+    :func:`report_counts`, ``(bit sums, cohort sizes)`` of :func:`bloom_counts`."""
+    return tuple(sum(values[1:], values[0]) for values in zip(*partials, strict=True))
 
 
 def estimate_from_counts(

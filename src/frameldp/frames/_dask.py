@@ -71,7 +71,7 @@ from frameldp.core.encoding import packed_width
 from frameldp.core.mechanisms import BloomRappor, Rappor
 from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.errors import ParameterError
-from frameldp.frames._arrow import bloom_counts, estimate_from_counts, report_counts
+from frameldp.frames._arrow import add_counts, bloom_counts, estimate_from_counts, report_counts
 from frameldp.frames._common import (
     Applicable,
     Estimable,
@@ -200,11 +200,6 @@ def _bloom_counts(
         return bloom_counts(_arrow(frame[column]), _arrow(frame[cohorts]), mechanism, column)
 
 
-def _sum(*partials: tuple[Any, ...]) -> tuple[Any, ...]:
-    """Element-wise sum of partial ``(counts, rows)`` / ``(bit sums, cohort sizes)``."""
-    return tuple(sum(values[1:], values[0]) for values in zip(*partials, strict=True))
-
-
 def _distinct(series: pd.Series) -> pa.Array:
     """Distinct non-null values of a partition (items of set-valued cells)."""
     array = _arrow(series)
@@ -321,7 +316,7 @@ class DaskFrameAccessor(FrameMethods):
         found = find_mechanism(column, mechanism, self._specs())
         parts, _ = _pinned(self._frame[column])
         chunk = functools.partial(_counts, mechanism=found, column=column)
-        counts, rows = _tree_reduce(parts, chunk, _sum)
+        counts, rows = _tree_reduce(parts, chunk, add_counts)
         with column_context(column):
             estimate = estimate_from_counts(counts, rows, found)
             return FrequencyTable.build(
@@ -349,7 +344,7 @@ class DaskFrameAccessor(FrameMethods):
         require_column(self._columns(), cohorts)
         parts, _ = _pinned(self._frame[[column, cohorts]])
         chunk = functools.partial(_bloom_counts, mechanism=found, column=column, cohorts=cohorts)
-        counts, sizes = _tree_reduce(parts, chunk, _sum)
+        counts, sizes = _tree_reduce(parts, chunk, add_counts)
         with column_context(column):
             decoding = found.decode(counts, sizes, candidates, significance=significance)
             return FrequencyTable.decoded(
