@@ -112,12 +112,12 @@ def _table(
 ) -> FrequencyTable:
     if isinstance(mechanism, BloomRappor):
         counts, sizes = statistic
-        decoding = mechanism.decode(counts, sizes, candidates or [])
-        memo = reports.specs[column].get("memo")
         return FrequencyTable.decoded(
-            decoding,
             mechanism,
-            mechanism.guarantee(memo),
+            counts,
+            sizes,
+            candidates or [],
+            memo=reports.specs[column].get("memo"),
             column=column,
             level=level,
             backend="pandas",

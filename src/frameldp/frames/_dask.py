@@ -346,11 +346,13 @@ class DaskFrameAccessor(FrameMethods):
         chunk = functools.partial(_bloom_counts, mechanism=found, column=column, cohorts=cohorts)
         counts, sizes = _tree_reduce(parts, chunk, add_counts)
         with column_context(column):
-            decoding = found.decode(counts, sizes, candidates, significance=significance)
             return FrequencyTable.decoded(
-                decoding,
                 found,
-                found.guarantee(memo),
+                counts,
+                sizes,
+                candidates,
+                memo=memo,
+                significance=significance,
                 column=column,
                 level=level,
                 backend="pandas",

@@ -303,11 +303,13 @@ class PandasFrameAccessor(FrameMethods):
             counts, sizes = bloom_counts(
                 _arrow(self._frame[column]), _arrow(self._frame[cohorts]), found, column
             )
-            decoding = found.decode(counts, sizes, candidates, significance=significance)
             return FrequencyTable.decoded(
-                decoding,
                 found,
-                found.guarantee(memo),
+                counts,
+                sizes,
+                candidates,
+                memo=memo,
+                significance=significance,
                 column=column,
                 level=level,
                 backend="pandas",

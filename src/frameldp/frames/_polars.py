@@ -198,9 +198,16 @@ def _decode(
         counts, sizes = bloom_counts(
             frame[column].to_arrow(), frame[cohorts].to_arrow(), found, column
         )
-        decoding = found.decode(counts, sizes, candidates, significance=significance)
         return FrequencyTable.decoded(
-            decoding, found, found.guarantee(memo), column=column, level=level, backend="polars"
+            found,
+            counts,
+            sizes,
+            candidates,
+            memo=memo,
+            significance=significance,
+            column=column,
+            level=level,
+            backend="polars",
         )
 
 

@@ -7,6 +7,7 @@ operations): ``table.frame`` is a plain native frame, ``table.privacy`` the guar
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -14,7 +15,7 @@ import numpy as np
 
 from frameldp.accounting import PrivacyGuarantee
 from frameldp.core.estimation import BloomDecoding, FrequencyEstimate
-from frameldp.core.mechanisms import Mechanism
+from frameldp.core.mechanisms import BloomRappor, Mechanism
 
 __all__ = ["TABLE_COLUMNS", "FrequencyTable"]
 
@@ -88,17 +89,23 @@ class FrequencyTable:
     @classmethod
     def decoded(
         cls,
-        decoding: BloomDecoding,
-        mechanism: Any,
-        privacy: PrivacyGuarantee,
+        mechanism: BloomRappor,
+        counts: Any,
+        sizes: Any,
+        candidates: Sequence[object],
         *,
+        memo: str | None,
+        significance: float = 0.05,
         column: str,
         level: float,
         backend: Backend,
     ) -> FrequencyTable:
-        """The table of the candidates a Bloom RAPPOR decoding detected."""
+        """The table of the candidates that Bloom RAPPOR's decoding of per-cohort bit counts
+        detects, with the guarantee of the (``memo``-ized) reports."""
+        decoding = mechanism.decode(counts, sizes, candidates, significance=significance)
         data = _columns(decoding.estimate, decoding.labels, level, decoding.p_values)
         frame = _to_polars(data) if backend == "polars" else _to_pandas(data)
+        privacy = mechanism.guarantee(memo)
         return cls(
             frame, privacy, mechanism, decoding.n, column, level, decoding.estimate, decoding
         )
