@@ -131,7 +131,7 @@ def run_seed(n: int, seed: int, with_pandas: bool) -> dict[str, Any]:
             strings,
             user_codes=users,
             user_ids=users.tolist(),
-            source=source,
+            source=RandomSource.fresh(),  # another release of the same rows: its own key
             memo=memo,
             label="url",
         )

@@ -151,18 +151,24 @@ def _zipf_codes(n: int, k: int, seed: int = SEED) -> NDArray[np.int64]:
     return rng.choice(k, size=n, p=weights / weights.sum()).astype(np.int64)
 
 
-def _rappor_client(max_weight: int = 1) -> Callable[[int, int], Run]:
+def _rappor_client(max_weight: int = 1, *, keyed: bool = False) -> Callable[[int, int], Run]:
+    """``keyed``: a caller's key (``key=``), whose noise is addressed by row and value (a
+    CBC-MAC address per row) instead of the fresh key's position-addressed AES-CTR."""
+
     def prepare(n: int, k: int) -> Run:
         from frameldp.core import RandomSource, Rappor
 
         mech = Rappor(RAPPOR_EPSILON, domain=_domain(k), max_weight=max_weight)
-        source = RandomSource.fresh()
+        key = RandomSource.from_key(bytes(range(32)))
+        # Each repeat is another release: a fresh key each time (one fresh key refuses to
+        # randomize the same rows twice); a caller's key re-runs the same job.
+        source: Callable[[], RandomSource] = (lambda: key) if keyed else RandomSource.fresh
         if max_weight == 1:
             codes = _zipf_codes(n, k)
 
             def run() -> object:
                 # What the frame adapters call: one-hot bits XORed into the noise.
-                return mech.randomize_codes(codes, source=source, label="dest")
+                return mech.randomize_codes(codes, source=source(), label="dest")
 
             return run
 
@@ -174,7 +180,7 @@ def _rappor_client(max_weight: int = 1) -> Callable[[int, int], Run]:
 
         def run_sets() -> object:
             bits = mech.encode_sets(offsets, items)
-            return mech.randomize(bits, source=source, label="dest")
+            return mech.randomize(bits, source=source(), label="dest")
 
         return run_sets
 
@@ -199,13 +205,18 @@ def _rappor_server(n: int, k: int) -> Run:
     return lambda: mech.estimate(reports)
 
 
-def _krr_client(n: int, k: int) -> Run:
+def _krr_client(n: int, k: int, *, keyed: bool = False) -> Run:
     from frameldp.core import RandomizedResponse, RandomSource
 
     mech = RandomizedResponse(KRR_EPSILON, domain=_domain(k))
-    source = RandomSource.fresh()
+    key = RandomSource.from_key(bytes(range(32)))
+    source: Callable[[], RandomSource] = (lambda: key) if keyed else RandomSource.fresh
     codes = _zipf_codes(n, k)
-    return lambda: mech.randomize(codes, source=source, label="dest")
+    return lambda: mech.randomize(codes, source=source(), label="dest")
+
+
+def _krr_client_keyed(n: int, k: int) -> Run:
+    return _krr_client(n, k, keyed=True)
 
 
 def _krr_server(n: int, k: int) -> Run:
@@ -258,6 +269,8 @@ CASES: Final[tuple[Case, ...]] = (
     Case("naive_numpy_rappor", 1_000_000, 1024, _naive_numpy_rappor),
     Case("rappor_client_k256_n1e6", 1_000_000, 256, _rappor_client()),
     Case("rappor_client_max_weight3", 1_000_000, 1024, _rappor_client(max_weight=3)),
+    Case("rappor_client_keyed", 1_000_000, 1024, _rappor_client(keyed=True)),
+    Case("krr_client_keyed", 1_000_000, 1024, _krr_client_keyed),
 )
 CASE_BY_NAME: Final = {case.name: case for case in CASES}
 

@@ -23,6 +23,8 @@ import pytest
 from typer.testing import CliRunner
 
 import frameldp
+from accounting.test_ledger_damaged import unwritable  # tests/accounting, beside this file
+from frameldp.accounting.guarantee import INSECURE
 from frameldp.cli import app
 
 DELTA = 1e-6
@@ -295,7 +297,7 @@ def test_a_file_that_is_not_sqlite_is_an_error_and_is_left_alone(
 
     run = typer_cli("budget", *args, "--ledger", "notes.db")
 
-    _assert_user_error(run, "cannot open ledger 'notes.db'", "not a database")
+    _assert_user_error(run, "ledger 'notes.db'", "not a SQLite database")
     assert (tmp_path / "notes.db").read_bytes() == garbage
 
 
@@ -310,6 +312,12 @@ def _garbage(path: Path) -> None:
     path.write_bytes(b"\x00garbage" * 100)
 
 
+def _truncated(path: Path) -> None:
+    _ledger_with_releases(path)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
 def _one_budget(path: Path) -> None:
     frameldp.Ledger(path).set_budget("flights", epsilon=5.0)
 
@@ -320,7 +328,9 @@ SCRIPT_MISTAKES: dict[str, tuple[Callable[[Path], None], list[str], list[str]]] 
     "unknown-budget": (_ledger_with_releases, ["history", "nope"], ["'nope' is not set"]),
     "epsilon": (_one_budget, ["set", "flights", "--epsilon", "-1"], ["> 0, got -1.0"]),
     "delta": (_one_budget, ["set", "x", "--epsilon", "1", "--delta", "1.5"], ["got 1.5"]),
-    "not-sqlite": (_garbage, ["show"], ["cannot open ledger 'b.db'", "not a database"]),
+    "not-sqlite": (_garbage, ["show"], ["ledger 'b.db'", "not a SQLite database"]),
+    "truncated": (_truncated, ["show"], ["ledger 'b.db'", "corrupt or truncated"]),
+    "directory": (Path.mkdir, ["history", "flights"], ["ledger 'b.db'", "is a directory"]),
 }
 
 
@@ -335,6 +345,59 @@ def test_mistakes_through_the_installed_command(tmp_path: Path, mistake: str) ->
 
     _assert_user_error(run, *fragments)
     assert sorted(tmp_path.iterdir()) == before
+
+
+# ---------------------------------------------------------------------------- damaged ledgers
+
+
+@pytest.mark.parametrize("command", [["show"], ["show", "flights"], ["history", "flights"]])
+def test_a_read_only_ledger_is_shown_and_left_unchanged(
+    typer_cli: Cli, tmp_path: Path, command: list[str]
+) -> None:
+    """Before: opening a ledger wrote its schema, so ``show`` failed on a read-only ledger."""
+    _ledger_with_releases(tmp_path / "b.db")
+    before = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
+
+    with unwritable(tmp_path / "b.db", tmp_path):
+        run = typer_cli("budget", *command, "--ledger", "b.db")
+
+    assert run.exit_code == 0, run.stderr
+    assert "flights" in run.stdout
+    assert {path.name: path.read_bytes() for path in tmp_path.iterdir()} == before
+
+
+def test_set_on_a_read_only_ledger_is_an_error_and_records_nothing(
+    typer_cli: Cli, tmp_path: Path
+) -> None:
+    _ledger_with_releases(tmp_path / "b.db")
+    before = (tmp_path / "b.db").read_bytes()
+
+    with unwritable(tmp_path / "b.db"):
+        run = typer_cli("budget", "set", "flights", "--epsilon", "99", "--ledger", "b.db")
+
+    _assert_user_error(run, "ledger 'b.db'", "read-only", "nothing was recorded")
+    assert (tmp_path / "b.db").read_bytes() == before
+
+
+def test_seeded_releases_are_marked_insecure(cli: Cli, tmp_path: Path) -> None:
+    ledger = frameldp.Ledger(tmp_path / "b.db")
+    ledger.set_budget("flights", epsilon=10.0)
+    ledger.set_budget("nightly", epsilon=3.0)
+    ledger.spend("flights", KRR, description="privatize carrier")
+    ledger.spend("flights", KRR.insecure(), description="test run, seed=3")
+    ledger.spend("nightly", KRR, description="privatize carrier")
+
+    show = cli("budget", "show", "--ledger", "b.db")
+    history = cli("budget", "history", "flights", "--ledger", "b.db")
+
+    assert show.exit_code == 0, show.stderr
+    assert _rows(show.stdout)["flights"][-2:] == ["basic", "INSECURE (1 seeded)"]
+    assert _rows(show.stdout)["nightly"][-2:] == ["basic", ""]
+    assert INSECURE in show.stdout
+    assert history.exit_code == 0, history.stderr
+    assert [row[-1] for row in _rows(history.stdout).values()] == ["", "INSECURE (seeded)"]
+    assert INSECURE in history.stdout
+    assert "INSECURE" not in cli("budget", "history", "nightly", "--ledger", "b.db").stdout
 
 
 # ---------------------------------------------------------------------------- known bugs

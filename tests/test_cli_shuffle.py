@@ -2,21 +2,45 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
 import frameldp
 from frameldp.cli import app
-from frameldp.cli.shuffle import _read
+from frameldp.cli._files import read_report_file
+from frameldp.cli.estimate import estimate_file
 from frameldp.datasets import FLIGHTS_DOMAINS, load_flights
 
 ROWS = 4000
+
+
+def _read(path: Path) -> pd.DataFrame:
+    """A report file as pandas, as a user reads it: binary (RAPPOR) columns stay Arrow binary,
+    and the recorded mechanisms (and shuffle) come back from the pandas attrs."""
+    table = pq.read_table(path)
+    binary = [
+        i
+        for i, field in enumerate(table.schema)
+        if pa.types.is_fixed_size_binary(field.type) or pa.types.is_binary(field.type)
+    ]
+    for i in binary:
+        table = table.set_column(i, table.field(i).name, table.column(i).cast(pa.binary()))
+    frame = table.to_pandas(
+        types_mapper=lambda t: pd.ArrowDtype(t) if pa.types.is_binary(t) else None,
+        ignore_metadata=True,
+    )
+    attrs = (table.schema.metadata or {}).get(b"PANDAS_ATTRS")
+    frame.attrs = json.loads(attrs) if attrs else {}
+    return frame
 
 
 def _rows(frame: pd.DataFrame) -> list[tuple[object, str]]:
@@ -141,3 +165,99 @@ def test_installed_command(report_file: Path, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "wrote 4000 shuffled rows" in done.stdout
     assert len(_read(out)) == ROWS
+
+
+# ------------------------------------------------------------- the CSV pipeline, end to end
+
+
+def _pipeline(tmp_path: Path, kind: str) -> tuple[Path, Path, CliRunner]:
+    """``privatize in.KIND rel.KIND`` then ``shuffle rel.KIND shuffled.KIND``, seeded."""
+    frame = load_flights().drop(columns="services").head(ROWS)
+    source = tmp_path / f"in.{kind}"
+    if kind == "csv":
+        frame.to_csv(source, index=False)
+    else:
+        frame.to_parquet(source, index=False)
+    for column in ("dest", "carrier"):
+        (tmp_path / f"{column}.txt").write_text("\n".join(FLIGHTS_DOMAINS[column]))
+    release, shuffled = tmp_path / f"rel.{kind}", tmp_path / f"shuffled.{kind}"
+    args = [
+        *("privatize", str(source), str(release)),
+        *("--column", "dest", "--mechanism", "rappor", "--epsilon", "2"),
+        *("--domain-file", str(tmp_path / "dest.txt")),
+        *("--column", "carrier", "--mechanism", "krr", "--epsilon", "2"),
+        *("--domain-file", str(tmp_path / "carrier.txt")),
+        *("--column", "origin", "--mechanism", "bloom", "--epsilon", "2"),
+        *("--epsilon-infinity", "4", "--seed", "5"),
+    ]
+    runner = CliRunner()
+    done = runner.invoke(app, args)
+    assert done.exit_code == 0, done.output
+    return release, shuffled, runner
+
+
+@pytest.mark.parametrize("kind", ["csv", "parquet"])
+def test_privatize_shuffle_estimate_pipeline(tmp_path: Path, kind: str) -> None:
+    """The CSV pipeline works like the Parquet one: shuffle reads the sidecar, writes one bound
+    to its output and prints the central epsilon; estimate reports the amplified guarantee and
+    the same tables as the unshuffled release (counts do not depend on the order)."""
+    release, shuffled, runner = _pipeline(tmp_path, kind)
+    args = ["shuffle", str(release), str(shuffled), "--key-file", _key(tmp_path)]
+    done = runner.invoke(app, args)
+    assert done.exit_code == 0, done.output
+    assert f"wrote {ROWS} shuffled rows" in done.output
+    assert "central ε" in done.output
+    local = read_report_file(release)
+    after = read_report_file(shuffled)
+    assert after.specs == local.specs
+    assert after.shuffled["reports"] == ROWS
+    assert after.shuffled["kept"] == []
+    expected = frameldp.amplify_by_shuffling(local.guarantee, ROWS)
+    assert f"central ε = {expected.epsilon_at(1e-6):.6g}" in done.output
+    if kind == "csv":
+        assert after.hex_columns == ("dest", "origin")
+        assert "origin_cohort" in pd.read_csv(shuffled).columns
+
+    for column in ("dest", "carrier"):
+        (table,) = estimate_file(shuffled, [column]).tables
+        (unshuffled,) = estimate_file(release, [column]).tables
+        assert table.privacy.model == "shuffle"
+        assert table.privacy.epsilon_at(1e-6) == expected.epsilon_at(1e-6)
+        pd.testing.assert_frame_equal(table.to_pandas(), unshuffled.to_pandas())
+    candidates = tmp_path / "airports.txt"
+    candidates.write_text("\n".join(FLIGHTS_DOMAINS["origin"]))
+    shown = runner.invoke(app, ["estimate", str(shuffled), "--candidates-file", str(candidates)])
+    assert shown.exit_code == 0, shown.output
+    assert "(shuffle model)" in shown.output
+
+
+def test_the_csv_pipeline_gives_the_parquet_pipelines_tables(tmp_path: Path) -> None:
+    """Same seeds, same reports, same order: the shuffled CSV estimates are the shuffled Parquet
+    estimates to the last bit, with the same guarantee."""
+    tables = {}
+    for kind in ("csv", "parquet"):
+        folder = tmp_path / kind
+        folder.mkdir()
+        release, shuffled, runner = _pipeline(folder, kind)
+        done = runner.invoke(app, ["shuffle", str(release), str(shuffled), "--seed", "9"])
+        assert done.exit_code == 0, done.output
+        tables[kind] = estimate_file(shuffled, ["dest", "carrier"]).tables
+    for csv_table, parquet_table in zip(tables["csv"], tables["parquet"], strict=True):
+        assert csv_table.privacy == parquet_table.privacy
+        pd.testing.assert_frame_equal(csv_table.to_pandas(), parquet_table.to_pandas())
+
+
+def test_a_seeded_shuffle_is_marked_insecure(report_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "shuffled.csv"
+    done = CliRunner().invoke(app, ["shuffle", str(report_file), str(out), "--seed", "2"])
+    assert done.exit_code == 0, done.output
+    assert "INSECURE" in done.output
+    assert json.loads(out.with_name("shuffled.csv.frameldp.json").read_text())["shuffled"]["seeded"]
+    (table,) = estimate_file(out, ["carrier"]).tables
+    assert table.privacy.seeded
+
+
+def _key(tmp_path: Path) -> str:
+    key = tmp_path / "order.key"
+    key.write_bytes(bytes(range(32)))
+    return str(key)

@@ -579,6 +579,32 @@ def test_a_params_file_that_is_not_text_raises(tmp_path: Path) -> None:
         read_rappor_params(path)
 
 
+@pytest.mark.parametrize(
+    "key", [bytes(range(200, 232)), b"correct horse battery staple 123"], ids=["binary", "text"]
+)
+def test_a_key_file_given_as_params_file_is_not_echoed(tmp_path: Path, key: bytes) -> None:
+    path = tmp_path / "secret.key"
+    path.write_bytes(key)
+
+    with pytest.raises(frameldp.ParameterError, match=r"params file|cannot read") as raised:
+        read_rappor_params(path)
+
+    message = str(raised.value).replace(str(path), "")
+    assert key[:8].decode("latin-1") not in message
+    assert "0x" not in message
+    assert "position" not in message
+
+
+def test_a_directory_in_the_way_of_a_write_is_refused_by_name(tmp_path: Path) -> None:
+    (tmp_path / "reports.csv").mkdir()
+
+    with pytest.raises(frameldp.ParameterError, match="is a directory") as raised:
+        write_rappor_reports(_frameldp_reports(10), tmp_path / "reports.csv")
+
+    assert ".tmp" not in str(raised.value)
+    assert files_in(tmp_path) == ["reports.csv"]
+
+
 # ---------------------------------------------------------------------------- atomic writes
 
 

@@ -15,12 +15,41 @@ __all__ = [
     "DomainInferenceWarning",
     "FrameLDPError",
     "FrameLDPWarning",
+    "InsecureSeedWarning",
+    "LedgerError",
     "MechanismNotFoundError",
+    "NoiseReuseError",
     "ParameterError",
     "UnknownBudgetError",
     "ValidationError",
     "caller_stacklevel",
+    "shown",
 ]
+
+SHOWN_CHARS = 40
+"""Longest rendering of a user's value in an error message (it may be private or a secret)."""
+
+
+def shown(value: object, limit: int = SHOWN_CHARS) -> str:
+    """``repr(value)`` cut to at most ``limit`` characters, for error messages.
+
+    A value in an error may be a person's private value or a secret pasted in the wrong place
+    (a key file given as a domain file): errors quote a short prefix, never the whole value.
+
+    >>> shown("x" * 1000)
+    "'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx… (1000 chars)"
+    >>> shown(2.5)
+    '2.5'
+    """
+    try:
+        text = repr(value)
+    except Exception:  # a foreign object whose repr fails still gets a clear error
+        text = f"<{type(value).__name__}>"
+    if len(text) <= limit:
+        return text
+    size = len(value) if isinstance(value, str | bytes | bytearray) else None
+    suffix = f" ({size} {'chars' if isinstance(value, str) else 'bytes'})" if size else ""
+    return text[:limit] + "…" + suffix
 
 
 class FrameLDPError(ValueError):
@@ -39,12 +68,22 @@ class MechanismNotFoundError(FrameLDPError):
     """``debias`` was asked for a column whose mechanism is neither given nor recorded."""
 
 
+class NoiseReuseError(FrameLDPError):
+    """Noise was about to be shared by two different rows, or a fresh key to leave the process:
+    refused before anything is released (see :mod:`frameldp.core.randomness`)."""
+
+
 class BudgetExceededError(FrameLDPError):
     """A release would take a ledger budget past its cap; nothing was recorded or released."""
 
 
 class UnknownBudgetError(FrameLDPError):
     """A ledger was asked about a budget that was never set."""
+
+
+class LedgerError(FrameLDPError):
+    """A ledger file cannot be read or written: damaged, not a ledger, read-only, locked, or the
+    disk is full. Names the file and what went wrong; a failed write recorded nothing."""
 
 
 class ValidationError(FrameLDPError):
@@ -72,6 +111,11 @@ class FrameLDPWarning(UserWarning):
 
 class DomainInferenceWarning(FrameLDPWarning):
     """The domain was inferred from the data, which reveals which values occur."""
+
+
+class InsecureSeedWarning(FrameLDPWarning):
+    """Reports were drawn from an integer ``seed=``: anyone who knows the seed can remove the
+    noise. For tests and simulations only; every guarantee and file of such a run says so."""
 
 
 def caller_stacklevel() -> int:

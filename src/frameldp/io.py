@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 
 from frameldp._atomic import atomic
 from frameldp.core.mechanisms import BloomRappor
-from frameldp.errors import DomainError, FrameLDPWarning, ParameterError
+from frameldp.errors import DomainError, FrameLDPWarning, ParameterError, shown
 from frameldp.frames._arrow import packed_from_arrow
 from frameldp.frames._common import METADATA_KEY, find_bloom
 from frameldp.frames._pandas import rappor_values
@@ -51,11 +51,13 @@ def read_rappor_params(path: PathLike) -> BloomRappor:
     """The :class:`BloomRappor` (``hash="rappor"``) described by a reference params CSV."""
     rows = _read_rows(path)
     if not rows or [cell.strip() for cell in rows[0]] != _PARAMS_HEADER:
-        found = rows[0] if rows else "an empty file"
-        raise ParameterError(f"params file {path}: header must be k,h,m,p,q,f, got {found}")
+        raise ParameterError(
+            f"params file {path}: header must be k,h,m,p,q,f, got {_described(rows)}"
+        )
     if len(rows) != 2 or len(rows[1]) != len(_PARAMS_HEADER):
         raise ParameterError(
-            f"params file {path}: expected one row of 6 values after the header, got {rows[1:]}"
+            f"params file {path}: expected one row of 6 values after the header, got "
+            f"{len(rows) - 1} row(s) of {[len(row) for row in rows[1:]]} value(s)"
         )
     try:
         k, h, m = (int(cell) for cell in rows[1][:3])
@@ -66,6 +68,16 @@ def read_rappor_params(path: PathLike) -> BloomRappor:
         return BloomRappor(f=f, p=p, q=q, num_bits=k, num_hashes=h, num_cohorts=m, hash="rappor")
     except ParameterError as error:
         raise ParameterError(f"params file {path}: {error}") from None
+
+
+def _described(rows: list[list[str]]) -> str:
+    """The first line of a file that is not a params file, quoted only when it is shaped like a
+    header (6 cells): the file may be something else given by mistake, a key file say."""
+    if not rows:
+        return "an empty file"
+    if len(rows[0]) != len(_PARAMS_HEADER):
+        return f"a first line of {len(rows[0])} cell(s)"
+    return ",".join(shown(cell, 12) for cell in rows[0])
 
 
 def write_rappor_params(mechanism: BloomRappor, path: PathLike) -> None:
@@ -193,8 +205,10 @@ def _read_rows(path: PathLike) -> list[list[str]]:
     try:
         with open(path, newline="", encoding="utf-8") as handle:
             return [row for row in csv.reader(handle) if row]
-    except (OSError, UnicodeDecodeError) as error:
+    except OSError as error:
         raise ParameterError(f"cannot read {path}: {error}") from None
+    except UnicodeDecodeError:  # the error would quote a byte of the file (a key, maybe)
+        raise ParameterError(f"cannot read {path}: not UTF-8 text") from None
 
 
 def _packed_from_bit_strings(

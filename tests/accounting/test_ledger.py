@@ -34,6 +34,8 @@ from frameldp import (
     PureDP,
     UnknownBudgetError,
 )
+from frameldp.accounting.guarantee import INSECURE
+from frameldp.errors import LedgerError
 
 DELTA = 1e-6
 SAFETY_ULPS = 4  # frameldp.accounting._rounding.round_up moves a pure sum up by at most 4 ulps
@@ -363,8 +365,10 @@ def test_charge_holds_the_write_lock_and_hides_the_entry_until_commit(tmp_path: 
     with ledger.charge("b", _krr(1.0)) as entry:
         assert other.spent("b") == 0.0
         assert other.history("b") == []
-        with pytest.raises(sqlite3.OperationalError, match="locked"):
+        with pytest.raises(LedgerError, match=r"locked for more than 0\.05 s") as raised:
             other.spend("b", _krr(1.0))
+        assert str(path) in str(raised.value)
+        assert "nothing was recorded" in str(raised.value)
     assert other.history("b") == [entry]
 
 
@@ -604,6 +608,85 @@ def test_another_applications_database_is_refused_and_left_alone(tmp_path: Path)
         connection.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY)")
         connection.execute("PRAGMA user_version = 7")
     before = path.read_bytes()
-    with pytest.raises(ParameterError, match="not a frameldp ledger"):
+    with pytest.raises(LedgerError, match="not a frameldp ledger") as raised:
         Ledger(path)
+    assert str(path) in str(raised.value)
     assert path.read_bytes() == before
+
+
+# --- seeded (insecure) releases ----------------------------------------------------------------
+
+
+def test_a_seeded_release_is_recorded_and_shown_as_insecure(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.db"
+    ledger = Ledger(path)
+    ledger.set_budget("b", epsilon=5.0)
+    ledger.spend("b", _krr(1.0), description="nightly")
+    ledger.spend("b", _krr(1.0).insecure(), description="test run with seed=3")
+
+    status = ledger.status("b")
+    assert (status.releases, status.seeded) == (2, 1)
+    assert str(status).endswith(f", 1 seeded [{INSECURE}]")
+    plain, seeded = ledger.history("b")
+    assert (plain.seeded, seeded.seeded) == (False, True)
+    assert seeded.guarantee == _krr(1.0).insecure()
+    with sqlite3.connect(path) as connection:  # the flag is in the stored row itself
+        rows = connection.execute("SELECT description, seeded FROM spends ORDER BY id").fetchall()
+    connection.close()
+    assert rows == [("nightly", 0), ("test run with seed=3", 1)]
+
+
+def test_a_budget_without_seeded_releases_shows_no_warning(ledger: Ledger) -> None:
+    ledger.set_budget("b", epsilon=5.0)
+    ledger.spend("b", frameldp.compose([_krr(1.0), _rappor(1.0)]))
+    assert ledger.status("b").seeded == 0
+    assert "INSECURE" not in str(ledger.status("b"))
+    assert not ledger.history("b")[0].seeded
+
+
+# The schema of frameldp's first ledgers (version 1), before releases had a ``seeded`` column.
+_SCHEMA_V1 = [
+    "CREATE TABLE budgets (name TEXT PRIMARY KEY, epsilon REAL NOT NULL CHECK (epsilon > 0), "
+    "delta REAL NOT NULL DEFAULT 0 CHECK (delta >= 0 AND delta < 1), "
+    "created_at TEXT NOT NULL, updated_at TEXT NOT NULL)",
+    "CREATE TABLE spends (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+    "budget TEXT NOT NULL REFERENCES budgets(name), at TEXT NOT NULL, "
+    "description TEXT NOT NULL DEFAULT '', epsilon REAL NOT NULL, total_epsilon REAL NOT NULL, "
+    "method TEXT NOT NULL, guarantee TEXT NOT NULL)",
+    "CREATE INDEX spends_by_budget ON spends (budget, id)",
+    "PRAGMA user_version = 1",
+]
+
+
+def test_a_version_1_ledger_is_read_as_it_is_and_upgraded_by_the_first_write(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "old.db"
+    plain, seeded = _exact(0.5), _exact(0.25).insecure()
+    with sqlite3.connect(path) as connection:
+        for statement in _SCHEMA_V1:
+            connection.execute(statement)
+        connection.execute("INSERT INTO budgets VALUES ('b', 3.0, 0, 't0', 't0')")
+        connection.executemany(
+            "INSERT INTO spends (budget, at, description, epsilon, total_epsilon, method, "
+            "guarantee) VALUES ('b', 't1', ?, ?, ?, 'basic', ?)",
+            [("plain", 0.5, 0.5, plain.to_json()), ("seeded", 0.25, 0.75, seeded.to_json())],
+        )
+    connection.close()
+    before = path.read_bytes()
+
+    ledger = Ledger(path)
+    assert (ledger.status("b").releases, ledger.status("b").seeded) == (2, 1)
+    assert [entry.seeded for entry in ledger.history("b")] == [False, True]
+    assert path.read_bytes() == before  # reading did not upgrade (or otherwise write) the file
+
+    ledger.spend("b", _exact(1.0), description="new")
+
+    with sqlite3.connect(path) as connection:
+        version = connection.execute("PRAGMA user_version").fetchone()[0]
+        rows = connection.execute("SELECT description, seeded FROM spends ORDER BY id").fetchall()
+    connection.close()
+    assert version == 2
+    assert rows == [("plain", 0), ("seeded", 1), ("new", 0)]
+    assert ledger.status("b").seeded == 1
+    assert ledger.spent("b") == _accountant([plain, seeded, _exact(1.0)]).pure_epsilon

@@ -33,6 +33,7 @@ import pytest
 from typer.testing import CliRunner
 
 import frameldp
+from frameldp.accounting import PrivacyGuarantee
 from frameldp.cli import app
 from frameldp.datasets import FLIGHTS_DOMAINS, load_flights
 from frameldp.frames._common import Applicable
@@ -95,6 +96,11 @@ def options(
     if kind == "bloom":
         return [*out, "--epsilon-infinity", EPSILON_INFINITY]
     return [*out, "--domain-file", domains[column]]
+
+
+def seeded(guarantee: PrivacyGuarantee) -> PrivacyGuarantee:
+    """The guarantee a ``--seed`` run records: marked insecure (``seeded``)."""
+    return guarantee if guarantee.seeded else guarantee.insecure()
 
 
 def in_memory(frame: pd.DataFrame, mechanisms: dict[str, Applicable], **kwargs: Any) -> Any:

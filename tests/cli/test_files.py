@@ -4,7 +4,11 @@ pandas, polars and ``frameldp.cli._files``; atomic writes, hex reports, batches 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -14,11 +18,12 @@ import pyarrow.parquet as pq
 import pytest
 
 import frameldp
-from frameldp._atomic import atomic
-from frameldp.accounting import PrivacyGuarantee, compose
+from frameldp._atomic import HOST, atomic, remove_stale
+from frameldp.accounting import Ledger, PrivacyGuarantee, compose
 from frameldp.cli._files import (
     FORMAT,
     batches,
+    file_digest,
     file_kind,
     read_key,
     read_report_file,
@@ -33,6 +38,7 @@ from .conftest import (
     ROWS,
     SEED,
     MakeInput,
+    assert_user_error,
     flights,
     in_memory,
     invoke,
@@ -40,6 +46,7 @@ from .conftest import (
     mechanism,
     options,
     released,
+    seeded,
 )
 
 CANDIDATES = list(FLIGHTS_DOMAINS["origin"])
@@ -104,8 +111,9 @@ def test_parquet_metadata_holds_the_specs_and_the_guarantee(
     guarantee = PrivacyGuarantee.from_dict(data["guarantee"])
     mechanisms = _mechanisms()
     parts = [mechanisms["dest"].privacy, mechanisms["carrier"].privacy]
-    assert guarantee == compose([*parts, mechanisms["origin"].guarantee(None)])
-    assert guarantee == reference.ldp.privacy
+    # A --seed release: the guarantee is marked insecure.
+    assert guarantee == seeded(compose([*parts, mechanisms["origin"].guarantee(None)]))
+    assert guarantee == seeded(reference.ldp.privacy)
     assert guarantee.epsilon == pytest.approx(4.0)
     assert json.loads(metadata[b"PANDAS_ATTRS"]) == {"frameldp": {"mechanisms": specs}}
 
@@ -168,7 +176,7 @@ def test_csv_sidecar_holds_the_parquet_metadata_and_lists_hex_columns(
     assert sidecar(csv) == csv.with_name("release.csv.frameldp.json")
     data = json.loads(sidecar(csv).read_text())
     expected = json.loads(_metadata(parquet)[b"frameldp"])
-    assert data == {**expected, "hex": ["dest", "origin"]}
+    assert data == {**expected, "hex": ["dest", "origin"], "csv": file_digest(csv)}
     assert sorted(p.name for p in csv.parent.glob("release.*")) == [
         "release.csv",
         "release.csv.frameldp.json",
@@ -242,6 +250,179 @@ def test_atomic_removes_the_temporary_file_on_any_exception(
     with pytest.raises(error):
         write_and_fail()
     assert target.read_bytes() == b"old"
+    assert leftovers(tmp_path) == []
+
+
+def test_a_temporary_file_is_named_by_host_and_process(tmp_path: Path) -> None:
+    with atomic(tmp_path / "out.csv") as temporary:
+        assert temporary.name.startswith(f".out.csv.{HOST}-{os.getpid()}-")
+
+
+def _dead_pid() -> int:
+    """The pid of a process that has ended (and been reaped)."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return int(done.stdout)
+
+
+def test_stale_temporary_files_of_dead_processes_are_removed(tmp_path: Path) -> None:
+    """What a SIGKILLed run left (its pid is gone) is removed by the next write in that
+    directory; the files of a live process, of another machine, and other files are kept."""
+    dead = tmp_path / f".release.csv.{HOST}-{_dead_pid()}-abcd1234.tmp"
+    live = tmp_path / f".release.csv.{HOST}-{os.getpid()}-abcd1234.tmp"
+    elsewhere = tmp_path / f".release.csv.{'0' * 8 if HOST != '0' * 8 else '1' * 8}-1-x.tmp"
+    mine = tmp_path / ".notes.tmp"
+    for path in (dead, live, elsewhere, mine):
+        path.write_bytes(b"reports and raw kept columns")
+    with atomic(tmp_path / "other.parquet") as temporary:
+        temporary.write_bytes(b"new")
+    assert not dead.exists()
+    assert [p.exists() for p in (live, elsewhere, mine)] == [True, True, True]
+    assert remove_stale(tmp_path) == []
+
+
+def test_atomic_refuses_a_directory_before_the_block_runs(tmp_path: Path) -> None:
+    (tmp_path / "out.csv").mkdir()
+    ran = []
+    with (
+        pytest.raises(ParameterError, match=r"out\.csv' is a directory"),
+        atomic(tmp_path / "out.csv"),
+    ):
+        ran.append(True)
+    assert ran == []
+    assert leftovers(tmp_path) == []
+
+
+def test_a_failed_rename_names_the_target_not_the_temporary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(source: object, target: object) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "replace", refuse)
+    with (
+        pytest.raises(OSError, match="cannot replace") as raised,
+        atomic(tmp_path / "out.csv") as temporary,
+    ):
+        temporary.write_bytes(b"new")
+    assert "out.csv" in str(raised.value)
+    assert ".tmp" not in str(raised.value)
+    assert leftovers(tmp_path) == []
+
+
+# ------------------------------------------------------------------- CSV and sidecar, bound
+
+
+def _csv_release(source: Path, target: Path, domains: dict[str, Path], epsilon: float) -> Any:
+    return invoke(
+        "privatize",
+        source,
+        target,
+        *options("krr", "carrier", domains, epsilon=epsilon),
+        "--seed",
+        SEED,
+    )
+
+
+def _failing_rename(monkeypatch: pytest.MonkeyPatch, fail_at: int) -> list[str]:
+    """``os.replace`` that fails at its ``fail_at``-th call onto a release file (CSV or
+    sidecar), as a rename onto an immutable file or a crash there would; returns the calls."""
+    real = os.replace
+    calls: list[str] = []
+
+    def replace(source: Any, target: Any) -> None:
+        name = Path(target).name
+        if name.startswith("release.csv"):
+            calls.append(name)
+            if len(calls) == fail_at:
+                raise PermissionError(1, "Operation not permitted", str(target))
+        real(source, target)
+
+    monkeypatch.setattr(os, "replace", replace)
+    return calls
+
+
+@pytest.mark.parametrize("fail_at", [1, 2, 3])
+def test_a_csv_is_never_read_with_another_runs_metadata(
+    make_input: MakeInput,
+    domains: dict[str, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    fail_at: int,
+) -> None:
+    """A second release (epsilon 2) over a first (epsilon 1) stopped at each rename of the
+    pair: the CSV in place always reads with the metadata of the run that wrote it."""
+    source = make_input("parquet")
+    target = tmp_path / "release.csv"
+    assert _csv_release(source, target, domains, 1.0).exit_code == 0
+    first = target.read_bytes()
+    reference = tmp_path / "second" / "release.csv"  # what the second run writes, undisturbed
+    reference.parent.mkdir()
+    assert _csv_release(source, reference, domains, 2.0).exit_code == 0
+    second = reference.read_bytes()
+    assert first != second
+
+    calls = _failing_rename(monkeypatch, fail_at)
+    run = _csv_release(source, target, domains, 2.0)
+    monkeypatch.undo()
+    assert len(calls) >= fail_at  # the run did reach that rename
+    found = read_report_file(target)
+    epsilon = found.specs["carrier"]["epsilon"]
+    if target.read_bytes() == first:
+        assert epsilon == 1.0
+        assert run.exit_code == 1
+        assert "release.csv" in run.stderr
+    else:
+        assert target.read_bytes() == second
+        assert epsilon == 2.0
+    assert leftovers(tmp_path) == []
+
+
+def test_a_csv_whose_sidecar_describes_other_bytes_is_refused(
+    make_input: MakeInput, domains: dict[str, Path], tmp_path: Path
+) -> None:
+    target = tmp_path / "release.csv"
+    assert _csv_release(make_input("parquet"), target, domains, 1.0).exit_code == 0
+    lines = target.read_text().splitlines()
+    target.write_text("\n".join([lines[0], lines[2], lines[1], *lines[3:]]) + "\n")
+    with pytest.raises(ParameterError, match="describes another CSV file"):
+        read_report_file(target)
+    run = invoke("estimate", target)
+    assert run.exit_code == 1
+    assert "release.csv.frameldp.json" in run.stderr
+    data = json.loads(sidecar(target).read_text())
+    del data["csv"]
+    sidecar(target).write_text(json.dumps(data))
+    with pytest.raises(ParameterError, match="does not record which CSV file"):
+        read_report_file(target)
+
+
+@pytest.mark.parametrize("blocked", ["release.csv", "release.csv.frameldp.json"])
+def test_a_directory_in_the_way_is_refused_before_any_work(
+    make_input: MakeInput, domains: dict[str, Path], tmp_path: Path, blocked: str
+) -> None:
+    """Checked first: the input (with a bad value in its last rows) is never read, the ledger
+    never charged, and the error names the output, not a temporary file."""
+    frame = flights().astype({"carrier": str})
+    frame.loc[2990, "carrier"] = "XX"
+    source = make_input("parquet", frame=frame)
+    (tmp_path / blocked).mkdir()
+    ledger = tmp_path / "ledger.sqlite"
+    Ledger(ledger).set_budget("b", epsilon=10.0)
+    run = invoke(
+        "privatize",
+        source,
+        tmp_path / "release.csv",
+        *options("krr", "carrier", domains),
+        *("--ledger", ledger, "--budget", "b"),
+    )
+    line = assert_user_error(run, blocked, "is a directory")
+    assert ".tmp" not in line
+    assert Ledger(ledger).history("b") == []
     assert leftovers(tmp_path) == []
 
 

@@ -23,6 +23,7 @@ import pytest
 
 import frameldp
 from frameldp.accounting import Ledger, PrivacyGuarantee, compose
+from frameldp.accounting.guarantee import INSECURE
 from frameldp.cli._files import batches
 from frameldp.core.encoding import Domain
 from frameldp.datasets import FLIGHTS_DOMAINS
@@ -46,6 +47,7 @@ from .conftest import (
     release_names,
     released,
     script_environment,
+    seeded,
 )
 
 
@@ -233,7 +235,7 @@ def test_success_prints_rows_columns_and_the_guarantee(
     assert lines[0].startswith(f"wrote {ROWS} rows, columns ['dest', 'carrier'], to {target}")
     assert lines[1] == (
         f"privacy per person: ε = {guarantee.epsilon:.6g} (pure, local); "
-        f"ε = {guarantee.epsilon_at(1e-9):.6g} at δ = 1e-09"
+        f"ε = {guarantee.epsilon_at(1e-9):.6g} at δ = 1e-09 [{INSECURE}]"
     )
     assert pq.read_table(target).num_rows == ROWS
     assert leftovers(tmp_path) == []
@@ -748,7 +750,8 @@ def test_validation_lists_every_failure_of_every_column_and_batch(
     first, *listed = run.stderr.splitlines()
     assert first == (
         "error: input validation failed: 3 failure(s) in column(s) carrier, dest; "
-        "nothing was written"
+        "nothing was written; pass --unknown other to give values outside the domain their own "
+        "bucket"
     )
     assert len(listed) == 3
     for column, row, value in (("dest", 5, "ZZZ"), ("carrier", 1234, "XX"), ("dest", 2950, "YYY")):
@@ -804,12 +807,176 @@ def test_unknown_other_and_null_category_accept_what_raise_refuses(
     args = ["privatize", source, target, *options("krr", "carrier", domains), "--seed", SEED]
     run = invoke(*args)
     assert run.exit_code == 1
-    assert "5 failure(s) in column(s) carrier" in run.stderr.splitlines()[0]
+    (error,) = [line for line in run.stderr.splitlines() if line.startswith("error: ")]
+    assert "5 failure(s) in column(s) carrier" in error
+    # The error says which options accept them, in command-line words.
+    assert "pass --nulls category" in error
+    assert "pass --unknown other" in error
     run = invoke(*args, "--unknown", "other", "--nulls", "category", "--chunk-rows", 64)
     assert run.exit_code == 0, run.stderr
     domain = Domain.coerce(FLIGHTS_DOMAINS["carrier"], unknown="other", nulls="category")
     reference = in_memory(frame, {"carrier": frameldp.RandomizedResponse(EPSILON, domain=domain)})
     assert_same_reports(target, reference, ["carrier"])
+
+
+# ------------------------------------------------- errors in command-line words, short, secret-free
+
+
+@pytest.mark.parametrize(
+    ("arguments", "fragments"),
+    [
+        (["--epsilon", "one"], ["--epsilon", "frameldp privatize --help"]),
+        (["--epsilonn", "1"], ["--epsilonn", "frameldp privatize --help"]),
+        (["--chunk-rows", "many"], ["--chunk-rows"]),
+    ],
+    ids=["epsilon-not-a-number", "unknown-option", "chunk-rows-not-a-number"],
+)
+def test_usage_mistakes_are_one_line_errors(
+    make_input: MakeInput,
+    domains: dict[str, Path],
+    tmp_path: Path,
+    arguments: list[str],
+    fragments: list[str],
+) -> None:
+    """Not typer's boxed usage message: one ``error:`` line and exit status 1, like every
+    other mistake."""
+    source, target = make_input("parquet"), tmp_path / "release.parquet"
+    args = ["--column", "carrier", "--mechanism", "krr", "--domain-file", domains["carrier"]]
+    if "--epsilon" not in arguments:
+        args += ["--epsilon", 1]
+    line = assert_user_error(invoke("privatize", source, target, *args, *arguments), *fragments)
+    assert "╭" not in line
+    assert not target.exists()
+
+
+def test_a_usage_error_does_not_echo_a_pasted_value_whole(
+    make_input: MakeInput, domains: dict[str, Path], tmp_path: Path
+) -> None:
+    pasted = "x" * 100_000
+    run = invoke("privatize", make_input("parquet"), tmp_path / "r.parquet", "--" + pasted)
+    line = assert_user_error(run)
+    assert len(line) < 400
+
+
+@pytest.mark.parametrize(
+    ("policy", "fragment"), [("nulls", "--nulls category"), ("unknown", "--unknown other")]
+)
+def test_a_null_or_outside_value_suggests_the_option_that_accepts_it(
+    make_input: MakeInput, domains: dict[str, Path], tmp_path: Path, policy: str, fragment: str
+) -> None:
+    """With or without validation, the error names the command-line option (the Python API's
+    ``nulls='category'`` / ``unknown='other'`` mean nothing to a shell user)."""
+    frame = flights().astype({"carrier": object})
+    frame.loc[7, "carrier"] = None if policy == "nulls" else "XX"
+    source, target = make_input("parquet", frame=frame), tmp_path / "release.parquet"
+    for validate in ("--validate", "--no-validate"):
+        run = invoke("privatize", source, target, *options("krr", "carrier", domains), validate)
+        assert run.exit_code == 1
+        first = run.stderr.splitlines()[0]
+        assert first.startswith("error: ")
+        assert fragment in first, (validate, first)
+        assert "='" not in first, (validate, first)
+        assert not target.exists()
+
+
+@pytest.mark.parametrize("option", ["--key-file", "--memo-key-file"])
+def test_a_missing_key_file_error_names_the_option_and_the_file(
+    make_input: MakeInput, tmp_path: Path, option: str
+) -> None:
+    args = [*options("bloom", "dest", {}), "--user", "passenger_id"]
+    run = invoke("privatize", make_input("parquet"), tmp_path / "r.parquet", *args, option, "nokey")
+    assert_user_error(run, f"{option} 'nokey'", "cannot read it", "No such file")
+
+
+@pytest.mark.parametrize(
+    "key",
+    [bytes(range(200, 232)), b"correct horse battery staple 123"],
+    ids=["binary-key", "printable-key"],
+)
+@pytest.mark.parametrize("column", ["carrier", "delay"], ids=["text-column", "int-column"])
+def test_a_key_file_given_as_domain_file_is_not_echoed(
+    make_input: MakeInput, tmp_path: Path, key: bytes, column: str
+) -> None:
+    """A 32-byte key passed as ``--domain-file`` by mistake: the error says what is wrong
+    without a byte of the key (not the text, not a byte value, not its position)."""
+    secret = tmp_path / "secret.key"
+    secret.write_bytes(key)
+    frame = flights().assign(delay=np.arange(ROWS) % 5)
+    source = make_input("parquet", frame=frame)
+    for validate in ("--validate", "--no-validate"):
+        run = invoke(
+            "privatize",
+            source,
+            tmp_path / "release.parquet",
+            *("--column", column, "--mechanism", "rappor", "--epsilon", 1),
+            *("--domain-file", secret, validate),
+        )
+        line = assert_user_error(run, "--domain-file", "secret.key", "key file")
+        said = line.replace(str(secret), "")
+        assert key[:6].decode("latin-1") not in said
+        assert "0x" not in said
+        assert "\\x" not in said
+        assert "position" not in said
+
+
+def test_failed_values_are_quoted_short(
+    make_input: MakeInput, domains: dict[str, Path], tmp_path: Path
+) -> None:
+    """A 1 MB private value outside the domain is listed by a short prefix only."""
+    frame = flights().astype({"carrier": object})
+    frame.loc[3, "carrier"] = "p" * 1_000_000
+    source = make_input("parquet", frame=frame)
+    run = invoke("privatize", source, tmp_path / "r.parquet", *options("krr", "carrier", domains))
+    assert run.exit_code == 1
+    assert "row 3" in run.stderr
+    assert len(run.stderr) < 2000
+
+
+# ----------------------------------------------------------------------------- seeded runs
+
+
+def _metadata_guarantee(target: Path) -> dict[str, Any]:
+    if target.suffix == ".parquet":
+        return json.loads(pq.read_schema(target).metadata[b"frameldp"])["guarantee"]
+    return json.loads(target.with_name(target.name + ".frameldp.json").read_text())["guarantee"]
+
+
+@pytest.mark.parametrize("kind", ["parquet", "csv"])
+def test_a_seeded_run_is_marked_insecure_everywhere_it_shows(
+    make_input: MakeInput, domains: dict[str, Path], tmp_path: Path, kind: str
+) -> None:
+    """The output line, a warning, the file's metadata, the ledger and ``estimate`` all say
+    INSECURE; a run with a secret key says it nowhere."""
+    ledger = tmp_path / "ledger.sqlite"
+    Ledger(ledger).set_budget("flights", epsilon=10.0)
+    source = make_input("parquet")
+    for seed in (SEED, None):
+        target = tmp_path / f"{'seeded' if seed else 'keyed'}.{kind}"
+        run = invoke(
+            "privatize",
+            source,
+            target,
+            *options("krr", "carrier", domains),
+            *(("--seed", seed) if seed else ()),
+            *("--ledger", ledger, "--budget", "flights"),
+        )
+        assert run.exit_code == 0, run.stderr
+        (said,) = [line for line in run.stdout.splitlines() if line.startswith("privacy")]
+        recorded = _metadata_guarantee(target)
+        shown = invoke("estimate", target)
+        assert shown.exit_code == 0, shown.stderr
+        if seed:
+            assert said.endswith(f"[{INSECURE}]")
+            assert run.stderr.startswith("warning: --seed: INSECURE")
+            assert recorded["seeded"] is True
+            assert recorded["warning"] == INSECURE
+            assert PrivacyGuarantee.from_dict(recorded).seeded
+            assert Ledger(ledger).history("flights")[-1].guarantee.seeded
+            assert "INSECURE" in shown.stdout
+        else:
+            assert "INSECURE" not in run.stdout + run.stderr + shown.stdout
+            assert "seeded" not in recorded
+            assert not Ledger(ledger).history("flights")[-1].guarantee.seeded
 
 
 # -------------------------------------------------------------------------------- ledger
@@ -842,7 +1009,7 @@ def test_ledger_is_charged_once_for_a_release_of_many_batches(
     assert f"charged to budget 'flights' of ledger {ledger}" in run.stdout
     (spend,) = Ledger(ledger).history("flights")
     guarantee = compose([mechanism("rappor", "dest").privacy, mechanism("krr", "carrier").privacy])
-    assert spend.guarantee == guarantee
+    assert spend.guarantee == seeded(guarantee)  # a --seed run: charged as insecure
     assert spend.epsilon == guarantee.epsilon
     assert spend.description == "privatize dest, carrier"
     recorded = json.loads(pq.read_schema(target).metadata[b"frameldp"])["guarantee"]

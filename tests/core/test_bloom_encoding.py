@@ -39,6 +39,7 @@ from frameldp.core.randomness import (
     bernoulli_packed_at,
     digests,
     dyadic_at_least,
+    label_bytes,
 )
 from frameldp.errors import DomainError, ParameterError
 
@@ -426,26 +427,37 @@ def _stream(label: str) -> KeyedStream:
 def _reference_bernoulli_at(
     stream: KeyedStream, numerator: int, addresses: np.ndarray, bits_per_row: int
 ) -> np.ndarray:
-    """The documented layout written plainly: bit j of a row is [U < N / 2**64] where bit
-    t < PLANES of U is the complement of bit j of AES(address XOR (t + 1, j // 128)) (tweaks are
-    two big-endian 64-bit words, the first holding the lane shifted by 32) and the remaining bits
-    are the top 64 - PLANES bits of the first 8 bytes, big-endian, of AES(address XOR (TAIL, j))."""
+    """The documented layout written plainly. Tweaks are two big-endian 64-bit words, the first
+    holding the lane shifted by 32, XORed into the row's address before AES.
+
+    * At most 8 bits a row: bit j is [U_j < N / 2**64], U_j the big-endian 64-bit word j of
+      the concatenated blocks AES(address XOR (3, b)).
+    * More: the row's keystream is the concatenation of AES(address XOR (1, b)); plane t is its
+      bytes [8 W t, 8 W (t + 1)) with W = ceil(bytes per row / 8) words, and bit t < PLANES of
+      U_j is the complement of bit j of plane t; the remaining bits are the top 64 - PLANES bits
+      of the first 8 bytes, big-endian, of AES(address XOR (TAIL, j)).
+    """
     rows = addresses.shape[0]
-    blocks = -(-bits_per_row // 128)
-    u = np.zeros((rows, bits_per_row), dtype=np.uint64)
 
-    def tweaked(lane: int, index: np.ndarray) -> np.ndarray:
-        tweak = np.zeros((index.size, 2), dtype=">u8")
+    def keystream(lane: int, blocks: int) -> np.ndarray:
+        tweak = np.zeros((blocks, 2), dtype=">u8")
         tweak[:, 0] = lane << 32
-        tweak[:, 1] = index
-        return addresses[:, None, :] ^ tweak.view(np.uint8).reshape(1, index.size, 16)
+        tweak[:, 1] = np.arange(blocks)
+        inputs = addresses[:, None, :] ^ tweak.view(np.uint8).reshape(1, blocks, 16)
+        return stream.encrypt(inputs.reshape(-1, 16)).reshape(rows, blocks * 16)
 
+    if bits_per_row <= 8:
+        words = keystream(3, -(-bits_per_row // 2)).copy().view(">u8")[:, :bits_per_row]
+        return np.packbits((words < np.uint64(numerator)).astype(np.uint8), axis=1)
+    words = -(-bits_per_row // 64)
+    planes = keystream(1, -(-PLANES * words // 2))
+    u = np.zeros((rows, bits_per_row), dtype=np.uint64)
     for t in range(PLANES):
-        keystream = stream.encrypt(tweaked(t + 1, np.arange(blocks)).reshape(-1, 16))
-        plane_bits = np.unpackbits(keystream.reshape(rows, -1), axis=1)[:, :bits_per_row]
+        plane = planes[:, 8 * words * t : 8 * words * (t + 1)]
+        plane_bits = np.unpackbits(plane, axis=1)[:, :bits_per_row]
         u |= (1 - plane_bits).astype(np.uint64) << np.uint64(PRECISION_BITS - 1 - t)
-    tail = stream.encrypt(tweaked(_TAIL_LANE, np.arange(bits_per_row)).reshape(-1, 16))
-    u |= tail[:, :8].copy().view(">u8").ravel().reshape(rows, bits_per_row) >> np.uint64(PLANES)
+    tail = keystream(_TAIL_LANE, bits_per_row).reshape(rows, bits_per_row, 16)[:, :, :8]
+    u |= tail.copy().view(">u8").reshape(rows, bits_per_row) >> np.uint64(PLANES)
     return np.packbits((u < np.uint64(numerator)).astype(np.uint8), axis=1)
 
 
@@ -596,7 +608,7 @@ def test_digests_reject_other_types(item: object, shown: str) -> None:
 
 
 def _aes(label: str) -> Any:
-    subkey = hmac.new(KEY, b"frameldp.v1:" + label.encode(), hashlib.sha256).digest()
+    subkey = hmac.new(KEY, b"frameldp.v2" + label_bytes([label]), hashlib.sha256).digest()
     return Cipher(algorithms.AES(subkey), modes.ECB())
 
 

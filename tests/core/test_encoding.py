@@ -221,9 +221,9 @@ def test_as_reported_keeps_codes_and_labels() -> None:
 
 
 def test_to_json_round_trips() -> None:
-    domain = Domain(("a", 1, 2.5), unknown="other", nulls="category")
+    domain = Domain((1, 2.5, 7), unknown="other", nulls="category")
     spec = domain.to_json()
-    assert spec == {"categories": ["a", 1, 2.5], "unknown": "other", "nulls": "category"}
+    assert spec == {"categories": [1, 2.5, 7], "unknown": "other", "nulls": "category"}
     assert Domain.coerce(spec["categories"], unknown=spec["unknown"], nulls=spec["nulls"]) == domain
 
 

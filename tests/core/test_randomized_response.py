@@ -298,7 +298,7 @@ def test_randomize_does_not_modify_input_and_handles_empty() -> None:
     "mech",
     [
         RandomizedResponse(2.0, domain=["AA", "DL", "UA"]),
-        RandomizedResponse(0.7, domain=Domain(("x", 1), unknown="other", nulls="category")),
+        RandomizedResponse(0.7, domain=Domain((1, 2.5), unknown="other", nulls="category")),
         RandomizedResponse(1.0, domain=[True, False]),
     ],
     ids=["plain", "policies", "bool-categories"],

@@ -67,16 +67,17 @@ def test_fresh_sources_differ_and_are_secret() -> None:
 
 
 def test_stream_is_aes_ctr_under_hmac_subkey() -> None:
-    """The documented derivation: AES-256 under HMAC-SHA256(key, "frameldp.v1:" + label),
-    on big-endian counters ``lane (32 bits) || 0 (32 bits) || block (64 bits)``. Pinning it keeps
-    stored reports reproducible from their key across versions."""
-    label = "carrier\x1fspec"
-    subkey = hmac.new(KEY, b"frameldp.v1:" + label.encode(), hashlib.sha256).digest()
+    """The documented derivation: AES-256 under HMAC-SHA256(key, "frameldp.v2" || label),
+    the label's parts each tagged with their type and length, on big-endian counters
+    ``lane (32 bits) || 0 (32 bits) || block (64 bits)``. Pinning it keeps stored reports
+    reproducible from their key across versions."""
+    encoded = b"s" + (7).to_bytes(8, "big") + b"carrier" + b"i" + (1).to_bytes(8, "big") + b"5"
+    subkey = hmac.new(KEY, b"frameldp.v2" + encoded, hashlib.sha256).digest()
     lane, blocks = 5, [0, 1, 2, 2**32 + 9]
     counters = b"".join((lane << 96 | block).to_bytes(16, "big") for block in blocks)
     encryptor = Cipher(algorithms.AES(subkey), modes.ECB()).encryptor()
     expected = np.frombuffer(encryptor.update(counters) + encryptor.finalize(), dtype=np.uint8)
-    stream = RandomSource.from_key(KEY).stream(label)
+    stream = RandomSource.from_key(KEY).stream("carrier", 5)
     got = stream.blocks_at(lane, np.array(blocks, dtype=np.uint64))
     assert got.tobytes() == expected.tobytes()
     assert stream.contiguous(lane, 0, 48).tobytes() == expected[:48].tobytes()

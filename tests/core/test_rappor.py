@@ -420,7 +420,7 @@ def test_randomize_rejects_wrong_shape_and_does_not_modify_input() -> None:
     [
         Rappor(1.0, domain=DOMAIN5),
         Rappor(f=0.3, domain=DOMAIN5, max_weight=2),
-        Rappor(3.0, domain=Domain(("x", 1, 2.5), unknown="other", nulls="category"), max_weight=3),
+        Rappor(3.0, domain=Domain((1, 2.5, 7), unknown="other", nulls="category"), max_weight=3),
     ],
     ids=["epsilon", "f", "policies"],
 )

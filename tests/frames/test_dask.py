@@ -219,19 +219,30 @@ def test_projection_and_filter_after_privatize(tmp_path: Path) -> None:
     )
 
 
-def test_the_key_is_drawn_when_the_graph_is_built() -> None:
-    """Without key or seed, one graph computes (and persists) to the same reports every time;
-    another ``privatize`` call draws another key."""
+def test_every_computation_without_a_key_is_a_new_release(tmp_path: Path) -> None:
+    """Without key or seed no key is in the graph: each computation draws fresh keys (independent
+    noise) and, with a ledger, is charged once, before its reports exist; a persisted frame is
+    computed once. A release that could not be charged is refused when the graph is built."""
+    ledger = frameldp.Ledger(tmp_path / "ledger.sqlite")
+    ledger.set_budget("b", epsilon=3.5)
     ddf = dd.from_pandas(frame(), npartitions=3)
-    call: Call = lambda f: f.ldp.rappor("origin", 1.0, domain=ORIGINS)  # noqa: E731
 
-    out = call(ddf)
+    out = ddf.ldp.rappor("origin", 1.0, domain=ORIGINS, ledger=ledger, budget="b")
+    assert ledger.history("b") == []
     first = out.compute()
-
-    pd.testing.assert_frame_equal(out.compute(), first)
-    pd.testing.assert_frame_equal(out.persist().compute(), first)
+    assert len(ledger.history("b")) == 1
     # 120 reports of 5 bits, each flipped with probability ~0.38: a repeat has chance < 1e-50.
-    assert not call(ddf).compute()["origin"].equals(first["origin"])
+    assert not out.compute()["origin"].equals(first["origin"])
+    assert len(ledger.history("b")) == 2
+    kept = out.persist()
+    assert len(ledger.history("b")) == 3
+    pd.testing.assert_frame_equal(kept.compute(), kept.compute())
+    assert len(ledger.history("b")) == 3
+    with pytest.raises(frameldp.BudgetExceededError):
+        ddf.ldp.rappor("origin", 1.0, domain=ORIGINS, ledger=ledger, budget="b")
+    with pytest.raises(frameldp.BudgetExceededError):
+        out.compute()
+    assert len(ledger.history("b")) == 3
 
 
 def test_row_ids_are_never_shared_between_partitions() -> None:
@@ -393,21 +404,24 @@ def ledger(tmp_path: Path) -> frameldp.Ledger:
     return book
 
 
-def test_the_release_is_charged_once_when_the_graph_is_built(ledger: frameldp.Ledger) -> None:
+def test_each_computation_is_charged_once(ledger: frameldp.Ledger) -> None:
+    """Building the graph charges nothing; each computation of the reports is one release,
+    charged once however many partitions it has; debias computes them once more."""
     ddf = dd.from_pandas(frame(), npartitions=3)
 
     reports = ddf.ldp.krr("carrier", 1.0, domain=CARRIERS, ledger=ledger, budget="nightly")
 
+    assert ledger.history("nightly") == []
+    reports.compute()
     [entry] = ledger.history("nightly")
     assert entry.description == "privatize carrier"
-    reports.compute()
     reports.ldp.debias("carrier")
-    assert len(ledger.history("nightly")) == 1
+    assert len(ledger.history("nightly")) == 2
 
 
 def test_over_budget_builds_nothing(ledger: frameldp.Ledger) -> None:
     ddf = dd.from_pandas(frame(), npartitions=3)
-    ddf.ldp.krr("carrier", 2.0, domain=CARRIERS, ledger=ledger, budget="nightly")
+    ddf.ldp.krr("carrier", 2.0, domain=CARRIERS, ledger=ledger, budget="nightly").compute()
 
     with pytest.raises(frameldp.BudgetExceededError, match="nightly"):
         ddf.ldp.krr("carrier", 1.0, domain=CARRIERS, ledger=ledger, budget="nightly")
@@ -416,14 +430,14 @@ def test_over_budget_builds_nothing(ledger: frameldp.Ledger) -> None:
 
 def test_a_domain_error_at_compute_leaves_the_release_charged(ledger: frameldp.Ledger) -> None:
     """As for a polars LazyFrame (docs/privacy.md): the data is read at compute time, after the
-    release was charged; it is charged once however often the graph is computed."""
+    computation was charged (the ledger errs on the side of spending), each time."""
     reports = dd.from_pandas(frame(), npartitions=3).ldp.krr(
         "carrier", 1.0, domain=["AA", "DL"], ledger=ledger, budget="nightly"
     )
     for _ in range(2):
         with pytest.raises(frameldp.DomainError, match=r"column 'carrier': value 'UA' at row"):
             reports.compute()
-    assert len(ledger.history("nightly")) == 1
+    assert len(ledger.history("nightly")) == 2
 
 
 # ---------------------------------------------------------------------------- errors

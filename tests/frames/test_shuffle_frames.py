@@ -208,17 +208,23 @@ def test_chunked_input_gives_the_same_order(backend: Backend) -> None:
     assert rows_of(backend, shuffled) == reference_order(data, seed=SEED)
 
 
-def test_shuffled_lazy_frame_collects_to_the_same_order() -> None:
-    """Collected twice, and with either engine, a shuffled LazyFrame gives one order."""
+def test_shuffled_lazy_frame_collects_to_one_order_under_a_key() -> None:
+    """With key=, collected twice and with either engine, a shuffled LazyFrame gives one order;
+    without, each collect draws its own order of the same reports."""
     reports = privatized(pl.LazyFrame(report_data()))
 
-    shuffled = reports.ldp.shuffle()  # a fresh key, drawn when the plan is built
+    shuffled = reports.ldp.shuffle(key=bytes(32))
 
     assert isinstance(shuffled, pl.LazyFrame)
     first = shuffled.collect(engine="streaming")
     polars.testing.assert_frame_equal(first, shuffled.collect(engine="streaming"))
     polars.testing.assert_frame_equal(first, shuffled.collect())
     polars.testing.assert_frame_equal(first, shuffled.collect(engine="in-memory"))
+    fresh = reports.ldp.shuffle()
+    again = fresh.collect()
+    assert sorted(again.rows()) == sorted(first.rows())
+    # N rows in two independent uniform orders: equal with probability 1 / N!.
+    assert not again.equals(fresh.collect())
 
 
 def test_every_order_of_three_reports_is_equally_likely() -> None:
@@ -306,7 +312,7 @@ def test_keeping_a_report_column_does_not_warn(backend: Backend) -> None:
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        shuffled = reports.ldp.shuffle(keep=["carrier", "url_cohort"], seed=SEED)
+        shuffled = reports.ldp.shuffle(keep=["carrier", "url_cohort"], key=bytes(32))
 
     assert sorted(columns_of(backend, shuffled)) == sorted(REPORTS)
     assert shuffled.ldp.privacy.model == "shuffle"
@@ -587,3 +593,45 @@ def test_a_frame_derived_from_one_shuffled_collection_keeps_its_guarantee(
     for derived in (shuffled.head(10), pd.concat([shuffled, shuffled], ignore_index=True)):
         assert derived.ldp.privacy.epsilon_at(DELTA) == expected
     assert shuffled.head(10).ldp.privacy.parameters["reports"] == n
+
+
+def test_a_reused_shuffle_key_orders_different_frames_independently() -> None:
+    """The order is bound to the rows' content: one key gives the same frame one order on
+    pandas, polars eager and lazy, and two different frames of the same length independent
+    orders (were it the same permutation, knowing one frame's order would undo the other's
+    shuffle). The rows carry their index in ``fare``, so the order is read off exactly."""
+    key = bytes(range(32))
+    n = 200
+
+    def order(frame: Any) -> list[float]:
+        out = privatized(frame).ldp.shuffle(keep="fare", key=key)
+        if isinstance(out, pl.LazyFrame):
+            out = out.collect()
+        return list(out["fare"])
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # keep= voids the shuffle guarantee: warned, not tested
+        first = order(pd.DataFrame(report_data(n)))
+        assert order(pl.DataFrame(report_data(n))) == first
+        assert order(pl.LazyFrame(report_data(n))) == first
+        other = report_data(n)
+        other["carrier"] = list(reversed(other["carrier"]))
+        second = order(pd.DataFrame(other))
+    # Two independent uniform orders of 200 rows are equal with probability 1 / 200!.
+    assert sorted(second) == sorted(first)
+    assert second != first
+
+
+@pytest.mark.parametrize("library", ["pandas", "polars-eager", "polars-lazy"])
+def test_a_seeded_shuffle_is_marked_insecure(library: str) -> None:
+    """An order drawn from seed= is known to whoever knows the seed: warned, and the amplified
+    guarantee says INSECURE; a fresh order is not marked."""
+    make = {"pandas": pd.DataFrame, "polars-eager": pl.DataFrame, "polars-lazy": pl.LazyFrame}
+    reports = make[library](report_data(100)).ldp.privatize(MECHANISMS, key=bytes(32))
+
+    with pytest.warns(frameldp.errors.InsecureSeedWarning, match="shuffle order"):
+        seeded = reports.ldp.shuffle(seed=1)
+
+    assert seeded.ldp.privacy.seeded
+    assert "INSECURE" in str(seeded.ldp.privacy)
+    assert not reports.ldp.shuffle().ldp.privacy.seeded

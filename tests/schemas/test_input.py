@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pandera.pandas
 import pandera.polars
@@ -315,3 +316,34 @@ def test_every_failure_is_counted_beyond_those_listed(backend: Backend) -> None:
     first = failures(lambda: validate_input(frame, {"carrier": KRR}, lazy=False))
     assert str(first).splitlines()[0] == "input schema: 10 failures in 1 check(s)"  # nulls first
     assert [f["check"] for f in first.failures] == ["not_nullable"] * 10
+
+
+@pytest.mark.parametrize("library", ["pandas", "polars"])
+@pytest.mark.parametrize(
+    ("values", "dtype", "domain", "failing"),
+    [
+        # 2.5 is not coerced to 2 (privatize would not match 2 to it either)
+        ([1, 2], "int64", [1, 2.5], [2]),
+        # 0.1 is not a float32 value: float32(0.1) is outside the domain [0.1, 0.5]
+        ([0.1, 0.5], "float32", [0.1, 0.5], [0.1]),
+        # 1.0 is the integer 1 exactly
+        ([1, 3], "int64", [1.0, 3.0], []),
+    ],
+)
+def test_numeric_domains_match_exactly_as_privatize_does(
+    library: str, values: list[float], dtype: str, domain: list[float], failing: list[float]
+) -> None:
+    """A domain entry is never coerced to the column's type (issue 13, defect 8): validation
+    accepts exactly the values privatize accepts."""
+    mechanism = frameldp.RandomizedResponse(1.0, domain=domain)
+    frame: Any = pd.DataFrame({"v": np.array(values, dtype=dtype)})
+    if library == "polars":
+        frame = pl.from_pandas(frame)
+    if not failing:
+        validate_input(frame, {"v": mechanism})
+        frame.ldp.privatize({"v": mechanism}, seed=1)
+        return
+    with pytest.raises(frameldp.ValidationError, match="in_domain"):
+        validate_input(frame, {"v": mechanism})
+    with pytest.raises(frameldp.DomainError):
+        frame.ldp.privatize({"v": mechanism}, seed=1)

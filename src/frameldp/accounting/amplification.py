@@ -354,4 +354,7 @@ def amplify_by_shuffling(
         )
     event = ShuffleEvent(epsilon0, n, clones)
     parameters = {"reports": n, "local_epsilon": epsilon0, "clones": clones, "local": name}
-    return PrivacyGuarantee(epsilon0, "shuffled", parameters, parts, ((event, 1),), model="shuffle")
+    seeded = any(part.seeded for part in parts)
+    return PrivacyGuarantee(
+        epsilon0, "shuffled", parameters, parts, ((event, 1),), model="shuffle", seeded=seeded
+    )

@@ -27,6 +27,7 @@ References
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Iterable, Mapping
@@ -37,8 +38,12 @@ from typing import Any, Literal
 from frameldp.accounting._rounding import sum_up
 from frameldp.accounting.accountant import Accountant, Explanation
 from frameldp.accounting.events import PrivacyEvent, PureDP
+from frameldp.errors import FrameLDPError, ParameterError, shown
 
-__all__ = ["MODELS", "Model", "PrivacyGuarantee", "compose"]
+__all__ = ["INSECURE", "MODELS", "Model", "PrivacyGuarantee", "compose"]
+
+INSECURE = "INSECURE: seeded noise, anyone who knows the seed can remove it"
+"""How a seeded run is marked in guarantees, files, ledgers and the command line."""
 
 Model = Literal["local", "shuffle"]
 MODELS: tuple[Model, ...] = ("local", "shuffle")
@@ -63,6 +68,10 @@ class PrivacyGuarantee:
         :class:`~frameldp.accounting.PureDP` event at ``epsilon``.
     model
         ``"local"`` (each report) or ``"shuffle"`` (the shuffled collection of reports).
+    seeded
+        True when the reports were drawn from an integer ``seed=``: the noise is reproducible
+        by anyone who knows the seed, so the guarantee holds only against those who do not.
+        Shown as ``INSECURE`` wherever the guarantee is printed or recorded.
 
     >>> import frameldp
     >>> g = frameldp.RandomizedResponse(1.0, domain=["a", "b"]).privacy
@@ -78,13 +87,14 @@ class PrivacyGuarantee:
     parts: tuple[PrivacyGuarantee, ...] = ()
     events: tuple[tuple[PrivacyEvent, int], ...] = ()
     model: Model = "local"
+    seeded: bool = False
 
     def __post_init__(self) -> None:
         if self.model not in MODELS:
-            raise ValueError(f"model must be one of {MODELS}, got {self.model!r}")
+            raise ParameterError(f"model must be one of {MODELS}, got {shown(self.model)}")
         finite = math.isfinite(self.epsilon) or self.model != "local"
         if not (self.epsilon >= 0 and finite):
-            raise ValueError(f"epsilon must be finite and >= 0, got {self.epsilon!r}")
+            raise ParameterError(f"epsilon must be finite and >= 0, got {shown(self.epsilon)}")
         if not self.events:
             object.__setattr__(self, "events", ((PureDP(self.epsilon), 1),))
 
@@ -153,6 +163,9 @@ class PrivacyGuarantee:
             "parameters": dict(self.parameters),
             "events": self.accountant.to_dict()["events"],
         }
+        if self.seeded:
+            out["seeded"] = True
+            out["warning"] = INSECURE
         if self.parts:
             out["parts"] = [part.to_dict() for part in self.parts]
         return out
@@ -163,23 +176,41 @@ class PrivacyGuarantee:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PrivacyGuarantee:
-        """Rebuild from :meth:`to_dict` (unknown event kinds raise a ParameterError)."""
-        epsilon = data["epsilon"]
-        return cls(
-            math.inf if epsilon is None else float(epsilon),
-            str(data["mechanism"]),
-            dict(data.get("parameters", {})),
-            tuple(cls.from_dict(part) for part in data.get("parts", [])),
-            Accountant.from_dict(data).entries,
-            str(data.get("model", "local")),  # type: ignore[arg-type]
-        )
+        """Rebuild from :meth:`to_dict` (anything else, unknown event kinds included, raises a
+        ParameterError)."""
+        try:
+            epsilon = data["epsilon"]
+            return cls(
+                math.inf if epsilon is None else float(epsilon),
+                str(data["mechanism"]),
+                dict(data.get("parameters", {})),
+                tuple(cls.from_dict(part) for part in data.get("parts", [])),
+                Accountant.from_dict(data).entries,
+                str(data.get("model", "local")),  # type: ignore[arg-type]
+                bool(data.get("seeded", False)),
+            )
+        except FrameLDPError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            raise ParameterError(
+                f"not a frameldp privacy guarantee ({type(error).__name__}: "
+                f"{shown(str(error))}): {shown(data)}"
+            ) from None
 
     @classmethod
     def from_json(cls, text: str) -> PrivacyGuarantee:
         """Rebuild from :meth:`to_json`."""
         return cls.from_dict(json.loads(text))
 
+    def insecure(self) -> PrivacyGuarantee:
+        """This guarantee, marked as drawn from a seed (see ``seeded``)."""
+        return dataclasses.replace(self, parts=tuple(p.insecure() for p in self.parts), seeded=True)
+
     def __str__(self) -> str:
+        text = self._describe()
+        return f"{text} [{INSECURE}]" if self.seeded else text
+
+    def _describe(self) -> str:
         if self.shuffled:
             delta = float(self.parameters.get("delta", 1e-6))
             shown = ", ".join(f"{k}={v}" for k, v in self.parameters.items() if k != "delta")
@@ -204,7 +235,7 @@ def compose(guarantees: Iterable[PrivacyGuarantee]) -> PrivacyGuarantee:
     """
     parts = tuple(guarantees)
     if not parts:
-        raise ValueError("compose needs at least one guarantee")
+        raise ParameterError("compose needs at least one guarantee")
     if len(parts) == 1:
         return parts[0]
     total = sum_up((p.epsilon, 1) for p in parts)
@@ -212,6 +243,7 @@ def compose(guarantees: Iterable[PrivacyGuarantee]) -> PrivacyGuarantee:
     for part in parts:
         accountant = accountant.compose(part)
     model: Model = "shuffle" if any(p.shuffled for p in parts) else "local"
+    seeded = any(p.seeded for p in parts)
     return PrivacyGuarantee(
-        total, "composition", {"method": "basic"}, parts, accountant.entries, model
+        total, "composition", {"method": "basic"}, parts, accountant.entries, model, seeded
     )

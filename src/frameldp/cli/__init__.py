@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from frameldp.cli._signals import install
 from frameldp.cli.app import app
 
 __all__ = ["app", "main"]
@@ -9,4 +10,5 @@ __all__ = ["app", "main"]
 
 def main() -> None:
     """Entry point of the ``frameldp`` command."""
+    install()
     app()

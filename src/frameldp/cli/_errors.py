@@ -2,21 +2,31 @@
 
 A user mistake (missing column, bad epsilon, unreadable file, value outside the domain) is one
 line on standard error, ``error: ...``, and exit status 1, never a traceback. Validation
-failures add the list of failed checks (the first :data:`SHOWN` of them).
+failures add the list of failed checks (the first :data:`SHOWN` of them). Messages speak of
+command-line options (``--nulls category``, not ``nulls='category'``) and quote values short
+(:func:`frameldp.errors.shown`): a value may be private, or a secret in the wrong file.
 """
 
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Iterator
 
 import polars as pl
 import pyarrow as pa
 import typer
 
-from frameldp.errors import FrameLDPError, FrameLDPWarning, ValidationError
+from frameldp.cli._files import arrow_message
+from frameldp.errors import (
+    FrameLDPError,
+    FrameLDPWarning,
+    InsecureSeedWarning,
+    ValidationError,
+    shown,
+)
 
-__all__ = ["SHOWN", "fail", "user_errors"]
+__all__ = ["SHOWN", "brief", "command_line_words", "fail", "user_errors", "warnings_as_lines"]
 
 SHOWN = 20
 """Validation failures listed on standard error."""
@@ -29,6 +39,33 @@ USER_MISTAKES = (
     pl.exceptions.PolarsError,
 )
 """What a wrong file, option or value raises (a warning only when warnings are errors)."""
+
+
+OPTIONS = {
+    "nulls='category'": "--nulls category",
+    "unknown='other'": "--unknown other",
+    "memo_key=": "--memo-key-file",
+}
+"""Python API words in frameldp's messages, and the options that say the same on the command
+line."""
+
+HINTS = {
+    "not_nullable": "pass --nulls category to give nulls their own bucket",
+    "in_domain": "pass --unknown other to give values outside the domain their own bucket",
+}
+"""What to do about a failed input check."""
+
+
+def brief(text: str, limit: int = 200) -> str:
+    """``text`` cut to ``limit`` characters (a usage error may quote a whole pasted value)."""
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def command_line_words(message: str) -> str:
+    """A frameldp message with the Python API's parameters named as command-line options."""
+    for words, option in OPTIONS.items():
+        message = message.replace(words, option)
+    return message
 
 
 def fail(message: str) -> typer.Exit:
@@ -44,17 +81,47 @@ def user_errors() -> Iterator[None]:
     try:
         yield
     except ValidationError as error:
-        typer.echo(f"error: {error}", err=True)
+        typer.echo(f"error: {_with_hints(str(error), error)}", err=True)
         for failure in error.failures[:SHOWN]:
             where = f" row {failure['row']}" if failure.get("row") is not None else ""
-            value = f" value {failure['value']!r}" if "value" in failure else ""
+            value = f" value {shown(failure['value'])}" if "value" in failure else ""
             typer.echo(
-                f"  {failure.get('schema')} column {failure.get('column')!r}{where}: "
+                f"  {failure.get('schema')} column {shown(failure.get('column'))}{where}: "
                 f"{failure.get('check')}{value}",
                 err=True,
             )
         if error.total > SHOWN:
             typer.echo(f"  ... and {error.total - SHOWN} more", err=True)
         raise typer.Exit(code=1) from None
+    except (pa.ArrowException, pl.exceptions.PolarsError) as error:
+        raise fail(arrow_message(error)) from None
     except USER_MISTAKES as error:
-        raise fail(str(error)) from None
+        raise fail(command_line_words(str(error))) from None
+
+
+def _with_hints(message: str, error: ValidationError) -> str:
+    """The summary of a failed input validation, with what the options can do about it."""
+    checks = {
+        "not_nullable" if failure.get("value", "") is None else str(failure.get("check"))
+        for failure in error.failures
+        if failure.get("schema") == "input"
+    }
+    hints = [hint for check, hint in HINTS.items() if check in checks]
+    return "; ".join([message, *hints])
+
+
+@contextlib.contextmanager
+def warnings_as_lines() -> Iterator[None]:
+    """frameldp warnings as ``warning: ...`` lines on standard error, in command-line terms
+    (warnings that a seed is insecure: one line, the command line's)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", FrameLDPWarning)
+        yield
+    lines = []
+    for warning in caught:
+        # A seed's warning is said once, by the command, as it starts (commands.warn_seeded).
+        message = command_line_words(str(warning.message))
+        if not issubclass(warning.category, InsecureSeedWarning) and message not in lines:
+            lines.append(message)
+    for message in lines:
+        typer.echo(f"warning: {message}", err=True)

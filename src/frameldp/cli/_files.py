@@ -3,21 +3,28 @@
 A report file says how it was made. Parquet holds it in its key-value metadata:
 
 * ``frameldp``: JSON ``{"format": 1, "mechanisms": {column: spec}, "guarantee": {...},
-  "hex": [...]}``, the mechanism specs (enough to debias every report column) and the
-  per-person guarantee of the release;
-* ``PANDAS_ATTRS``: ``{"frameldp": {"mechanisms": ...}}``, so that ``pd.read_parquet`` gives a
-  frame whose ``.ldp`` knows its mechanisms.
+  "hex": [...]}``: the mechanism specs (enough to debias every report column) and the
+  per-person guarantee of the release (marked ``"seeded"`` for a ``--seed`` run); a shuffled
+  file adds ``"shuffled"`` (:func:`frameldp.frames._common.shuffle_record`);
+* ``PANDAS_ATTRS``: ``{"frameldp": {"mechanisms": ..., "shuffled": ...}}``, so that
+  ``pd.read_parquet`` gives a frame whose ``.ldp`` knows its mechanisms.
 
-A CSV file cannot hold metadata: the same JSON is written beside it, in ``OUT.frameldp.json``,
-and its RAPPOR reports are hex strings (listed under ``"hex"``). Outputs are written to a
-temporary file in the target's directory and renamed once complete, so a failed or interrupted
-run leaves no partial output.
+A CSV file cannot hold metadata: the same JSON is written beside it, in ``OUT.frameldp.json``
+(the *sidecar*), and its RAPPOR reports are hex strings (listed under ``"hex"``). The sidecar is
+bound to its CSV: it records the CSV's size and SHA-256 (``"csv"``), and readers refuse a CSV
+whose sidecar describes other bytes, so a CSV is never read with another run's metadata.
+:class:`StagedOutput` replaces a pair so that every state a reader can meet is consistent.
+
+Outputs are written to temporary files in the target's directory (:mod:`frameldp._atomic`) and
+renamed once complete, so a failed or interrupted run leaves no partial output.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,10 +34,12 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from frameldp._atomic import atomic, check_target, replace, temporary
 from frameldp.accounting import PrivacyGuarantee
+from frameldp.core.encoding import packed_width
 from frameldp.core.mechanisms import mechanism_from_spec
 from frameldp.core.randomness import KEY_BYTES
-from frameldp.errors import ParameterError
+from frameldp.errors import ParameterError, shown
 from frameldp.frames._batches import from_hex, to_hex
 from frameldp.frames._common import METADATA_KEY, SHUFFLED_KEY
 
@@ -38,10 +47,17 @@ __all__ = [
     "FORMAT",
     "ReportFile",
     "ReportWriter",
+    "StagedOutput",
+    "arrow_message",
     "batches",
+    "check_output",
+    "file_digest",
+    "find_report_file",
     "read_key",
     "read_report_file",
+    "report_metadata",
     "sidecar",
+    "staged_output",
 ]
 
 FORMAT = 1
@@ -63,14 +79,48 @@ def sidecar(path: Path) -> Path:
     return path.with_name(path.name + ".frameldp.json")
 
 
-def read_key(key_file: Path | None) -> bytes | None:
-    """The 32-byte secret key held in ``key_file`` (None when no file is given)."""
+def read_key(key_file: Path | None, option: str = "--key-file") -> bytes | None:
+    """The 32-byte secret key held in ``key_file`` (None when no file is given). Errors name
+    the option and the file, never the file's contents."""
     if key_file is None:
         return None
-    key = key_file.read_bytes()
+    try:
+        key = key_file.read_bytes()
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise ParameterError(f"{option} {str(key_file)!r}: cannot read it: {reason}") from None
     if len(key) != KEY_BYTES:
-        raise ParameterError(f"--key-file {key_file}: a key is {KEY_BYTES} bytes, got {len(key)}")
+        raise ParameterError(
+            f"{option} {str(key_file)!r}: a key is {KEY_BYTES} bytes, got {len(key)}"
+        )
     return key
+
+
+def check_output(target: Path) -> str:
+    """The kind of an output file (``"csv"`` or ``"parquet"``), refused before any work when
+    it cannot be written: a wrong suffix, a missing directory, a directory in the way of the
+    file or of its sidecar."""
+    kind = file_kind(target, "output")
+    if not target.parent.is_dir():
+        raise ParameterError(f"output {str(target)!r}: directory {str(target.parent)!r} not found")
+    check_target(target)
+    if kind == "csv":
+        check_target(sidecar(target), "metadata file")
+    return kind
+
+
+def arrow_message(error: BaseException) -> str:
+    """A reader's error on one line, without the row of data a CSV parse error quotes (it may
+    hold private values)."""
+    message = " ".join(str(error).split())
+    return re.sub(r"(Expected \d+ columns?, got \d+)[^:]*: .*", r"\1 (row not shown)", message)
+
+
+def file_digest(path: Path) -> dict[str, Any]:
+    """Size and SHA-256 of a file: what binds a CSV release to its sidecar."""
+    with path.open("rb") as handle:
+        digest = hashlib.file_digest(handle, "sha256").hexdigest()
+    return {"bytes": path.stat().st_size, "sha256": digest}
 
 
 # ------------------------------------------------------------------------------------- reading
@@ -97,7 +147,7 @@ def open_source(path: Path, *, strings: Sequence[str] | None = None) -> Source:
         with _csv_reader(path, None, strings, 1 << 16) as reader:
             return Source(path, reader.schema, None)
     except (OSError, pa.ArrowException) as error:
-        message = " ".join(str(error).split())
+        message = arrow_message(error)
         raise ParameterError(f"input {str(path)!r}: cannot read it as {kind}: {message}") from None
 
 
@@ -181,15 +231,21 @@ def _at_least_one(
 
 
 def report_metadata(
-    specs: Mapping[str, Any], guarantee: PrivacyGuarantee, hex_columns: Sequence[str] = ()
+    specs: Mapping[str, Any],
+    guarantee: PrivacyGuarantee | None,
+    hex_columns: Sequence[str] = (),
+    shuffled: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The JSON a report file carries (see the module docstring)."""
-    return {
+    data: dict[str, Any] = {
         "format": FORMAT,
         "mechanisms": dict(specs),
-        "guarantee": guarantee.to_dict(),
+        "guarantee": None if guarantee is None else guarantee.to_dict(),
         "hex": list(hex_columns),
     }
+    if shuffled:
+        data[SHUFFLED_KEY] = dict(shuffled)
+    return data
 
 
 @dataclass
@@ -219,6 +275,9 @@ class ReportWriter:
         arrays = []
         for name, array in zip(batch.schema.names, batch.columns, strict=True):
             if name in self.metadata["hex"]:
+                if not pa.types.is_fixed_size_binary(array.type):  # written by pandas
+                    bits = mechanism_from_spec(self.metadata["mechanisms"][name]).num_bits
+                    array = array.cast(pa.binary(packed_width(bits)))
                 array = to_hex(array)
             elif pa.types.is_dictionary(array.type):
                 array = array.dictionary_decode()
@@ -228,11 +287,13 @@ class ReportWriter:
     def _open(self, schema: pa.Schema) -> Any:
         if self.kind == "csv":
             return pacsv.CSVWriter(self.path, schema)
-        attrs = {METADATA_KEY: {"mechanisms": self.metadata["mechanisms"]}}
+        attrs = {"mechanisms": self.metadata["mechanisms"]}
+        if SHUFFLED_KEY in self.metadata:
+            attrs[SHUFFLED_KEY] = self.metadata[SHUFFLED_KEY]
         schema = schema.with_metadata(
             {
                 METADATA_KEY.encode(): json.dumps(self.metadata).encode(),
-                b"PANDAS_ATTRS": json.dumps(attrs).encode(),
+                b"PANDAS_ATTRS": json.dumps({METADATA_KEY: attrs}).encode(),
             }
         )
         return pq.ParquetWriter(self.path, schema)
@@ -241,6 +302,99 @@ class ReportWriter:
         """Finish the file (every input gives at least one batch, maybe empty: see
         :func:`batches`)."""
         self._writer.close()
+
+
+@dataclass
+class StagedOutput:
+    """A report file being written: its temporary file(s), renamed into place by :meth:`commit`.
+
+    A Parquet file holds its metadata: one rename. A CSV file and its sidecar are two renames,
+    so the sidecar is bound to the CSV's bytes (``"csv"``: size and SHA-256) and the pair is
+    replaced in an order where every intermediate state reads as one consistent release:
+
+    1. the new sidecar describes the new CSV, and also (under ``"replacing"``) the old CSV that
+       is still in place, when the old sidecar described it;
+    2. it is renamed onto the old sidecar: the old CSV still reads with its own metadata;
+    3. the new CSV is renamed onto the old CSV: it reads with the new metadata;
+    4. the sidecar is rewritten without ``"replacing"`` (tidying only: states 2 and 3 are
+       already consistent).
+
+    A failure or a kill at any step leaves either the old release or the new one, never a CSV
+    read with another run's metadata: readers pick the entry whose ``"csv"`` matches the file
+    and refuse a CSV that none matches.
+    """
+
+    target: Path
+    kind: str
+    data: Path
+    beside: Path | None
+    _replacing: dict[str, Any] | None = field(default=None, repr=False)
+    _metadata: dict[str, Any] | None = field(default=None, repr=False)
+
+    def seal(self, metadata: dict[str, Any]) -> None:
+        """The data file is complete: bind the sidecar to it (CSV; Parquet holds its own)."""
+        if self.beside is None:
+            return
+        self._metadata = {**metadata, "csv": file_digest(self.data)}
+        self._replacing = _described_entry(self.target)
+        content = dict(self._metadata)
+        if self._replacing is not None:
+            content["replacing"] = self._replacing
+        self.beside.write_text(json.dumps(content, indent=1))
+
+    def commit(self) -> None:
+        """Rename the temporary file(s) into place (see the class docstring for the order)."""
+        if self.beside is None:
+            replace(self.data, self.target)
+            return
+        if self._metadata is None:
+            raise RuntimeError("StagedOutput.commit before seal")  # a bug, not a user mistake
+        replace(self.beside, sidecar(self.target))
+        replace(self.data, self.target)
+        if self._replacing is not None:
+            # Best effort: the pair is consistent with or without the old entry.
+            with contextlib.suppress(OSError), atomic(sidecar(self.target)) as tidy:
+                tidy.write_text(json.dumps(self._metadata, indent=1))
+
+
+@contextlib.contextmanager
+def staged_output(target: Path, kind: str) -> Iterator[StagedOutput]:
+    """Temporary files for ``target`` (and its sidecar, for CSV), removed when the block ends
+    unless committed."""
+    with contextlib.ExitStack() as stack:
+        data = stack.enter_context(temporary(target))
+        beside = stack.enter_context(temporary(sidecar(target))) if kind == "csv" else None
+        yield StagedOutput(target, kind, data, beside)
+
+
+def _entries(data: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The releases a sidecar describes: its own, and the one it is replacing (if any)."""
+    entries = [{k: v for k, v in data.items() if k != "replacing"}]
+    if isinstance(data.get("replacing"), dict):
+        entries.append(dict(data["replacing"]))
+    return [entry for entry in entries if isinstance(entry.get("csv"), dict)]
+
+
+def _matching(path: Path, entries: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The entry whose recorded size and SHA-256 are those of ``path`` (None if none)."""
+    size = path.stat().st_size
+    candidates = [entry for entry in entries if entry["csv"].get("bytes") == size]
+    if not candidates:
+        return None
+    digest = file_digest(path)
+    return next((entry for entry in candidates if entry["csv"] == digest), None)
+
+
+def _described_entry(target: Path) -> dict[str, Any] | None:
+    """The metadata of the CSV release now at ``target`` when its sidecar describes it."""
+    beside = sidecar(target)
+    if not (target.is_file() and beside.is_file()):
+        return None
+    try:
+        data = json.loads(beside.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return _matching(target, _entries(data)) if isinstance(data, dict) else None
 
 
 # ------------------------------------------------------------------------------ report files
@@ -262,9 +416,25 @@ class ReportFile:
         """Number of reports, when the file says it (Parquet) without being read."""
         return pq.read_metadata(self.path).num_rows if self.kind == "parquet" else None
 
-    def batches(self, columns: Sequence[str], *, chunk_rows: int) -> Iterator[pa.RecordBatch]:
-        """Batches of ``columns``, RAPPOR hex strings (CSV) turned back into binary reports."""
-        strings = [c for c in columns if self.kind == "csv" and self._textual(c)]
+    @property
+    def names(self) -> list[str]:
+        """Every column of the file."""
+        if self.kind == "parquet":
+            return list(pq.read_schema(self.path).names)
+        return _csv_header(self.path)
+
+    @property
+    def seeded(self) -> bool:
+        """Whether the reports (or the order of a shuffled file) came from a ``--seed``."""
+        guarantee_seeded = self.guarantee is not None and self.guarantee.seeded
+        return guarantee_seeded or bool(self.shuffled.get("seeded"))
+
+    def batches(
+        self, columns: Sequence[str], *, chunk_rows: int, text: Sequence[str] = ()
+    ) -> Iterator[pa.RecordBatch]:
+        """Batches of ``columns``, RAPPOR hex strings (CSV) turned back into binary reports;
+        CSV columns in ``text`` are read as text too."""
+        strings = [c for c in columns if self.kind == "csv" and (c in text or self._textual(c))]
         chunks = batches(
             self.path, columns, chunk_rows=chunk_rows, strings=strings, keep_empty_lines=True
         )
@@ -290,12 +460,46 @@ class ReportFile:
 
 
 def read_report_file(path: Path) -> ReportFile:
-    """Open a report file and read its metadata (Parquet key-value metadata, or the JSON beside
-    a CSV file). A Parquet file written by pandas from a privatized frame also works."""
+    """Open a report file and read its metadata (Parquet key-value metadata, or the sidecar of
+    a CSV file, which must describe this CSV). A Parquet file written by pandas from a
+    privatized frame also works."""
+    found = find_report_file(path)
+    if found is None:
+        kind = file_kind(path, "reports")
+        where = "metadata" if kind == "parquet" else f"metadata file {str(sidecar(path))!r}"
+        raise ParameterError(
+            f"reports {str(path)!r}: no frameldp {where}; write report files with "
+            "`frameldp privatize` (or from a privatized frame with to_parquet)"
+        )
+    return found
+
+
+def find_report_file(path: Path) -> ReportFile | None:
+    """:func:`read_report_file`, or None for a file that records no mechanisms."""
+    data = read_metadata(path)
+    return None if data is None else _report_file(path, file_kind(path, "reports"), data)
+
+
+def read_metadata(path: Path) -> dict[str, Any] | None:
+    """What a report file records about itself; None when it records no mechanisms (a plain
+    file). Unreadable files, unreadable or newer metadata and a sidecar that describes another
+    CSV are errors naming the file."""
     kind = file_kind(path, "reports")
     if not path.is_file():
         raise ParameterError(f"reports {str(path)!r}: no such file")
-    if kind == "parquet":
+    data = _parquet_metadata(path) if kind == "parquet" else _csv_metadata(path)
+    if data is None:
+        return None
+    if data.get("format", FORMAT) > FORMAT:
+        raise ParameterError(
+            f"reports {str(path)!r}: written by a newer frameldp (metadata format "
+            f"{shown(data['format'])}); upgrade frameldp to read it"
+        )
+    return data if data.get("mechanisms") else None
+
+
+def _parquet_metadata(path: Path) -> dict[str, Any] | None:
+    try:
         metadata = pq.read_schema(path).metadata or {}
         # Written by pandas (to_parquet of a privatized or shuffled frame): its attrs.
         attrs = json.loads(metadata.get(b"PANDAS_ATTRS", b"{}")).get(METADATA_KEY, {})
@@ -303,22 +507,53 @@ def read_report_file(path: Path) -> ReportFile:
             data = json.loads(metadata[METADATA_KEY.encode()])
         else:
             data = {"mechanisms": attrs.get("mechanisms", {})}
-        data["shuffled"] = attrs.get(SHUFFLED_KEY, {})
-    else:
-        beside = sidecar(path)
-        data = json.loads(beside.read_text()) if beside.is_file() else {}
-    if data.get("format", FORMAT) > FORMAT:
+    except (OSError, pa.ArrowException) as error:
         raise ParameterError(
-            f"reports {str(path)!r}: written by a newer frameldp (metadata format "
-            f"{data['format']}); upgrade frameldp to read it"
+            f"reports {str(path)!r}: cannot read it as parquet: {arrow_message(error)}"
+        ) from None
+    except (ValueError, AttributeError):
+        raise ParameterError(f"reports {str(path)!r}: its frameldp metadata is not valid") from None
+    if not isinstance(data, dict):
+        raise ParameterError(f"reports {str(path)!r}: its frameldp metadata is not valid")
+    data.setdefault(SHUFFLED_KEY, attrs.get(SHUFFLED_KEY) or {})
+    return data
+
+
+def _csv_metadata(path: Path) -> dict[str, Any] | None:
+    beside = sidecar(path)
+    if not beside.is_file():
+        return None
+    where = f"reports {str(path)!r}: metadata file {str(beside)!r}"
+    try:
+        data = json.loads(beside.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ParameterError(f"{where}: cannot read it: {error.strerror}") from None
+    except ValueError:
+        raise ParameterError(f"{where}: not valid JSON") from None
+    if not isinstance(data, dict):
+        raise ParameterError(f"{where}: expected a JSON object")
+    entries = _entries(data)
+    if not entries:
+        raise ParameterError(
+            f"{where} does not record which CSV file it describes (size and SHA-256); it was "
+            "not written by this frameldp: write the release again"
         )
+    entry = _matching(path, entries)
+    if entry is None:
+        raise ParameterError(
+            f"{where} describes another CSV file (size or SHA-256 differ): the CSV was changed "
+            "or replaced without its metadata, and is not read with another release's metadata"
+        )
+    return entry
+
+
+def _report_file(path: Path, kind: str, data: dict[str, Any]) -> ReportFile:
     specs = data.get("mechanisms") or {}
-    if not specs:
-        where = "metadata" if kind == "parquet" else f"metadata file {str(sidecar(path))!r}"
+    try:
+        guarantee = PrivacyGuarantee.from_dict(data["guarantee"]) if data.get("guarantee") else None
+    except (KeyError, TypeError, ValueError):
         raise ParameterError(
-            f"reports {str(path)!r}: no frameldp {where}; write report files with "
-            "`frameldp privatize` (or from a privatized frame with to_parquet)"
-        )
-    guarantee = PrivacyGuarantee.from_dict(data["guarantee"]) if data.get("guarantee") else None
-    shuffled = data.get("shuffled") or {}
+            f"reports {str(path)!r}: its recorded guarantee is not valid"
+        ) from None
+    shuffled = data.get(SHUFFLED_KEY) or {}
     return ReportFile(path, kind, specs, guarantee, tuple(data.get("hex", ())), shuffled)

@@ -10,7 +10,9 @@ column that needs a domain (RAPPOR and k-RR; Bloom RAPPOR has an open domain). A
      "url": {"mechanism": "bloom", "epsilon": 1.0, "epsilon_infinity": 4.0}}
 
 A domain file holds one value per line (blank lines are skipped), or a JSON list (``.json``).
-The domain is public input: it is never read from the data.
+The domain is public input: it is never read from the data. Errors about a domain file never
+quote what it holds when it does not look like a domain (not text, or a single value): it may be
+a key file passed by mistake.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import pyarrow as pa
 
 from frameldp.core.encoding import Domain
 from frameldp.core.mechanisms import BloomRappor, RandomizedResponse, Rappor
-from frameldp.errors import DomainError, ParameterError
+from frameldp.errors import DomainError, ParameterError, shown
 from frameldp.frames._common import Applicable, column_context
 
 __all__ = ["ColumnSpec", "build_mechanism", "specs_from_file", "specs_from_options"]
@@ -111,8 +113,13 @@ def specs_from_options(
 def specs_from_file(path: Path) -> list[ColumnSpec]:
     """Column specs from a JSON spec file (see the module docstring)."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as error:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise ParameterError(f"--spec {str(path)!r}: cannot read it: {reason}") from None
+    except UnicodeDecodeError:
+        raise ParameterError(f"--spec {str(path)!r}: cannot read it: not UTF-8 text") from None
+    except ValueError as error:
         raise ParameterError(f"--spec {str(path)!r}: cannot read it: {error}") from None
     if not isinstance(data, dict) or not data:
         raise ParameterError(f"--spec {str(path)!r}: expected a JSON object {{column: {{...}}}}")
@@ -120,11 +127,14 @@ def specs_from_file(path: Path) -> list[ColumnSpec]:
     specs = []
     for column, options in data.items():
         if not isinstance(options, dict):
-            raise ParameterError(f"--spec: column {column!r}: expected an object, got {options!r}")
+            raise ParameterError(
+                f"--spec: column {shown(column)}: expected an object, got {shown(options)}"
+            )
         unknown = sorted(set(options) - known)
         if unknown:
             raise ParameterError(
-                f"--spec: column {column!r}: unknown option {unknown[0]!r}; known: {sorted(known)}"
+                f"--spec: column {shown(column)}: unknown option {shown(unknown[0])}; known: "
+                f"{sorted(known)}"
             )
         if "mechanism" not in options:
             raise ParameterError(f"--spec: column {column!r}: 'mechanism' is required")
@@ -132,15 +142,15 @@ def specs_from_file(path: Path) -> list[ColumnSpec]:
         if options.get("domain") is not None:
             if not isinstance(options["domain"], list):
                 raise ParameterError(
-                    f"--spec: column {column!r}: 'domain' must be a list of values, got "
-                    f"{options['domain']!r}"
+                    f"--spec: column {shown(column)}: 'domain' must be a list of values, got "
+                    f"{shown(options['domain'])}"
                 )
             options["domain"] = tuple(options["domain"])
         if options.get("domain_file") is not None:
             if not isinstance(options["domain_file"], str):
                 raise ParameterError(
-                    f"--spec: column {column!r}: 'domain_file' must be a path, got "
-                    f"{options['domain_file']!r}"
+                    f"--spec: column {shown(column)}: 'domain_file' must be a path, got "
+                    f"{shown(options['domain_file'])}"
                 )
             options["domain_file"] = path.parent / options["domain_file"]
         spec = ColumnSpec(column, **options)
@@ -156,26 +166,42 @@ def specs_from_file(path: Path) -> list[ColumnSpec]:
 def _check_kind(spec: ColumnSpec) -> None:
     if spec.mechanism not in MECHANISMS:
         raise ParameterError(
-            f"column {spec.column!r}: mechanism must be one of {', '.join(MECHANISMS)}, got "
-            f"{spec.mechanism!r}"
+            f"column {shown(spec.column)}: mechanism must be one of {', '.join(MECHANISMS)}, got "
+            f"{shown(spec.mechanism)}"
         )
 
 
 def read_domain(path: Path, column: str) -> list[Any]:
-    """Values of a domain file: a JSON list (``.json``) or one value per line."""
+    """Values of a domain file: a JSON list (``.json``) or one value per line.
+
+    A file that is not UTF-8 text, or that holds a single value, is refused without quoting it:
+    a 32-byte key file given as ``--domain-file`` by mistake must not be echoed into a log.
+    """
+    where = f"column {shown(column)}: --domain-file {str(path)!r}"
     try:
         text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ParameterError(f"column {column!r}: cannot read --domain-file: {error}") from None
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise ParameterError(f"{where}: cannot read it: {reason}") from None
+    except UnicodeDecodeError:
+        raise DomainError(
+            f"{where}: not UTF-8 text (is it a key file?); a domain file holds one value per "
+            "line or a JSON list"
+        ) from None
     if path.suffix.lower() == ".json":
         try:
             values = json.loads(text)
         except ValueError as error:
-            raise DomainError(f"column {column!r}: domain file {str(path)!r}: {error}") from None
+            raise DomainError(f"{where}: not a JSON list: {error}") from None
         if not isinstance(values, list):
-            raise DomainError(f"column {column!r}: domain file {str(path)!r} must hold a list")
-        return values
-    return [line for line in text.splitlines() if line.strip()]
+            raise DomainError(f"{where} must hold a JSON list")
+    else:
+        values = [line for line in text.splitlines() if line.strip()]
+    if len(values) < 2:
+        raise DomainError(
+            f"{where} holds {len(values)} value(s); a domain needs at least 2 (is it a key file?)"
+        )
+    return values
 
 
 def _typed(values: list[Any], kind: pa.DataType, column: str) -> list[Hashable]:
@@ -190,8 +216,8 @@ def _typed(values: list[Any], kind: pa.DataType, column: str) -> list[Hashable]:
         return list(pa.array(values, type=pa.string()).cast(kind).to_pylist())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         raise DomainError(
-            f"column {column!r}: the domain values cannot be read as the column's type {kind} "
-            f"(first values: {values[:3]})"
+            f"column {shown(column)}: the domain values cannot be read as the column's type "
+            f"{kind} (first values: {', '.join(shown(v) for v in values[:3])})"
         ) from None
 
 

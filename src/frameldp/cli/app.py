@@ -3,20 +3,47 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
+try:  # typer >= 0.25 carries its own copy of click
+    from typer._click.exceptions import NoArgsIsHelpError, UsageError
+except ImportError:  # pragma: no cover - older typer uses click
+    from click.exceptions import (  # type: ignore[assignment]
+        NoArgsIsHelpError,
+        UsageError,
+    )
+
+from frameldp.cli._errors import brief, fail, warnings_as_lines
 from frameldp.cli.budget import budget_app
 from frameldp.cli.commands import run_estimate, run_privatize
 from frameldp.cli.demo import run_demo
 from frameldp.cli.shuffle import run_shuffle
+
+
+class _OneLineErrors(TyperGroup):
+    """A command line whose usage errors (``--epsilon one``, an unknown option, a missing
+    argument) are one line, ``error: ...``, exit status 1, like every other user mistake."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except NoArgsIsHelpError:
+            raise
+        except UsageError as error:
+            command = error.ctx.command_path if error.ctx is not None else "frameldp"
+            message = error.format_message().rstrip(".")
+            raise fail(f"{brief(message)} (see {command} --help)") from None
+
 
 app = typer.Typer(
     name="frameldp",
     help="Local differential privacy for dataframe columns.",
     no_args_is_help=True,
     add_completion=False,
+    cls=_OneLineErrors,
 )
 
 
@@ -41,7 +68,8 @@ def demo(
     top: Annotated[int, typer.Option(help="Rows of each table to show.")] = 8,
 ) -> None:
     """Privatize the embedded flights data and compare estimates with the truth."""
-    run_demo(seed=seed, epsilons=tuple(epsilons or (0.5, 1.0, 2.0)), top=top)
+    with warnings_as_lines():  # a seed's warning is in the demo's first line
+        run_demo(seed=seed, epsilons=tuple(epsilons or (0.5, 1.0, 2.0)), top=top)
 
 
 @app.command()

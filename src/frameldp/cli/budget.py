@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from frameldp.accounting import Ledger
+from frameldp.accounting.guarantee import INSECURE
 from frameldp.accounting.ledger import check_budget
 from frameldp.cli._errors import fail, user_errors
 from frameldp.errors import FrameLDPError
@@ -33,14 +34,20 @@ LedgerOption = Annotated[
 
 
 def _open(path: Path, *, create: bool = False) -> Ledger:
+    # Reading commands refuse a missing file (most likely a mistyped path); the library would
+    # read it as an empty ledger. Opening never writes: `show` works on a read-only ledger.
     if not create and not path.exists():
         raise fail(f"ledger file {str(path)!r} does not exist (create it with `budget set`)")
     try:
         return Ledger(path)
-    except FrameLDPError as error:
+    except FrameLDPError as error:  # LedgerError: damaged, not a ledger, a directory, ...
         raise fail(str(error)) from None
-    except Exception as error:  # sqlite3.DatabaseError: not a ledger, unreadable, locked
-        raise fail(f"cannot open ledger {str(path)!r}: {error}") from None
+
+
+def _warn_if_seeded(console: Console, seeded: bool) -> None:
+    """Say under a table what its INSECURE marks mean."""
+    if seeded:
+        console.print(escape(INSECURE))
 
 
 @budget_app.command("set")
@@ -71,11 +78,15 @@ def show(
     book = _open(ledger)
     with user_errors():
         statuses = [book.status(name)] if name is not None else book.budgets()
+    seeded = any(status.seeded for status in statuses)
     table = Table(title=escape(f"Budgets in {ledger}"))
-    for column in ("budget", "cap ε", "δ", "spent ε", "remaining ε", "releases", "method"):
-        table.add_column(column, justify="left" if column in ("budget", "method") else "right")
+    columns = ("budget", "cap ε", "δ", "spent ε", "remaining ε", "releases", "method")
+    for column in (*columns, "warning") if seeded else columns:
+        table.add_column(
+            column, justify="left" if column in ("budget", "method", "warning") else "right"
+        )
     for status in statuses:
-        table.add_row(
+        cells = [
             escape(status.name),
             f"{status.epsilon:.6g}",
             f"{status.delta:.3g}" if status.delta else "pure",
@@ -83,8 +94,13 @@ def show(
             f"{status.remaining:.6g}",
             str(status.releases),
             status.method,
-        )
-    Console().print(table)
+        ]
+        if seeded:
+            cells.append(f"INSECURE ({status.seeded} seeded)" if status.seeded else "")
+        table.add_row(*cells)
+    console = Console()
+    console.print(table)
+    _warn_if_seeded(console, seeded)
 
 
 @budget_app.command("history")
@@ -96,17 +112,24 @@ def history(
     book = _open(ledger)
     with user_errors():
         entries = book.history(name)
+    seeded = any(entry.seeded for entry in entries)
     table = Table(title=escape(f"History of {name!r}"))
-    for column in ("id", "at (UTC)", "description", "release ε", "total ε", "method"):
+    columns = ("id", "at (UTC)", "description", "release ε", "total ε", "method")
+    for column in (*columns, "warning") if seeded else columns:
         justify = "right" if "ε" in column or column == "id" else "left"
         table.add_column(column, justify=justify, no_wrap=column == "at (UTC)")
     for entry in entries:
-        table.add_row(
+        cells = [
             str(entry.id),
             entry.at[:19],  # to the second: the stored value keeps microseconds
             escape(entry.description),
             f"{entry.epsilon:.6g}",
             f"{entry.total_epsilon:.6g}",
             entry.method,
-        )
-    Console().print(table)
+        ]
+        if seeded:
+            cells.append("INSECURE (seeded)" if entry.seeded else "")
+        table.add_row(*cells)
+    console = Console()
+    console.print(table)
+    _warn_if_seeded(console, seeded)

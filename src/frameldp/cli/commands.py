@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,15 +10,28 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from frameldp.cli._errors import user_errors
+from frameldp._atomic import check_target
+from frameldp.accounting.guarantee import INSECURE, PrivacyGuarantee
+from frameldp.cli._errors import user_errors, warnings_as_lines
 from frameldp.cli._files import read_key
+from frameldp.cli._signals import terminate_cleanly
 from frameldp.cli._specs import specs_from_file, specs_from_options
-from frameldp.cli.estimate import estimate_file, write_table
-from frameldp.cli.privatize import privatize_file, terminate_cleanly
-from frameldp.errors import FrameLDPWarning, ParameterError
+from frameldp.cli.estimate import check_out, estimate_file, write_table
+from frameldp.cli.privatize import privatize_file
+from frameldp.errors import ParameterError, shown
 from frameldp.frames.table import FrequencyTable
 
-__all__ = ["run_estimate", "run_privatize"]
+__all__ = ["insecure_mark", "run_estimate", "run_privatize", "warn_seeded"]
+
+SEED_WARNING = (
+    f"--seed: {INSECURE}. Use it for tests and simulations only, never to release real "
+    "people's data"
+)
+
+
+def insecure_mark(guarantee: PrivacyGuarantee | None) -> str:
+    """`` [INSECURE: ...]`` for a seeded guarantee, else nothing."""
+    return f" [{INSECURE}]" if guarantee is not None and guarantee.seeded else ""
 
 
 def run_privatize(
@@ -46,53 +56,61 @@ def run_privatize(
     delta: float,
 ) -> None:
     """The ``privatize`` command."""
-    with user_errors(), terminate_cleanly(), _warnings_as_lines():
-        _check_delta(delta)
-        if spec is not None:
-            given = [f"--{name.replace('_', '-')}" for name, value in shared.items() if value]
-            if columns or mechanisms or epsilons or domain_files or given:
-                also = ", ".join(given) or "--column, --mechanism, --epsilon or --domain-file"
+    with terminate_cleanly():
+        with user_errors(), warnings_as_lines():
+            _check_delta(delta)
+            if spec is not None:
+                given = [f"--{name.replace('_', '-')}" for name, value in shared.items() if value]
+                if columns or mechanisms or epsilons or domain_files or given:
+                    also = ", ".join(given) or "--column, --mechanism, --epsilon or --domain-file"
+                    raise ParameterError(
+                        f"--spec describes every column: give its options there, not {also}"
+                    )
+                specs = specs_from_file(spec)
+            else:
+                specs = specs_from_options(columns, mechanisms, epsilons, domain_files, **shared)
+            if seed is not None and key_file is not None:
+                raise ParameterError("pass --seed or --key-file, not both")
+            if (ledger is None) != (budget is None):
                 raise ParameterError(
-                    f"--spec describes every column: give its options there, not {also}"
+                    f"--ledger and --budget go together; got --ledger {ledger}, --budget {budget}"
                 )
-            specs = specs_from_file(spec)
-        else:
-            specs = specs_from_options(columns, mechanisms, epsilons, domain_files, **shared)
-        if seed is not None and key_file is not None:
-            raise ParameterError("pass --seed or --key-file, not both")
-        if (ledger is None) != (budget is None):
-            raise ParameterError(
-                f"--ledger and --budget go together; got --ledger {ledger}, --budget {budget}"
+            if user is not None and not any(s.mechanism == "bloom" for s in specs):
+                raise ParameterError(f"--user {shown(user)} is only used by --mechanism bloom")
+            done = privatize_file(
+                source,
+                target,
+                specs,
+                keep=keep,
+                user=user,
+                key=read_key(key_file, "--key-file"),
+                seed=seed,
+                memo_key=read_key(memo_key_file, "--memo-key-file"),
+                ledger=ledger,
+                budget=budget,
+                chunk_rows=chunk_rows,
+                validate=validate,
+                progress=True,
+                on_start=warn_seeded if seed is not None else None,
             )
-        if user is not None and not any(s.mechanism == "bloom" for s in specs):
-            raise ParameterError(f"--user {user!r} is only used by --mechanism bloom")
-        done = privatize_file(
-            source,
-            target,
-            specs,
-            keep=keep,
-            user=user,
-            key=read_key(key_file),
-            seed=seed,
-            memo_key=read_key(memo_key_file),
-            ledger=ledger,
-            budget=budget,
-            chunk_rows=chunk_rows,
-            validate=validate,
-            progress=True,
+        # Committed: signals are ignored from here on, and no error can undo the release.
+        rate = done.rows / done.seconds if done.seconds > 0 else float("inf")
+        typer.echo(
+            f"wrote {done.rows} rows, columns {done.columns}, to {target} "
+            f"({done.seconds:.1f} s, {rate:,.0f} rows/s)"
         )
-    rate = done.rows / done.seconds if done.seconds > 0 else float("inf")
-    typer.echo(
-        f"wrote {done.rows} rows, columns {done.columns}, to {target} "
-        f"({done.seconds:.1f} s, {rate:,.0f} rows/s)"
-    )
-    g = done.guarantee
-    typer.echo(
-        f"privacy per person: ε = {g.epsilon:.6g} (pure, local); ε = {g.epsilon_at(delta):.6g} "
-        f"at δ = {delta:g}"
-    )
-    if budget is not None:
-        typer.echo(f"charged to budget {budget!r} of ledger {ledger}")
+        g = done.guarantee
+        typer.echo(
+            f"privacy per person: ε = {g.epsilon:.6g} (pure, local); "
+            f"ε = {g.epsilon_at(delta):.6g} at δ = {delta:g}{insecure_mark(g)}"
+        )
+        if budget is not None:
+            typer.echo(f"charged to budget {budget!r} of ledger {ledger}")
+
+
+def warn_seeded() -> None:
+    """The warning of a ``--seed`` run, on standard error as the run starts."""
+    typer.echo(f"warning: {SEED_WARNING}", err=True)
 
 
 def run_estimate(
@@ -107,19 +125,21 @@ def run_estimate(
     delta: float,
 ) -> None:
     """The ``estimate`` command."""
-    with user_errors():
+    with terminate_cleanly(), user_errors():
         _check_delta(delta)
-        for option, path in (("--out", out), ("--plot", plot)):
-            if path is not None and not path.parent.is_dir():
+        if out is not None:
+            check_out(out)
+        if plot is not None:
+            if not plot.parent.is_dir():
                 raise ParameterError(
-                    f"{option} {str(path)!r}: directory {str(path.parent)!r} not found"
+                    f"--plot {str(plot)!r}: directory {str(plot.parent)!r} not found"
                 )
+            if plot.suffix.lower() not in (".png", ".svg", ".pdf"):
+                raise ParameterError(f"--plot {str(plot)!r}: expected a .png, .svg or .pdf file")
+            check_target(plot, "--plot")
         candidates = None
         if candidates_file is not None:
-            text = candidates_file.read_text(encoding="utf-8")
-            candidates = [line for line in text.splitlines() if line.strip()]
-        if plot is not None and plot.suffix.lower() not in (".png", ".svg", ".pdf"):
-            raise ParameterError(f"--plot {str(plot)!r}: expected a .png, .svg or .pdf file")
+            candidates = _read_candidates(candidates_file)
         found = estimate_file(reports, columns, level=level, candidates=candidates, progress=True)
         if plot is not None:
             _plot(found.tables, plot)
@@ -134,20 +154,21 @@ def run_estimate(
         typer.echo(f"wrote the plot to {plot}")
 
 
+def _read_candidates(path: Path) -> list[str]:
+    """Candidate strings, one per line; errors name the option and the file, not its bytes."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise ParameterError(f"--candidates-file {str(path)!r}: cannot read it: {reason}") from None
+    except UnicodeDecodeError:
+        raise ParameterError(f"--candidates-file {str(path)!r}: not UTF-8 text") from None
+    return [line for line in text.splitlines() if line.strip()]
+
+
 def _check_delta(delta: float) -> None:
     if not 0.0 < delta < 1.0:
         raise ParameterError(f"--delta must be in (0, 1), got {delta}")
-
-
-@contextlib.contextmanager
-def _warnings_as_lines() -> Iterator[None]:
-    """frameldp warnings as ``warning: ...`` lines on standard error, in command-line terms."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", FrameLDPWarning)
-        yield
-    for warning in caught:
-        message = str(warning.message).replace("pass memo_key=", "pass --memo-key-file")
-        typer.echo(f"warning: {message}", err=True)
 
 
 def _plot(tables: list[FrequencyTable], target: Path) -> None:
@@ -170,7 +191,7 @@ def _rich_table(table: FrequencyTable, top: int | None, delta: float) -> Table:
     mechanism = type(table.mechanism).__name__
     title = (
         f"{escape(table.column)}: {mechanism}, n = {table.n}, ε = {g.epsilon_at(delta):.4g} "
-        f"at δ = {delta:g} ({g.model} model)"
+        f"at δ = {delta:g} ({g.model} model){escape(insecure_mark(g))}"
     )
     out = Table(title=title, title_justify="left")
     out.add_column("category")

@@ -15,9 +15,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 import frameldp
+from frameldp.accounting.guarantee import INSECURE
 from frameldp.datasets import FLIGHTS_DOMAINS, load_flights
 
 
@@ -92,7 +94,11 @@ def run_demo(
     frame = load_flights()
     console.print(
         f"[bold]frameldp demo[/]: {len(frame):,} synthetic flights; noise from "
-        + ("an insecure seed" if seed is not None else "a fresh secret key (AES-256-CTR)")
+        + (
+            f"a seed ([bold]{INSECURE}[/]; for a demo only)"
+            if seed is not None
+            else "a fresh secret key (AES-256-CTR)"
+        )
     )
     results = []
     for epsilon in epsilons:
@@ -101,15 +107,18 @@ def run_demo(
             console.print(_render(result, top))
             results.append(result)
     console.print(_summary(results))
-    console.print(_privacy(results))
+    console.print(_privacy(results, seeded=seed is not None))
     return results
 
 
-def _privacy(results: list[DemoResult]) -> Table:
+def _privacy(results: list[DemoResult], *, seeded: bool = False) -> Table:
     """Per person: the columns of one release composed, at delta = 1e-9, by every method."""
     delta = 1e-9
+    mark = f" [{INSECURE}]" if seeded else ""
     table = Table(
-        title=f"Privacy per person: the three columns of one release, composed (δ = {delta:g})",
+        title=escape(
+            f"Privacy per person: the three columns of one release, composed (δ = {delta:g})" + mark
+        ),
         title_justify="left",
     )
     for header in ("ε per column", "pure ε (basic)", "ρ (zCDP)", "ε at δ", "method"):

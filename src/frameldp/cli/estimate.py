@@ -3,11 +3,14 @@
 The file's metadata names the mechanism of every report column (see :mod:`frameldp.cli._files`),
 so nothing has to be passed again. The file is read in batches and each column's additive
 statistic (bit sums, label counts, per-cohort Bloom counts) is summed, so memory does not grow
-with the file; the estimate equals that of ``reports.ldp.debias`` on the whole column.
+with the file; the estimate equals that of ``reports.ldp.debias`` on the whole column. The
+tables of a file drawn from a ``--seed`` (or shuffled with one) carry a guarantee marked
+``seeded``: printed as INSECURE.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from frameldp._atomic import atomic
+from frameldp._atomic import atomic, check_target
 from frameldp.cli._files import ReportFile, file_kind, read_report_file
 from frameldp.cli._progress import rows_progress
 from frameldp.core.mechanisms import BloomRappor, mechanism_from_spec
@@ -25,7 +28,7 @@ from frameldp.frames._batches import counts_of_batch
 from frameldp.frames._common import cohort_column, require_column, shuffled_privacy
 from frameldp.frames.table import FrequencyTable
 
-__all__ = ["Estimates", "estimate_file", "long_table", "write_table"]
+__all__ = ["Estimates", "check_out", "estimate_file", "long_table", "write_table"]
 
 
 @dataclass(frozen=True)
@@ -110,9 +113,10 @@ def _table(
     level: float,
     candidates: list[str] | None,
 ) -> FrequencyTable:
+    """The table of one column; a seeded file's table is marked insecure."""
     if isinstance(mechanism, BloomRappor):
         counts, sizes = statistic
-        return FrequencyTable.decoded(
+        table = FrequencyTable.decoded(
             mechanism,
             counts,
             sizes,
@@ -122,11 +126,16 @@ def _table(
             level=level,
             backend="pandas",
         )
-    estimate = estimate_from_counts(statistic[0], int(statistic[1]), mechanism)
-    privacy = shuffled_privacy(reports.specs, reports.shuffled, rows) if reports.shuffled else None
-    return FrequencyTable.build(
-        estimate, mechanism, column=column, level=level, backend="pandas", privacy=privacy
-    )
+    else:
+        estimate = estimate_from_counts(statistic[0], int(statistic[1]), mechanism)
+        shuffled = reports.shuffled
+        privacy = shuffled_privacy(reports.specs, shuffled, rows) if shuffled else None
+        table = FrequencyTable.build(
+            estimate, mechanism, column=column, level=level, backend="pandas", privacy=privacy
+        )
+    if reports.seeded and not table.privacy.seeded:
+        return dataclasses.replace(table, privacy=table.privacy.insecure())
+    return table
 
 
 def long_table(tables: Sequence[FrequencyTable]) -> pd.DataFrame:
@@ -140,11 +149,18 @@ def long_table(tables: Sequence[FrequencyTable]) -> pd.DataFrame:
     return stacked[["column", *(c for c in stacked.columns if c != "column")]]
 
 
-def write_table(tables: Sequence[FrequencyTable], target: Path) -> None:
-    """Write the stacked tables to CSV or Parquet, atomically."""
+def check_out(target: Path) -> str:
+    """The kind of an ``--out`` file, refused before any work when it cannot be written."""
     kind = file_kind(target, "--out")
     if not target.parent.is_dir():
         raise ParameterError(f"--out {str(target)!r}: directory {str(target.parent)!r} not found")
+    check_target(target, "--out")
+    return kind
+
+
+def write_table(tables: Sequence[FrequencyTable], target: Path) -> None:
+    """Write the stacked tables to CSV or Parquet, atomically."""
+    kind = check_out(target)
     frame = long_table(tables)
     with atomic(target) as temporary:
         if kind == "parquet":

@@ -5,38 +5,41 @@ one batch whatever the file size. Each batch is validated against the input sche
 (reports addressed by their global row, so the file gets exactly the reports of the in-memory
 ``df.ldp.privatize`` with the same key) and validated against the release schema before it is
 written. The release holds the report columns and the ``--keep`` columns only. It is written to
-a temporary file and renamed once complete; with ``--ledger``/``--budget`` the release is
-checked against the budget before any report is drawn and recorded before the rename (a crash
-in between over-counts, never under-counts).
+a temporary file and renamed once complete (a CSV file and its sidecar as a bound pair, see
+:class:`~frameldp.cli._files.StagedOutput`); with ``--ledger``/``--budget`` the release is
+checked against the budget before any report is drawn and recorded just before the rename.
+From the ledger commit on, SIGTERM and Ctrl-C no longer stop the run (see
+:mod:`frameldp.cli._signals`): a committed release exits 0. Only SIGKILL between the ledger
+commit and the rename can separate them, and then the ledger over-counts (a charge without a
+release), never under-counts.
+
+A ``--seed`` run is insecure (anyone who knows the seed can remove the noise): its guarantee is
+marked ``seeded`` in the file's metadata, the ledger and the command's output.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import signal
-import sys
+import dataclasses
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import polars as pl
 import pyarrow as pa
 
-from frameldp._atomic import atomic
 from frameldp.accounting import Ledger, PrivacyGuarantee
 from frameldp.cli._files import (
     ReportWriter,
     batches,
-    file_kind,
+    check_output,
     open_source,
     report_metadata,
-    sidecar,
+    staged_output,
 )
 from frameldp.cli._progress import rows_progress
+from frameldp.cli._signals import committing, pause_at
 from frameldp.cli._specs import ColumnSpec, build_mechanism
 from frameldp.core.mechanisms import BloomRappor, Rappor
 from frameldp.core.randomness import RandomSource, resolve_source
@@ -83,16 +86,16 @@ def privatize_file(
     chunk_rows: int = 500_000,
     validate: bool = True,
     progress: bool = False,
+    on_start: Callable[[], None] | None = None,
 ) -> Privatized:
-    """Privatize ``source`` into ``target`` (see the module docstring)."""
+    """Privatize ``source`` into ``target`` (see the module docstring). ``on_start`` is called
+    once every check has passed, as the first report is about to be drawn."""
     started = time.perf_counter()
-    out_kind = file_kind(target, "output")
+    out_kind = check_output(target)
     if chunk_rows < 1:
         raise ParameterError(f"--chunk-rows must be >= 1, got {chunk_rows}")
     if target.resolve() == source.resolve():
         raise ParameterError(f"output {str(target)!r} would overwrite the input")
-    if not target.parent.is_dir():
-        raise ParameterError(f"output {str(target)!r}: directory {str(target.parent)!r} not found")
     columns = [spec.column for spec in specs]
     input_file = open_source(source)
     names = input_file.schema.names
@@ -109,6 +112,8 @@ def privatize_file(
     }
     randomness = resolve_source(key, seed)
     release = plan_release(names, mechanisms, source=randomness, user=user, memo_key=memo_key)
+    if seed is not None:
+        release = _insecure(release)
     if ledger is not None and not ledger.is_file():
         raise ParameterError(
             f"ledger file {str(ledger)!r} does not exist (create it with `frameldp budget set`)"
@@ -121,22 +126,34 @@ def privatize_file(
     )
     metadata = report_metadata(release.specs, release.guarantee, hex_columns)
     job = _Job(mechanisms, release, randomness, list(keep), user, validate)
-    with contextlib.ExitStack() as files:
-        temporary = files.enter_context(atomic(target))
-        if out_kind == "csv":
-            beside = files.enter_context(atomic(sidecar(target)))
+    with staged_output(target, out_kind) as staged, committing() as commit:
         book = None if ledger is None else Ledger(ledger)
         with (
             charging(book, budget, release),
             rows_progress("privatizing", input_file.rows, show=progress) as advance,
         ):
-            writer = ReportWriter(temporary, out_kind, metadata)
+            if on_start is not None:
+                on_start()
+            pause_at("start")
+            writer = ReportWriter(staged.data, out_kind, metadata)
             job.run(batches(source, read, chunk_rows=chunk_rows), writer, advance)
             writer.close()
-        if out_kind == "csv":
-            beside.write_text(json.dumps(metadata, indent=1))
+            staged.seal(metadata)
+            commit.begin()  # the ledger commit (leaving this block) and the renames complete
+        pause_at("charged")
+        staged.commit()
+    pause_at("committed")
     names = release_columns(read, mechanisms, keep)
     return Privatized(target, writer.rows, names, release.guarantee, time.perf_counter() - started)
+
+
+def _insecure(release: Release) -> Release:
+    """A release whose guarantees say they were drawn from a seed (if not already)."""
+    guarantees = {
+        column: guarantee if guarantee.seeded else guarantee.insecure()
+        for column, guarantee in release.guarantees.items()
+    }
+    return dataclasses.replace(release, guarantees=guarantees)
 
 
 @dataclass
@@ -193,6 +210,8 @@ class _Job:
                     failures += error.failures[: MAX_FAILURES - len(failures)]
             if not failures:
                 writer.write(self.release_of(batch, row))
+                if row == 0:
+                    pause_at("batch")
             row += batch.num_rows
             advance(batch.num_rows)
         if failures:
@@ -217,18 +236,3 @@ def _summary(schema: str, failures: list[dict[str, object]], total: int) -> str:
         f"{schema} validation failed: {total} failure(s) in column(s) {', '.join(columns)}; "
         "nothing was written"
     )
-
-
-@contextlib.contextmanager
-def terminate_cleanly() -> Iterator[None]:
-    """SIGTERM (a scheduler stopping the job) exits through Python, so the temporary output is
-    removed and the ledger transaction rolled back, as on Ctrl-C."""
-
-    def stop(signum: int, frame: FrameType | None) -> Any:
-        sys.exit(128 + signum)
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)

@@ -1,54 +1,70 @@
 """``frameldp shuffle``: the shuffler of the shuffle model, for a file of reports.
 
-Reads CSV or Parquet, keeps the report columns only (those recorded in a Parquet file written
-from a privatized pandas frame, or the ``--column`` ones), permutes the rows with the keyed
-CSPRNG and writes the result atomically (a temporary file, then a rename).
+A report file that records its mechanisms (a ``frameldp privatize`` release, Parquet or CSV
+with its sidecar; a Parquet file written from a privatized pandas frame) keeps its report
+columns only (Bloom cohorts included) plus the ``--keep`` and ``--column`` ones, which void the
+shuffle guarantee. A file that records none shuffles the ``--column`` columns, as text for CSV.
+The rows are permuted with the keyed CSPRNG, bound to their content (the permutation of
+``reports.ldp.shuffle`` of the same reports with the same key or seed; CSV holds RAPPOR
+reports as hex text, so its order differs from Parquet's), and the output is a report file like
+the input: Parquet metadata, or a CSV with its bound sidecar
+(:class:`~frameldp.cli._files.StagedOutput`), both recording the shuffle
+(:func:`~frameldp.frames._common.shuffle_record`), so ``frameldp estimate`` reports the
+amplified (central) guarantee.
 """
 
 from __future__ import annotations
 
 import json
-import warnings
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-import pandas as pd
 import pyarrow as pa
+import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import typer
 
-import frameldp  # noqa: F401 (registers the .ldp accessor)
 from frameldp._atomic import atomic
-from frameldp.cli._errors import user_errors
-from frameldp.cli._files import read_key
-from frameldp.core.randomness import permutation
-from frameldp.errors import FrameLDPWarning, ParameterError
-from frameldp.frames._common import METADATA_KEY, SHUFFLED_KEY, shuffle_record, shuffle_stream
+from frameldp.accounting import PrivacyGuarantee
+from frameldp.accounting.guarantee import INSECURE
+from frameldp.cli._errors import user_errors, warnings_as_lines
+from frameldp.cli._files import (
+    ReportFile,
+    ReportWriter,
+    arrow_message,
+    batches,
+    check_output,
+    file_kind,
+    find_report_file,
+    open_source,
+    read_key,
+    report_metadata,
+    staged_output,
+)
+from frameldp.cli._signals import committing, terminate_cleanly
+from frameldp.core.mechanisms import BloomRappor, Rappor, mechanism_from_spec
+from frameldp.errors import ParameterError
+from frameldp.frames._common import (
+    METADATA_KEY,
+    SHUFFLED_KEY,
+    plan_shuffle,
+    require_column,
+    shuffle_order,
+    shuffle_record,
+    shuffled_privacy,
+)
+
+__all__ = ["Shuffled", "run_shuffle", "shuffle_file"]
 
 
-def _read(path: Path) -> pd.DataFrame:
-    if path.suffix.lower() == ".parquet":
-        # Binary (RAPPOR) columns stay Arrow binary, as the pandas accessor writes them (a
-        # `frameldp privatize` file holds fixed-width ones); the attrs (recorded mechanisms)
-        # are restored from the pandas metadata.
-        table = pq.read_table(path)
-        binary = [i for i, field in enumerate(table.schema) if _is_binary(field.type)]
-        for i in binary:
-            table = table.set_column(i, table.field(i).name, table.column(i).cast(pa.binary()))
-        frame = table.to_pandas(types_mapper=_binary_dtype, ignore_metadata=True)
-        attrs = (table.schema.metadata or {}).get(b"PANDAS_ATTRS")  # written by to_parquet
-        frame.attrs = json.loads(attrs) if attrs else {}
-        return frame
-    if path.suffix.lower() == ".csv":
-        return pd.read_csv(path)
-    raise ParameterError(f"{path}: expected a .csv or .parquet file")
+@dataclass(frozen=True)
+class Shuffled:
+    """What a shuffle wrote, and the guarantee its analyst gets (None without mechanisms)."""
 
-
-def _is_binary(arrow_type: pa.DataType) -> bool:
-    return pa.types.is_fixed_size_binary(arrow_type) or pa.types.is_binary(arrow_type)
-
-
-def _binary_dtype(arrow_type: pa.DataType) -> pd.ArrowDtype | None:
-    return pd.ArrowDtype(arrow_type) if _is_binary(arrow_type) else None
+    rows: int
+    columns: list[str]
+    guarantee: PrivacyGuarantee | None
 
 
 def shuffle_file(
@@ -59,39 +75,104 @@ def shuffle_file(
     keep: list[str],
     seed: int | None,
     key_file: Path | None,
-) -> pd.DataFrame:
-    """Shuffle ``source`` into ``target``; returns the shuffled frame."""
-    if target.suffix.lower() not in (".csv", ".parquet"):
-        raise ParameterError(f"{target}: expected a .csv or .parquet output file")
-    frame = _read(source)
-    key = read_key(key_file)
-    if frame.ldp.mechanisms:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", FrameLDPWarning)
-            out = frame.ldp.shuffle(
-                keep=keep + [c for c in columns if c not in keep], key=key, seed=seed
-            )
-        for warning in caught:
-            typer.echo(f"warning: {warning.message}", err=True)
-    elif columns:
-        missing = [c for c in columns + keep if c not in frame.columns]
-        if missing:
-            raise ParameterError(
-                f"column {missing[0]!r} not found; columns are {list(frame.columns)}"
-            )
-        order = permutation(shuffle_stream(key, seed), len(frame))
-        out = frame[columns + keep].iloc[order].reset_index(drop=True)
-        out.attrs = {METADATA_KEY: {SHUFFLED_KEY: shuffle_record(keep, len(frame))}}
-    else:
+) -> Shuffled:
+    """Shuffle ``source`` into ``target`` (see the module docstring)."""
+    kind = check_output(target)
+    file_kind(source, "input")
+    if not source.is_file():
+        raise ParameterError(f"input {str(source)!r}: no such file")
+    if target.resolve() == source.resolve():
+        raise ParameterError(f"output {str(target)!r} would overwrite the input")
+    if seed is not None and key_file is not None:
+        raise ParameterError("pass --seed or --key-file, not both")
+    key = read_key(key_file, "--key-file")
+    reports = find_report_file(source)
+    if reports is None:
+        return _shuffle_plain(source, target, kind, columns, keep, key, seed)
+    extra = keep + [c for c in columns if c not in keep]
+    kept, record = plan_shuffle(reports.names, reports.specs, extra, None)
+    table = _read_all(reports, kept, text=[c for c in kept if c in extra])
+    order = shuffle_order(table.columns, table.num_rows, key, seed)
+    shuffled = table.take(pa.array(order))
+    # The count of shuffled reports, and whether a seed (known to others) ordered them.
+    record = {**record, "reports": table.num_rows, **({"seeded": True} if seed is not None else {})}
+    guarantee = reports.guarantee
+    if seed is not None and guarantee is not None and not guarantee.seeded:
+        guarantee = guarantee.insecure()
+    hex_columns = [
+        c
+        for c in reports.specs
+        if kind == "csv" and isinstance(mechanism_from_spec(reports.specs[c]), Rappor | BloomRappor)
+    ]
+    metadata = report_metadata(reports.specs, guarantee, hex_columns, record)
+    _write(target, kind, shuffled, metadata)
+    central = shuffled_privacy(reports.specs, record, table.num_rows)
+    if central is not None and (seed is not None or reports.seeded) and not central.seeded:
+        central = central.insecure()
+    return Shuffled(table.num_rows, list(shuffled.column_names), central)
+
+
+def _read_all(reports: ReportFile, columns: list[str], text: list[str]) -> pa.Table:
+    """The ``columns`` of a report file, whole (a shuffle needs every row); the CSV columns in
+    ``text`` are read as text (their type then never depends on where a block starts)."""
+    try:
+        chunks = list(reports.batches(columns, chunk_rows=1 << 20, text=text))
+    except (OSError, pa.ArrowException) as error:
         raise ParameterError(
-            f"{source}: no report columns are recorded in this file; name them with --column"
+            f"input {str(reports.path)!r}: cannot read it: {arrow_message(error)}"
+        ) from None
+    return pa.Table.from_batches(chunks).combine_chunks()
+
+
+def _write(target: Path, kind: str, table: pa.Table, metadata: dict[str, Any]) -> None:
+    """Write a shuffled report file (and its sidecar) atomically."""
+    with staged_output(target, kind) as staged, committing() as commit:
+        writer = ReportWriter(staged.data, kind, metadata)
+        for batch in table.to_batches() or [pa.RecordBatch.from_pylist([], schema=table.schema)]:
+            writer.write(batch)
+        writer.close()
+        staged.seal(metadata)
+        commit.begin()
+        staged.commit()
+
+
+def _shuffle_plain(
+    source: Path,
+    target: Path,
+    kind: str,
+    columns: list[str],
+    keep: list[str],
+    key: bytes | None,
+    seed: int | None,
+) -> Shuffled:
+    """A file that records no mechanisms: the named columns, shuffled (CSV cells as text)."""
+    if not columns:
+        where = "metadata" if source.suffix.lower() == ".parquet" else "metadata file"
+        raise ParameterError(
+            f"input {str(source)!r}: no report columns are recorded in this file (no frameldp "
+            f"{where}); name them with --column"
         )
+    names = open_source(source).schema.names
+    chosen = [*columns, *(c for c in keep if c not in columns)]
+    for column in chosen:
+        require_column(list(names), column)
+    try:
+        table = pa.Table.from_batches(list(batches(source, chosen, chunk_rows=1 << 20)))
+    except (OSError, pa.ArrowException) as error:
+        raise ParameterError(
+            f"input {str(source)!r}: cannot read it: {arrow_message(error)}"
+        ) from None
+    order = shuffle_order(table.columns, table.num_rows, key, seed)
+    shuffled = table.take(pa.array(order)).combine_chunks()
+    record = shuffle_record(keep, table.num_rows)
     with atomic(target) as temporary:
-        if target.suffix.lower() == ".parquet":
-            out.to_parquet(temporary)
+        if kind == "parquet":
+            attrs = {METADATA_KEY: {SHUFFLED_KEY: record}}
+            metadata = {b"PANDAS_ATTRS": json.dumps(attrs).encode()}
+            pq.write_table(shuffled.replace_schema_metadata(metadata), temporary)
         else:
-            out.to_csv(temporary, index=False)
-    return out
+            pacsv.write_csv(shuffled, temporary)
+    return Shuffled(table.num_rows, list(shuffled.column_names), None)
 
 
 def run_shuffle(
@@ -104,13 +185,31 @@ def run_shuffle(
     delta: float,
 ) -> None:
     """The command: shuffle, then report what the analyst of ``target`` can learn."""
-    with user_errors():
-        out = shuffle_file(source, target, columns=columns, keep=keep, seed=seed, key_file=key_file)
-    typer.echo(f"wrote {len(out)} shuffled rows, columns {list(out.columns)}, to {target}")
-    guarantee = out.ldp.privacy
-    if guarantee is not None and guarantee.shuffled:
-        local = guarantee.parameters["local_epsilon"]
-        typer.echo(
-            f"central ε = {guarantee.epsilon_at(delta):.6g} at δ = {delta:g} "
-            f"(local ε0 = {local:.6g}, amplified by shuffling {len(out)} reports, one per person)"
-        )
+    with terminate_cleanly():
+        with user_errors(), warnings_as_lines():
+            if not 0.0 < delta < 1.0:
+                raise ParameterError(f"--delta must be in (0, 1), got {delta}")
+            if seed is not None:
+                typer.echo(
+                    f"warning: --seed: {INSECURE} (here: the order of the rows, which undoes the "
+                    "shuffle); for tests only",
+                    err=True,
+                )
+            done = shuffle_file(
+                source, target, columns=columns, keep=keep, seed=seed, key_file=key_file
+            )
+        typer.echo(f"wrote {done.rows} shuffled rows, columns {done.columns}, to {target}")
+        guarantee = done.guarantee
+        mark = f" [{INSECURE}]" if guarantee is not None and guarantee.seeded else ""
+        if guarantee is not None and guarantee.shuffled:
+            local = guarantee.parameters["local_epsilon"]
+            typer.echo(
+                f"central ε = {guarantee.epsilon_at(delta):.6g} at δ = {delta:g} "
+                f"(local ε0 = {local:.6g}, amplified by shuffling {done.rows} reports, one per "
+                f"person){mark}"
+            )
+        elif guarantee is not None:
+            typer.echo(
+                f"privacy per person: ε = {guarantee.epsilon:.6g} (local: no amplification, "
+                f"the kept columns travel with each report){mark}"
+            )

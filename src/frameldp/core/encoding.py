@@ -26,14 +26,16 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from numbers import Number
 from typing import Any, Final, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
-from frameldp.errors import DomainError, ParameterError
+from frameldp.errors import DomainError, ParameterError, shown
 
 __all__ = [
     "HASH_SCHEMES",
@@ -41,6 +43,7 @@ __all__ = [
     "BloomEncoder",
     "Domain",
     "count_bits",
+    "held_exactly",
     "k_hot_packed",
     "one_hot_packed",
     "packed_width",
@@ -53,6 +56,7 @@ OTHER: Final = "<other>"
 
 UnknownPolicy = Literal["raise", "other"]
 NullPolicy = Literal["raise", "category"]
+Kind = Literal["str", "bool", "int", "float"]
 
 _COUNT_BLOCK: Final = 255  # rows summed in uint8 lanes before they could overflow
 
@@ -74,6 +78,52 @@ def _is_null(value: object) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
+def _kind_of(value: object) -> str | None:
+    """``"str"``, ``"bool"`` or ``"number"`` (ints and floats compare as numbers), else None."""
+    if isinstance(value, bool | np.bool_):
+        return "bool"
+    if isinstance(value, str):
+        return "str"
+    return "number" if isinstance(value, Number) else None
+
+
+def _check_ordered(categories: object) -> None:
+    """Refuse unordered categories: a set's order changes from process to process (string
+    hashing is randomized), which would map buckets, bits and keyed noise to other values."""
+    if isinstance(categories, Mapping):
+        raise DomainError(
+            f"domain must be a list of categories, got a {type(categories).__name__} (its keys "
+            "would be used silently); pass list(...) of the keys or values you mean"
+        )
+    if isinstance(categories, AbstractSet):
+        raise DomainError(
+            f"domain must be a list, got a {type(categories).__name__} of {len(categories)} "
+            "values, whose order changes from run to run (and with it which bucket holds which "
+            "value); pass a list (sorted(...) if you mean a set)"
+        )
+
+
+def held_exactly(
+    categories: Sequence[Hashable], dtype: np.dtype[Any]
+) -> tuple[NDArray[Any], NDArray[np.int64]]:
+    """The numeric ``categories`` that ``dtype`` holds exactly, as an array of ``dtype``, and
+    their positions (see :meth:`Domain.held_by`)."""
+    dtype = np.dtype(dtype)
+    values, codes = [], []
+    for code, category in enumerate(categories):
+        if isinstance(category, bool) or not isinstance(category, int | float):
+            continue
+        try:
+            with np.errstate(all="ignore"):
+                held = dtype.type(category)
+        except (OverflowError, ValueError):
+            continue
+        if held.item() == category:  # Python compares ints and floats exactly
+            values.append(held)
+            codes.append(code)
+    return np.array(values, dtype=dtype), np.array(codes, dtype=np.int64)
+
+
 @dataclass(frozen=True)
 class Domain:
     """The public, ordered set of buckets of a categorical column.
@@ -89,21 +139,32 @@ class Domain:
     nulls
         ``"raise"`` (default): a null is an error. ``"category"``: nulls form a reserved bucket
         labelled ``None``.
+
+    Categories are of one kind: all strings, all booleans, or all numbers (ints and floats
+    together); a domain mixing kinds (``["a", 1]``, ``[True, 1]``) is refused, and so is a set
+    or a dict (their order is not the caller's). Values are matched to categories exactly,
+    without converting either: a numeric value matches the category it equals as a number
+    (``2`` matches ``2`` or ``2.0``, never ``2.5``), a string only the same string.
     """
 
     categories: tuple[Hashable, ...]
     unknown: UnknownPolicy = "raise"
     nulls: NullPolicy = "raise"
     _index: dict[Hashable, int] = field(init=False, repr=False, compare=False)
+    _kind: Kind | None = field(init=False, repr=False, compare=False)
+    _held: dict[np.dtype[Any], tuple[NDArray[Any], NDArray[np.int64]]] = field(
+        init=False, repr=False, compare=False, default_factory=dict
+    )
 
     def __post_init__(self) -> None:
         if self.unknown not in ("raise", "other"):
-            raise ParameterError(f"unknown must be 'raise' or 'other', got {self.unknown!r}")
+            raise ParameterError(f"unknown must be 'raise' or 'other', got {shown(self.unknown)}")
         if self.nulls not in ("raise", "category"):
-            raise ParameterError(f"nulls must be 'raise' or 'category', got {self.nulls!r}")
+            raise ParameterError(f"nulls must be 'raise' or 'category', got {shown(self.nulls)}")
+        _check_ordered(self.categories)
         categories = tuple(_python_scalar(c) for c in self.categories)
         if len(categories) + self.has_other + self.has_null < 2:
-            raise DomainError(f"domain must have at least 2 buckets, got {list(categories)!r}")
+            raise DomainError(f"domain must have at least 2 buckets, got {shown(list(categories))}")
         index: dict[Hashable, int] = {}
         for position, value in enumerate(categories):
             if _is_null(value):
@@ -114,16 +175,27 @@ class Domain:
             if not isinstance(value, _JSON_SCALARS):
                 raise DomainError(
                     f"domain categories must be str, int, float or bool (they are written to "
-                    f"JSON specs); got {value!r} of type {type(value).__name__} at position "
-                    f"{position}"
+                    f"JSON specs); got {shown(value)} of type {type(value).__name__} at "
+                    f"position {position}"
+                )
+            if _kind_of(value) != _kind_of(categories[0]):
+                raise DomainError(
+                    "domain categories must all be strings, all booleans or all numbers "
+                    f"(a value is never converted to match one), got {shown(categories[0])} "
+                    f"({type(categories[0]).__name__}) at position 0 and {shown(value)} "
+                    f"({type(value).__name__}) at position {position}"
                 )
             if value in index:
-                raise DomainError(f"domain contains {value!r} twice")
+                raise DomainError(f"domain contains {shown(value)} twice")
             index[value] = position
         if self.has_other and OTHER in index:
             raise DomainError(f"domain contains the reserved label {OTHER!r}")
+        kind = _kind_of(categories[0]) if categories else None
+        if kind == "number":
+            kind = "float" if any(isinstance(value, float) for value in categories) else "int"
         object.__setattr__(self, "categories", categories)
         object.__setattr__(self, "_index", index)
+        object.__setattr__(self, "_kind", kind)
 
     @classmethod
     def coerce(
@@ -140,7 +212,7 @@ class Domain:
             return cls(domain.categories, unknown or domain.unknown, nulls or domain.nulls)
         if isinstance(domain, str | bytes):
             raise DomainError(
-                f"domain must be a list of categories, got the string {domain!r}"
+                f"domain must be a list of categories, got the string {shown(domain)}"
                 + ("; pass domain='infer' to a frame method to infer it" if domain else "")
             )
         if domain is None:
@@ -150,10 +222,17 @@ class Domain:
             )
         categories = getattr(domain, "categories", domain)
         if categories is None:
-            raise DomainError(f"domain must be given: {domain!r} has no categories")
+            raise DomainError(f"domain must be given: {shown(domain)} has no categories")
         if not isinstance(categories, Iterable):
-            raise DomainError(f"domain must be a list of categories, got {domain!r}")
+            raise DomainError(f"domain must be a list of categories, got {shown(domain)}")
+        _check_ordered(categories)
         return cls(tuple(categories), unknown or "raise", nulls or "raise")
+
+    @property
+    def kind(self) -> Kind | None:
+        """What the categories are: ``"str"``, ``"bool"``, ``"int"``, or ``"float"`` (numbers, at
+        least one a float); ``None`` when there are only reserved buckets."""
+        return self._kind
 
     @property
     def has_other(self) -> bool:
@@ -196,12 +275,35 @@ class Domain:
         """
         if not self.has_other:
             return self
+        if self.kind not in ("str", None):
+            raise DomainError(
+                f"reports of a domain of {self.kind} categories with unknown='other' cannot be "
+                f"labelled: {OTHER!r} is a string; use string categories"
+            )
         return Domain((*self.categories, OTHER), "raise", self.nulls)
+
+    def held_by(self, dtype: np.dtype[Any]) -> tuple[NDArray[Any], NDArray[np.int64]]:
+        """The numeric categories that ``dtype`` holds exactly, as an array of ``dtype``, and
+        their codes.
+
+        A category that the dtype would round, truncate or overflow (``2.5`` in ``int64``,
+        ``0.1`` in ``float32``, ``2**53 + 1`` in ``float64``) is left out: no value of that
+        dtype equals it, so none may be matched to it. Computed once per dtype.
+        """
+        dtype = np.dtype(dtype)
+        if dtype not in self._held:
+            self._held[dtype] = held_exactly(self.categories, dtype)
+        return self._held[dtype]
 
     def encode(self, values: Iterable[Any], *, column: str = "values") -> NDArray[np.int64]:
         """Integer codes of plain Python / numpy values (the frame layers use native codes)."""
         items = list(values)
-        raw = np.fromiter((self._index.get(v, -1) for v in items), dtype=np.int64, count=len(items))
+        kind = _kind_of(self.categories[0]) if self.categories else None
+        raw = np.fromiter(
+            (self._index.get(v, -1) if _kind_of(v) == kind else -1 for v in items),
+            dtype=np.int64,
+            count=len(items),
+        )
         null = np.fromiter((_is_null(v) for v in items), dtype=bool, count=len(items))
         return self.resolve(raw, null, column=column, value_at=items.__getitem__)
 
@@ -233,19 +335,17 @@ class Domain:
                 raise DomainError(
                     f"column {column!r}: null at row {row_of(first)} "
                     f"({int(null_mask.sum())} nulls in the {codes.size} rows checked); pass "
-                    "nulls='category' to give "
-                    "nulls their own bucket, or drop them first"
+                    "nulls='category' to give nulls their own bucket, or drop them first"
                 )
             codes[null_mask] = self.null_code
         if unknown.any():
             if not self.has_other:
                 first = int(np.flatnonzero(unknown)[0])
                 raise DomainError(
-                    f"column {column!r}: value {value_at(first)!r} at row {row_of(first)} is not "
-                    f"in the domain of {len(self.categories)} categories "
+                    f"column {column!r}: value {shown(value_at(first))} at row "
+                    f"{row_of(first)} is not in the domain of {len(self.categories)} categories "
                     f"({int(unknown.sum())} such values in the {codes.size} rows checked); pass "
-                    "unknown='other' to map "
-                    "such values to a reserved bucket"
+                    "unknown='other' to map such values to a reserved bucket"
                 )
             codes[unknown] = self.other_code
         return codes
@@ -366,8 +466,8 @@ def _utf8(value: object, what: str) -> bytes:
     if isinstance(value, bytes):
         return value
     raise DomainError(
-        f"Bloom encoding hashes strings; got {value!r} of type {type(value).__name__} in {what} "
-        "(cast the values to strings first)"
+        f"Bloom encoding hashes strings; got {shown(value)} of type {type(value).__name__} in "
+        f"{what} (cast the values to strings first)"
     )
 
 
@@ -378,7 +478,7 @@ def _check_size(owner: str, name: str, value: object, low: int, high: int) -> in
         or not low <= value <= high
     ):
         raise ParameterError(
-            f"{owner}: {name} must be an integer in [{low}, {high}], got {value!r}"
+            f"{owner}: {name} must be an integer in [{low}, {high}], got {shown(value)}"
         )
     return int(value)
 
@@ -418,7 +518,9 @@ class BloomEncoder:
     def __post_init__(self) -> None:
         owner = "BloomEncoder"
         if self.hash not in HASH_SCHEMES:
-            raise ParameterError(f"{owner}: hash must be one of {HASH_SCHEMES}, got {self.hash!r}")
+            raise ParameterError(
+                f"{owner}: hash must be one of {HASH_SCHEMES}, got {shown(self.hash)}"
+            )
         reference = self.hash == "rappor"
         max_bits = 256 if reference else 1 << 20
         max_hashes = _MD5_BYTES if reference else 64

@@ -7,9 +7,12 @@ here. No formula lives in this module: it only moves data between Arrow and ``fr
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import warnings
 from collections.abc import Callable, Hashable
-from typing import Any
+from decimal import Decimal
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -19,7 +22,7 @@ from numpy.typing import NDArray
 from frameldp.core.encoding import OTHER, Domain, count_bits, packed_width
 from frameldp.core.estimation import FrequencyEstimate
 from frameldp.core.mechanisms import BalcerCheu, BloomRappor, RandomizedResponse, Rappor
-from frameldp.core.randomness import RandomSource, permutation
+from frameldp.core.randomness import RandomSource, label_bytes, permutation
 from frameldp.errors import DomainError, DomainInferenceWarning, ParameterError, caller_stacklevel
 
 __all__ = [
@@ -27,6 +30,7 @@ __all__ = [
     "balcer_cheu_messages",
     "bloom_counts",
     "bloom_privatize",
+    "check_report_labels",
     "estimate_from_counts",
     "estimate_reports",
     "infer_domain",
@@ -34,6 +38,7 @@ __all__ = [
     "privatize_array",
     "rappor_array",
     "report_counts",
+    "row_content",
 ]
 
 
@@ -66,29 +71,60 @@ def _codes(
 
     ``row_of(i)`` names the frame row of value ``i`` in error messages (default: ``i``).
     """
-    categories = list(domain.categories)
-    if pa.types.is_dictionary(array.type):
-        lookup = _codes_of_values(array.dictionary, categories)
-        indices = array.indices.to_numpy(zero_copy_only=False)
-        valid = array.is_valid().to_numpy(zero_copy_only=False)
-        raw = np.where(valid, lookup[np.where(valid, indices, 0).astype(np.int64)], -1)
-    else:
-        raw = _codes_of_values(array, categories)
     null_mask = array.is_null().to_numpy(zero_copy_only=False)
+    if pa.types.is_dictionary(array.type):
+        # Null slots (and every slot of an all-null column, whose dictionary may be empty)
+        # point past the dictionary's codes, at a final -1.
+        lookup = np.append(_codes_of_values(array.dictionary, domain, column), -1)
+        indices = array.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        raw = lookup[np.where(null_mask, lookup.size - 1, indices)]
+    else:
+        raw = _codes_of_values(array, domain, column)
     return domain.resolve(
         raw, null_mask, column=column, value_at=lambda i: array[i].as_py(), row_of=row_of
     )
 
 
-def _codes_of_values(array: pa.Array, categories: list[Hashable]) -> NDArray[np.int64]:
-    """Position of each value in ``categories``; -1 for nulls and values not listed."""
-    try:
-        value_set = pa.array(categories, type=array.type)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-        # The categories cannot even be represented in the column's type: nothing matches.
+def _codes_of_values(array: pa.Array, domain: Domain, column: str) -> NDArray[np.int64]:
+    """Position of each value among the domain's categories; -1 for nulls and values not listed.
+
+    Matching is exact, and neither side is converted to the other's type: a string column
+    matches string categories, a boolean column boolean ones, and a numeric column the numbers
+    its type holds exactly (an ``int64`` 2 matches 2 or 2.0, never 2.5). Any other pairing
+    could match nothing, and is refused rather than sending every value to ``unknown``.
+    """
+    if array.null_count == len(array) or domain.kind is None:  # no value, or no category
         return np.full(len(array), -1, dtype=np.int64)
-    found = pc.index_in(array, value_set=value_set)
-    return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    # index_in has no kernel for these types: widen them, exactly.
+    if pa.types.is_float16(array.type):
+        array = array.cast(pa.float32())
+    elif pa.types.is_string_view(array.type):
+        array = array.cast(pa.large_string())
+    kind = array.type
+    text = pa.types.is_string(kind) or pa.types.is_large_string(kind)
+    numeric = domain.kind in ("int", "float")
+    codes: NDArray[np.int64] = np.arange(len(domain.categories), dtype=np.int64)
+    if (domain.kind == "str" and text) or (domain.kind == "bool" and pa.types.is_boolean(kind)):
+        value_set = pa.array(domain.categories, type=kind)
+    elif numeric and (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+        held, codes = domain.held_by(np.dtype(kind.to_pandas_dtype()))
+        value_set = pa.array(held, type=kind)
+    elif numeric and pa.types.is_decimal(kind):
+        exact = []  # Arrow refuses a Decimal its scale or precision would round
+        for code, category in enumerate(domain.categories):
+            with contextlib.suppress(pa.ArrowInvalid):  # Decimal(0.1) is the float's exact value
+                exact.append((code, pa.scalar(Decimal(cast(float, category)), type=kind)))
+        codes = np.array([code for code, _ in exact], dtype=np.int64)
+        value_set = pa.array([value for _, value in exact], type=kind)
+    else:
+        raise DomainError(
+            f"column {column!r}: its values ({kind}) can never equal the domain's {domain.kind} "
+            "categories, and categories are not converted to the column's type; cast the "
+            "column, or give categories of its type"
+        )
+    found = pc.index_in(array, value_set=value_set).fill_null(len(codes))
+    positions: NDArray[np.int64] = found.to_numpy(zero_copy_only=False).astype(np.int64)
+    return np.append(codes, -1)[positions]
 
 
 def _set_codes(
@@ -127,6 +163,48 @@ def _set_codes(
     return np.concatenate([[0], np.cumsum(lengths)]), with_nulls
 
 
+_DIGEST_BYTES = 16
+
+
+def _value_digest(value: object) -> bytes:
+    """16 bytes naming one cell value canonically (type-tagged, as stream labels are)."""
+    try:
+        body = label_bytes([value])
+    except ParameterError:  # dates, decimals, lists of kept columns: by type and repr
+        body = b"r" + type(value).__name__.encode() + b":" + repr(value).encode()
+    return hashlib.blake2b(body, digest_size=_DIGEST_BYTES).digest()
+
+
+def row_content(columns: list[pa.Array | pa.ChunkedArray], num_rows: int) -> NDArray[np.uint8]:
+    """One row of bytes per row naming its cells: 16 bytes per column, a digest of the cell's
+    type-tagged value (nulls and dictionary-encoded, categorical or Enum columns included, so
+    pandas, polars and Arrow frames of equal values give equal bytes)."""
+    parts = [np.zeros((num_rows, 0), dtype=np.uint8)]
+    for array in columns:
+        array = _combined(array)
+        if pa.types.is_dictionary(array.type):
+            array = array.dictionary_decode()
+        encoded = pc.dictionary_encode(array)
+        distinct = encoded.dictionary.to_pylist()
+        table = np.frombuffer(
+            b"".join(map(_value_digest, [*distinct, None])), dtype=np.uint8
+        ).reshape(-1, _DIGEST_BYTES)
+        indices = encoded.indices.fill_null(len(distinct)).to_numpy(zero_copy_only=False)
+        parts.append(table[indices.astype(np.int64)])
+    return np.ascontiguousarray(np.concatenate(parts, axis=1))
+
+
+def check_report_labels(domain: Domain, column: object) -> None:
+    """k-RR reports are labels of the domain: with ``unknown='other'`` they must be strings
+    (the :data:`OTHER` label is written into the report column)."""
+    if domain.has_other and not all(isinstance(c, str) for c in domain.categories):
+        raise ParameterError(
+            f"column {column!r}: unknown='other' with k-ary randomized response needs "
+            f"string categories (the {OTHER!r} label is written into the report column); "
+            "cast the column and the domain to strings first"
+        )
+
+
 def privatize_array(
     array: pa.Array | pa.ChunkedArray,
     mechanism: Rappor | RandomizedResponse,
@@ -149,12 +227,7 @@ def privatize_array(
                 "use rappor(..., max_weight=m) for set-valued cells"
             )
         domain = mechanism.domain
-        if domain.has_other and not all(isinstance(c, str) for c in domain.categories):
-            raise ParameterError(
-                f"column {column!r}: unknown='other' with k-ary randomized response needs "
-                f"string categories (the {OTHER!r} label is written into the report column); "
-                "cast the column and the domain to strings first"
-            )
+        check_report_labels(domain, column)
         codes = _codes(array, domain, column, row_of)
         return mechanism.randomize(codes, source=source, label=column, row_start=row_start)
     if is_list:
@@ -218,7 +291,7 @@ def balcer_cheu_messages(
     """The shuffler's output for one column: every person's messages, keyed-permuted."""
     codes = _codes(_combined(array), mechanism.domain, column, lambda row: row)
     messages = mechanism.randomize(codes, source=source, label=column)
-    return messages[permutation(source.stream(f"{column}\x1fshuffle"), messages.size)]
+    return messages[permutation(source.stream(column, "shuffle"), messages.size)]
 
 
 def report_counts(

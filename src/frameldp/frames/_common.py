@@ -19,6 +19,7 @@ import pyarrow as pa
 from numpy.typing import NDArray
 
 from frameldp.accounting import Ledger, PrivacyGuarantee, amplify_by_shuffling, compose
+from frameldp.accounting.guarantee import INSECURE
 from frameldp.core.encoding import Domain, HashScheme, NullPolicy, UnknownPolicy, unpack_bits
 from frameldp.core.mechanisms import (
     BalcerCheu,
@@ -27,15 +28,28 @@ from frameldp.core.mechanisms import (
     Rappor,
     mechanism_from_spec,
 )
-from frameldp.core.randomness import KeyedStream, RandomSource, resolve_source
+from frameldp.core.randomness import (
+    KeyedStream,
+    RandomSource,
+    content_sort_keys,
+    permutation_from_keys,
+    resolve_source,
+)
 from frameldp.errors import (
     FrameLDPError,
     FrameLDPWarning,
+    InsecureSeedWarning,
     MechanismNotFoundError,
     ParameterError,
     caller_stacklevel,
+    shown,
 )
-from frameldp.frames._arrow import balcer_cheu_messages, infer_domain, packed_from_arrow
+from frameldp.frames._arrow import (
+    balcer_cheu_messages,
+    infer_domain,
+    packed_from_arrow,
+    row_content,
+)
 
 __all__ = [
     "METADATA_KEY",
@@ -50,6 +64,7 @@ __all__ = [
     "build_krr",
     "build_rappor",
     "charging",
+    "check_budget",
     "check_columns",
     "cohort_column",
     "column_context",
@@ -60,7 +75,10 @@ __all__ = [
     "mechanisms_of",
     "plan_release",
     "plan_shuffle",
+    "recorded_spec",
     "require_column",
+    "shuffle_keys",
+    "shuffle_order",
     "shuffle_record",
     "shuffle_stream",
     "shuffled_privacy",
@@ -102,21 +120,44 @@ def column_context(column: str) -> Iterator[None]:
 
 
 def require_column(columns: list[Any], column: Any) -> None:
-    """``column`` exists, or a :class:`ParameterError` listing the columns."""
+    """``column`` exists once, or a :class:`ParameterError` listing the columns."""
     if column not in columns:
-        raise ParameterError(f"column {column!r} not found; columns are {columns}")
+        raise ParameterError(
+            f"column {shown(column)} not found; columns are {shown(columns, limit=200)}"
+        )
+    if columns.count(column) > 1:
+        raise ParameterError(
+            f"column {shown(column)}: the frame has {columns.count(column)} columns of that "
+            "name; rename them so that each report column is one column"
+        )
 
 
-def check_columns(columns: list[Any], mechanisms: Mapping[str, Any], *, frame: bool = True) -> None:
-    """Every column exists and every mechanism is one frameldp can apply to it.
+def check_columns(
+    columns: list[Any],
+    mechanisms: Mapping[str, Any],
+    *,
+    frame: bool = True,
+    recorded: Mapping[Any, Any] | None = None,
+) -> None:
+    """Every column exists, holds no reports yet, and every mechanism is one frameldp can
+    apply to it.
 
     Bloom RAPPOR writes a cohort column beside its reports, so it needs a frame
-    (``frame=False`` for a Series or an expression refuses it).
+    (``frame=False`` for a Series or an expression refuses it). A column ``recorded`` as
+    reports already (re-running ``r2 = r1.ldp.krr("carrier", ...)``) is refused: randomizing
+    reports again would make ``debias`` estimate the distribution of the reports, not of the
+    values, and release the column twice.
     """
     if not mechanisms:
         raise ParameterError("privatize needs at least one {column: mechanism} entry")
     for column, mechanism in mechanisms.items():
         require_column(columns, column)
+        if recorded and column in recorded:
+            raise ParameterError(
+                f"column {column!r}: already holds frameldp reports "
+                f"({_described(recorded[column])}); privatizing them again would bias debias "
+                "and release the column twice. Privatize the raw column instead"
+            )
         if isinstance(mechanism, BloomRappor) and not frame:
             raise ParameterError(
                 f"column {column!r}: Bloom RAPPOR writes reports and a cohort column; apply it "
@@ -127,6 +168,13 @@ def check_columns(columns: list[Any], mechanisms: Mapping[str, Any], *, frame: b
                 f"column {column!r}: expected a frameldp mechanism (Rappor, BloomRappor, "
                 f"RandomizedResponse), got {type(mechanism).__name__}"
             )
+
+
+def _described(spec: Mapping[str, Any]) -> str:
+    """``mechanism=..., epsilon=...`` of a recorded spec, for messages."""
+    kind = spec.get("mechanism", "a mechanism")
+    epsilon = spec.get("epsilon")
+    return f"{kind}, epsilon={epsilon:.4g}" if isinstance(epsilon, float) else str(kind)
 
 
 def _domain(
@@ -239,15 +287,35 @@ def plan_release(
     specs: dict[str, dict[str, Any]] = {}
     guarantees: dict[str, PrivacyGuarantee] = {}
     for column, mechanism in mechanisms.items():
-        spec = mechanism.to_spec()
+        spec = recorded_spec(mechanism, source)
         if isinstance(mechanism, BloomRappor):
             memo_id = None if user is None else mechanism.memo_id(memo or source, column)
             spec = {**spec, "cohort_column": cohort_column(column), "memo": memo_id}
         else:
             memo_id = None
-        guarantees[column] = _guarantee(mechanism, memo_id)
+        guarantees[column] = _guarantee_of_spec(spec) if memo_id else _marked(mechanism, spec)
         specs[column] = spec
     return Release(specs, guarantees, memo)
+
+
+def recorded_spec(mechanism: Any, source: RandomSource) -> dict[str, Any]:
+    """The spec recorded for reports of ``mechanism`` drawn from ``source``: a seeded run is
+    marked (``"seeded": true``) wherever the spec goes (frames, files, guarantees), and warned
+    about once per call."""
+    spec = mechanism.to_spec()
+    if not source.seeded:
+        return spec
+    warnings.warn(
+        f"reports drawn from seed=: {INSECURE}. Use seed= for tests and simulations only",
+        InsecureSeedWarning,
+        stacklevel=caller_stacklevel(),
+    )
+    return {**spec, "seeded": True}
+
+
+def _marked(mechanism: Any, spec: Mapping[str, Any]) -> PrivacyGuarantee:
+    guarantee: PrivacyGuarantee = mechanism.privacy
+    return guarantee.insecure() if spec.get("seeded") else guarantee
 
 
 def mechanisms_of(specs: Mapping[str, Any] | None) -> dict[str, Applicable]:
@@ -294,6 +362,23 @@ def unpack_reports(
     return unpack_bits(packed, mechanism.num_bits), names
 
 
+class _DryRunError(Exception):
+    """Raised inside a ledger transaction to roll it back after the checks passed."""
+
+
+def check_budget(
+    ledger: LedgerLike | None, budget: str | None, release: Release | Mapping[str, Estimable]
+) -> None:
+    """Raise now what :func:`charging` would raise for ``release`` (ledger without budget,
+    unknown budget, over the cap), recording nothing: a lazy plan is charged at each
+    execution, but a plan that could not run is refused when it is built."""
+    try:
+        with charging(ledger, budget, release):
+            raise _DryRunError
+    except _DryRunError:
+        pass
+
+
 def charging(
     ledger: LedgerLike | None, budget: str | None, release: Release | Mapping[str, Estimable]
 ) -> contextlib.AbstractContextManager[object]:
@@ -325,7 +410,8 @@ def _guarantee(mechanism: Applicable, memo: str | None) -> PrivacyGuarantee:
 
 
 def _guarantee_of_spec(spec: Mapping[str, Any]) -> PrivacyGuarantee:
-    return _guarantee(mechanism_from_spec(dict(spec)), spec.get("memo"))
+    guarantee = _guarantee(mechanism_from_spec(dict(spec)), spec.get("memo"))
+    return guarantee.insecure() if spec.get("seeded") else guarantee
 
 
 def guarantee_of(specs: Mapping[str, Any] | None) -> PrivacyGuarantee | None:
@@ -369,14 +455,20 @@ def find_bloom(
 
 
 def plan_shuffle(
-    columns: list[Any], specs: Mapping[str, Any], keep: Any, rows: int | None
+    columns: list[Any],
+    specs: Mapping[str, Any],
+    keep: Any,
+    rows: int | None,
+    *,
+    seed: int | None = None,
 ) -> tuple[list[Any], dict[str, Any]]:
     """The columns a shuffled frame keeps, and what the frame records of its shuffle.
 
     Kept are every report column (Bloom cohorts included) and the explicitly ``keep``-ed ones,
     which void the shuffle guarantee (warned, and recorded as ``"kept"``). ``rows`` is the
     number of shuffled reports (``None`` when a lazy frame counts them on use); see
-    :func:`shuffle_record`.
+    :func:`shuffle_record`. An order drawn from ``seed`` is recorded as ``"seeded"`` (its
+    amplified guarantee is then marked insecure) and warned about.
     """
     if not specs:
         raise MechanismNotFoundError(
@@ -403,7 +495,15 @@ def plan_shuffle(
             FrameLDPWarning,
             stacklevel=caller_stacklevel(),
         )
-    return reports + extra, shuffle_record(extra, rows)
+    record = shuffle_record(extra, rows)
+    if seed is not None:
+        warnings.warn(
+            f"shuffle order drawn from seed=: {INSECURE}. Use seed= for tests and simulations only",
+            InsecureSeedWarning,
+            stacklevel=caller_stacklevel(),
+        )
+        record["seeded"] = True
+    return reports + extra, record
 
 
 def shuffle_record(kept: list[Any], rows: int | None) -> dict[str, Any]:
@@ -424,6 +524,24 @@ def shuffle_stream(key: bytes | None, seed: int | None) -> KeyedStream:
     return resolve_source(key, seed).stream("shuffle")
 
 
+def shuffle_keys(
+    stream: KeyedStream, rows: NDArray[np.int64], columns: list[pa.Array | pa.ChunkedArray]
+) -> NDArray[np.uint64]:
+    """128-bit sort keys of rows bound to their position and to the content of ``columns``
+    (:func:`~frameldp.core.randomness.content_sort_keys`): a reused key orders two different
+    frames independently, and the same frame (in any chunking) the same way."""
+    return content_sort_keys(stream, rows, row_content(columns, len(rows)))
+
+
+def shuffle_order(
+    columns: list[pa.Array | pa.ChunkedArray], num_rows: int, key: bytes | None, seed: int | None
+) -> NDArray[np.int64]:
+    """The order of a shuffle of ``num_rows`` rows of ``columns``: a uniformly random
+    permutation (a fresh key unless ``key``/``seed``), bound to the rows' content."""
+    rows = np.arange(num_rows, dtype=np.int64)
+    return permutation_from_keys(shuffle_keys(shuffle_stream(key, seed), rows, columns))
+
+
 def shuffled_privacy(
     specs: Mapping[str, Any] | None, shuffled: Mapping[str, Any] | None, rows: int | None
 ) -> PrivacyGuarantee | None:
@@ -441,7 +559,9 @@ def shuffled_privacy(
     reports = rows if reports is None else int(reports)
     if not reports:
         return local
-    return amplify_by_shuffling(local, reports)
+    amplified = amplify_by_shuffling(local, reports)
+    # A seeded order is known to whoever knows the seed: the shuffle hides nothing from them.
+    return amplified.insecure() if shuffled.get("seeded") else amplified
 
 
 class IdentityRegistry:
@@ -519,7 +639,13 @@ class FrameMethods:
         specs = self._specs() or {"_": mechanism.to_spec()}
         return shuffled_privacy(specs, shuffled, self._num_rows())
 
-    def _messages_frame(self, column: str, messages: NDArray[np.int64], mechanism: Any) -> Any:
+    def _messages_frame(
+        self,
+        column: str,
+        messages: NDArray[np.int64],
+        mechanism: Any,
+        specs: dict[str, dict[str, Any]],
+    ) -> Any:
         raise NotImplementedError
 
     def balcer_cheu(
@@ -554,11 +680,14 @@ class FrameMethods:
                 domain=_domain(domain, unknown, nulls, column, lambda: self._column_arrow(column)),
             )
         source = resolve_source(key, seed)
-        with charging(ledger, budget, {column: mechanism}), column_context(column):
+        release = Release({column: recorded_spec(mechanism, source)}, {}, None)
+        guarantee = _marked(mechanism, release.specs[column])
+        release = Release(release.specs, {column: guarantee}, None)
+        with charging(ledger, budget, release), column_context(column):
             messages = balcer_cheu_messages(
                 self._column_arrow(column), mechanism, column=column, source=source
             )
-        return self._messages_frame(column, messages, mechanism)
+        return self._messages_frame(column, messages, mechanism, release.specs)
 
     def _column_arrow(self, column: str) -> pa.Array | pa.ChunkedArray:
         raise NotImplementedError

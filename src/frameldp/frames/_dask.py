@@ -29,14 +29,17 @@ are tiny). The graph is handed to dask-expr with ``from_delayed`` and the divisi
 lowered frame (they describe exactly these partitions); later projections or filters act on
 the privatized partitions and cannot reach back into the row addressing.
 
-**The key is drawn once, when the graph is built**, and a release is charged to a ledger then
-(like the lazy polars namespace): computing the graph twice gives the same reports, not fresh
-noise. The key and the mechanisms travel inside the task graph to the scheduler and workers,
-which see the raw data anyway; task names are random, never derived from the key. Recomputing a
-graph after its input changed, or over an input whose row order varies between runs (an
-unseeded sample, a shuffle on a cluster), reuses the key on different rows (see
-:class:`frameldp.core.randomness.RandomSource`): a graph is the release of the data it reads, in
-the order it reads it (docs/dask.md says to persist such inputs first).
+**Keys.** Without ``key=``/``seed=`` no key is in the graph: every partition task draws a fresh
+key on its worker when it runs, so each computation of the graph is a new release with
+independent noise (and a fresh key never leaves the process that uses it). With ``key=`` the
+same rows give the same reports in every computation; the noise of a row is bound to its global
+position and its value, so a row whose value changed between two computations gets independent
+noise. A caller's key travels to the workers inside the task messages (``_ShippedSource``), as
+the raw data does; task names are random, never derived from it. With a ledger, every
+computation is charged once, by the graph's first task (before any partition is privatized),
+in the process that runs it; a release that could not be charged is refused already when the
+graph is built. (With ``key=`` a recomputation releases nothing new, and is charged all the
+same: the ledger errs on the side of spending.)
 
 **Aggregation is a tree reduction** of per-partition sufficient statistics (``report_counts``:
 per-bit or per-label counts; ``bloom_counts``: per-cohort bit sums), ``SPLIT_EVERY`` at a time;
@@ -51,6 +54,7 @@ they raise, asking to compute the frame to pandas first.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import operator
 import uuid
@@ -65,7 +69,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from dask.delayed import Delayed
 from dask.highlevelgraph import HighLevelGraph
-from dask.task_spec import DataNode, Task, TaskRef
+from dask.task_spec import Task, TaskRef
 
 from frameldp.core.encoding import packed_width
 from frameldp.core.mechanisms import BloomRappor, Rappor
@@ -80,6 +84,7 @@ from frameldp.frames._common import (
     LedgerLike,
     Release,
     charging,
+    check_budget,
     check_columns,
     column_context,
     find_bloom,
@@ -125,13 +130,17 @@ def _graph(name: str, tasks: dict[Any, Any], parts: list[Delayed]) -> HighLevelG
 
 
 def _row_addressed(
-    parts: list[Delayed], privatize: Callable[[pd.DataFrame, int], pd.DataFrame]
+    parts: list[Delayed],
+    privatize: Callable[[pd.DataFrame, int], pd.DataFrame],
+    first_row: Callable[[], int],
 ) -> list[Delayed]:
     """``privatize(part, start)`` of every part, ``start`` being the global row of its first row
-    (prefix sums of the lengths of the very same parts, in the same graph)."""
+    (prefix sums of the lengths of the very same parts, in the same graph). ``first_row()``
+    runs once per computation before any part is privatized (it charges the ledger) and
+    returns 0."""
     name = f"frameldp-privatize-{uuid.uuid4().hex}"  # random: never a hash of the key
     length, start = f"{name}-length", f"{name}-start"
-    tasks: dict[Any, Any] = {(start, 0): DataNode((start, 0), 0)}
+    tasks: dict[Any, Any] = {(start, 0): Task((start, 0), first_row)}
     for i, part in enumerate(parts):
         if i:
             tasks[(length, i - 1)] = Task((length, i - 1), len, TaskRef(parts[i - 1].key))
@@ -174,17 +183,46 @@ def _tree_reduce(
 # -- what runs on each partition ---------------------------------------------------------------
 
 
+class _ShippedSource:
+    """A caller's key sent to the workers with the tasks (it pickles the key itself, unlike a
+    :class:`RandomSource`, which never does). ``None``: a fresh key per task."""
+
+    def __init__(self, source: RandomSource | None) -> None:
+        self.key = None if source is None else source.key
+        self.kind = None if source is None else source.kind
+
+    def source(self) -> RandomSource:
+        """The caller's source, or a fresh key for this task."""
+        return self.optional() or RandomSource.fresh()
+
+    def optional(self) -> RandomSource | None:
+        """The caller's source, or None."""
+        return None if self.key is None else RandomSource(self.key, kind=self.kind)
+
+
+def _charged_first_row(ledger: LedgerLike | None, budget: str | None, release: Release) -> int:
+    """Charge one computation of a privatized frame (before any of its reports exist)."""
+    with charging(ledger, budget, release):
+        return 0
+
+
 def _privatize_partition(
     frame: pd.DataFrame,
     row_start: int,
     *,
     mechanisms: Mapping[str, Applicable],
-    source: RandomSource,
+    shipped: _ShippedSource,
+    memo: _ShippedSource,
     release: Release,
     user: str | None,
 ) -> pd.DataFrame:
     return privatize_rows(
-        frame, mechanisms, source=source, release=release, user=user, row_start=int(row_start)
+        frame,
+        mechanisms,
+        source=shipped.source(),
+        release=dataclasses.replace(release, memo=memo.optional()),
+        user=user,
+        row_start=int(row_start),
     )
 
 
@@ -276,34 +314,53 @@ class DaskFrameAccessor(FrameMethods):
         user: str | None = None,
         memo_key: bytes | None = None,
     ) -> dd.DataFrame:
-        """Replace each column by its reports, lazily; the key is drawn now.
+        """Replace each column by its reports, lazily.
 
         Returns a Dask DataFrame whose partitions are privatized with global row addressing
-        (see the module docstring): it computes to exactly the pandas accessor's reports for
-        the same key, every time. Nothing is read now; values outside the domain raise their
+        (see the module docstring). With ``key=`` it computes to exactly the pandas accessor's
+        reports for the same key, every time; without, each computation draws fresh keys on
+        the workers. Nothing is read now; values outside the domain raise their
         :class:`~frameldp.DomainError` when the frame is computed. With ``ledger`` and
-        ``budget`` the release is charged now, when the graph is built. Bloom RAPPOR columns
+        ``budget`` every computation is charged, once, before its first partition is
+        privatized (a release that could not be charged now is refused here). Bloom RAPPOR columns
         also get a ``{column}_cohort`` column (see :meth:`rappor` for ``user`` and
-        ``memo_key``).
+        ``memo_key``); on Dask, ``user=`` needs ``memo_key=`` or ``key=`` (a person's permanent
+        responses must be the same on every worker).
         """
         columns = self._columns()
-        check_columns(columns, mechanisms)
-        source = resolve_source(key, seed)
-        release = plan_release(columns, mechanisms, source=source, user=user, memo_key=memo_key)
+        check_columns(columns, mechanisms, recorded=self._specs())
+        keyed = None if key is None and seed is None else resolve_source(key, seed)
+        release = plan_release(
+            columns,
+            mechanisms,
+            source=keyed or RandomSource.fresh(),
+            user=user,
+            memo_key=memo_key,
+        )
+        if user is not None and memo_key is None and keyed is None:
+            raise ParameterError(
+                f"user={user!r} on Dask needs memo_key= (or key=): each partition draws its own "
+                "fresh key, and a person's memoized permanent responses must be the same on "
+                "every worker"
+            )
         privatize = functools.partial(
             _privatize_partition,
             mechanisms=dict(mechanisms),
-            source=source,
-            release=release,
+            shipped=_ShippedSource(keyed),
+            memo=_ShippedSource(release.memo),
+            release=dataclasses.replace(release, memo=None),
             user=user,
         )
-        with charging(ledger, budget, release):
-            meta = privatize(_meta_input(self._frame._meta, mechanisms), 0)
-            parts, divisions = _pinned(self._frame)
-            outputs = _row_addressed(parts, privatize)
-            # Keep every column's dtype as privatize_rows made it (no object -> string cast).
-            with dask.config.set({"dataframe.convert-string": False}):
-                out = dd.from_delayed(outputs, meta=meta, divisions=divisions, verify_meta=False)
+        check_budget(ledger, budget, release)
+        first_row = functools.partial(
+            _charged_first_row, ledger, budget, dataclasses.replace(release, memo=None)
+        )
+        meta = privatize(_meta_input(self._frame._meta, mechanisms), 0)
+        parts, divisions = _pinned(self._frame)
+        outputs = _row_addressed(parts, privatize, first_row)
+        # Keep every column's dtype as privatize_rows made it (no object -> string cast).
+        with dask.config.set({"dataframe.convert-string": False}):
+            out = dd.from_delayed(outputs, meta=meta, divisions=divisions, verify_meta=False)
         _RECORDED.put(out, {**self._specs(), **release.specs})
         return out
 

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from frameldp.accounting import PrivacyGuarantee
 from frameldp.core.mechanisms import BloomRappor, Rappor
-from frameldp.core.randomness import RandomSource, permutation, resolve_source
+from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.errors import DomainError
 from frameldp.frames._arrow import (
     bloom_counts,
@@ -48,7 +48,7 @@ from frameldp.frames._common import (
     plan_release,
     plan_shuffle,
     require_column,
-    shuffle_stream,
+    shuffle_order,
     unpack_reports,
 )
 from frameldp.frames.table import FrequencyTable
@@ -114,7 +114,7 @@ def _record(obj: pd.DataFrame | pd.Series, specs: Mapping[str, Any]) -> None:
 
 
 def _privatize_series(
-    series: pd.Series, mechanism: Supported, column: str, source: RandomSource, row_start: int = 0
+    series: pd.Series, mechanism: Supported, column: Any, source: RandomSource, row_start: int = 0
 ) -> pd.Series:
     with column_context(column):
         reports = privatize_array(
@@ -221,18 +221,24 @@ class PandasFrameAccessor(FrameMethods):
         amplified by shuffling its rows, one per person (:func:`frameldp.amplify_by_shuffling`).
         """
         specs = _recorded(self._frame)
-        columns, record = plan_shuffle(self._columns(), specs, keep, len(self._frame))
-        order = permutation(shuffle_stream(key, seed), len(self._frame))
-        out = self._frame[columns].iloc[order].reset_index(drop=True)
+        columns, record = plan_shuffle(self._columns(), specs, keep, len(self._frame), seed=seed)
+        selected = self._frame[columns]
+        arrays = [_arrow(selected.iloc[:, i]) for i in range(selected.shape[1])]
+        order = shuffle_order(arrays, len(self._frame), key, seed)
+        out = selected.iloc[order].reset_index(drop=True)
         out.attrs = {METADATA_KEY: {"mechanisms": specs, SHUFFLED_KEY: record}}
         return out
 
     def _messages_frame(
-        self, column: str, messages: np.ndarray[Any, Any], mechanism: Any
+        self,
+        column: str,
+        messages: np.ndarray[Any, Any],
+        mechanism: Any,
+        specs: dict[str, dict[str, Any]],
     ) -> pd.DataFrame:
         values = _report_values(messages, mechanism, self._frame[column].dtype)
         out = pd.DataFrame({column: values})
-        _record(out, {column: mechanism.to_spec()})
+        _record(out, specs)
         return out
 
     def privatize(
@@ -255,7 +261,7 @@ class PandasFrameAccessor(FrameMethods):
         ``user`` and ``memo_key`` are described in :meth:`rappor`.
         """
         columns = list(self._frame.columns)
-        check_columns(columns, mechanisms)
+        check_columns(columns, mechanisms, recorded=self._specs())
         source = resolve_source(key, seed)
         release = plan_release(columns, mechanisms, source=source, user=user, memo_key=memo_key)
         with charging(ledger, budget, release):
@@ -346,11 +352,19 @@ class PandasSeriesAccessor(ValueShortcuts):
         budget: str | None = None,
     ) -> pd.Series:
         """Reports of this Series under ``mechanism`` (charged to ``budget`` when given)."""
-        check_columns([self._name], {self._name: mechanism}, frame=False)
+        check_columns(
+            [self._name], {self._name: mechanism}, frame=False, recorded=_recorded(self._series)
+        )
         source = resolve_source(key, seed)
-        with charging(ledger, budget, {self._name: mechanism}):
-            out = _privatize_series(self._series, mechanism, self._name, source)
-        _record(out, {self._name: mechanism.to_spec()})
+        release = plan_release(
+            [self._name], {self._name: mechanism}, source=source, user=None, memo_key=None
+        )
+        with charging(ledger, budget, release):
+            # The stream is labelled by the Series' own name (1 and "1" differ), as a frame
+            # column of that name would be.
+            label = "" if self._series.name is None else self._series.name
+            out = _privatize_series(self._series, mechanism, label, source)
+        _record(out, release.specs)
         return out
 
     def debias(self, mechanism: Supported | None = None, *, level: float = 0.95) -> FrequencyTable:

@@ -1,9 +1,19 @@
 """The ``.ldp`` namespace on polars DataFrame, LazyFrame and Expr.
 
-Plumbing only. A LazyFrame stays lazy: the plan gains a row index and one ``map_batches`` per
-report column, elementwise, so it runs under the streaming engine in bounded memory. Noise is
-addressed by row index under a key fixed when the plan is built, so collecting the plan twice
-gives identical reports (never fresh noise, which would spend the budget twice).
+Plumbing only. Which rows may share noise (see :mod:`frameldp.core.randomness`):
+
+* **DataFrame**: one key per call; rows are addressed by their position in the frame.
+* **LazyFrame**: the privatized plan is a Python scan (``register_io_source``) over the input
+  plan. Every execution (``collect``, ``sink_*``, a plan used twice) runs the scan once: it
+  draws a fresh key (unless ``key=``/``seed=`` was given), streams the input batch by batch,
+  numbers the rows itself (global positions, whatever the batch sizes), randomizes them and
+  charges the ledger once, when the first reports are about to leave the scan. A plan collected
+  twice therefore releases twice, with independent noise, and is charged twice. A caller's key
+  is held by reference (:class:`~frameldp.core.randomness.RandomSource` pickles as a handle):
+  ``pickle.dumps`` or ``LazyFrame.serialize`` of the plan never contains it.
+* **Expr**: polars may evaluate an expression once per frame, group or window, and its row
+  positions restart in each: every evaluation draws a fresh key (and is charged, when a ledger
+  is given). ``key=``/``seed=`` are refused, since no global row position is known there.
 
 polars frames cannot carry metadata: the mechanisms are recorded for the very frame ``privatize``
 returned (by identity); on a frame derived from it, pass the mechanism to ``debias``.
@@ -11,26 +21,25 @@ returned (by identity); on a frame derived from it, pass the mechanism to ``debi
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
+from polars.io.plugins import register_io_source
 
 from frameldp.core.mechanisms import BloomRappor, Rappor
 from frameldp.core.randomness import (
-    KeyedStream,
     RandomSource,
-    permutation,
     resolve_source,
-    sort_keys,
 )
-from frameldp.errors import ParameterError
+from frameldp.errors import ParameterError, shown
 from frameldp.frames._arrow import (
     bloom_counts,
     bloom_privatize,
+    check_report_labels,
     estimate_reports,
     privatize_array,
     rappor_array,
@@ -45,6 +54,7 @@ from frameldp.frames._common import (
     Supported,
     ValueShortcuts,
     charging,
+    check_budget,
     check_columns,
     cohort_column,
     column_context,
@@ -54,7 +64,8 @@ from frameldp.frames._common import (
     plan_release,
     plan_shuffle,
     require_column,
-    shuffle_stream,
+    shuffle_keys,
+    shuffle_order,
     unpack_reports,
 )
 from frameldp.frames.table import FrequencyTable
@@ -69,16 +80,39 @@ _KEY_DTYPE = pl.Struct({"hi": pl.UInt64(), "lo": pl.UInt64()})
 _BLOOM = "__frameldp_bloom__"
 
 
-def _report_dtype(mechanism: Supported, original: pl.DataType | None) -> pl.DataType | None:
-    """Binary for RAPPOR; for k-RR an Enum of the labels (or the input's own dtype)."""
+_KIND_DTYPES: dict[str | None, pl.DataType] = {
+    "int": pl.Int64(),
+    "float": pl.Float64(),
+    "bool": pl.Boolean(),
+    None: pl.Null(),
+}
+
+
+def _report_dtype(mechanism: Supported, original: pl.DataType | None, column: str) -> pl.DataType:
+    """Binary for RAPPOR; for k-RR an Enum of string labels (the input's own Enum when it has
+    exactly those categories), else the dtype that holds every label of the domain exactly
+    (``Domain.kind``: a report moved to 1.5 reads 1.5 even on an integer column)."""
     if isinstance(mechanism, Rappor):
         return pl.Binary()
-    labels = labels_without_null(mechanism.domain)
-    if all(isinstance(label, str) for label in labels):
+    domain = mechanism.domain
+    check_report_labels(domain, column)
+    if domain.kind == "str" or (domain.kind is None and domain.has_other):
+        labels = labels_without_null(domain)
         if isinstance(original, pl.Enum) and original.categories.to_list() == labels:
             return original
         return pl.Enum(labels)
-    return original
+    return _KIND_DTYPES[domain.kind]
+
+
+def _report_dtypes(
+    mechanisms: Mapping[str, Applicable], schema: Mapping[str, pl.DataType]
+) -> dict[str, pl.DataType]:
+    """The report dtype of every non-Bloom column (Bloom columns become Binary)."""
+    return {
+        column: _report_dtype(mechanism, schema[column], column)
+        for column, mechanism in mechanisms.items()
+        if not isinstance(mechanism, BloomRappor)
+    }
 
 
 def _report_series(
@@ -87,7 +121,7 @@ def _report_series(
     if isinstance(mechanism, Rappor):
         series = pl.Series(name, rappor_array(reports))
         return series.cast(pl.Binary)
-    labels = pl.Series(name, list(mechanism.domain.labels), dtype=dtype, strict=False)
+    labels = pl.Series(name, list(mechanism.domain.labels), dtype=dtype, strict=True)
     return labels.gather(reports)
 
 
@@ -104,28 +138,6 @@ def _privatize(
             values.to_arrow(), mechanism, column=column, source=source, row_start=row_start
         )
     return _report_series(reports, mechanism, values.name, dtype)
-
-
-def _privatize_batch(
-    batch: pl.Series,
-    mechanism: Supported,
-    column: str,
-    source: RandomSource,
-    dtype: pl.DataType | None,
-) -> pl.Series:
-    """One streaming batch of ``struct(row, value)``: randomize each contiguous run of rows."""
-    rows = batch.struct.field("row").to_numpy().astype(np.int64)
-    values = batch.struct.field("value").alias(column)
-    if rows.size == 0:
-        return _privatize(values, mechanism, column, source, 0, dtype)
-    breaks = np.flatnonzero(np.diff(rows) != 1) + 1
-    starts = np.concatenate([[0], breaks]).astype(int)
-    stops = np.concatenate([breaks, [rows.size]]).astype(int)
-    pieces = [
-        _privatize(values.slice(a, b - a), mechanism, column, source, int(rows[a]), dtype)
-        for a, b in zip(starts, stops, strict=True)
-    ]
-    return pl.concat(pieces)
 
 
 _BLOOM_DTYPE = pl.Struct({"report": pl.Binary(), "cohort": pl.Int64()})
@@ -156,30 +168,95 @@ def _bloom(
     return reports, pl.Series(cohort_column(column), cohorts, dtype=pl.Int64)
 
 
-def _bloom_batch(
-    batch: pl.Series,
-    mechanism: BloomRappor,
-    column: str,
+def _privatize_frame(
+    frame: pl.DataFrame,
+    mechanisms: Mapping[str, Applicable],
+    *,
     source: RandomSource,
-    memo: RandomSource | None,
+    release: Release,
     user: str | None,
-) -> pl.Series:
-    """One streaming batch of ``struct(row, value[, user])`` -> ``struct(report, cohort)``."""
-    rows = batch.struct.field("row").to_numpy().astype(np.int64)
-    values = batch.struct.field("value")
-    users = batch.struct.field("user").alias(user) if user is not None else None
-    breaks = np.flatnonzero(np.diff(rows) != 1) + 1
-    starts = np.concatenate([[0], breaks]).astype(int)
-    stops = np.concatenate([breaks, [rows.size]]).astype(int)
-    pieces = []
-    for a, b in zip(starts, stops, strict=True):
-        run_users = None if users is None else users.slice(a, b - a)
-        start = int(rows[a]) if rows.size else 0
-        reports, cohorts = _bloom(
-            values.slice(a, b - a), run_users, mechanism, column, source, memo, start
-        )
-        pieces.append(pl.struct(reports.alias("report"), cohorts.alias("cohort"), eager=True))
-    return pl.concat(pieces)
+    row_start: int,
+    dtypes: Mapping[str, pl.DataType | None],
+) -> pl.DataFrame:
+    """``frame`` (rows ``row_start, ...`` of the whole input) with each column replaced by its
+    reports; Bloom RAPPOR columns gain a cohort column. Every column is randomized before
+    anything is assembled."""
+    reports: list[pl.Series] = []
+    for column, mechanism in mechanisms.items():
+        if isinstance(mechanism, BloomRappor):
+            users = None if user is None else frame[user]
+            reports.extend(
+                _bloom(frame[column], users, mechanism, column, source, release.memo, row_start)
+            )
+        else:
+            reports.append(
+                _privatize(frame[column], mechanism, column, source, row_start, dtypes[column])
+            )
+    return frame.with_columns(reports)
+
+
+def _privatized_scan(
+    frame: pl.LazyFrame,
+    mechanisms: Mapping[str, Applicable],
+    *,
+    keyed: RandomSource | None,
+    release: Release,
+    user: str | None,
+    dtypes: Mapping[str, pl.DataType | None],
+    ledger: LedgerLike | None,
+    budget: str | None,
+) -> pl.LazyFrame:
+    """A LazyFrame whose every execution privatizes ``frame`` afresh (see the module
+    docstring): a fresh key per execution unless ``keyed``, rows numbered by the scan, one
+    ledger charge per execution."""
+    privatize = partial(_privatize_frame, release=release, user=user, dtypes=dtypes)
+    empty = frame.clear().collect()
+    schema = privatize(
+        empty, mechanisms=mechanisms, source=RandomSource.fresh(), row_start=0
+    ).schema
+    inputs = empty.columns
+
+    def scan(
+        with_columns: list[str] | None,
+        predicate: pl.Expr | None,
+        n_rows: int | None,
+        batch_size: int | None,
+    ) -> Iterator[pl.DataFrame]:
+        source = keyed or RandomSource.fresh()
+        # Read and randomize only the columns asked for (a report's noise depends on its own
+        # column, row and value only); the whole release is charged all the same.
+        wanted = set(schema.names() if with_columns is None else with_columns)
+        if predicate is not None:
+            wanted.update(predicate.meta.root_names())
+        chosen = {
+            column: mechanism
+            for column, mechanism in mechanisms.items()
+            if column in wanted or cohort_column(column) in wanted
+        }
+        if user is not None and any(isinstance(m, BloomRappor) for m in chosen.values()):
+            wanted.add(user)
+        read = [column for column in inputs if column in wanted or column in chosen]
+        row, charged = 0, False
+        for batch in frame.select(read).collect_batches(chunk_size=batch_size):
+            if n_rows is not None:
+                batch = batch.head(max(0, n_rows - row))
+            if batch.height == 0:
+                continue
+            out = privatize(batch, mechanisms=chosen, source=source, row_start=row)
+            row += batch.height
+            if not charged:
+                with charging(ledger, budget, release):
+                    charged = True  # recorded now: the first reports leave the scan next
+            if predicate is not None:
+                out = out.filter(predicate)
+            yield out if with_columns is None else out.select(with_columns)
+            if n_rows is not None and row >= n_rows:
+                break
+        if not charged:
+            with charging(ledger, budget, release):
+                pass
+
+    return register_io_source(scan, schema=schema, explain_name="frameldp privatize")
 
 
 def _decode(
@@ -233,39 +310,24 @@ def _debias(
         )
 
 
-def _key_batch(rows: pl.Series, stream: KeyedStream) -> pl.Series:
-    """The 128-bit shuffle keys of a batch of row indices (row-addressed: batch-invariant)."""
-    keys = sort_keys(stream, rows.to_numpy().astype(np.int64))
+def _key_batch(batch: pl.Series, keyed: RandomSource | None) -> pl.Series:
+    """The 128-bit shuffle keys of a batch (a struct of the row index and the shuffled
+    columns): under a caller's key bound to each row's position and content
+    (batch-invariant, the eager frames' keys); otherwise from a fresh key per batch
+    (independent keys sort into a uniformly random order just as well)."""
+    frame = batch.struct.unnest()
+    stream = (keyed or RandomSource.fresh()).stream("shuffle")
+    rows = frame[_ROW].to_numpy().astype(np.int64)
+    content = [series.to_arrow() for series in frame.drop(_ROW).get_columns()]
+    keys = shuffle_keys(stream, rows, content)
     return pl.DataFrame({"hi": keys[:, 0], "lo": keys[:, 1]}).to_struct(_KEY)
 
 
 def _messages(
     frame: pl.DataFrame | pl.LazyFrame, column: str, messages: Any, mechanism: Any
 ) -> pl.DataFrame:
-    dtype = _report_dtype(mechanism, frame.collect_schema()[column])
+    dtype = _report_dtype(mechanism, frame.collect_schema()[column], column)
     return pl.DataFrame([_report_series(messages, mechanism, column, dtype)])
-
-
-def _bloom_expression(
-    column: str, mechanism: BloomRappor, source: RandomSource, release: Release, user: str | None
-) -> pl.Expr:
-    """``struct(report, cohort)`` of a Bloom RAPPOR column, computed batch by batch."""
-    fields = [pl.col(_ROW).alias("row"), pl.col(column).alias("value")]
-    if user is not None:
-        fields.append(pl.col(user).alias("user"))
-    batch = partial(
-        _bloom_batch,
-        mechanism=mechanism,
-        column=column,
-        source=source,
-        memo=release.memo,
-        user=user,
-    )
-    return (
-        pl.struct(fields)
-        .map_batches(batch, return_dtype=_BLOOM_DTYPE, is_elementwise=True)
-        .alias(_BLOOM + column)
-    )
 
 
 @pl.api.register_dataframe_namespace("ldp")
@@ -290,16 +352,22 @@ class PolarsFrameNamespace(FrameMethods):
         """The report columns only, rows in a keyed uniformly random order (see the pandas
         accessor's ``shuffle``; the same key gives the same order on every backend)."""
         specs = _RECORDED.get(self._frame)
-        columns, record = plan_shuffle(self._frame.columns, specs, keep, self._frame.height)
-        order = permutation(shuffle_stream(key, seed), self._frame.height)
-        out = self._frame.select(columns)[order]
+        columns, record = plan_shuffle(
+            self._frame.columns, specs, keep, self._frame.height, seed=seed
+        )
+        selected = self._frame.select(columns)
+        arrays = [series.to_arrow() for series in selected.get_columns()]
+        order = shuffle_order(arrays, selected.height, key, seed)
+        out = selected[order]
         _RECORDED.put(out, specs)
         _SHUFFLED.put(out, record)
         return out
 
-    def _messages_frame(self, column: str, messages: Any, mechanism: Any) -> pl.DataFrame:
+    def _messages_frame(
+        self, column: str, messages: Any, mechanism: Any, specs: dict[str, dict[str, Any]]
+    ) -> pl.DataFrame:
         out = _messages(self._frame, column, messages, mechanism)
-        _RECORDED.put(out, {column: mechanism.to_spec()})
+        _RECORDED.put(out, specs)
         return out
 
     def _column_arrow(self, column: str) -> pa.Array | pa.ChunkedArray:
@@ -325,27 +393,22 @@ class PolarsFrameNamespace(FrameMethods):
         recorded once the reports exist. Bloom RAPPOR columns also get a ``{column}_cohort``
         column (see :meth:`rappor` for ``user`` and ``memo_key``).
         """
-        check_columns(self._frame.columns, mechanisms)
+        check_columns(self._frame.columns, mechanisms, recorded=self._specs())
         source = resolve_source(key, seed)
         release = plan_release(
             self._frame.columns, mechanisms, source=source, user=user, memo_key=memo_key
         )
+        dtypes = _report_dtypes(mechanisms, self._frame.schema)
         with charging(ledger, budget, release):
-            reports: list[pl.Series] = []
-            for column, mechanism in mechanisms.items():
-                if isinstance(mechanism, BloomRappor):
-                    users = None if user is None else self._frame[user]
-                    reports.extend(
-                        _bloom(
-                            self._frame[column], users, mechanism, column, source, release.memo, 0
-                        )
-                    )
-                else:
-                    dtype = _report_dtype(mechanism, self._frame.schema[column])
-                    reports.append(
-                        _privatize(self._frame[column], mechanism, column, source, 0, dtype)
-                    )
-        out = self._frame.with_columns(reports)
+            out = _privatize_frame(
+                self._frame,
+                mechanisms,
+                source=source,
+                release=release,
+                user=user,
+                row_start=0,
+                dtypes=dtypes,
+            )
         _RECORDED.put(out, {**_RECORDED.get(self._frame), **release.specs})
         return out
 
@@ -384,7 +447,8 @@ class PolarsFrameNamespace(FrameMethods):
 
 @pl.api.register_lazyframe_namespace("ldp")
 class PolarsLazyFrameNamespace(FrameMethods):
-    """``lf.ldp`` on a polars LazyFrame: lazy, streaming, identical on every collect."""
+    """``lf.ldp`` on a polars LazyFrame: lazy and streaming; each collect of a privatized plan
+    is a release of its own (fresh noise unless ``key=``)."""
 
     def __init__(self, frame: pl.LazyFrame) -> None:
         self._frame = frame
@@ -405,12 +469,16 @@ class PolarsLazyFrameNamespace(FrameMethods):
         self, *, keep: Sequence[str] | str = (), key: bytes | None = None, seed: int | None = None
     ) -> pl.LazyFrame:
         """Lazily: the report columns only, sorted by keyed 128-bit per-row keys (a uniformly
-        random order, the same as the eager and pandas ``shuffle`` for the same key). The keys
-        are addressed by row index, so the plan collects to the same order every time."""
+        random order, the same as the eager and pandas ``shuffle`` for the same key). Without
+        ``key``/``seed`` each collect draws its own order; with one, every collect gives the
+        same order (the keys are bound to each row's position and content)."""
         specs = _RECORDED.get(self._frame)
-        columns, record = plan_shuffle(self._columns(), specs, keep, None)
-        keys = pl.col(_ROW).map_batches(
-            partial(_key_batch, stream=shuffle_stream(key, seed)),
+        columns, record = plan_shuffle(self._columns(), specs, keep, None, seed=seed)
+        keys = pl.struct(_ROW, *columns).map_batches(
+            partial(
+                _key_batch,
+                keyed=None if key is None and seed is None else resolve_source(key, seed),
+            ),
             return_dtype=_KEY_DTYPE,
             is_elementwise=True,
         )
@@ -429,10 +497,12 @@ class PolarsLazyFrameNamespace(FrameMethods):
         _SHUFFLED.put(out, record)
         return out
 
-    def _messages_frame(self, column: str, messages: Any, mechanism: Any) -> pl.LazyFrame:
+    def _messages_frame(
+        self, column: str, messages: Any, mechanism: Any, specs: dict[str, dict[str, Any]]
+    ) -> pl.LazyFrame:
         # The messages of all people are permuted together: there is nothing to stream.
         out = _messages(self._frame, column, messages, mechanism).lazy()
-        _RECORDED.put(out, {column: mechanism.to_spec()})
+        _RECORDED.put(out, specs)
         return out
 
     def _columns(self) -> list[str]:
@@ -449,43 +519,36 @@ class PolarsLazyFrameNamespace(FrameMethods):
         user: str | None = None,
         memo_key: bytes | None = None,
     ) -> pl.LazyFrame:
-        """Add the randomization to the plan; the key is drawn now, so every collect agrees.
+        """A plan that privatizes this one each time it is executed (see the module docstring).
 
-        With ``ledger`` and ``budget`` the release is charged now, when the plan is built: its
-        reports are fixed by the key drawn here, however many times the plan is collected.
+        Without ``key=``/``seed=`` every execution draws a fresh key: collecting twice releases
+        twice, with independent noise. With ``key=`` every execution gives the same reports for
+        the same rows (a row whose value changed gets independent noise). With ``ledger`` and
+        ``budget``, each execution is checked and charged once, when its first reports are
+        about to be released (a collect that fails later stays charged: the ledger errs on the
+        side of spending). Nothing is read now.
         """
         schema = self._frame.collect_schema()
-        check_columns(schema.names(), mechanisms)
-        source = resolve_source(key, seed)
+        check_columns(schema.names(), mechanisms, recorded=self._specs())
+        keyed = None if key is None and seed is None else resolve_source(key, seed)
         release = plan_release(
-            schema.names(), mechanisms, source=source, user=user, memo_key=memo_key
+            schema.names(),
+            mechanisms,
+            source=keyed or RandomSource.fresh(),
+            user=user,
+            memo_key=memo_key,
         )
-        with charging(ledger, budget, release):
-            expressions, blooms = [], []
-            for column, mechanism in mechanisms.items():
-                if isinstance(mechanism, BloomRappor):
-                    blooms.append(column)
-                    expressions.append(_bloom_expression(column, mechanism, source, release, user))
-                    continue
-                dtype = _report_dtype(mechanism, schema[column])
-                batch = partial(
-                    _privatize_batch, mechanism=mechanism, column=column, source=source, dtype=dtype
-                )
-                expressions.append(
-                    pl.struct(pl.col(_ROW).alias("row"), pl.col(column).alias("value"))
-                    .map_batches(batch, return_dtype=dtype, is_elementwise=True)
-                    .alias(column)
-                )
-            out = self._frame.with_row_index(_ROW).with_columns(expressions)
-            unpacked = [
-                field
-                for column in blooms
-                for field in (
-                    pl.col(_BLOOM + column).struct.field("report").alias(column),
-                    pl.col(_BLOOM + column).struct.field("cohort").alias(cohort_column(column)),
-                )
-            ]
-            out = out.with_columns(unpacked).drop(_ROW, *(_BLOOM + c for c in blooms))
+        check_budget(ledger, budget, release)
+        out = _privatized_scan(
+            self._frame,
+            dict(mechanisms),
+            keyed=keyed,
+            release=release,
+            user=user,
+            dtypes=_report_dtypes(mechanisms, schema),
+            ledger=ledger,
+            budget=budget,
+        )
         _RECORDED.put(out, {**_RECORDED.get(self._frame), **release.specs})
         return out
 
@@ -553,22 +616,48 @@ class PolarsExprNamespace(ValueShortcuts):
         ledger: LedgerLike | None = None,
         budget: str | None = None,
     ) -> pl.Expr:
-        """Reports of this expression under ``mechanism``.
+        """Reports of this expression under ``mechanism``, with a fresh key per evaluation.
 
-        With ``ledger`` and ``budget`` the release is charged when the expression is built (its
-        key is drawn here, so every evaluation gives the same reports).
+        polars evaluates an expression once per frame, group (``group_by().agg``) or window
+        (``over``), with row positions restarting in each, so every evaluation draws its own
+        fresh key; ``key=``/``seed=`` are refused (no global row position is known here: use
+        ``df.ldp.privatize`` or ``lf.ldp.privatize``). With ``ledger`` and ``budget`` every
+        evaluation is charged (once per group in a ``group_by``: the ledger cannot tell that
+        groups hold different people, so it errs on the side of spending).
         """
         name = self._name
         check_columns([name], {name: mechanism}, frame=False)
-        source = resolve_source(key, seed)
-        dtype = _report_dtype(mechanism, None)
-        batch = partial(
-            _privatize_batch, mechanism=mechanism, column=name, source=source, dtype=dtype
-        )
-        rows = pl.int_range(pl.len(), dtype=pl.Int64).alias("row")
-        with charging(ledger, budget, {name: mechanism}):
-            return (
-                pl.struct(rows, self._expr.alias("value"))
-                .map_batches(batch, return_dtype=dtype)
-                .alias(name)
+        if key is not None or seed is not None:
+            given = "key=" if key is not None else f"seed={shown(seed)}"
+            raise ParameterError(
+                f"column {name!r}: {given} is refused on an expression: polars may evaluate it "
+                "per group, window or frame with row positions restarting in each, so one key "
+                "would give different people the same noise. Use df.ldp.privatize(...) or "
+                "lf.ldp.privatize(...) with key= (global row positions), or drop key= for "
+                "fresh noise per evaluation"
             )
+        check_budget(ledger, budget, {name: mechanism})
+        dtype = _report_dtype(mechanism, None, name)
+        evaluate = partial(
+            _evaluate_expression,
+            mechanism=mechanism,
+            column=name,
+            dtype=dtype,
+            ledger=ledger,
+            budget=budget,
+        )
+        return self._expr.map_batches(evaluate, return_dtype=dtype).alias(name)
+
+
+def _evaluate_expression(
+    values: pl.Series,
+    *,
+    mechanism: Supported,
+    column: str,
+    dtype: pl.DataType | None,
+    ledger: LedgerLike | None,
+    budget: str | None,
+) -> pl.Series:
+    """One evaluation of a privatizing expression: a fresh key, charged before it is used."""
+    with charging(ledger, budget, {column: mechanism}):
+        return _privatize(values, mechanism, column, RandomSource.fresh(), 0, dtype)

@@ -15,7 +15,7 @@ from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Literal
 
-from frameldp.core.encoding import OTHER, Domain, packed_width
+from frameldp.core.encoding import OTHER, Domain, held_exactly, packed_width
 from frameldp.core.mechanisms import (
     BalcerCheu,
     BloomRappor,
@@ -47,6 +47,7 @@ __all__ = [
     "cohort_column_of",
     "declare_input",
     "declare_release",
+    "held_numbers",
     "validation_error",
 ]
 
@@ -82,6 +83,17 @@ class InDomain:
     null_items: bool = False
     name: ClassVar[str] = "in_domain"
     whole_column: ClassVar[bool] = False
+
+
+def held_numbers(categories: tuple[Hashable, ...], dtype: Any) -> Any:
+    """The numeric categories a column of numpy ``dtype`` holds exactly, as an array of it.
+
+    A category the dtype would round, truncate or overflow (``2.5`` in an integer column,
+    ``0.1`` in ``float32``) matches no value, as in ``privatize``
+    (:meth:`~frameldp.core.encoding.Domain.held_by`): validation never coerces the domain.
+    """
+    held, _ = held_exactly(categories, dtype)
+    return held
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ from frameldp.schemas._declare import (
     Rule,
     SchemaDeclaration,
     Strings,
+    held_numbers,
 )
 from frameldp.schemas._runner import run_piecewise
 
@@ -70,6 +71,10 @@ def _member(array: pa.Array, values: tuple[Hashable, ...]) -> NDArray[np.bool_]:
         lookup = np.append(_member(array.dictionary, values), False)
         indices = array.indices.fill_null(len(array.dictionary))
         return np.asarray(lookup[indices.to_numpy(zero_copy_only=False).astype(np.int64)])
+    if pa.types.is_integer(array.type) or pa.types.is_floating(array.type):
+        held = held_numbers(values, array.type.to_pandas_dtype())
+        found = pc.is_in(array, value_set=pa.array(held, type=array.type)).fill_null(False)
+        return np.asarray(found.to_numpy(zero_copy_only=False), dtype=bool)
     try:
         value_set = pa.array(list(values), type=array.type)
     except (*_ARROW_ERRORS, OverflowError):

@@ -38,6 +38,7 @@ from frameldp.schemas._declare import (
     Rule,
     SchemaDeclaration,
     Strings,
+    held_numbers,
 )
 from frameldp.schemas._runner import run_piecewise
 
@@ -63,10 +64,9 @@ def _typed(values: tuple[Hashable, ...], dtype: Dtype) -> pl.Series:
     match nothing, as in ``privatize``, which looks values up in the column's own type)."""
     if _is_string(dtype):
         kept: list[Any] = [v for v in values if isinstance(v, str)]
-    elif dtype.is_integer():
-        kept = [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
-    elif dtype.is_float():
-        kept = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    elif dtype.is_integer() or dtype.is_float():
+        numpy_dtype = pl.Series([], dtype=dtype).to_numpy().dtype
+        return pl.Series(held_numbers(values, numpy_dtype), dtype=dtype)
     elif dtype == pl.Boolean:
         kept = [v for v in values if isinstance(v, bool)]
     elif dtype == pl.Binary:

@@ -10,8 +10,9 @@ import hashlib
 import json
 import math
 from collections.abc import Callable
+from decimal import Decimal
 from numbers import Real
-from typing import Any, Final, Protocol, TypeVar
+from typing import Any, Final, Protocol, TypeVar, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -19,7 +20,7 @@ from numpy.typing import NDArray
 from frameldp.accounting import PrivacyGuarantee
 from frameldp.core.encoding import Domain
 from frameldp.core.estimation import FrequencyEstimate
-from frameldp.errors import ParameterError
+from frameldp.errors import ParameterError, shown
 
 __all__ = [
     "FLOAT_MARGIN",
@@ -27,6 +28,7 @@ __all__ = [
     "canonical_json",
     "check_codes",
     "check_epsilon",
+    "check_number",
     "fingerprint",
     "mechanism_from_spec",
     "register",
@@ -38,13 +40,31 @@ it is rounded to the sampler's grid: far above the few-ulp error of expressions 
 ``1 / (1 + exp(x))``, so the realized probability is never less noisy than the exact one."""
 
 
+def check_number(value: object, owner: str, name: str) -> float:
+    """``value`` as a float, or a :class:`ParameterError` naming it (as ``name``).
+
+    Python and numpy integers and floats, ``Fraction`` and ``Decimal`` are numbers; ``bool``,
+    strings and anything else are refused. A number beyond the float range (``10**400``) becomes
+    ``±inf`` (callers refuse non-finite values), never an ``OverflowError``.
+    """
+    if isinstance(value, bool) or not isinstance(value, Real | Decimal):
+        raise ParameterError(f"{owner}: {name} must be a number, got {shown(value)}")
+    try:
+        return float(value)
+    except OverflowError:  # an int or Fraction too large for a float
+        return math.inf if cast(Any, value) > 0 else -math.inf
+    except ValueError:  # Decimal('sNaN')
+        return math.nan
+
+
 def check_epsilon(epsilon: object, owner: str, name: str = "epsilon") -> float:
     """``epsilon`` as a float, or a :class:`ParameterError` naming it (as ``name``)."""
-    if isinstance(epsilon, bool) or not isinstance(epsilon, Real):
-        raise ParameterError(f"{owner}: {name} must be a number, got {epsilon!r}")
-    value = float(epsilon)
+    value = check_number(epsilon, owner, name)
     if not (value > 0 and math.isfinite(value)):
-        raise ParameterError(f"{owner}: {name} must be > 0 and finite, got {epsilon!r}")
+        beyond = " (beyond the float range)" if value == math.inf and epsilon != value else ""
+        raise ParameterError(
+            f"{owner}: {name} must be > 0 and finite, got {shown(epsilon)}{beyond}"
+        )
     return value
 
 
@@ -95,11 +115,22 @@ def register(name: str) -> Callable[[type[_M]], type[_M]]:
 
 def mechanism_from_spec(spec: dict[str, Any] | str) -> Any:
     """Rebuild a mechanism from its spec (a dict or its JSON text)."""
-    data = json.loads(spec) if isinstance(spec, str) else spec
+    try:
+        data = json.loads(spec) if isinstance(spec, str) else spec
+    except ValueError as error:
+        raise ParameterError(f"mechanism spec is not valid JSON: {error}") from None
     name = data.get("mechanism") if isinstance(data, dict) else None
-    if name not in _REGISTRY:
-        raise ParameterError(f"unknown mechanism in spec: {name!r}; known: {sorted(_REGISTRY)}")
-    return _REGISTRY[name](data)
+    if not isinstance(name, str) or name not in _REGISTRY:
+        raise ParameterError(
+            f"unknown mechanism in spec: {shown(name)}; known: {sorted(_REGISTRY)}"
+        )
+    try:
+        return _REGISTRY[name](data)
+    except (KeyError, TypeError, AttributeError) as error:  # a field missing or of a wrong shape
+        raise ParameterError(
+            f"invalid {name} spec: a field is missing or malformed "
+            f"({type(error).__name__}: {shown(error.args[0] if error.args else None)})"
+        ) from None
 
 
 def canonical_json(spec: dict[str, Any]) -> str:

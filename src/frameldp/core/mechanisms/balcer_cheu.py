@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any, ClassVar, Final
 
 import numpy as np
@@ -44,38 +44,50 @@ from frameldp.accounting import BinomialCountsEvent, PrivacyGuarantee
 from frameldp.accounting._rounding import float_up
 from frameldp.core.encoding import Domain
 from frameldp.core.estimation import FrequencyEstimate
-from frameldp.core.mechanisms._spec import FLOAT_MARGIN, check_codes, fingerprint, register
+from frameldp.core.mechanisms._spec import (
+    FLOAT_MARGIN,
+    check_codes,
+    check_number,
+    fingerprint,
+    register,
+)
 from frameldp.core.randomness import (
     PRECISION_BITS,
     RandomSource,
-    bernoulli_packed,
+    code_bytes,
     dyadic_at_least,
 )
-from frameldp.errors import ParameterError
+from frameldp.errors import ParameterError, shown
 
 __all__ = ["BalcerCheu", "binary_sum_analyze", "binary_sum_gamma"]
 
 _ONE: Final = 1 << PRECISION_BITS
 # Users per randomization step: bounds the unpacked (users x buckets) bit matrix.
 _CHUNK_BITS: Final = 1 << 24
+_MAX_PEOPLE: Final = 1 << 62
 
 
 def binary_sum_gamma(epsilon: float, delta: float, n: int, *, owner: str = "Balcer–Cheu") -> float:
     """``gamma = 50 ln(2 / delta) / (epsilon^2 n)`` ([1]_ Algorithm 1), after checking
     ``epsilon, delta`` in ``(0, 1]`` and ``n >= 100 ln(2 / delta) / epsilon^2`` (Theorem 3.1)."""
+    numbers = []
     for name, value in (("epsilon", epsilon), ("delta", delta)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ParameterError(f"{owner}: per-count {name} must be a number, got {value!r}")
-        if not 0.0 < float(value) <= 1.0:
-            raise ParameterError(f"{owner}: per-count {name} must be in (0, 1], got {value!r}")
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ParameterError(f"{owner}: n must be an integer >= 1, got {n!r}")
-    needed = 100.0 * math.log(2.0 / delta) / epsilon**2
+        numbers.append(check_number(value, owner, f"per-count {name}"))
+        if not 0.0 < numbers[-1] <= 1.0:
+            raise ParameterError(f"{owner}: per-count {name} must be in (0, 1], got {shown(value)}")
+    epsilon, delta = numbers
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+        raise ParameterError(f"{owner}: n must be an integer >= 1, got {shown(n)}")
+    if n > _MAX_PEOPLE:
+        raise ParameterError(f"{owner}: n must be at most 2**62, got {shown(n)}")
+    square = epsilon**2  # 0.0 for epsilon below about 1e-162: no n is enough
+    needed = 100.0 * math.log(2.0 / delta) / square if square else math.inf
     if n < needed:
+        bound = math.ceil(needed) if math.isfinite(needed) else "more than 1e308"
         raise ParameterError(
             f"{owner}: n={n} people are too few for per-count (epsilon, delta) = "
             f"({epsilon:g}, {delta:g}); Balcer and Cheu's protocol needs n >= "
-            f"100 ln(2/delta) / epsilon^2 = {math.ceil(needed)}"
+            f"100 ln(2/delta) / epsilon^2 = {bound}"
         )
     return 50.0 * math.log(2.0 / delta) / (epsilon**2 * int(n))
 
@@ -146,24 +158,30 @@ class BalcerCheu:
     def __post_init__(self) -> None:
         owner = "BalcerCheu"
         object.__setattr__(self, "domain", Domain.coerce(self.domain))
-        epsilon, delta = self.epsilon, self.delta
-        if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)):
-            raise ParameterError(f"{owner}: epsilon must be a number, got {epsilon!r}")
-        if not 0.0 < float(epsilon) <= 2.0:
+        epsilon = check_number(self.epsilon, owner, "epsilon")
+        if not 0.0 < epsilon <= 2.0:
             raise ParameterError(
                 f"{owner}: epsilon must be in (0, 2] (each bucket runs at epsilon / 2 <= 1), got "
-                f"{epsilon!r}"
+                f"{shown(self.epsilon)}"
             )
-        if isinstance(delta, bool) or not isinstance(delta, (int, float)):
-            raise ParameterError(f"{owner}: delta must be a number, got {delta!r}")
-        if not 0.0 < float(delta) < 1.0:
-            raise ParameterError(f"{owner}: delta must be in (0, 1), got {delta!r}")
-        object.__setattr__(self, "epsilon", float(epsilon))
-        object.__setattr__(self, "delta", float(delta))
+        delta = check_number(self.delta, owner, "delta")
+        if not 0.0 < delta < 1.0:
+            raise ParameterError(f"{owner}: delta must be in (0, 1), got {shown(self.delta)}")
+        for name, value in (("epsilon", epsilon), ("delta", delta)):
+            if value / 2.0 == 0.0:  # 5e-324 / 2 underflows: no bucket could run at it
+                raise ParameterError(f"{owner}: {name}={value!r} is too small to realize")
+        object.__setattr__(self, "epsilon", epsilon)
+        object.__setattr__(self, "delta", delta)
         gamma = binary_sum_gamma(self.epsilon / 2.0, self.delta / 2.0, self.n, owner=owner)
         numerator = dyadic_at_least(gamma * (1 + FLOAT_MARGIN))
         if 2 * numerator > _ONE:  # rounding passed gamma = 1/2, where the proof stops
             raise ParameterError(f"{owner}: n={self.n} is too small for these parameters")
+        if float_up(Fraction(_ONE - numerator, _ONE)) >= 1.0:
+            # 1 - gamma would round to 1: the accountant's binomial noise would vanish.
+            raise ParameterError(
+                f"{owner}: n={self.n} is too large for these parameters (the noise probability "
+                "1 - gamma rounds to 1 in double precision)"
+            )
         object.__setattr__(self, "n", int(self.n))
         object.__setattr__(self, "_absent_numerator", numerator)
 
@@ -228,24 +246,24 @@ class BalcerCheu:
         return fingerprint(self.to_spec())
 
     def _noise_chunks(
-        self, codes: NDArray[np.int64], source: RandomSource, label: str, row_start: int
+        self, codes: NDArray[np.int64], source: RandomSource, label: object, row_start: int
     ) -> Any:
         """``(chunk offset, (rows, k) 0/1 noise-message matrix)`` for consecutive row chunks.
 
-        Bucket ``j`` of person ``i`` is *absent* with the exact Bernoulli(``gamma``) bit ``j`` of
-        row ``row_start + i`` of one keyed stream: a function of (key, label, spec, row) only.
+        Bucket ``j`` of person ``i`` is *absent* with an exact Bernoulli(``gamma``) bit: a
+        function of (key, ``label``, spec, global row ``row_start + i``, and under a caller's
+        key or a seed the person's code) only (see :class:`~frameldp.core.randomness.Rows`).
         """
-        stream = source.stream(f"{label}\x1f{self._stream_suffix}\x1fabsent")
         step = max(1, _CHUNK_BITS // self.k)
         for offset in range(0, codes.size, step):
-            rows = min(step, codes.size - offset)
-            absent = bernoulli_packed(
-                stream,
-                self._absent_numerator,
-                row_start=row_start + offset,
-                num_rows=rows,
-                bits_per_row=self.k,
+            chunk = codes[offset : offset + step]
+            rows = source.rows(
+                (label, self._stream_suffix),
+                row_start + offset,
+                chunk.size,
+                partial(code_bytes, chunk),
             )
+            absent = rows.bernoulli("absent", self._absent_numerator, self.k)
             yield offset, 1 - np.unpackbits(absent, axis=1, count=self.k)
 
     def randomize(
@@ -253,7 +271,7 @@ class BalcerCheu:
         codes: NDArray[np.int64],
         *,
         source: RandomSource,
-        label: str,
+        label: object,
         row_start: int = 0,
     ) -> NDArray[np.int64]:
         """The messages (bucket codes) of people with value ``codes``, person after person.
@@ -276,7 +294,7 @@ class BalcerCheu:
         codes: NDArray[np.int64],
         *,
         source: RandomSource,
-        label: str,
+        label: object,
         row_start: int = 0,
     ) -> NDArray[np.int64]:
         """Messages per bucket that :meth:`randomize` would send (the same keyed draws), in

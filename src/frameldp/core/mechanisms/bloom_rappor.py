@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
-from numbers import Real
 from typing import Any, ClassVar, Final
 
 import numpy as np
@@ -18,18 +17,23 @@ from numpy.typing import NDArray
 from frameldp.accounting import BloomRapporEvent, PrivacyGuarantee
 from frameldp.core.encoding import BloomEncoder, HashScheme, count_bits, packed_width
 from frameldp.core.estimation import BloomDecoding, debias_bloom_counts, decode_bloom
-from frameldp.core.mechanisms._spec import FLOAT_MARGIN, check_epsilon, fingerprint, register
+from frameldp.core.mechanisms._spec import (
+    FLOAT_MARGIN,
+    check_epsilon,
+    check_number,
+    fingerprint,
+    register,
+)
 from frameldp.core.randomness import (
     PRECISION_BITS,
     RandomSource,
-    bernoulli_packed,
     bernoulli_packed_at,
     digests,
     dyadic_at_least,
     dyadic_at_most,
-    uniform_integers,
+    label_bytes,
 )
-from frameldp.errors import ParameterError
+from frameldp.errors import ParameterError, shown
 
 __all__ = ["BloomRappor"]
 
@@ -39,6 +43,7 @@ _GRID_BITS: Final = 52
 _STEP: Final = 1 << (PRECISION_BITS - _GRID_BITS)
 _ONE: Final = 1 << PRECISION_BITS
 _HALF: Final = _ONE // 2
+_EXP_LIMIT: Final = 700.0  # e^700 < 1.8e308; 1 / (1 + e^700) < 2**-1000
 
 
 def _grid_up(probability: Fraction) -> int:
@@ -52,12 +57,12 @@ def _grid_down(probability: Fraction) -> int:
 
 
 def _probability(owner: str, name: str, value: object, *, low_open: bool = False) -> Fraction:
-    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(float(value)):
-        raise ParameterError(f"{owner}: {name} must be a number, got {value!r}")
-    number = float(value)
+    number = check_number(value, owner, name)
+    if not math.isfinite(number):
+        raise ParameterError(f"{owner}: {name} must be a number, got {shown(value)}")
     if not (number > 0.0 if low_open else number >= 0.0) or number > 1.0:
         bound = "(0, 1]" if low_open else "[0, 1]"
-        raise ParameterError(f"{owner}: {name} must be in {bound}, got {value!r}")
+        raise ParameterError(f"{owner}: {name} must be in {bound}, got {shown(value)}")
     return Fraction(number)
 
 
@@ -158,8 +163,8 @@ class BloomRappor:
         ):
             raise ParameterError(
                 f"{owner}: pass either epsilon and epsilon_infinity, or all of f, p and q; got "
-                f"epsilon={self.epsilon!r}, epsilon_infinity={self.epsilon_infinity!r}, "
-                f"f={self.f!r}, p={self.p!r}, q={self.q!r}"
+                f"epsilon={shown(self.epsilon)}, epsilon_infinity={shown(self.epsilon_infinity)}, "
+                f"f={shown(self.f)}, p={shown(self.p)}, q={shown(self.q)}"
             )
         if by_epsilon:
             self._realize_epsilons(owner)
@@ -196,19 +201,24 @@ class BloomRappor:
                 f"got {epsilon_1!r}: the instantaneous response only adds noise"
             )
         h = self.num_hashes
+        too_small = ParameterError(
+            f"{owner}: epsilon={epsilon_1!r} with epsilon_infinity={epsilon_inf!r} is too "
+            f"small to realize with num_hashes={h}; the reports would be pure noise"
+        )
         # A bit flipped with probability x has bit-epsilon ln((1 - x) / x); 2h bits differ.
-        permanent = 1.0 / (1.0 + math.exp(epsilon_inf / (2 * h)))
+        # Past _EXP_LIMIT, 1 / (1 + e^x) is far below the grid's first step (and exp would
+        # overflow): capping x rounds to that first step, toward more noise.
+        permanent = 1.0 / (1.0 + math.exp(min(epsilon_inf / (2 * h), _EXP_LIMIT)))
         flip = min(_grid_up(Fraction(permanent * (1 + FLOAT_MARGIN))), _HALF)
+        if flip >= _HALF:
+            raise too_small
         # The combined flip probability flip + p (1 - 2 flip) must reach the one-report target.
-        combined = 1.0 / (1.0 + math.exp(epsilon_1 / (2 * h)))
+        combined = 1.0 / (1.0 + math.exp(min(epsilon_1 / (2 * h), _EXP_LIMIT)))
         f2 = Fraction(flip, _ONE)
         wanted = (Fraction(combined * (1 + FLOAT_MARGIN)) - f2) / (1 - 2 * f2)
         zero = max(0, _grid_up(wanted)) if wanted > 0 else 0
-        if flip >= _HALF or zero >= _HALF:
-            raise ParameterError(
-                f"{owner}: epsilon={epsilon_1!r} with epsilon_infinity={epsilon_inf!r} is too "
-                f"small to realize with num_hashes={h}; the reports would be pure noise"
-            )
+        if zero >= _HALF:
+            raise too_small
         object.__setattr__(self, "epsilon", epsilon_1)
         object.__setattr__(self, "epsilon_infinity", epsilon_inf)
         self._set(flip, zero, _ONE - zero)
@@ -307,9 +317,9 @@ class BloomRappor:
     def _stream_suffix(self) -> str:
         return fingerprint(self.to_spec())
 
-    def memo_id(self, memo: RandomSource, label: str) -> str:
+    def memo_id(self, memo: RandomSource, label: object) -> str:
         """Public name of the permanent responses under ``memo`` for ``label`` (not the key)."""
-        message = f"frameldp.v1.memo-id:{label}\x1f{self._stream_suffix}".encode()
+        message = b"frameldp.v2.memo-id:" + label_bytes((label, self._stream_suffix))
         return hmac.new(memo.key, message, hashlib.sha256).hexdigest()[:32]
 
     def randomize(
@@ -321,20 +331,24 @@ class BloomRappor:
         user_ids: Sequence[object] | None = None,
         source: RandomSource,
         memo: RandomSource | None = None,
-        label: str,
+        label: object,
         row_start: int = 0,
     ) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
         """Reports and cohorts of rows holding ``values[codes[i]]``.
 
         With users (row ``i`` belongs to ``user_ids[user_codes[i]]``, ids being strings,
         integers or bytes), cohorts and permanent responses come from a keyed PRF of (user,
-        value) under ``memo`` (default: ``source``); without them both are drawn per row from
-        ``source``. The instantaneous response of row ``i`` is a function of (``source``,
-        ``label``, this spec, ``row_start + i``) only.
+        value) under ``memo`` (default: ``source``): the same person with the same value gets
+        the same permanent response, which is what bounds their loss over many reports.
+        Without users both are drawn per row from ``source``. The instantaneous response of
+        row ``i`` is a function of (``source``, ``label`` (the column's identity), this spec,
+        global row ``row_start + i``, and under a caller's key or a seed the row's value and
+        user) only (see :class:`~frameldp.core.randomness.Rows`).
         """
         codes = np.asarray(codes, dtype=np.int64)
         n = codes.size
-        base = f"{label}\x1f{self._stream_suffix}"
+        base = (label, self._stream_suffix)
+        value_digests = digests(values)
         if user_codes is not None and user_ids is not None:
             user_codes = np.asarray(user_codes, dtype=np.int64)
             if user_codes.shape != codes.shape:
@@ -349,45 +363,31 @@ class BloomRappor:
             keyed = memo or source
             user_digests = digests(user_ids)
             # 64 uniform bits modulo the cohort count: bias below num_cohorts / 2**64.
-            words = keyed.stream(base + "\x1fcohort").encrypt(user_digests)[:, :8].copy()
+            words = keyed.stream(*base, "cohort").encrypt(user_digests)[:, :8].copy()
             cohorts = (words.view("<u8").ravel() % np.uint64(self.num_cohorts)).astype(np.int64)
             cohorts = cohorts[user_codes]
-            pairs = np.stack([user_digests[user_codes], digests(values)[codes]], axis=1)
-            addresses = keyed.stream(base + "\x1fmemo").prf(pairs)
+            pairs = np.stack([user_digests[user_codes], value_digests[codes]], axis=1)
+            addresses = keyed.stream(*base, "memo").prf(pairs)
             flips = bernoulli_packed_at(
-                keyed.stream(base + "\x1fpermanent"),
+                keyed.stream(*base, "permanent"),
                 self._flip,
                 addresses,
                 bits_per_row=self.num_bits,
             )
+            rows = source.rows(base, row_start, n, lambda: pairs.reshape(n, 2 * 16))
         elif user_codes is None and user_ids is None:
-            cohorts = uniform_integers(
-                source.stream(base + "\x1fcohort"),
-                self.num_cohorts,
-                row_start=row_start,
-                num_rows=n,
-            )
-            flips = self._row_bits(source, base + "\x1fpermanent", self._flip, row_start, n)
+            rows = source.rows(base, row_start, n, lambda: value_digests[codes])
+            cohorts = rows.uniform("cohort", self.num_cohorts)
+            flips = rows.bernoulli("permanent", self._flip, self.num_bits)
         else:
             raise ParameterError("pass both user_codes and user_ids, or neither")
         permanent = self.encoder.encode(codes, values, cohorts)
         permanent ^= flips
-        ones = self._row_bits(source, base + "\x1fone", self._one, row_start, n)
-        zeros = self._row_bits(source, base + "\x1fzero", self._zero, row_start, n)
+        ones = rows.bernoulli("one", self._one, self.num_bits)
+        zeros = rows.bernoulli("zero", self._zero, self.num_bits)
         # Reports are q-bits where the permanent bit is 1 and p-bits where it is 0 (the padding
         # bits of both samples are 0, so those of the reports are too).
         return (permanent & ones) | (~permanent & zeros), cohorts
-
-    def _row_bits(
-        self, source: RandomSource, label: str, numerator: int, row_start: int, num_rows: int
-    ) -> NDArray[np.uint8]:
-        return bernoulli_packed(
-            source.stream(label),
-            numerator,
-            row_start=row_start,
-            num_rows=num_rows,
-            bits_per_row=self.num_bits,
-        )
 
     # ------------------------------------------------------------------ estimation
 

@@ -25,9 +25,8 @@ from frameldp.core.mechanisms._spec import (
 from frameldp.core.randomness import (
     PRECISION_BITS,
     RandomSource,
-    bernoulli_packed,
+    code_bytes,
     dyadic_at_least,
-    uniform_integers,
 )
 from frameldp.errors import ParameterError
 
@@ -171,35 +170,26 @@ class RandomizedResponse:
         codes: NDArray[np.int64],
         *,
         source: RandomSource,
-        label: str,
+        label: object,
         row_start: int = 0,
     ) -> NDArray[np.int64]:
         """Randomize integer codes in ``[0, k)``.
 
-        Row ``i`` moves with the exact Bernoulli bit ``i`` of one keyed stream and, if it
-        moves, goes to ``u + (u >= code)`` for an exactly uniform ``u`` in ``[0, k - 1)`` from a
-        second stream; both are functions of (key, ``label``, spec, ``row_start + i``) only.
+        Row ``i`` moves with an exact Bernoulli bit and, if it moves, goes to
+        ``u + (u >= code)`` for an exactly uniform ``u`` in ``[0, k - 1)``; both are functions
+        of (key, ``label`` (the column's identity), spec, global row ``row_start + i``, and
+        under a caller's key or a seed the row's code) only (see
+        :class:`~frameldp.core.randomness.Rows`).
         """
         codes = check_codes(codes, self.k)
-        n = codes.size
-        prefix = f"{label}\x1f{self._stream_suffix}"
-        moves = (
-            bernoulli_packed(
-                source.stream(prefix + "\x1fmove"),
-                self._move_numerator,
-                row_start=row_start,
-                num_rows=n,
-                bits_per_row=1,
-            )
-            .ravel()
-            .astype(bool)
+        rows = source.rows(
+            (label, self._stream_suffix), row_start, codes.size, lambda: code_bytes(codes)
         )
+        moves = rows.bernoulli("move", self._move_numerator, 1).ravel().astype(bool)
         if self.k == 2:
             others = 1 - codes
         else:
-            shift = uniform_integers(
-                source.stream(prefix + "\x1fother"), self.k - 1, row_start=row_start, num_rows=n
-            )
+            shift = rows.uniform("other", self.k - 1)
             others = shift + (shift >= codes)
         return np.where(moves, others, codes)
 

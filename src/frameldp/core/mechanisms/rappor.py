@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
-from numbers import Real
 from typing import Any, ClassVar, Final
 
 import numpy as np
@@ -23,14 +23,15 @@ from frameldp.core.encoding import (
     xor_one_hot,
 )
 from frameldp.core.estimation import FrequencyEstimate, debias_unary_counts
-from frameldp.core.mechanisms._spec import FLOAT_MARGIN, check_epsilon, fingerprint, register
-from frameldp.core.randomness import (
-    PRECISION_BITS,
-    RandomSource,
-    bernoulli_packed,
-    dyadic_at_least,
+from frameldp.core.mechanisms._spec import (
+    FLOAT_MARGIN,
+    check_epsilon,
+    check_number,
+    fingerprint,
+    register,
 )
-from frameldp.errors import ParameterError
+from frameldp.core.randomness import PRECISION_BITS, RandomSource, dyadic_at_least
+from frameldp.errors import ParameterError, shown
 
 __all__ = ["Rappor"]
 
@@ -102,16 +103,17 @@ class Rappor:
         object.__setattr__(self, "domain", Domain.coerce(self.domain))
         m = self.max_weight
         if isinstance(m, bool) or not isinstance(m, int | np.integer) or m < 1:
-            raise ParameterError(f"{owner}: max_weight must be an integer >= 1, got {m!r}")
+            raise ParameterError(f"{owner}: max_weight must be an integer >= 1, got {shown(m)}")
         if m > self.num_bits:
             raise ParameterError(
-                f"{owner}: max_weight must be at most the domain size {self.num_bits}, got {m}"
+                f"{owner}: max_weight must be at most the domain size {self.num_bits}, got "
+                f"{shown(m)}"
             )
         object.__setattr__(self, "max_weight", int(m))
         if (self.epsilon is None) == (self.f is None):
             raise ParameterError(
-                f"{owner}: pass exactly one of epsilon and f, got epsilon={self.epsilon!r}, "
-                f"f={self.f!r}"
+                f"{owner}: pass exactly one of epsilon and f, got epsilon={shown(self.epsilon)}, "
+                f"f={shown(self.f)}"
             )
         if self.epsilon is not None:
             epsilon = check_epsilon(self.epsilon, owner)
@@ -120,15 +122,18 @@ class Rappor:
             numerator = dyadic_at_least(min(0.5, exact * (1 + FLOAT_MARGIN)))
             object.__setattr__(self, "epsilon", epsilon)
         else:
-            f: object = self.f  # validated at run time whatever the annotation says
-            if isinstance(f, bool) or not isinstance(f, Real) or not 0 < float(f) <= 1:
-                raise ParameterError(f"{owner}: f must be in (0, 1], got {f!r}")
-            object.__setattr__(self, "f", float(f))
-            numerator = dyadic_at_least(Fraction(float(f)) / 2)
+            try:
+                f = check_number(self.f, owner, "f")
+            except ParameterError:  # not a number: said below, as for numbers out of range
+                f = math.nan
+            if not 0 < f <= 1:
+                raise ParameterError(f"{owner}: f must be in (0, 1], got {shown(self.f)}")
+            object.__setattr__(self, "f", f)
+            numerator = dyadic_at_least(Fraction(f) / 2)
         object.__setattr__(self, "_flip_numerator", max(1, min(numerator, _HALF)))
         if self.epsilon is not None and self._flip_numerator == _HALF:
             raise ParameterError(
-                f"{owner}: epsilon={self.epsilon!r} is too small to realize with "
+                f"{owner}: epsilon={shown(self.epsilon)} is too small to realize with "
                 f"max_weight={m}; the reports would be pure noise (pass f=1.0 if that is meant)"
             )
         if self.epsilon is not None:
@@ -224,19 +229,21 @@ class Rappor:
         bits: NDArray[np.uint8],
         *,
         source: RandomSource,
-        label: str,
+        label: object,
         row_start: int = 0,
     ) -> NDArray[np.uint8]:
         """Flip every bit of the packed vectors with probability ``f/2``.
 
-        The noise of row ``i`` is a function of (source key, ``label``, this mechanism's spec,
-        ``row_start + i``) only, so any chunking of the rows gives the same reports.
+        ``label`` is the column's identity. The noise of row ``i`` is a function of (key,
+        ``label``, this mechanism's spec, global row ``row_start + i``, and under a caller's
+        key or a seed the row's bits) only (see :class:`~frameldp.core.randomness.Rows`), so
+        any chunking of the rows gives the same reports.
         """
         bits = np.asarray(bits, dtype=np.uint8)
         width = packed_width(self.num_bits)
         if bits.ndim != 2 or bits.shape[1] != width:
             raise ParameterError(f"bits must have shape (n, {width}), got {bits.shape}")
-        noise = self._noise(source, label, row_start, bits.shape[0])
+        noise = self._noise(source, label, row_start, bits.shape[0], lambda: bits)
         np.bitwise_xor(noise, bits, out=noise)
         return noise
 
@@ -245,28 +252,29 @@ class Rappor:
         codes: NDArray[np.int64],
         *,
         source: RandomSource,
-        label: str,
+        label: object,
         row_start: int = 0,
     ) -> NDArray[np.uint8]:
-        """``randomize(encode(codes))`` without materializing the one-hot vectors.
+        """``randomize(encode(codes))`` without materializing the one-hot vectors (under a
+        fresh key; a caller's key binds the noise to them).
 
-        Same reports, bit for bit, in half the memory: the one-hot bit is XORed into the noise.
+        Same reports, bit for bit: the one-hot bit is XORed into the noise.
         """
         codes = np.asarray(codes, dtype=np.int64)
-        noise = self._noise(source, label, row_start, codes.size)
+        noise = self._noise(source, label, row_start, codes.size, lambda: self.encode(codes))
         return xor_one_hot(noise, codes, self.num_bits)
 
     def _noise(
-        self, source: RandomSource, label: str, row_start: int, num_rows: int
+        self,
+        source: RandomSource,
+        label: object,
+        row_start: int,
+        num_rows: int,
+        bits: Callable[[], NDArray[np.uint8]],
     ) -> NDArray[np.uint8]:
-        """Bits that are 1 with the flip probability, keyed by (label, spec, row)."""
-        return bernoulli_packed(
-            source.stream(f"{label}\x1f{self._stream_suffix}"),
-            self._flip_numerator,
-            row_start=row_start,
-            num_rows=num_rows,
-            bits_per_row=self.num_bits,
-        )
+        """Bits that are 1 with the flip probability, keyed by (label, spec, row, value)."""
+        rows = source.rows((label, self._stream_suffix), row_start, num_rows, bits)
+        return rows.bernoulli("flip", self._flip_numerator, self.num_bits)
 
     def estimate(self, reports: NDArray[np.uint8]) -> FrequencyEstimate:
         """Debiased counts from packed reports ``(n, ceil(k/8))``."""
