@@ -1,0 +1,87 @@
+"""Frames of every backend over given columns, and their RAPPOR reports as ``bytes``.
+
+Each builder gives a native frame of one library from ``{column: values}``; :func:`stacked`
+stacks blocks as separate chunks (polars), partitions (Dask) or concatenated rows (pandas), so
+that row positions would restart at each block if a backend numbered rows per chunk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any, Final
+
+import dask.dataframe as dd
+import pandas as pd  # type: ignore[import-untyped]
+import polars as pl
+
+Data = Mapping[Hashable, Sequence[Any]]
+
+
+def _pandas(data: Data) -> Any:
+    return pd.DataFrame({name: list(values) for name, values in data.items()})
+
+
+def _pandas_object(data: Data) -> Any:
+    return pd.DataFrame({name: pd.Series(list(v), dtype=object) for name, v in data.items()})
+
+
+def _pandas_categorical(data: Data) -> Any:
+    return pd.DataFrame({name: pd.Series(list(v), dtype="category") for name, v in data.items()})
+
+
+def _polars(data: Data) -> Any:
+    return pl.DataFrame({str(name): list(values) for name, values in data.items()})
+
+
+def _lazy(data: Data) -> Any:
+    return _polars(data).lazy()
+
+
+def dask_frame(data: Data, npartitions: int = 3) -> Any:
+    """A Dask frame of ``npartitions`` over the pandas frame (equal partitions when they can be)."""
+    return dd.from_pandas(_pandas(data), npartitions=npartitions)  # type: ignore[no-untyped-call]
+
+
+FRAMES: Final[dict[str, Callable[[Data], Any]]] = {
+    "pandas": _pandas,
+    "pandas-object": _pandas_object,
+    "pandas-categorical": _pandas_categorical,
+    "polars-eager": _polars,
+    "polars-lazy": _lazy,
+    "dask": dask_frame,
+}
+"""Every frame library and string representation (pandas' default strings are Arrow-backed)."""
+
+
+def stacked(backend: str, blocks: Sequence[Data]) -> Any:
+    """The blocks one below the other, each its own chunk / partition."""
+    frames = [FRAMES[backend](block) for block in blocks]
+    if backend == "dask":
+        parts = [dask_frame(block, npartitions=1) for block in blocks]
+        out = dd.concat(parts, ignore_index=True)  # type: ignore[no-untyped-call]
+        assert out.npartitions == len(blocks)
+        return out
+    if backend.startswith("pandas"):
+        return pd.concat(frames, ignore_index=True)
+    return pl.concat(frames, rechunk=False)
+
+
+def collected(frame: Any) -> Any:
+    """An eager frame: a LazyFrame collected by the streaming engine, a Dask frame computed."""
+    if isinstance(frame, pl.LazyFrame):
+        return frame.collect(engine="streaming")
+    if isinstance(frame, dd.DataFrame):
+        return frame.compute()  # type: ignore[no-untyped-call]
+    return frame
+
+
+def reports(frame: Any, column: Hashable) -> list[bytes]:
+    """The report column of a (collected) frame, Series or polars Series, as ``bytes``."""
+    values = collected(frame)
+    if isinstance(values, pl.DataFrame):
+        values = values.get_column(str(column))
+    elif isinstance(values, pd.DataFrame):
+        values = values[column]
+    out = values.to_list() if isinstance(values, pl.Series) else values.tolist()
+    assert all(isinstance(report, bytes) for report in out)
+    return list(out)
