@@ -31,8 +31,9 @@ lint: $(VENV)/.test-installed
 typecheck: $(VENV)/.test-installed
 	$(BIN)/mypy
 
+# Both cores: the suite is independent tests (each makes its own files and ledgers).
 unit: $(VENV)/.test-installed
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto
 
 bench: $(VENV)/.test-installed
 	$(BIN)/python benchmarks/bench_foundation.py
