@@ -178,7 +178,7 @@ def write_rappor_reports(
         raise ParameterError(f"expected a pandas DataFrame, got {type(reports).__name__}")
     recorded = reports.attrs.get(METADATA_KEY, {}).get("mechanisms", {})
     column, mechanism, cohort_name, _ = find_bloom(column, None, recorded)
-    _check_reference_hash(mechanism, f"column {column!r}: report files")
+    _check_reference_hash(mechanism, f"column {shown(column)}: report files")
     for name in (column, cohort_name, client):
         if name is not None and name not in reports.columns:
             raise ParameterError(f"column {name!r} not found; columns are {list(reports.columns)}")

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import frameldp
-from frameldp.core.encoding import OTHER, BloomEncoder, Domain
+from frameldp.core.encoding import OTHER, BloomEncoder, Domain, held_exactly
 from frameldp.core.mechanisms import (
     BalcerCheu,
     BloomRappor,
@@ -98,8 +98,9 @@ def test_python_values_match_categories_exactly() -> None:
 def test_held_by_keeps_the_categories_a_dtype_holds_exactly(
     dtype: str, held: list[float], codes: list[int]
 ) -> None:
-    domain = Domain([1, 2.5, 2**53 + 1, 0.1, 300, 2**70])
-    values, found = domain.held_by(np.dtype(dtype))
+    """``held_exactly`` is what ``Domain.held_by`` computes (cached per dtype); these categories
+    mix what no Domain accepts (2**53 + 1 among floats, 2**70) to exercise every case."""
+    values, found = held_exactly((1, 2.5, 2**53 + 1, 0.1, 300, 2**70), np.dtype(dtype))
     assert values.dtype == np.dtype(dtype)
     assert values.tolist() == held
     assert found.tolist() == codes
@@ -317,3 +318,23 @@ def test_the_core_raises_no_bare_value_error() -> None:
 def test_a_malformed_spec_is_a_parameter_error(spec: Any, match: str) -> None:
     with pytest.raises(ParameterError, match=re.escape(match)):
         mechanism_from_spec(spec)
+
+
+@pytest.mark.parametrize(
+    ("categories", "message"),
+    [
+        ([1, 10**30], "does not fit in a 64-bit integer"),
+        ([0.5, 2**53, 2**53 + 1], "would be rounded to a float"),
+        ([1.0, 2**63 - 1], "would be rounded to a float"),
+        (["a", "\ud800"], "lone surrogate"),
+    ],
+)
+def test_categories_no_report_column_can_hold_are_refused(
+    categories: list[object], message: str
+) -> None:
+    """They crashed the frame adapters (OverflowError, polars TypeError, pandas' "categories
+    must be unique" after rounding, UnicodeEncodeError): refused when the domain is made."""
+    with pytest.raises(DomainError, match=message):
+        Domain(categories)
+    domain = Domain([0.5, 2**53])  # 2**53 is a float exactly: accepted
+    assert domain.kind == "float"

@@ -12,6 +12,7 @@ their own.
 from __future__ import annotations
 
 import itertools
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -654,3 +655,19 @@ def test_frameldp_imports_without_dask() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "2"
+
+
+def test_a_computation_in_other_processes_is_charged_once(tmp_path: Path) -> None:
+    """The graph's first task charges the ledger in whichever process runs it: a ledger file
+    travels by its path (a ``":memory:"`` ledger cannot leave its process and says so)."""
+    ledger = frameldp.Ledger(tmp_path / "ledger.sqlite")
+    ledger.set_budget("b", epsilon=5.0)
+    ddf = dd.from_pandas(frame(), npartitions=3)
+    out = ddf.ldp.krr("carrier", 1.0, domain=CARRIERS, ledger=ledger, budget="b")
+
+    computed = out.compute(scheduler="processes", num_workers=2)
+
+    assert len(computed) == len(frame())
+    assert len(ledger.history("b")) == 1
+    with pytest.raises(frameldp.ParameterError, match="cannot be sent to another process"):
+        pickle.dumps(frameldp.Ledger(":memory:"))

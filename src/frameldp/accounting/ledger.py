@@ -27,7 +27,7 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -37,7 +37,13 @@ from typing import Any
 from frameldp.accounting.accountant import Accountant, check_delta
 from frameldp.accounting.events import check_positive
 from frameldp.accounting.guarantee import INSECURE, PrivacyGuarantee
-from frameldp.errors import BudgetExceededError, LedgerError, ParameterError, UnknownBudgetError
+from frameldp.errors import (
+    BudgetExceededError,
+    LedgerError,
+    ParameterError,
+    UnknownBudgetError,
+    shown,
+)
 
 __all__ = ["BudgetStatus", "Ledger", "Spend", "check_budget"]
 
@@ -133,14 +139,14 @@ def _now() -> str:
 
 def _check_name(name: Any) -> str:
     if not isinstance(name, str) or not name.strip():
-        raise ParameterError(f"budget name must be a non-empty string, got {name!r}")
+        raise ParameterError(f"budget name must be a non-empty string, got {shown(name)}")
     return name
 
 
 def check_budget(name: Any, epsilon: Any, delta: Any) -> tuple[str, float, float]:
     """Validate a budget's name, epsilon cap and optional delta (0.0 when None)."""
     name = _check_name(name)
-    cap = check_positive(f"budget {name!r}", "epsilon", epsilon)
+    cap = check_positive(f"budget {shown(name)}", "epsilon", epsilon)
     return name, cap, 0.0 if delta is None else check_delta(delta)
 
 
@@ -219,6 +225,16 @@ class Ledger:
 
     def __repr__(self) -> str:
         return f"Ledger({self.path!r})"
+
+    def __reduce__(self) -> tuple[Callable[[str, float], Ledger], tuple[str, float]]:
+        """A ledger file travels by its path (to a Dask worker that charges a computation); a
+        ``":memory:"`` ledger lives in this process only."""
+        if self._memory is not None:
+            raise ParameterError(
+                "a Ledger(':memory:') cannot be sent to another process (a Dask worker, say); "
+                "give the ledger a file path"
+            )
+        return (_reopened, (self.path, self._timeout))
 
     # ------------------------------------------------------------------ connections
 
@@ -409,7 +425,9 @@ class Ledger:
         ).fetchone()
         if row is None:
             known = [r[0] for r in connection.execute("SELECT name FROM budgets ORDER BY name")]
-            raise UnknownBudgetError(f"budget {name!r} is not set in {self.path}; known: {known}")
+            raise UnknownBudgetError(
+                f"budget {shown(name)} is not set in {self.path}; known: {shown(known, 200)}"
+            )
         return float(row[0]), float(row[1])
 
     def _accountant(self, connection: sqlite3.Connection, name: str) -> tuple[Accountant, int, int]:
@@ -443,7 +461,8 @@ class Ledger:
         """
         if not isinstance(guarantee, PrivacyGuarantee):
             raise ParameterError(
-                f"budget {name!r}: spend needs a PrivacyGuarantee, got {type(guarantee).__name__}"
+                f"budget {shown(name)}: spend needs a PrivacyGuarantee, got "
+                f"{type(guarantee).__name__}"
             )
         with self._transaction() as connection:
             with self._failures(writing=True):
@@ -465,10 +484,10 @@ class Ledger:
             spent, _ = _total(before, delta)
             at = f" at delta {delta:g}" if delta else ""
             # Six digits unless they would make the total look equal to the cap.
-            shown = f"{total:.6g}" if f"{total:.6g}" != f"{cap:.6g}" else repr(total)
+            new_total = f"{total:.6g}" if f"{total:.6g}" != f"{cap:.6g}" else repr(total)
             raise BudgetExceededError(
-                f"budget {name!r}: this release would raise the spent epsilon from "
-                f"{spent:.6g} to {shown}{at}, over its cap of {cap!r} "
+                f"budget {shown(name)}: this release would raise the spent epsilon from "
+                f"{spent:.6g} to {new_total}{at}, over its cap of {cap!r} "
                 f"({releases} release(s) so far); nothing was recorded"
             )
         at_time = _now()
@@ -559,3 +578,8 @@ class Ledger:
             )
             for row in rows
         ]
+
+
+def _reopened(path: str, timeout: float) -> Ledger:
+    """The ledger file at ``path``, opened again (how a pickled :class:`Ledger` is loaded)."""
+    return Ledger(path, timeout=timeout)

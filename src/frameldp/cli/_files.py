@@ -176,7 +176,11 @@ def _csv_reader(
         convert_options=pacsv.ConvertOptions(
             include_columns=list(columns) if columns is not None else None,
             column_types=dict.fromkeys(textual, pa.string()),
+            # Only an empty unquoted cell is null: "NA" and "null" are labels like any other,
+            # and a quoted "" (how the writer spells the empty string) is the empty string.
+            null_values=[""],
             strings_can_be_null=True,
+            quoted_strings_can_be_null=False,
         ),
     )
     try:

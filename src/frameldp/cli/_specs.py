@@ -137,7 +137,7 @@ def specs_from_file(path: Path) -> list[ColumnSpec]:
                 f"{sorted(known)}"
             )
         if "mechanism" not in options:
-            raise ParameterError(f"--spec: column {column!r}: 'mechanism' is required")
+            raise ParameterError(f"--spec: column {shown(column)}: 'mechanism' is required")
         options = dict(options)
         if options.get("domain") is not None:
             if not isinstance(options["domain"], list):
@@ -157,7 +157,7 @@ def specs_from_file(path: Path) -> list[ColumnSpec]:
         _check_kind(spec)
         if spec.needs_domain and spec.domain is None and spec.domain_file is None:
             raise ParameterError(
-                f"--spec: column {column!r}: {spec.mechanism} needs 'domain' or 'domain_file'"
+                f"--spec: column {shown(column)}: {spec.mechanism} needs 'domain' or 'domain_file'"
             )
         specs.append(spec)
     return specs
@@ -224,6 +224,17 @@ def _typed(values: list[Any], kind: pa.DataType, column: str) -> list[Hashable]:
 def build_mechanism(spec: ColumnSpec, kind: pa.DataType) -> Applicable:
     """The mechanism of ``spec`` for a column of Arrow type ``kind``; errors name the column."""
     with column_context(spec.column):
+        # Checked for every mechanism, so a bad value never passes unnoticed where unused.
+        if spec.unknown not in (None, "raise", "other"):
+            raise ParameterError(f"--unknown must be 'raise' or 'other', got {shown(spec.unknown)}")
+        if spec.nulls not in (None, "raise", "category"):
+            raise ParameterError(f"--nulls must be 'raise' or 'category', got {shown(spec.nulls)}")
+        if spec.max_weight is not None and (
+            not isinstance(spec.max_weight, int) or spec.max_weight < 1
+        ):
+            raise ParameterError(
+                f"--max-weight must be an integer >= 1, got {shown(spec.max_weight)}"
+            )
         if spec.mechanism == "bloom":
             return BloomRappor(
                 spec.epsilon,

@@ -128,7 +128,7 @@ def run_estimate(
     with terminate_cleanly(), user_errors():
         _check_delta(delta)
         if out is not None:
-            check_out(out)
+            check_out(out, reports)
         if plot is not None:
             if not plot.parent.is_dir():
                 raise ParameterError(

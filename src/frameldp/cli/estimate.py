@@ -19,10 +19,10 @@ from typing import Any
 import pandas as pd
 
 from frameldp._atomic import atomic, check_target
-from frameldp.cli._files import ReportFile, file_kind, read_report_file
+from frameldp.cli._files import ReportFile, file_kind, read_report_file, sidecar
 from frameldp.cli._progress import rows_progress
 from frameldp.core.mechanisms import BloomRappor, mechanism_from_spec
-from frameldp.errors import ParameterError
+from frameldp.errors import ParameterError, shown
 from frameldp.frames._arrow import add_counts, estimate_from_counts
 from frameldp.frames._batches import counts_of_batch
 from frameldp.frames._common import cohort_column, require_column, shuffled_privacy
@@ -79,7 +79,7 @@ def estimate_file(
     for column, mechanism in mechanisms.items():
         if isinstance(mechanism, BloomRappor) and candidates is None:
             raise ParameterError(
-                f"column {column!r}: Bloom RAPPOR reports are decoded against candidate "
+                f"column {shown(column)}: Bloom RAPPOR reports are decoded against candidate "
                 "strings: pass --candidates-file"
             )
     cohorts = {
@@ -149,9 +149,15 @@ def long_table(tables: Sequence[FrequencyTable]) -> pd.DataFrame:
     return stacked[["column", *(c for c in stacked.columns if c != "column")]]
 
 
-def check_out(target: Path) -> str:
-    """The kind of an ``--out`` file, refused before any work when it cannot be written."""
+def check_out(target: Path, reports: Path | None = None) -> str:
+    """The kind of an ``--out`` file, refused before any work when it cannot be written or
+    would replace the report file it is estimated from (or that file's CSV sidecar)."""
     kind = file_kind(target, "--out")
+    if reports is not None and target.resolve() in (
+        reports.resolve(),
+        sidecar(reports.resolve()),
+    ):
+        raise ParameterError(f"--out {str(target)!r} would overwrite the reports it estimates")
     if not target.parent.is_dir():
         raise ParameterError(f"--out {str(target)!r}: directory {str(target.parent)!r} not found")
     check_target(target, "--out")

@@ -103,6 +103,29 @@ def _check_ordered(categories: object) -> None:
         )
 
 
+_INT64_RANGE: Final = (-(1 << 63), (1 << 63) - 1)
+
+
+def _check_representable(value: object, position: int) -> None:
+    """A category every frame library can hold exactly: text encodable as UTF-8 (no lone
+    surrogates) and integers within int64 (the report columns' integer type)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise DomainError(
+                f"domain category {shown(value)} at position {position} is not valid text "
+                "(a lone surrogate cannot be written as UTF-8)"
+            ) from None
+    elif isinstance(value, int) and not isinstance(value, bool):
+        low, high = _INT64_RANGE
+        if not low <= value <= high:
+            raise DomainError(
+                f"domain category {shown(value)} at position {position} does not fit in a "
+                "64-bit integer; give it as a string"
+            )
+
+
 def held_exactly(
     categories: Sequence[Hashable], dtype: np.dtype[Any]
 ) -> tuple[NDArray[Any], NDArray[np.int64]]:
@@ -185,6 +208,7 @@ class Domain:
                     f"({type(categories[0]).__name__}) at position 0 and {shown(value)} "
                     f"({type(value).__name__}) at position {position}"
                 )
+            _check_representable(value, position)
             if value in index:
                 raise DomainError(f"domain contains {shown(value)} twice")
             index[value] = position
@@ -193,6 +217,14 @@ class Domain:
         kind = _kind_of(categories[0]) if categories else None
         if kind == "number":
             kind = "float" if any(isinstance(value, float) for value in categories) else "int"
+        if kind == "float":
+            for position, value in enumerate(categories):
+                if isinstance(value, int) and float(value) != value:
+                    raise DomainError(
+                        f"domain category {shown(value)} at position {position} would be rounded "
+                        "to a float among the domain's floats; give it as a string, or drop "
+                        "the floats"
+                    )
         object.__setattr__(self, "categories", categories)
         object.__setattr__(self, "_index", index)
         object.__setattr__(self, "_kind", kind)
@@ -209,7 +241,11 @@ class Domain:
         if isinstance(domain, Domain):
             if unknown is None and nulls is None:
                 return domain
-            return cls(domain.categories, unknown or domain.unknown, nulls or domain.nulls)
+            return cls(
+                domain.categories,
+                domain.unknown if unknown is None else unknown,
+                domain.nulls if nulls is None else nulls,
+            )
         if isinstance(domain, str | bytes):
             raise DomainError(
                 f"domain must be a list of categories, got the string {shown(domain)}"
@@ -226,7 +262,11 @@ class Domain:
         if not isinstance(categories, Iterable):
             raise DomainError(f"domain must be a list of categories, got {shown(domain)}")
         _check_ordered(categories)
-        return cls(tuple(categories), unknown or "raise", nulls or "raise")
+        return cls(
+            tuple(categories),
+            "raise" if unknown is None else unknown,
+            "raise" if nulls is None else nulls,
+        )
 
     @property
     def kind(self) -> Kind | None:
@@ -333,7 +373,7 @@ class Domain:
             if not self.has_null:
                 first = int(np.flatnonzero(null_mask)[0])
                 raise DomainError(
-                    f"column {column!r}: null at row {row_of(first)} "
+                    f"column {shown(column)}: null at row {row_of(first)} "
                     f"({int(null_mask.sum())} nulls in the {codes.size} rows checked); pass "
                     "nulls='category' to give nulls their own bucket, or drop them first"
                 )
@@ -342,7 +382,7 @@ class Domain:
             if not self.has_other:
                 first = int(np.flatnonzero(unknown)[0])
                 raise DomainError(
-                    f"column {column!r}: value {shown(value_at(first))} at row "
+                    f"column {shown(column)}: value {shown(value_at(first))} at row "
                     f"{row_of(first)} is not in the domain of {len(self.categories)} categories "
                     f"({int(unknown.sum())} such values in the {codes.size} rows checked); pass "
                     "unknown='other' to map such values to a reserved bucket"
@@ -396,7 +436,7 @@ def k_hot_packed(
     if num_rows and weights.max(initial=0) > max_weight:
         row = int(np.argmax(weights > max_weight))
         raise DomainError(
-            f"column {column!r}: row {row_offset + row} holds {int(weights[row])} distinct "
+            f"column {shown(column)}: row {row_offset + row} holds {int(weights[row])} distinct "
             "items, more than "
             f"max_weight={max_weight}"
         )

@@ -23,7 +23,13 @@ from frameldp.core.encoding import OTHER, Domain, count_bits, packed_width
 from frameldp.core.estimation import FrequencyEstimate
 from frameldp.core.mechanisms import BalcerCheu, BloomRappor, RandomizedResponse, Rappor
 from frameldp.core.randomness import RandomSource, label_bytes, permutation
-from frameldp.errors import DomainError, DomainInferenceWarning, ParameterError, caller_stacklevel
+from frameldp.errors import (
+    DomainError,
+    DomainInferenceWarning,
+    ParameterError,
+    caller_stacklevel,
+    shown,
+)
 
 __all__ = [
     "add_counts",
@@ -55,8 +61,8 @@ def infer_domain(array: pa.Array | pa.ChunkedArray, column: str) -> tuple[Hashab
         array = array.dictionary_decode()
     values = pc.unique(array.drop_null()).sort()
     warnings.warn(
-        f"column {column!r}: domain inferred from the data ({len(values)} values). The list of "
-        "values that occur is released without any privacy protection; pass the public domain "
+        f"column {shown(column)}: domain inferred from the data ({len(values)} values). The list "
+        "of values that occur is released without any privacy protection; pass the public domain "
         "instead.",
         DomainInferenceWarning,
         stacklevel=caller_stacklevel(),
@@ -118,7 +124,8 @@ def _codes_of_values(array: pa.Array, domain: Domain, column: str) -> NDArray[np
         value_set = pa.array([value for _, value in exact], type=kind)
     else:
         raise DomainError(
-            f"column {column!r}: its values ({kind}) can never equal the domain's {domain.kind} "
+            f"column {shown(column)}: its values ({kind}) can never equal the domain's "
+            f"{domain.kind} "
             "categories, and categories are not converted to the column's type; cast the "
             "column, or give categories of its type"
         )
@@ -143,7 +150,7 @@ def _set_codes(
         if not domain.has_null:
             row = row_start + int(np.flatnonzero(null_rows)[0])
             raise DomainError(
-                f"column {column!r}: null cell at row {row}; pass nulls='category' to give "
+                f"column {shown(column)}: null cell at row {row}; pass nulls='category' to give "
                 "nulls their own bucket, or drop them first"
             )
         values = values.filter(pa.array(np.repeat(~null_rows, lengths)))
@@ -199,7 +206,7 @@ def check_report_labels(domain: Domain, column: object) -> None:
     (the :data:`OTHER` label is written into the report column)."""
     if domain.has_other and not all(isinstance(c, str) for c in domain.categories):
         raise ParameterError(
-            f"column {column!r}: unknown='other' with k-ary randomized response needs "
+            f"column {shown(column)}: unknown='other' with k-ary randomized response needs "
             f"string categories (the {OTHER!r} label is written into the report column); "
             "cast the column and the domain to strings first"
         )
@@ -223,7 +230,7 @@ def privatize_array(
     if isinstance(mechanism, RandomizedResponse):
         if is_list:
             raise ParameterError(
-                f"column {column!r}: k-ary randomized response takes one value per row; "
+                f"column {shown(column)}: k-ary randomized response takes one value per row; "
                 "use rappor(..., max_weight=m) for set-valued cells"
             )
         domain = mechanism.domain
@@ -252,11 +259,13 @@ def packed_from_arrow(
     array = _combined(array)
     width = packed_width(num_bits)
     if array.null_count:
-        raise DomainError(f"column {column!r}: RAPPOR reports contain {array.null_count} nulls")
+        raise DomainError(
+            f"column {shown(column)}: RAPPOR reports contain {array.null_count} nulls"
+        )
     if pa.types.is_fixed_size_binary(array.type):
         if array.type.byte_width != width:
             raise DomainError(
-                f"column {column!r}: reports are {array.type.byte_width} bytes wide, expected "
+                f"column {shown(column)}: reports are {array.type.byte_width} bytes wide, expected "
                 f"{width} for {num_bits} bits"
             )
         start = array.offset * width
@@ -267,12 +276,14 @@ def packed_from_arrow(
         or pa.types.is_large_binary(array.type)
         or pa.types.is_binary_view(array.type)
     ):
-        raise DomainError(f"column {column!r}: expected binary RAPPOR reports, got {array.type}")
+        raise DomainError(
+            f"column {shown(column)}: expected binary RAPPOR reports, got {array.type}"
+        )
     large = array.cast(pa.large_binary())
     lengths = pc.binary_length(large).to_numpy(zero_copy_only=False)
     if lengths.size and (lengths.min() != width or lengths.max() != width):
         raise DomainError(
-            f"column {column!r}: reports must all be {width} bytes for {num_bits} bits, got "
+            f"column {shown(column)}: reports must all be {width} bytes for {num_bits} bits, got "
             f"lengths in [{lengths.min()}, {lengths.max()}]"
         )
     offsets = np.frombuffer(large.buffers()[1], dtype=np.int64)[large.offset : large.offset + 1]
@@ -349,8 +360,8 @@ def _distinct(
     if array.null_count:
         first = int(np.flatnonzero(array.is_null().to_numpy(zero_copy_only=False))[0])
         raise DomainError(
-            f"column {column!r}: null {what} at row {row_start + first} ({array.null_count} in "
-            "this batch of rows); drop or fill them first"
+            f"column {shown(column)}: null {what} at row {row_start + first} ({array.null_count} "
+            "in this batch of rows); drop or fill them first"
         )
     if pa.types.is_dictionary(array.type):
         array = array.dictionary_decode()
@@ -381,8 +392,8 @@ def bloom_privatize(
         pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind)
     ):
         raise DomainError(
-            f"column {column!r}: Bloom encoding hashes strings, got a column of {values.type}; "
-            "cast it to strings first"
+            f"column {shown(column)}: Bloom encoding hashes strings, got a column of "
+            f"{values.type}; cast it to strings first"
         )
     codes, distinct = _distinct(values, column, "value", row_start)
     user_codes, user_ids = (
@@ -413,7 +424,7 @@ def bloom_counts(
     cohort_array = _combined(cohorts)
     if cohort_array.null_count or not pa.types.is_integer(cohort_array.type):
         raise DomainError(
-            f"column {column!r}: the cohort column must hold integers without nulls, got "
+            f"column {shown(column)}: the cohort column must hold integers without nulls, got "
             f"{cohort_array.type} with {cohort_array.null_count} nulls"
         )
     codes = cohort_array.to_numpy(zero_copy_only=False).astype(np.int64)

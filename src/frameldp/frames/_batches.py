@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 from frameldp.core.encoding import packed_width
 from frameldp.core.mechanisms import BalcerCheu, BloomRappor, RandomizedResponse, Rappor
 from frameldp.core.randomness import RandomSource
-from frameldp.errors import DomainError
+from frameldp.errors import DomainError, shown
 from frameldp.frames._arrow import (
     bloom_counts,
     bloom_privatize,
@@ -146,14 +146,16 @@ def from_hex(array: pa.Array | pa.ChunkedArray, num_bits: int, column: str) -> p
         array = array.combine_chunks()
     width = packed_width(num_bits)
     if array.null_count:
-        raise DomainError(f"column {column!r}: RAPPOR reports contain {array.null_count} nulls")
+        raise DomainError(
+            f"column {shown(column)}: RAPPOR reports contain {array.null_count} nulls"
+        )
     strings = array.cast(pa.large_string())
     offsets = np.frombuffer(strings.buffers()[1], dtype=np.int64)
     offsets = offsets[strings.offset : strings.offset + len(strings) + 1]
     lengths = np.diff(offsets)
     if lengths.size and (lengths.min() != 2 * width or lengths.max() != 2 * width):
         raise DomainError(
-            f"column {column!r}: hex reports must be {2 * width} characters for {num_bits} "
+            f"column {shown(column)}: hex reports must be {2 * width} characters for {num_bits} "
             f"bits, got lengths in [{lengths.min()}, {lengths.max()}]"
         )
     first = int(offsets[0]) if offsets.size else 0
@@ -164,7 +166,7 @@ def from_hex(array: pa.Array | pa.ChunkedArray, num_bits: int, column: str) -> p
     if (nibbles == 255).any():
         row = int(np.flatnonzero((nibbles == 255).any(axis=1))[0])
         raise DomainError(
-            f"column {column!r}: row {row} is not a hex report: {strings[row].as_py()!r}"
+            f"column {shown(column)}: row {row} is not a hex report: {strings[row].as_py()!r}"
         )
     packed = (nibbles[:, 0::2] << 4) | nibbles[:, 1::2]
     return rappor_array(np.ascontiguousarray(packed, dtype=np.uint8))

@@ -114,17 +114,17 @@ def column_context(column: str) -> Iterator[None]:
         yield
     except FrameLDPError as error:
         message = str(error)
-        if message.startswith(f"column {column!r}"):
+        if message.startswith(f"column {shown(column)}"):
             raise
-        raise type(error)(f"column {column!r}: {message}") from None
+        raise type(error)(f"column {shown(column)}: {message}") from None
 
 
 def require_column(columns: list[Any], column: Any) -> None:
     """``column`` exists once, or a :class:`ParameterError` listing the columns."""
     if column not in columns:
-        raise ParameterError(
-            f"column {shown(column)} not found; columns are {shown(columns, limit=200)}"
-        )
+        listed = ", ".join(shown(name) for name in columns[:20])
+        more = f", … ({len(columns)} columns)" if len(columns) > 20 else ""
+        raise ParameterError(f"column {shown(column)} not found; columns are [{listed}{more}]")
     if columns.count(column) > 1:
         raise ParameterError(
             f"column {shown(column)}: the frame has {columns.count(column)} columns of that "
@@ -154,18 +154,18 @@ def check_columns(
         require_column(columns, column)
         if recorded and column in recorded:
             raise ParameterError(
-                f"column {column!r}: already holds frameldp reports "
+                f"column {shown(column)}: already holds frameldp reports "
                 f"({_described(recorded[column])}); privatizing them again would bias debias "
                 "and release the column twice. Privatize the raw column instead"
             )
         if isinstance(mechanism, BloomRappor) and not frame:
             raise ParameterError(
-                f"column {column!r}: Bloom RAPPOR writes reports and a cohort column; apply it "
-                "to a frame (df.ldp.rappor(column, encoding='bloom', ...))"
+                f"column {shown(column)}: Bloom RAPPOR writes reports and a cohort column; apply "
+                "it to a frame (df.ldp.rappor(column, encoding='bloom', ...))"
             )
         if not isinstance(mechanism, (*SUPPORTED, BloomRappor)):
             raise ParameterError(
-                f"column {column!r}: expected a frameldp mechanism (Rappor, BloomRappor, "
+                f"column {shown(column)}: expected a frameldp mechanism (Rappor, BloomRappor, "
                 f"RandomizedResponse), got {type(mechanism).__name__}"
             )
 
@@ -272,8 +272,8 @@ def plan_release(
     for column in blooms:
         if cohort_column(column) in columns and cohort_column(column) not in mechanisms:
             raise ParameterError(
-                f"column {column!r}: its cohort column {cohort_column(column)!r} already exists; "
-                "rename it first"
+                f"column {shown(column)}: its cohort column {cohort_column(column)!r} already "
+                "exists; rename it first"
             )
     memo = RandomSource.from_key(memo_key) if memo_key is not None else None
     if user is not None and memo is None and not source.seeded:
@@ -331,13 +331,13 @@ def find_mechanism(column: str, given: Estimable | None, recorded: Mapping[str, 
     )
     if bloom:
         raise ParameterError(
-            f"column {column!r}: Bloom RAPPOR reports are decoded against candidate strings: "
+            f"column {shown(column)}: Bloom RAPPOR reports are decoded against candidate strings: "
             f"use decode({column!r}, candidates=[...])"
         )
     if given is not None:
         if not isinstance(given, (*SUPPORTED, BalcerCheu)):
             raise ParameterError(
-                f"column {column!r}: mechanism must be a frameldp mechanism, got "
+                f"column {shown(column)}: mechanism must be a frameldp mechanism, got "
                 f"{type(given).__name__}"
             )
         return given
@@ -345,7 +345,7 @@ def find_mechanism(column: str, given: Estimable | None, recorded: Mapping[str, 
         return mechanism_from_spec(specs[column])
     known = f" (recorded: {sorted(specs)})" if specs else ""
     raise MechanismNotFoundError(
-        f"column {column!r}: no mechanism recorded for this column{known}; pass it "
+        f"column {shown(column)}: no mechanism recorded for this column{known}; pass it "
         "explicitly, e.g. debias(column, frameldp.Rappor(epsilon=..., domain=...))"
     )
 
@@ -355,7 +355,7 @@ def unpack_reports(
 ) -> tuple[NDArray[np.uint8], list[str]]:
     """RAPPOR reports as an ``(n, k)`` 0/1 array, with column names ``column=label``."""
     if not isinstance(mechanism, Rappor):
-        raise ParameterError(f"column {column!r}: only RAPPOR reports are bit vectors")
+        raise ParameterError(f"column {shown(column)}: only RAPPOR reports are bit vectors")
     with column_context(column):
         packed = packed_from_arrow(array, mechanism.num_bits, column)
     names = [f"{column}={label}" for label in mechanism.domain.labels]
@@ -440,7 +440,7 @@ def find_bloom(
     if given is not None:
         if not isinstance(given, BloomRappor):
             raise ParameterError(
-                f"column {column!r}: decode needs a BloomRappor mechanism, got "
+                f"column {shown(column)}: decode needs a BloomRappor mechanism, got "
                 f"{type(given).__name__}"
             )
         mechanism = given
@@ -448,7 +448,7 @@ def find_bloom(
         mechanism = BloomRappor.from_spec(spec)
     else:
         raise MechanismNotFoundError(
-            f"column {column!r}: no Bloom RAPPOR mechanism recorded for this column; pass it, "
+            f"column {shown(column)}: no Bloom RAPPOR mechanism recorded for this column; pass it, "
             "e.g. decode(column, candidates=..., mechanism=frameldp.BloomRappor(...))"
         )
     return column, mechanism, spec.get("cohort_column", cohort_column(column)), spec.get("memo")
@@ -479,7 +479,7 @@ def plan_shuffle(
     for column, spec in specs.items():
         if spec.get("mechanism") == BalcerCheu.name:
             raise ParameterError(
-                f"column {column!r}: Balcer–Cheu messages are already the shuffler's output"
+                f"column {shown(column)}: Balcer–Cheu messages are already the shuffler's output"
             )
         reports += [column] + ([spec["cohort_column"]] if spec.get("cohort_column") else [])
     for column in reports:
@@ -747,8 +747,8 @@ class FrameMethods:
         if encoding == "bloom":
             if domain is not None or max_weight != 1 or unknown is not None or nulls is not None:
                 raise ParameterError(
-                    f"column {column!r}: encoding='bloom' takes no domain, max_weight, unknown "
-                    "or nulls (its domain is open; decode against candidates instead)"
+                    f"column {shown(column)}: encoding='bloom' takes no domain, max_weight, "
+                    "unknown or nulls (its domain is open; decode against candidates instead)"
                 )
             with column_context(column):
                 bloom = BloomRappor(
@@ -773,13 +773,13 @@ class FrameMethods:
             )
         if encoding != "onehot":
             raise ParameterError(
-                f"column {column!r}: encoding must be 'onehot' or 'bloom', got {encoding!r}"
+                f"column {shown(column)}: encoding must be 'onehot' or 'bloom', got {encoding!r}"
             )
         bloom_only = {"p": p, "q": q, "epsilon_infinity": epsilon_infinity, "user": user}
         given = [name for name, value in bloom_only.items() if value is not None]
         if given or memo_key is not None:
             raise ParameterError(
-                f"column {column!r}: {', '.join(given) or 'memo_key'} only apply to "
+                f"column {shown(column)}: {', '.join(given) or 'memo_key'} only apply to "
                 "encoding='bloom'"
             )
         mechanism = build_rappor(

@@ -74,7 +74,7 @@ from dask.task_spec import Task, TaskRef
 from frameldp.core.encoding import packed_width
 from frameldp.core.mechanisms import BloomRappor, Rappor
 from frameldp.core.randomness import RandomSource, resolve_source
-from frameldp.errors import ParameterError
+from frameldp.errors import ParameterError, shown
 from frameldp.frames._arrow import add_counts, bloom_counts, estimate_from_counts, report_counts
 from frameldp.frames._common import (
     Applicable,
@@ -299,7 +299,7 @@ class DaskFrameAccessor(FrameMethods):
     def balcer_cheu(self, column: str, *args: Any, **kwargs: Any) -> Any:
         """Not on Dask: the Balcer–Cheu shuffler needs every message on one machine (raises)."""
         raise ParameterError(
-            f"column {column!r}: "
+            f"column {shown(column)}: "
             + _ONE_MACHINE.format(what="the Balcer–Cheu shuffler", method="balcer_cheu")
         )
 

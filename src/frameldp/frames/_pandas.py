@@ -9,6 +9,7 @@ row operations but drops them in some; pass the mechanism explicitly then).
 from __future__ import annotations
 
 import copy
+import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,7 +20,7 @@ import pyarrow as pa
 from frameldp.accounting import PrivacyGuarantee
 from frameldp.core.mechanisms import BloomRappor, Rappor
 from frameldp.core.randomness import RandomSource, resolve_source
-from frameldp.errors import DomainError
+from frameldp.errors import DomainError, shown
 from frameldp.frames._arrow import (
     bloom_counts,
     bloom_privatize,
@@ -59,13 +60,35 @@ __all__ = ["PandasFrameAccessor", "PandasSeriesAccessor", "privatize_rows", "rap
 def _arrow(series: pd.Series) -> pa.Array | pa.ChunkedArray:
     """The column as Arrow (zero-copy for Arrow-backed and categorical columns; NaN is null)."""
     try:
-        return pa.Array.from_pandas(series)
-    except (pa.ArrowTypeError, pa.ArrowInvalid) as error:
-        kinds = sorted({type(v).__name__ for v in series.dropna().unique()[:1000]})
+        array = pa.Array.from_pandas(series)
+        if series.dtype == object and _coerced(array, series):
+            raise pa.ArrowInvalid("text and bytes in one column")
+        return array
+    except (pa.ArrowTypeError, pa.ArrowInvalid, OverflowError, UnicodeEncodeError) as error:
+        kinds = sorted({type(v).__name__ for v in itertools.islice(series.array, 10_000)})
         raise DomainError(
-            f"column {series.name!r}: values of mixed types ({', '.join(kinds)}) cannot form one "
-            f"column ({error}); cast the column to one type first"
+            f"column {shown(series.name)}: values ({', '.join(kinds)}) cannot form one Arrow "
+            f"column ({shown(str(error), 120)}); cast the column to one type (integers within "
+            "64 bits, text without lone surrogates) first"
         ) from None
+
+
+def _coerced(array: pa.Array, series: pd.Series) -> bool:
+    """Whether Arrow converted some cells of an object column to another type (a ``str``
+    among ``bytes`` becomes its UTF-8 bytes, and the other way round): a text ``"4"`` among
+    RAPPOR reports is no report."""
+    expected = {"binary": "bytes", "string": "string"}
+    kind = (
+        "binary"
+        if pa.types.is_binary(array.type) or pa.types.is_large_binary(array.type)
+        else "string"
+        if pa.types.is_string(array.type) or pa.types.is_large_string(array.type)
+        else None
+    )
+    if kind is None:
+        return False
+    inferred = pd.api.types.infer_dtype(series, skipna=True)
+    return inferred not in (expected[kind], "empty")
 
 
 def rappor_values(packed: np.ndarray[Any, Any]) -> pd.arrays.ArrowExtensionArray:

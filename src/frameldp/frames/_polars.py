@@ -35,7 +35,7 @@ from frameldp.core.randomness import (
     RandomSource,
     resolve_source,
 )
-from frameldp.errors import ParameterError, shown
+from frameldp.errors import DomainError, ParameterError, shown
 from frameldp.frames._arrow import (
     bloom_counts,
     bloom_privatize,
@@ -88,6 +88,18 @@ _KIND_DTYPES: dict[str | None, pl.DataType] = {
 }
 
 
+def _arrow_of(series: pl.Series, column: str) -> pa.Array | pa.ChunkedArray:
+    """The column as Arrow; a polars type Arrow cannot take (``Int128``, ``Object``) raises a
+    :class:`DomainError` naming the column."""
+    try:
+        return series.to_arrow()
+    except (pa.ArrowException, pl.exceptions.PolarsError, UnicodeEncodeError) as error:
+        raise DomainError(
+            f"column {shown(column)}: polars type {series.dtype} cannot be read as Arrow "
+            f"({shown(str(error), 120)}); cast it to a 64-bit integer, float or string first"
+        ) from None
+
+
 def _report_dtype(mechanism: Supported, original: pl.DataType | None, column: str) -> pl.DataType:
     """Binary for RAPPOR; for k-RR an Enum of string labels (the input's own Enum when it has
     exactly those categories), else the dtype that holds every label of the domain exactly
@@ -135,7 +147,7 @@ def _privatize(
 ) -> pl.Series:
     with column_context(column):
         reports = privatize_array(
-            values.to_arrow(), mechanism, column=column, source=source, row_start=row_start
+            _arrow_of(values, column), mechanism, column=column, source=source, row_start=row_start
         )
     return _report_series(reports, mechanism, values.name, dtype)
 
@@ -155,8 +167,8 @@ def _bloom(
     """Bloom RAPPOR reports and cohorts of a run of rows starting at ``row_start``."""
     with column_context(column):
         packed, cohorts = bloom_privatize(
-            values.to_arrow(),
-            None if users is None else users.to_arrow(),
+            _arrow_of(values, column),
+            None if users is None else _arrow_of(users, str(users.name)),
             mechanism,
             column=column,
             user_column=None if users is None else users.name,
@@ -599,7 +611,8 @@ class PolarsExprNamespace(ValueShortcuts):
 
     @property
     def _name(self) -> str:
-        return self._expr.meta.output_name(raise_if_undetermined=False) or "reports"
+        name = self._expr.meta.output_name(raise_if_undetermined=False)
+        return "reports" if name is None else name
 
     def _values_arrow(self) -> pa.Array | pa.ChunkedArray:
         raise ParameterError(

@@ -23,7 +23,7 @@ from frameldp.core.mechanisms import (
     Rappor,
     mechanism_from_spec,
 )
-from frameldp.errors import FrameLDPError, ParameterError, ValidationError
+from frameldp.errors import FrameLDPError, ParameterError, ValidationError, shown
 
 __all__ = [
     "CHECK_DESCRIPTIONS",
@@ -268,9 +268,11 @@ def _resolve(column: str, value: Any) -> tuple[Any, dict[str, Any]]:
             spec = json.loads(value) if isinstance(value, str) else dict(value)
             return mechanism_from_spec(spec), spec
         except (FrameLDPError, KeyError, TypeError, ValueError) as error:
-            raise ParameterError(f"column {column!r}: invalid mechanism spec: {error}") from None
+            raise ParameterError(
+                f"column {shown(column)}: invalid mechanism spec: {error}"
+            ) from None
     raise ParameterError(
-        f"column {column!r}: expected a frameldp mechanism (Rappor, RandomizedResponse, "
+        f"column {shown(column)}: expected a frameldp mechanism (Rappor, RandomizedResponse, "
         f"BloomRappor, BalcerCheu) or its spec, got {type(value).__name__}"
     )
 
@@ -328,7 +330,7 @@ def declare_input(mechanisms: Mapping[str, Any], *, user: str | None = None) -> 
         ):
             # Mirrors privatize: the OTHER label is written into the report column.
             raise ParameterError(
-                f"column {column!r}: unknown='other' with k-ary randomized response needs "
+                f"column {shown(column)}: unknown='other' with k-ary randomized response needs "
                 f"string categories (the {OTHER!r} label is written into the report column)"
             )
         columns.append(
@@ -393,7 +395,7 @@ def declare_release(
         if column in declared:
             role = "report" if declared[column].role == "reports" else "Bloom cohort"
             raise ParameterError(
-                f"passthrough column {column!r} is a {role} column of the release, always "
+                f"passthrough column {shown(column)} is a {role} column of the release, always "
                 "included and checked as such; passthrough names the other columns allowed"
             )
         columns.append(ColumnDeclaration(column, "passthrough", required=False))
