@@ -931,7 +931,9 @@ def test_candidates_may_be_any_sequence_of_strings(
         (None, ParameterError, "candidates must be a list of strings, got NoneType"),
         ({"a", "b"}, ParameterError, "candidates must be a list of strings, got set"),
     ],
-    ids=str,
+    # Sorted: a set's text changes from process to process, and pytest-xdist's workers must
+    # collect the same test ids.
+    ids=lambda value: str(sorted(value)) if isinstance(value, set) else str(value),
 )
 def test_bad_candidates_raise(
     small_counts: tuple[BloomRappor, np.ndarray, np.ndarray],

@@ -71,6 +71,7 @@ __all__ = [
     "find_bloom",
     "find_mechanism",
     "guarantee_of",
+    "is_seeded",
     "labels_without_null",
     "mechanisms_of",
     "plan_release",
@@ -311,6 +312,11 @@ def recorded_spec(mechanism: Any, source: RandomSource) -> dict[str, Any]:
         stacklevel=caller_stacklevel(),
     )
     return {**spec, "seeded": True}
+
+
+def is_seeded(specs: Mapping[Any, Any] | None, column: Any) -> bool:
+    """Whether the recorded reports of ``column`` were drawn from a seed."""
+    return bool((specs or {}).get(column, {}).get("seeded"))
 
 
 def _marked(mechanism: Any, spec: Mapping[str, Any]) -> PrivacyGuarantee:
@@ -631,13 +637,14 @@ class FrameMethods:
         rows = self._num_rows() if shuffled else None
         return shuffled_privacy(self._specs(), shuffled, rows)
 
-    def _table_privacy(self, mechanism: Estimable) -> PrivacyGuarantee | None:
-        """The guarantee a debiased table carries: the frame's when it was shuffled."""
+    def _table_privacy(self, mechanism: Estimable, column: Any) -> PrivacyGuarantee | None:
+        """The guarantee a debiased table carries (None: the mechanism's own): the frame's when
+        it was shuffled, marked insecure when the column's reports were drawn from a seed."""
         shuffled = self._shuffled()
-        if not shuffled:
-            return None
-        specs = self._specs() or {"_": mechanism.to_spec()}
-        return shuffled_privacy(specs, shuffled, self._num_rows())
+        if shuffled:
+            specs = self._specs() or {"_": mechanism.to_spec()}
+            return shuffled_privacy(specs, shuffled, self._num_rows())
+        return mechanism.privacy.insecure() if is_seeded(self._specs(), column) else None
 
     def _messages_frame(
         self,

@@ -89,6 +89,7 @@ from frameldp.frames._common import (
     column_context,
     find_bloom,
     find_mechanism,
+    is_seeded,
     plan_release,
     require_column,
     unpack_reports,
@@ -382,7 +383,7 @@ class DaskFrameAccessor(FrameMethods):
                 column=column,
                 level=level,
                 backend="pandas",
-                privacy=self._table_privacy(found),
+                privacy=self._table_privacy(found, column),
             )
 
     def decode(
@@ -413,6 +414,7 @@ class DaskFrameAccessor(FrameMethods):
                 column=column,
                 level=level,
                 backend="pandas",
+                seeded=is_seeded(self._specs(), column),
             )
 
     def unpack(self, column: str, mechanism: Rappor | None = None) -> dd.DataFrame:

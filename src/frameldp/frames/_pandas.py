@@ -45,6 +45,7 @@ from frameldp.frames._common import (
     find_bloom,
     find_mechanism,
     guarantee_of,
+    is_seeded,
     labels_without_null,
     plan_release,
     plan_shuffle,
@@ -306,7 +307,7 @@ class PandasFrameAccessor(FrameMethods):
                 column=column,
                 level=level,
                 backend="pandas",
-                privacy=self._table_privacy(found),
+                privacy=self._table_privacy(found, column),
             )
 
     def decode(
@@ -342,6 +343,7 @@ class PandasFrameAccessor(FrameMethods):
                 column=column,
                 level=level,
                 backend="pandas",
+                seeded=is_seeded(_recorded(self._frame), column),
             )
 
     def unpack(self, column: str, mechanism: Rappor | None = None) -> pd.DataFrame:
@@ -392,11 +394,13 @@ class PandasSeriesAccessor(ValueShortcuts):
 
     def debias(self, mechanism: Supported | None = None, *, level: float = 0.95) -> FrequencyTable:
         """Debiased frequency table of this Series of reports."""
-        found = find_mechanism(self._name, mechanism, _recorded(self._series))
+        recorded = _recorded(self._series)
+        found = find_mechanism(self._name, mechanism, recorded)
+        privacy = found.privacy.insecure() if is_seeded(recorded, self._name) else None
         with column_context(self._name):
             estimate = estimate_reports(_arrow(self._series), found, column=self._name)
             return FrequencyTable.build(
-                estimate, found, column=self._name, level=level, backend="pandas"
+                estimate, found, column=self._name, level=level, backend="pandas", privacy=privacy
             )
 
     def unpack(self, mechanism: Rappor | None = None) -> pd.DataFrame:

@@ -60,6 +60,7 @@ from frameldp.frames._common import (
     column_context,
     find_bloom,
     find_mechanism,
+    is_seeded,
     labels_without_null,
     plan_release,
     plan_shuffle,
@@ -297,6 +298,7 @@ def _decode(
             column=column,
             level=level,
             backend="polars",
+            seeded=is_seeded(recorded, column),
         )
 
 
@@ -318,7 +320,7 @@ def _debias(
             column=column,
             level=level,
             backend="polars",
-            privacy=namespace._table_privacy(found),
+            privacy=namespace._table_privacy(found, column),
         )
 
 

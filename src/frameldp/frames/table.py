@@ -99,13 +99,17 @@ class FrequencyTable:
         column: str,
         level: float,
         backend: Backend,
+        seeded: bool = False,
     ) -> FrequencyTable:
         """The table of the candidates that Bloom RAPPOR's decoding of per-cohort bit counts
-        detects, with the guarantee of the (``memo``-ized) reports."""
+        detects, with the guarantee of the (``memo``-ized) reports (marked insecure when they
+        were drawn from a seed)."""
         decoding = mechanism.decode(counts, sizes, candidates, significance=significance)
         data = _columns(decoding.estimate, decoding.labels, level, decoding.p_values)
         frame = _to_polars(data) if backend == "polars" else _to_pandas(data)
         privacy = mechanism.guarantee(memo)
+        if seeded:
+            privacy = privacy.insecure()
         return cls(
             frame, privacy, mechanism, decoding.n, column, level, decoding.estimate, decoding
         )

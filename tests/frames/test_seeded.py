@@ -1,0 +1,98 @@
+"""Seeded runs are marked insecure wherever they show, and keys never travel with a plan
+(issue 13, defects 4 and 5).
+
+``seed=`` is for tests and simulations: anyone who knows the seed can remove the noise. A
+seeded release warns (:class:`~frameldp.InsecureSeedWarning`) and its guarantee, the frame's
+``ldp.privacy``, its tables and a Parquet file written from it all say INSECURE; a release from a
+fresh or caller's key says nothing of the kind. A caller's key is never written into a pickled
+or serialized polars plan (it is held by a process-local handle).
+"""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import pandas as pd
+import polars as pl
+import pytest
+
+import frameldp
+
+from .conftest import CARRIERS, Backend, small_data
+
+KEY = bytes(range(100, 132))
+
+
+@pytest.mark.parametrize("method", ["krr", "rappor"])
+def test_a_seeded_release_warns_and_is_marked_everywhere(backend: Backend, method: str) -> None:
+    native = backend.make(small_data())
+
+    with pytest.warns(frameldp.InsecureSeedWarning, match="INSECURE"):
+        reports = getattr(native.ldp, method)("carrier", 1.0, domain=CARRIERS, seed=7)
+
+    assert reports.ldp.privacy.seeded
+    assert "INSECURE" in str(reports.ldp.privacy)
+    table = reports.ldp.debias("carrier")
+    assert table.privacy.seeded
+    assert "INSECURE" in str(table.privacy)
+    keyed = getattr(native.ldp, method)("carrier", 1.0, domain=CARRIERS, key=KEY)
+    assert not keyed.ldp.privacy.seeded
+    assert "INSECURE" not in str(keyed.ldp.debias("carrier").privacy)
+
+
+def test_a_seeded_pandas_release_keeps_its_mark_in_parquet(tmp_path: Path) -> None:
+    frame = pd.DataFrame(small_data())
+    reports = frame.ldp.krr("carrier", 1.0, domain=CARRIERS, seed=7)
+    path = tmp_path / "reports.parquet"
+
+    reports.to_parquet(path)
+
+    assert pd.read_parquet(path).ldp.privacy.seeded
+
+
+def test_a_seeded_ledger_entry_is_marked(tmp_path: Path) -> None:
+    ledger = frameldp.Ledger(tmp_path / "ledger.sqlite")
+    ledger.set_budget("b", epsilon=10.0)
+    frame = pd.DataFrame(small_data())
+
+    frame.ldp.krr("carrier", 1.0, domain=CARRIERS, seed=7, ledger=ledger, budget="b")
+    frame.ldp.krr("carrier", 1.0, domain=CARRIERS, ledger=ledger, budget="b")
+
+    assert [entry.guarantee.seeded for entry in ledger.history("b")] == [True, False]
+    assert ledger.status("b").seeded == 1
+
+
+def test_a_caller_key_is_never_in_a_pickled_or_serialized_plan() -> None:
+    """The plan pickles and serializes (the key by a handle valid in this process only), and
+    the unpickled plan still gives the keyed reports."""
+    lazy = pl.LazyFrame(small_data())
+    plan = lazy.ldp.krr("carrier", 1.0, domain=CARRIERS, key=KEY)
+
+    pickled = pickle.dumps(plan)
+    serialized = plan.serialize()
+
+    assert KEY not in pickled
+    assert KEY not in serialized
+    expected = pl.DataFrame(small_data()).ldp.krr("carrier", 1.0, domain=CARRIERS, key=KEY)
+    assert pickle.loads(pickled).collect().equals(expected)
+
+
+def test_a_fresh_key_cannot_be_pickled() -> None:
+    with pytest.raises(frameldp.NoiseReuseError):
+        pickle.dumps(frameldp.RandomSource.fresh())
+
+
+def test_seeded_series_and_bloom_tables_are_marked(backend: Backend) -> None:
+    native = backend.make(small_data())
+    reports = native.ldp.rappor(
+        "origin", 2.0, encoding="bloom", epsilon_infinity=4.0, num_bits=16, seed=3
+    )
+
+    table = reports.ldp.decode("origin", candidates=["ATL", "BOS", "DEN", "JFK", "LAX"])
+
+    assert table.privacy.seeded
+    if backend.library == "pandas" and not backend.dask:
+        series = native["carrier"].ldp.krr(1.0, domain=CARRIERS, seed=3)
+        assert series.ldp.debias().privacy.seeded
+        assert not native["carrier"].ldp.krr(1.0, domain=CARRIERS).ldp.debias().privacy.seeded
