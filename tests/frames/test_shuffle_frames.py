@@ -394,8 +394,9 @@ def test_balcer_cheu_same_seed_same_messages_on_every_backend(backend: Backend) 
     first = call(seed=SEED)
     assert first == expected
     assert call(seed=SEED) == first
-    assert call(key=KEY) == call(key=KEY)
     assert call(seed=OTHER_SEED) != first
+    with pytest.raises(frameldp.ParameterError, match="key= is refused for Balcer–Cheu"):
+        call(key=KEY)
 
 
 def test_debias_of_messages_carries_the_central_guarantee(backend: Backend) -> None:
@@ -414,7 +415,7 @@ def test_debias_of_messages_carries_the_central_guarantee(backend: Backend) -> N
     assert type(table.frame) is backend.table_type()
     assert backend.column_values(table.frame, "category") == list(CARRIERS)
     assert table.estimate.counts.tolist() == mechanism.debias(counts).counts.tolist()
-    assert table.privacy == mechanism.privacy
+    assert table.privacy == mechanism.privacy.insecure()  # seed=: marked INSECURE
     assert table.privacy.model == "shuffle"
     assert table.privacy.epsilon_at(BC_DELTA) <= BC_EPSILON
     assert messages.ldp.privacy.model == "shuffle"

@@ -41,7 +41,7 @@ from frameldp.core.mechanisms import mechanism_from_spec
 from frameldp.core.randomness import KEY_BYTES
 from frameldp.errors import ParameterError, shown
 from frameldp.frames._batches import from_hex, to_hex
-from frameldp.frames._common import METADATA_KEY, SHUFFLED_KEY
+from frameldp.frames._common import METADATA_KEY, SHUFFLED_KEY, require_column
 
 __all__ = [
     "FORMAT",
@@ -107,6 +107,21 @@ def check_output(target: Path) -> str:
     if kind == "csv":
         check_target(sidecar(target), "metadata file")
     return kind
+
+
+def require_input_column(names: Sequence[str], column: str, path: Path) -> None:
+    """``column`` is a column of the input file. The file's column names are listed only when
+    it is larger than a key file: a 32-byte key given as the input by mistake would otherwise
+    be quoted as its own "header"."""
+    if column in names:
+        return
+    size = path.stat().st_size if path.is_file() else 0
+    if size <= 2 * KEY_BYTES + 2:  # raw, or hex-encoded, with a newline
+        raise ParameterError(
+            f"input {str(path)!r}: column {shown(column)} not found; the file holds only "
+            f"{size} bytes (is it a key file?)"
+        )
+    require_column(list(names), column)
 
 
 def arrow_message(error: BaseException) -> str:
@@ -429,9 +444,12 @@ class ReportFile:
 
     @property
     def seeded(self) -> bool:
-        """Whether the reports (or the order of a shuffled file) came from a ``--seed``."""
+        """Whether the reports (or the order of a shuffled file) came from a seed: the
+        guarantee, any recorded spec (a file written from a seeded frame) or the shuffle say
+        so."""
         guarantee_seeded = self.guarantee is not None and self.guarantee.seeded
-        return guarantee_seeded or bool(self.shuffled.get("seeded"))
+        specs_seeded = any(spec.get("seeded") for spec in self.specs.values())
+        return guarantee_seeded or specs_seeded or bool(self.shuffled.get("seeded"))
 
     def batches(
         self, columns: Sequence[str], *, chunk_rows: int, text: Sequence[str] = ()

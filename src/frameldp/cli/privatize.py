@@ -36,6 +36,7 @@ from frameldp.cli._files import (
     check_output,
     open_source,
     report_metadata,
+    require_input_column,
     staged_output,
 )
 from frameldp.cli._progress import rows_progress
@@ -50,7 +51,6 @@ from frameldp.frames._common import (
     Release,
     charging,
     plan_release,
-    require_column,
 )
 from frameldp.schemas import validate_input, validate_release
 
@@ -100,7 +100,7 @@ def privatize_file(
     input_file = open_source(source)
     names = input_file.schema.names
     for column in [*columns, *keep, *([user] if user else [])]:
-        require_column(names, column)
+        require_input_column(names, column, source)
     clash = sorted(set(keep) & set(columns))
     if clash:
         raise ParameterError(

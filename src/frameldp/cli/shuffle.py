@@ -40,6 +40,7 @@ from frameldp.cli._files import (
     open_source,
     read_key,
     report_metadata,
+    require_input_column,
     staged_output,
 )
 from frameldp.cli._signals import committing, terminate_cleanly
@@ -49,7 +50,6 @@ from frameldp.frames._common import (
     METADATA_KEY,
     SHUFFLED_KEY,
     plan_shuffle,
-    require_column,
     shuffle_order,
     shuffle_record,
     shuffled_privacy,
@@ -155,7 +155,7 @@ def _shuffle_plain(
     names = open_source(source).schema.names
     chosen = [*columns, *(c for c in keep if c not in columns)]
     for column in chosen:
-        require_column(list(names), column)
+        require_input_column(list(names), column, source)
     try:
         table = pa.Table.from_batches(list(batches(source, chosen, chunk_rows=1 << 20)))
     except (OSError, pa.ArrowException) as error:

@@ -365,7 +365,13 @@ def _distinct(
         )
     if pa.types.is_dictionary(array.type):
         array = array.dictionary_decode()
-    encoded = pc.dictionary_encode(array)
+    try:
+        encoded = pc.dictionary_encode(array)
+    except pa.ArrowNotImplementedError:
+        raise DomainError(
+            f"column {shown(column)}: each {what} must be a string, bytes or an integer, got a "
+            f"column of {array.type}"
+        ) from None
     codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     return codes, encoded.dictionary.to_pylist()
 
@@ -399,7 +405,7 @@ def bloom_privatize(
     user_codes, user_ids = (
         (None, None)
         if users is None
-        else _distinct(users, column, f"user id (user column {user_column!r})", row_start)
+        else _distinct(users, column, f"user id (user column {shown(user_column)})", row_start)
     )
     return mechanism.randomize(
         codes,

@@ -149,6 +149,10 @@ def check_columns(
     reports again would make ``debias`` estimate the distribution of the reports, not of the
     values, and release the column twice.
     """
+    if not isinstance(mechanisms, Mapping):
+        raise ParameterError(
+            f"privatize takes a mapping {{column: mechanism}}, got {type(mechanisms).__name__}"
+        )
     if not mechanisms:
         raise ParameterError("privatize needs at least one {column: mechanism} entry")
     for column, mechanism in mechanisms.items():
@@ -685,6 +689,15 @@ class FrameMethods:
                 delta,
                 n=self._num_rows(),
                 domain=_domain(domain, unknown, nulls, column, lambda: self._column_arrow(column)),
+            )
+        if key is not None:
+            # Everyone's noise messages would repeat in a re-run: the difference of two runs
+            # over data that changed in one person is that person's own (true) message.
+            raise ParameterError(
+                f"column {shown(column)}: key= is refused for Balcer–Cheu: its guarantee comes "
+                "from the other people's noise messages, which a reused key repeats, so two runs "
+                "over data that differ in one person would reveal that person's value. Draw a "
+                "fresh key (the default)"
             )
         source = resolve_source(key, seed)
         release = Release({column: recorded_spec(mechanism, source)}, {}, None)

@@ -65,7 +65,7 @@ def _arrow(series: pd.Series) -> pa.Array | pa.ChunkedArray:
         if series.dtype == object and _coerced(array, series):
             raise pa.ArrowInvalid("text and bytes in one column")
         return array
-    except (pa.ArrowTypeError, pa.ArrowInvalid, OverflowError, UnicodeEncodeError) as error:
+    except (pa.ArrowException, OverflowError, UnicodeEncodeError) as error:
         kinds = sorted({type(v).__name__ for v in itertools.islice(series.array, 10_000)})
         raise DomainError(
             f"column {shown(series.name)}: values ({', '.join(kinds)}) cannot form one Arrow "

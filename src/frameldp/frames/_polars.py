@@ -552,6 +552,12 @@ class PolarsLazyFrameNamespace(FrameMethods):
             user=user,
             memo_key=memo_key,
         )
+        if user is not None and memo_key is None and keyed is None:
+            raise ParameterError(
+                f"user={shown(user)} on a LazyFrame needs memo_key= (or key=): each collect "
+                "draws its own fresh key, and a person's memoized permanent responses must be "
+                "the same in every collect (the ledger folds them under one memo)"
+            )
         check_budget(ledger, budget, release)
         out = _privatized_scan(
             self._frame,
@@ -641,6 +647,11 @@ class PolarsExprNamespace(ValueShortcuts):
         groups hold different people, so it errs on the side of spending).
         """
         name = self._name
+        if self._expr.meta.has_multiple_outputs():
+            raise ParameterError(
+                f"expression {shown(str(self._expr))}: privatize one column per expression "
+                "(pl.col('a').ldp..., pl.col('b').ldp...), or use df.ldp.privatize({...})"
+            )
         check_columns([name], {name: mechanism}, frame=False)
         if key is not None or seed is not None:
             given = "key=" if key is not None else f"seed={shown(seed)}"
