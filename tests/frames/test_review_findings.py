@@ -27,6 +27,7 @@ from .conftest import CARRIERS, small_data
 BLOOM = {"encoding": "bloom", "epsilon": 1.0, "epsilon_infinity": 2.0, "num_bits": 16}
 
 
+@pytest.mark.filterwarnings("ignore::frameldp.FrameLDPWarning")  # memo_key advice, then refusal
 def test_a_lazy_bloom_release_with_users_needs_a_memo_key(tmp_path: Path) -> None:
     ledger = frameldp.Ledger(tmp_path / "ledger.sqlite")
     ledger.set_budget("b", epsilon=100.0)

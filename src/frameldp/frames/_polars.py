@@ -545,6 +545,7 @@ class PolarsLazyFrameNamespace(FrameMethods):
         schema = self._frame.collect_schema()
         check_columns(schema.names(), mechanisms, recorded=self._specs())
         keyed = None if key is None and seed is None else resolve_source(key, seed)
+        # plan_release checks the columns first (its errors name the column's problem).
         release = plan_release(
             schema.names(),
             mechanisms,
