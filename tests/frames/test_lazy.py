@@ -123,3 +123,15 @@ def test_streaming_set_valued_errors_name_the_row_of_the_frame(
         lazy.ldp.rappor("services", epsilon=1.0, domain=SERVICES, max_weight=3).collect(
             engine="streaming"
         )
+
+
+def test_a_limit_keeps_row_numbers_and_stops_reading() -> None:
+    """``head(n)`` of a keyed plan gives the first n rows of its full collect (the limit is
+    pushed into the input, rows keep their numbers), and ``head(0)`` none."""
+    plan = pl.LazyFrame(small_data()).ldp.privatize(_mechanisms(), key=bytes(range(32)))
+
+    full = plan.collect()
+
+    polars.testing.assert_frame_equal(plan.head(5).collect(), full.head(5))
+    polars.testing.assert_frame_equal(plan.slice(0, 17).collect(), full.head(17))
+    assert plan.head(0).collect().height == 0

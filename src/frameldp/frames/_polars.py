@@ -250,9 +250,10 @@ def _privatized_scan(
             wanted.add(user)
         read = [column for column in inputs if column in wanted or column in chosen]
         row, charged = 0, False
-        for batch in frame.select(read).collect_batches(chunk_size=batch_size):
-            if n_rows is not None:
-                batch = batch.head(max(0, n_rows - row))
+        # The first n_rows rows are rows 0 .. n_rows - 1 of the whole input: a limit read
+        # there changes no row's number, and polars stops reading after them.
+        rows = frame.select(read) if n_rows is None else frame.select(read).head(n_rows)
+        for batch in rows.collect_batches(chunk_size=batch_size):
             if batch.height == 0:
                 continue
             out = privatize(batch, mechanisms=chosen, source=source, row_start=row)
@@ -263,8 +264,6 @@ def _privatized_scan(
             if predicate is not None:
                 out = out.filter(predicate)
             yield out if with_columns is None else out.select(with_columns)
-            if n_rows is not None and row >= n_rows:
-                break
         if not charged:
             with charging(ledger, budget, release):
                 pass
