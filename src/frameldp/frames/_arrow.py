@@ -191,7 +191,12 @@ def row_content(columns: list[pa.Array | pa.ChunkedArray], num_rows: int) -> NDA
         array = _combined(array)
         if pa.types.is_dictionary(array.type):
             array = array.dictionary_decode()
-        encoded = pc.dictionary_encode(array)
+        try:
+            encoded = pc.dictionary_encode(array)
+        except pa.ArrowNotImplementedError:  # lists, structs (kept columns): cell by cell
+            cells = b"".join(map(_value_digest, array.to_pylist()))
+            parts.append(np.frombuffer(cells, dtype=np.uint8).reshape(-1, _DIGEST_BYTES))
+            continue
         distinct = encoded.dictionary.to_pylist()
         table = np.frombuffer(
             b"".join(map(_value_digest, [*distinct, None])), dtype=np.uint8
