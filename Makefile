@@ -31,9 +31,10 @@ lint: $(VENV)/.test-installed
 typecheck: $(VENV)/.test-installed
 	$(BIN)/mypy
 
-# Both cores: the suite is independent tests (each makes its own files and ledgers).
+# Both cores: the suite is independent tests (each makes its own files and ledgers); an idle
+# worker steals queued tests, so the slow ones at the end do not leave a core unused.
 unit: $(VENV)/.test-installed
-	$(BIN)/python -m pytest -n auto
+	$(BIN)/python -m pytest -n auto --dist worksteal
 
 bench: $(VENV)/.test-installed
 	$(BIN)/python benchmarks/bench_foundation.py
