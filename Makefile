@@ -42,6 +42,7 @@ bench: $(VENV)/.test-installed
 	$(BIN)/python benchmarks/bench_bloom.py
 	$(BIN)/python benchmarks/bench_shuffle.py
 	$(BIN)/python benchmarks/bench_etl.py
+	$(BIN)/python benchmarks/bench_import.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

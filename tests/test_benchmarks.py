@@ -89,3 +89,12 @@ def test_etl_benchmark_quick_run(tmp_path: Path) -> None:
     assert dask["dask 1 worker(s)"]["rows"] == dask["dask 2 worker(s)"]["rows"] == 600_000
     assert dask["dask 2 worker(s)"]["speedup"] > 0
     assert "peak MB" in stdout
+
+
+def test_import_benchmark_quick_run(tmp_path: Path) -> None:
+    rows, stdout = _quick_run("bench_import.py", tmp_path)
+    by_case = {row["case"]: row for row in rows}
+    assert set(by_case) == {"baseline", "import frameldp", "frameldp --help"}
+    assert by_case["import frameldp"]["added_cpu_s"] is not None
+    assert all(row["cpu_s"] > 0 for row in rows)
+    assert "added CPU s" in stdout
