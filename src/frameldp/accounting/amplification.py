@@ -56,7 +56,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.optimize import brentq
 from scipy.special import bdtrc, logsumexp
 
 from frameldp.accounting._binomial import LOG_TINY, binomial_window, log_binomial_pmf
@@ -190,6 +189,8 @@ def clone_epsilon(delta: float, epsilon0: float, n: int, clones: Clones = "clone
         return 0.0
     # delta(epsilon) is decreasing and 0 at eps0: a root in (0, eps0), found by Brent's method
     # on log delta, then stepped up until the bound provably holds.
+    from scipy.optimize import brentq  # here: scipy.optimize is slow to import (see _orders)
+
     high = brentq(excess, 0.0, epsilon0, xtol=_BISECTION_TOLERANCE * epsilon0)
     step = _BISECTION_TOLERANCE * epsilon0
     while high < epsilon0 and excess(high) > 0.0:
