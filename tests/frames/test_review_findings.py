@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import dask.dataframe as dd
 import pandas as pd
 import polars as pl
 import pytest
@@ -27,7 +28,6 @@ from .conftest import CARRIERS, small_data
 BLOOM = {"encoding": "bloom", "epsilon": 1.0, "epsilon_infinity": 2.0, "num_bits": 16}
 
 
-@pytest.mark.filterwarnings("ignore::frameldp.FrameLDPWarning")  # memo_key advice, then refusal
 def test_a_lazy_bloom_release_with_users_needs_a_memo_key(tmp_path: Path) -> None:
     ledger = frameldp.Ledger(tmp_path / "ledger.sqlite")
     ledger.set_budget("b", epsilon=100.0)
@@ -41,6 +41,15 @@ def test_a_lazy_bloom_release_with_users_needs_a_memo_key(tmp_path: Path) -> Non
     first, second = plan.collect(), plan.collect()
     # One memo key: each user keeps their cohort (and permanent response) in every collect.
     assert first["v_cohort"].equals(second["v_cohort"])
+
+
+def test_a_dask_bloom_release_with_users_needs_a_memo_key() -> None:
+    frame = dd.from_pandas(pd.DataFrame({"u": ["x", "y"] * 10, "v": ["a", "b"] * 10}), 2)
+
+    with pytest.raises(frameldp.ParameterError, match=r"user='u' on Dask needs memo_key"):
+        frame.ldp.rappor("v", user="u", **BLOOM)  # type: ignore[arg-type]
+
+    frame.ldp.rappor("v", user="u", memo_key=bytes(32), **BLOOM)  # type: ignore[arg-type]
 
 
 def test_balcer_cheu_refuses_a_caller_key() -> None:

@@ -255,11 +255,16 @@ def plan_release(
     source: RandomSource,
     user: str | None,
     memo_key: bytes | None,
+    fresh_keys: tuple[str, str] | None = None,
 ) -> Release:
     """Validate the user column and memo key; the specs and guarantees of the release.
 
     Bloom RAPPOR with a user column memoizes its permanent responses under ``memo_key`` (a
     persistent secret); without one, under this call's key, which protects only within it.
+    ``fresh_keys`` = (where, unit) names a backend that draws a fresh key per unit (``("on
+    Dask", "each partition")``): there a user's permanent responses would differ between units
+    (and the ledger, which folds them under one memo, would undercharge), so ``user=`` needs
+    ``memo_key=`` or a caller's key.
     """
     blooms = [c for c, m in mechanisms.items() if isinstance(m, BloomRappor)]
     if user is not None:
@@ -280,6 +285,12 @@ def plan_release(
                 f"column {shown(column)}: its cohort column {cohort_column(column)!r} already "
                 "exists; rename it first"
             )
+    if fresh_keys is not None and user is not None and memo_key is None and source.is_fresh:
+        where, unit = fresh_keys
+        raise ParameterError(
+            f"user={shown(user)} {where} needs memo_key= (or key=): {unit} draws its own fresh "
+            "key, and a person's memoized permanent responses must be the same in all of them"
+        )
     memo = RandomSource.from_key(memo_key) if memo_key is not None else None
     if user is not None and memo is None and not source.seeded:
         warnings.warn(

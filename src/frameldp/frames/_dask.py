@@ -337,13 +337,8 @@ class DaskFrameAccessor(FrameMethods):
             source=keyed or RandomSource.fresh(),
             user=user,
             memo_key=memo_key,
+            fresh_keys=("on Dask", "each partition"),
         )
-        if user is not None and memo_key is None and keyed is None:
-            raise ParameterError(
-                f"user={user!r} on Dask needs memo_key= (or key=): each partition draws its own "
-                "fresh key, and a person's memoized permanent responses must be the same on "
-                "every worker"
-            )
         privatize = functools.partial(
             _privatize_partition,
             mechanisms=dict(mechanisms),

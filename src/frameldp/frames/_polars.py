@@ -544,20 +544,14 @@ class PolarsLazyFrameNamespace(FrameMethods):
         schema = self._frame.collect_schema()
         check_columns(schema.names(), mechanisms, recorded=self._specs())
         keyed = None if key is None and seed is None else resolve_source(key, seed)
-        # plan_release checks the columns first (its errors name the column's problem).
         release = plan_release(
             schema.names(),
             mechanisms,
             source=keyed or RandomSource.fresh(),
             user=user,
             memo_key=memo_key,
+            fresh_keys=("on a LazyFrame", "each collect"),
         )
-        if user is not None and memo_key is None and keyed is None:
-            raise ParameterError(
-                f"user={shown(user)} on a LazyFrame needs memo_key= (or key=): each collect "
-                "draws its own fresh key, and a person's memoized permanent responses must be "
-                "the same in every collect (the ledger folds them under one memo)"
-            )
         check_budget(ledger, budget, release)
         out = _privatized_scan(
             self._frame,
