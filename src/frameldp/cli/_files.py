@@ -39,7 +39,7 @@ from frameldp.accounting import PrivacyGuarantee
 from frameldp.core.encoding import packed_width
 from frameldp.core.mechanisms import mechanism_from_spec
 from frameldp.core.randomness import KEY_BYTES
-from frameldp.errors import ParameterError, shown
+from frameldp.errors import FrameLDPError, ParameterError, shown
 from frameldp.frames._batches import from_hex, to_hex
 from frameldp.frames._common import METADATA_KEY, SHUFFLED_KEY, require_column
 
@@ -107,6 +107,20 @@ def check_output(target: Path) -> str:
     if kind == "csv":
         check_target(sidecar(target), "metadata file")
     return kind
+
+
+def read_text(
+    path: Path, where: str, *, hint: str = "", error: type[FrameLDPError] = ParameterError
+) -> str:
+    """The UTF-8 text of an option's file. Errors name ``where`` (the option and the file),
+    never the file's bytes; a file that is not text raises ``error`` with ``hint`` appended."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as failure:
+        reason = failure.strerror or type(failure).__name__
+        raise ParameterError(f"{where}: cannot read it: {reason}") from None
+    except UnicodeDecodeError:
+        raise error(f"{where}: not UTF-8 text{hint}") from None
 
 
 def require_input_column(names: Sequence[str], column: str, path: Path) -> None:

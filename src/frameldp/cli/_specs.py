@@ -25,6 +25,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from frameldp.cli._files import read_text
 from frameldp.core.encoding import Domain
 from frameldp.core.mechanisms import BloomRappor, RandomizedResponse, Rappor
 from frameldp.errors import DomainError, ParameterError, shown
@@ -178,16 +179,12 @@ def read_domain(path: Path, column: str) -> list[Any]:
     a 32-byte key file given as ``--domain-file`` by mistake must not be echoed into a log.
     """
     where = f"column {shown(column)}: --domain-file {str(path)!r}"
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        reason = error.strerror or type(error).__name__
-        raise ParameterError(f"{where}: cannot read it: {reason}") from None
-    except UnicodeDecodeError:
-        raise DomainError(
-            f"{where}: not UTF-8 text (is it a key file?); a domain file holds one value per "
-            "line or a JSON list"
-        ) from None
+    text = read_text(
+        path,
+        where,
+        hint=" (is it a key file?); a domain file holds one value per line or a JSON list",
+        error=DomainError,
+    )
     if path.suffix.lower() == ".json":
         try:
             values = json.loads(text)

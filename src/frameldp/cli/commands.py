@@ -13,7 +13,7 @@ from rich.table import Table
 from frameldp._atomic import check_target
 from frameldp.accounting.guarantee import INSECURE, PrivacyGuarantee
 from frameldp.cli._errors import user_errors, warnings_as_lines
-from frameldp.cli._files import read_key
+from frameldp.cli._files import read_key, read_text
 from frameldp.cli._signals import terminate_cleanly
 from frameldp.cli._specs import specs_from_file, specs_from_options
 from frameldp.cli.estimate import check_out, estimate_file, write_table
@@ -156,13 +156,7 @@ def run_estimate(
 
 def _read_candidates(path: Path) -> list[str]:
     """Candidate strings, one per line; errors name the option and the file, not its bytes."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        reason = error.strerror or type(error).__name__
-        raise ParameterError(f"--candidates-file {str(path)!r}: cannot read it: {reason}") from None
-    except UnicodeDecodeError:
-        raise ParameterError(f"--candidates-file {str(path)!r}: not UTF-8 text") from None
+    text = read_text(path, f"--candidates-file {str(path)!r}")
     return [line for line in text.splitlines() if line.strip()]
 
 
