@@ -1,7 +1,9 @@
 """frameldp: local differential privacy for dataframe columns.
 
-Importing frameldp registers the ``.ldp`` accessor on pandas DataFrame and Series and, when
-polars is installed, on polars DataFrame, LazyFrame and Expr.
+Importing frameldp registers the ``.ldp`` accessor on pandas DataFrame and Series and on polars
+DataFrame, LazyFrame and Expr and Dask DataFrame: at once for a library already imported, else
+when the program imports it (:mod:`frameldp.frames`). The names below are imported on first use,
+so ``import frameldp`` (and ``frameldp --help``) stays light.
 
 >>> import pandas as pd, frameldp
 >>> df = pd.DataFrame({"carrier": ["AA", "DL", "UA", "DL"] * 250})
@@ -11,38 +13,12 @@ polars is installed, on polars DataFrame, LazyFrame and Expr.
 ['category', 'count', 'frequency', 'std_error', 'ci_low', 'ci_high']
 """
 
+from __future__ import annotations
+
 import importlib
-from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from frameldp import errors
-from frameldp.accounting import (
-    Accountant,
-    BinomialCountsEvent,
-    BloomRapporEvent,
-    GaussianEvent,
-    LaplaceEvent,
-    Ledger,
-    PrivacyGuarantee,
-    PureDP,
-    RandomizedResponseEvent,
-    RapporEvent,
-    ShuffleEvent,
-    amplify_by_shuffling,
-    compose,
-)
-from frameldp.core import (
-    OTHER,
-    BalcerCheu,
-    BloomDecoding,
-    BloomEncoder,
-    BloomRappor,
-    Domain,
-    FrequencyEstimate,
-    RandomizedResponse,
-    RandomSource,
-    Rappor,
-)
-from frameldp.core.mechanisms import mechanism_from_spec
 from frameldp.errors import (
     BudgetExceededError,
     DomainError,
@@ -57,9 +33,80 @@ from frameldp.errors import (
     UnknownBudgetError,
     ValidationError,
 )
-from frameldp.frames import FrequencyTable, register_accessors
+from frameldp.frames import register_accessors
+
+if TYPE_CHECKING:
+    from frameldp import io
+    from frameldp.accounting import (
+        Accountant,
+        BinomialCountsEvent,
+        BloomRapporEvent,
+        GaussianEvent,
+        LaplaceEvent,
+        Ledger,
+        PrivacyGuarantee,
+        PureDP,
+        RandomizedResponseEvent,
+        RapporEvent,
+        ShuffleEvent,
+        amplify_by_shuffling,
+        compose,
+    )
+    from frameldp.core import (
+        OTHER,
+        BalcerCheu,
+        BloomDecoding,
+        BloomEncoder,
+        BloomRappor,
+        Domain,
+        FrequencyEstimate,
+        RandomizedResponse,
+        RandomSource,
+        Rappor,
+        mechanism_from_spec,
+    )
+    from frameldp.frames.table import FrequencyTable
 
 __version__ = "0.1.0"
+
+_LAZY: dict[str, str] = {
+    **dict.fromkeys(
+        [
+            "Accountant",
+            "BinomialCountsEvent",
+            "BloomRapporEvent",
+            "GaussianEvent",
+            "LaplaceEvent",
+            "Ledger",
+            "PrivacyGuarantee",
+            "PureDP",
+            "RandomizedResponseEvent",
+            "RapporEvent",
+            "ShuffleEvent",
+            "amplify_by_shuffling",
+            "compose",
+        ],
+        "frameldp.accounting",
+    ),
+    **dict.fromkeys(
+        [
+            "OTHER",
+            "BalcerCheu",
+            "BloomDecoding",
+            "BloomEncoder",
+            "BloomRappor",
+            "Domain",
+            "FrequencyEstimate",
+            "RandomSource",
+            "RandomizedResponse",
+            "Rappor",
+            "mechanism_from_spec",
+        ],
+        "frameldp.core",
+    ),
+    "FrequencyTable": "frameldp.frames.table",
+}
+"""Public name -> the module that defines it (imported when the name is first read)."""
 
 __all__ = [
     "OTHER",
@@ -107,9 +154,17 @@ __all__ = [
 register_accessors()
 
 
-def __getattr__(name: str) -> ModuleType:
-    # frameldp.io reads and writes pandas frames: imported on first use, so that the core stays
-    # importable without any dataframe library.
+def __getattr__(name: str) -> Any:
+    # frameldp.io reads and writes pandas frames: imported on first use, as every other name.
     if name == "io":
         return importlib.import_module("frameldp.io")
-    raise AttributeError(f"module 'frameldp' has no attribute {name!r}")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'frameldp' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # once: later reads find it directly
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import gammaln, logsumexp
 
+from frameldp._scipy import special
 from frameldp.accounting._rounding import round_up
 
 # exp() of anything below this underflows to 0 in float64.
@@ -17,9 +17,9 @@ LOG_TINY = -745.0
 def log_binomial_pmf(k: NDArray[np.float64], m: int, q: float) -> NDArray[np.float64]:
     """``log P[Bin(m, q) = k]`` (gammaln: good to about 1e-8 absolute at m = 10^6)."""
     return np.asarray(
-        gammaln(m + 1.0)
-        - gammaln(k + 1.0)
-        - gammaln(m - k + 1.0)
+        special.gammaln(m + 1.0)
+        - special.gammaln(k + 1.0)
+        - special.gammaln(m - k + 1.0)
         + k * math.log(q)
         + (m - k) * math.log1p(-q)
     )
@@ -40,7 +40,7 @@ def binomial_window(
     keep = log_p > log_cutoff
     lost = _tail_bound(low, high, m, q)
     if not keep.all():
-        lost += float(np.exp(logsumexp(log_p[~keep])))
+        lost += float(np.exp(special.logsumexp(log_p[~keep])))
     return k[keep], log_p[keep], round_up(lost) if lost else 0.0
 
 

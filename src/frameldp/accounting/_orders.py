@@ -12,6 +12,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from frameldp._scipy import optimize
+
 __all__ = ["minimize_over_orders"]
 
 _STEP = 0.125  # grid spacing in ln(a - 1)
@@ -35,11 +37,7 @@ def minimize_over_orders(objective: Callable[[float], float]) -> tuple[float, fl
         best = int(np.argmin(values))
     value, x_best = values[best], float(xs[best])
     if math.isfinite(value) and 0 < best < len(xs) - 1:
-        # Imported here: scipy.optimize costs ~0.35 s of CPU, more than the rest of frameldp's
-        # import, and only this refinement needs it.
-        from scipy.optimize import minimize_scalar
-
-        found = minimize_scalar(
+        found = optimize.minimize_scalar(
             in_x,
             bounds=(float(xs[best - 1]), float(xs[best + 1])),
             method="bounded",

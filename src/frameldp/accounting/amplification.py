@@ -56,8 +56,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import bdtrc, logsumexp
 
+from frameldp._scipy import optimize, special
 from frameldp.accounting._binomial import LOG_TINY, binomial_window, log_binomial_pmf
 from frameldp.accounting._rounding import pad_up, round_up
 from frameldp.accounting.events import (
@@ -129,7 +129,7 @@ def _clone_weights(
 def _tail(k: NDArray[np.float64], c: NDArray[np.float64]) -> NDArray[np.float64]:
     """``P[Bin(c, 1/2) >= k]`` (1 for ``k <= 0``, 0 for ``k > c``)."""
     inside = np.clip(k - 1.0, 0.0, c).astype(np.int64)
-    values = np.asarray(bdtrc(inside, c.astype(np.int64), 0.5), dtype=np.float64)
+    values = np.asarray(special.bdtrc(inside, c.astype(np.int64), 0.5), dtype=np.float64)
     return np.where(k <= 0, 1.0, np.where(k > c, 0.0, values))
 
 
@@ -189,9 +189,7 @@ def clone_epsilon(delta: float, epsilon0: float, n: int, clones: Clones = "clone
         return 0.0
     # delta(epsilon) is decreasing and 0 at eps0: a root in (0, eps0), found by Brent's method
     # on log delta, then stepped up until the bound provably holds.
-    from scipy.optimize import brentq  # here: scipy.optimize is slow to import (see _orders)
-
-    high = brentq(excess, 0.0, epsilon0, xtol=_BISECTION_TOLERANCE * epsilon0)
+    high = optimize.brentq(excess, 0.0, epsilon0, xtol=_BISECTION_TOLERANCE * epsilon0)
     step = _BISECTION_TOLERANCE * epsilon0
     while high < epsilon0 and excess(high) > 0.0:
         high += step
@@ -237,7 +235,7 @@ def binary_rr_shuffle_delta(epsilon: float, epsilon0: float, n: int) -> float:
         above = excess > 0
         terms = first[above] + np.log(-np.expm1(-excess[above]))
         if terms.size:
-            worst = max(worst, float(np.exp(logsumexp(terms))))
+            worst = max(worst, float(np.exp(special.logsumexp(terms))))
     return worst
 
 

@@ -32,8 +32,8 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.special import logsumexp
 
+from frameldp._scipy import special
 from frameldp.accounting._binomial import binomial_window
 from frameldp.accounting._rounding import round_up
 from frameldp.accounting.events import PrivacyEvent, check_count, check_order
@@ -100,7 +100,9 @@ class BinomialCountsEvent(PrivacyEvent):
         else:  # P = Bin against Q = Bin + 1: infinite loss at Bin = 0
             finite = j > 0
             losses = np.log(n - j[finite] + 1.0) - np.log(j[finite]) - log_odds
-        infinite = lost + float(np.exp(logsumexp(log_mass[~finite]))) if (~finite).any() else lost
+        infinite = (
+            lost + float(np.exp(special.logsumexp(log_mass[~finite]))) if (~finite).any() else lost
+        )
         pld = PrivacyLossDistribution.from_atoms(losses, log_mass[finite])
         return replace(pld, infinity_mass=min(1.0, round_up(infinite)) if infinite else 0.0)
 

@@ -56,8 +56,8 @@ from functools import lru_cache
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.special import gammaln, logsumexp
 
+from frameldp._scipy import special
 from frameldp.accounting._orders import minimize_over_orders
 from frameldp.accounting._rounding import float_up, log_upper, pad_up, sum_up
 from frameldp.accounting.pld import PrivacyLossDistribution
@@ -597,8 +597,8 @@ class BloomRapporEvent(PrivacyEvent):
             forward = math.log1p(float(np.sum(np.exp(log_one) * np.expm1(t * loss))))
             backward = math.log1p(float(np.sum(np.exp(log_zero) * np.expm1(-t * loss))))
         else:
-            forward = float(logsumexp(order * log_one - t * log_zero))
-            backward = float(logsumexp(order * log_zero - t * log_one))
+            forward = float(special.logsumexp(order * log_one - t * log_zero))
+            backward = float(special.logsumexp(order * log_zero - t * log_one))
         return self.num_hashes * max(forward + backward, 0.0) / t
 
     @property
@@ -649,7 +649,11 @@ def _bloom_laws(
     every report is an independent instantaneous response to it.
     """
     j = np.arange(reports + 1, dtype=np.float64)
-    log_choose = gammaln(reports + 1.0) - gammaln(j + 1.0) - gammaln(reports - j + 1.0)
+    log_choose = (
+        special.gammaln(reports + 1.0)
+        - special.gammaln(j + 1.0)
+        - special.gammaln(reports - j + 1.0)
+    )
 
     def log_binomial(prob: float) -> np.ndarray[Any, Any]:
         with np.errstate(divide="ignore"):

@@ -40,8 +40,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import gammaln, log_ndtr, logsumexp
 
+from frameldp._scipy import special
 from frameldp.accounting._rounding import round_up
 
 __all__ = ["PrivacyLossDistribution"]
@@ -139,11 +139,15 @@ class PrivacyLossDistribution:
         minus = np.arange(count, -1, -1, dtype=np.float64)  # ascending losses
         log_p = -math.log1p(math.exp(-epsilon))
         log_q = -epsilon + log_p
-        log_binom = gammaln(count + 1.0) - gammaln(minus + 1.0) - gammaln(count - minus + 1.0)
+        log_binom = (
+            special.gammaln(count + 1.0)
+            - special.gammaln(minus + 1.0)
+            - special.gammaln(count - minus + 1.0)
+        )
         log_masses = log_binom + (count - minus) * log_p + minus * log_q
         # gammaln is accurate to a few ulps of its value, and the products to one ulp of theirs:
         # at count = 10**6 the log masses are good to about 1e-8 absolute, not to 1e-16.
-        scale = max(float(gammaln(count + 1.0)), count * abs(log_q), 1.0)
+        scale = max(float(special.gammaln(count + 1.0)), count * abs(log_q), 1.0)
         error = 16.0 * float(np.spacing(scale))
         return cls(_up((count - 2 * minus) * epsilon), log_masses, log_error=error)
 
@@ -223,7 +227,7 @@ class PrivacyLossDistribution:
         light = self.log_masses < PRUNE_LOG_MASS
         if not light.any():
             return self
-        moved = float(np.exp(logsumexp(self.log_masses[light])))
+        moved = float(np.exp(special.logsumexp(self.log_masses[light])))
         return replace(
             self,
             losses=self.losses[~light],
@@ -278,7 +282,7 @@ class PrivacyLossDistribution:
             )
         if not terms.size:
             return 0.0
-        log_total = float(logsumexp(terms))
+        log_total = float(special.logsumexp(terms))
         # A positive delta below the smallest float is still positive: never report pure DP.
         return max(math.exp(log_total), _TINY) if log_total > -math.inf else 0.0
 
@@ -389,7 +393,7 @@ def _log_convolve(a: _FloatArray, b: _FloatArray) -> tuple[_FloatArray, float, f
 
 def _log_gaussian_delta(x: _FloatArray, mu: float) -> _FloatArray:
     """``log(Phi(mu/2 - x/mu) - e^x Phi(-mu/2 - x/mu))``: the Gaussian curve at ``x`` [3]_."""
-    first = log_ndtr(mu / 2.0 - x / mu)
-    second = x + log_ndtr(-mu / 2.0 - x / mu)
+    first = special.log_ndtr(mu / 2.0 - x / mu)
+    second = x + special.log_ndtr(-mu / 2.0 - x / mu)
     with np.errstate(divide="ignore"):
         return np.asarray(first + np.log(-np.expm1(np.minimum(second - first, 0.0))))

@@ -13,11 +13,8 @@ import contextlib
 import warnings
 from collections.abc import Iterator
 
-import polars as pl
-import pyarrow as pa
 import typer
 
-from frameldp.cli._files import arrow_message
 from frameldp.errors import (
     FrameLDPError,
     FrameLDPWarning,
@@ -31,14 +28,22 @@ __all__ = ["SHOWN", "brief", "command_line_words", "fail", "user_errors", "warni
 SHOWN = 20
 """Validation failures listed on standard error."""
 
-USER_MISTAKES = (
-    FrameLDPError,
-    FrameLDPWarning,
-    OSError,
-    pa.ArrowException,
-    pl.exceptions.PolarsError,
-)
-"""What a wrong file, option or value raises (a warning only when warnings are errors)."""
+USER_MISTAKES = (FrameLDPError, FrameLDPWarning, OSError)
+"""What a wrong file, option or value raises (a warning only when warnings are errors), besides
+the errors of the file readers (:func:`_reader_errors`)."""
+
+
+def _reader_errors() -> tuple[type[BaseException], ...]:
+    """pyarrow's and polars' errors (a file they cannot read), among the libraries imported:
+    a command that never imported one cannot have raised its errors."""
+    import sys
+
+    found: list[type[BaseException]] = []
+    if "pyarrow" in sys.modules:
+        found.append(sys.modules["pyarrow"].ArrowException)
+    if "polars" in sys.modules:
+        found.append(sys.modules["polars"].exceptions.PolarsError)
+    return tuple(found)
 
 
 OPTIONS = {
@@ -93,10 +98,14 @@ def user_errors() -> Iterator[None]:
         if error.total > SHOWN:
             typer.echo(f"  ... and {error.total - SHOWN} more", err=True)
         raise typer.Exit(code=1) from None
-    except (pa.ArrowException, pl.exceptions.PolarsError) as error:
-        raise fail(arrow_message(error)) from None
-    except USER_MISTAKES as error:
-        raise fail(command_line_words(str(error))) from None
+    except Exception as error:
+        if isinstance(error, _reader_errors()):
+            from frameldp.cli._files import arrow_message
+
+            raise fail(arrow_message(error)) from None
+        if isinstance(error, USER_MISTAKES):
+            raise fail(command_line_words(str(error))) from None
+        raise
 
 
 def _with_hints(message: str, error: ValidationError) -> str:

@@ -18,9 +18,9 @@ except ImportError:  # pragma: no cover - older typer uses click
 
 from frameldp.cli._errors import brief, fail, warnings_as_lines
 from frameldp.cli.budget import budget_app
-from frameldp.cli.commands import run_estimate, run_privatize
-from frameldp.cli.demo import run_demo
-from frameldp.cli.shuffle import run_shuffle
+
+# Each command imports what it runs when it runs (numpy, pandas, pyarrow, polars): the help and a
+# usage error answer without them.
 
 
 class _OneLineErrors(TyperGroup):
@@ -69,6 +69,8 @@ def demo(
 ) -> None:
     """Privatize the embedded flights data and compare estimates with the truth."""
     with warnings_as_lines():  # a seed's warning is in the demo's first line
+        from frameldp.cli.demo import run_demo
+
         run_demo(seed=seed, epsilons=tuple(epsilons or (0.5, 1.0, 2.0)), top=top)
 
 
@@ -95,6 +97,8 @@ def shuffle(
     delta: Annotated[float, typer.Option(help="Delta at which to report the epsilon.")] = 1e-6,
 ) -> None:
     """Drop identifying columns and permute the rows of a report file (the shuffler)."""
+    from frameldp.cli.shuffle import run_shuffle
+
     run_shuffle(source, target, columns or [], keep or [], seed, key_file, delta)
 
 
@@ -177,6 +181,8 @@ def privatize(
     delta: Annotated[float, typer.Option(help="Delta at which to report epsilon.")] = 1e-6,
 ) -> None:
     """Privatize columns of a file into a self-describing release, streaming in batches."""
+    from frameldp.cli.commands import run_privatize
+
     run_privatize(
         source,
         target,
@@ -231,6 +237,8 @@ def estimate(
     delta: Annotated[float, typer.Option(help="Delta at which to report epsilon.")] = 1e-6,
 ) -> None:
     """Debiased frequency tables, with standard errors and intervals, from a report file."""
+    from frameldp.cli.commands import run_estimate
+
     run_estimate(
         reports,
         columns=columns or [],

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from frameldp.accounting import Ledger
-from frameldp.accounting.guarantee import INSECURE
-from frameldp.accounting.ledger import check_budget
 from frameldp.cli._errors import fail, user_errors
 from frameldp.errors import FrameLDPError
+
+if TYPE_CHECKING:  # imported by the commands that use them: --help needs neither numpy nor scipy
+    from frameldp.accounting import Ledger
 
 budget_app = typer.Typer(
     name="budget",
@@ -38,6 +38,8 @@ def _open(path: Path, *, create: bool = False) -> Ledger:
     # read it as an empty ledger. Opening never writes: `show` works on a read-only ledger.
     if not create and not path.exists():
         raise fail(f"ledger file {str(path)!r} does not exist (create it with `budget set`)")
+    from frameldp.accounting import Ledger
+
     try:
         return Ledger(path)
     except FrameLDPError as error:  # LedgerError: damaged, not a ledger, a directory, ...
@@ -47,6 +49,8 @@ def _open(path: Path, *, create: bool = False) -> Ledger:
 def _warn_if_seeded(console: Console, seeded: bool) -> None:
     """Say under a table what its INSECURE marks mean."""
     if seeded:
+        from frameldp.accounting.guarantee import INSECURE
+
         console.print(escape(INSECURE))
 
 
@@ -61,6 +65,8 @@ def set_budget(
     ] = None,
 ) -> None:
     """Create or change a budget."""
+    from frameldp.accounting.ledger import check_budget
+
     with user_errors():
         check_budget(name, epsilon, delta)  # before the file is created: a refusal writes nothing
     book = _open(ledger, create=True)

@@ -43,9 +43,8 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import sparse
-from scipy.special import ndtr
 
+from frameldp._scipy import sparse, special
 from frameldp.core._lasso import nonnegative_lasso
 from frameldp.core.encoding import BloomEncoder
 from frameldp.errors import DomainError, FrameLDPWarning, ParameterError, caller_stacklevel
@@ -322,7 +321,7 @@ def decode_bloom(
     while True:
         fit, errors = _least_squares(design[:, chosen].toarray(), background, target)
         z = fit[:-1] / np.where(errors[:-1] > 0, errors[:-1], np.inf)
-        p_values = ndtr(-z)
+        p_values = special.ndtr(-z)
         keep = p_values < threshold
         if keep.all():
             break

@@ -1,32 +1,114 @@
 """Frame adapters: the ``.ldp`` accessor on pandas, polars and Dask objects (plumbing, no
-formula)."""
+formula).
+
+An adapter is registered by the library it adapts, when that library is imported: at ``import
+frameldp`` for a library already imported, otherwise the moment the program imports it.
+``import frameldp`` therefore never pays for importing pandas, polars or Dask (about 0.5 s for
+``dask.dataframe``) in a job that does not use them, and ``frameldp --help`` imports none.
+"""
 
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+import threading
+from collections.abc import Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-from frameldp.frames.table import FrequencyTable
+if TYPE_CHECKING:
+    from frameldp.frames.table import FrequencyTable
 
-__all__ = ["FrequencyTable", "register_accessors"]
+__all__ = ["ADAPTERS", "FrequencyTable", "register_accessors"]
+
+ADAPTERS: dict[str, tuple[str, str]] = {
+    "pandas": ("pandas", "frameldp.frames._pandas"),
+    "polars": ("polars", "frameldp.frames._polars"),
+    "dask": ("dask.dataframe", "frameldp.frames._dask"),
+}
+"""Library -> (the module whose import makes its frames exist, frameldp's adapter module)."""
+
+_LOCK = threading.Lock()
+
+
+def _register(adapter: str) -> None:
+    importlib.import_module(adapter)  # the adapter registers ``.ldp`` as it is imported
+
+
+class _AdapterLoader(importlib.abc.Loader):
+    """Runs a library module's own loader, then imports frameldp's adapter for it."""
+
+    def __init__(self, loader: importlib.abc.Loader, adapter: str) -> None:
+        self._loader = loader
+        self._adapter = adapter
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        self._loader.exec_module(module)
+        _register(self._adapter)
+
+
+class _RegisterOnImport(importlib.abc.MetaPathFinder):
+    """Finds the watched library modules with the other finders, wrapping their loaders so
+    that frameldp's adapter is registered once the library module has run."""
+
+    def __init__(self) -> None:
+        self.watched: dict[str, str] = {}
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        adapter = self.watched.get(fullname)
+        if adapter is None:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                if spec.loader is not None:
+                    del self.watched[fullname]  # once: a reload is the library's own business
+                    spec.loader = _AdapterLoader(spec.loader, adapter)
+                return spec
+        return None
+
+
+_FINDER = _RegisterOnImport()
+
+
+def _installed(library: str) -> bool:
+    try:
+        return importlib.util.find_spec(library) is not None
+    except ImportError:  # blocked by another finder
+        return False
 
 
 def register_accessors() -> list[str]:
-    """Register ``.ldp`` on every installed frame library; returns the libraries registered.
+    """Register ``.ldp`` on every frame library: now for those already imported, at their
+    import for the others. Returns the libraries registered now.
 
-    A library that is not installed (or is blocked) is skipped, so ``frameldp.core`` stays
-    usable without any dataframe library. Dask is registered when ``dask.dataframe`` imports
-    (this is where it is imported; it costs about 0.3 s the first time).
+    A library that is not installed (or is blocked) is never registered, so ``frameldp.core``
+    stays usable without any dataframe library.
     """
     registered = []
-    for library, module, adapter in (
-        ("pandas", "pandas", "_pandas"),
-        ("polars", "polars", "_polars"),
-        ("dask", "dask.dataframe", "_dask"),
-    ):
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            continue
-        importlib.import_module(f"frameldp.frames.{adapter}")
-        registered.append(library)
+    with _LOCK:
+        for library, (module, adapter) in ADAPTERS.items():
+            if module in sys.modules:
+                _register(adapter)
+                registered.append(library)
+            elif _installed(library):
+                _FINDER.watched[module] = adapter
+        if _FINDER.watched and _FINDER not in sys.meta_path:
+            sys.meta_path.insert(0, _FINDER)
     return registered
+
+
+def __getattr__(name: str) -> Any:
+    if name == "FrequencyTable":  # a pandas frame: imported on first use
+        return importlib.import_module("frameldp.frames.table").FrequencyTable
+    raise AttributeError(f"module 'frameldp.frames' has no attribute {name!r}")
