@@ -93,6 +93,7 @@ from frameldp.accounting.amplification import (
 )
 from frameldp.core.encoding import count_bits, packed_width
 from frameldp.core.estimation import FrequencyEstimate, direct_variance, unary_variance
+from frameldp.core.mechanisms import Statistic
 from frameldp.datasets import FLIGHTS_DOMAINS, load_flights
 
 DELTA = 1e-6
@@ -236,7 +237,7 @@ def rappor_estimate(
             codes[start : start + rows], source=source, label=label, row_start=start
         )
         sums += count_bits(reports, mechanism.num_bits)
-    return mechanism.debias(sums, codes.size)
+    return mechanism.debias(Statistic((sums,), codes.size))
 
 
 def errors(counts: Array, truth: Array, n: int) -> dict[str, Any]:
@@ -344,7 +345,8 @@ def _run_seed(
     count_s, message_counts = _timed(
         lambda: balcer.message_counts(codes, source=source, label=label)
     )
-    debias_s, estimate = _timed(balcer.debias, message_counts)
+    statistic = Statistic((message_counts,), int(message_counts.sum()))
+    debias_s, estimate = _timed(balcer.debias, statistic)
     out["balcer_cheu"] = (count_s + debias_s, estimate.counts, estimate.variances)
     zero_s, zero = _timed(balcer.zero_sum, message_counts)
     out["balcer_cheu_zero_sum"] = (count_s + zero_s, zero, None)

@@ -21,7 +21,7 @@ import os
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -30,10 +30,10 @@ import pyarrow.csv as pacsv
 from numpy.typing import NDArray
 
 from frameldp._atomic import atomic
+from frameldp.core.columns import packed_bits
 from frameldp.core.mechanisms import BloomRappor
 from frameldp.errors import DomainError, FrameLDPWarning, ParameterError, shown
-from frameldp.frames._arrow import packed_from_arrow
-from frameldp.frames._common import METADATA_KEY, find_bloom
+from frameldp.frames._common import METADATA_KEY, find_decoder
 from frameldp.frames._pandas import rappor_values
 
 __all__ = [
@@ -177,12 +177,14 @@ def write_rappor_reports(
     if not isinstance(reports, pd.DataFrame):
         raise ParameterError(f"expected a pandas DataFrame, got {type(reports).__name__}")
     recorded = reports.attrs.get(METADATA_KEY, {}).get("mechanisms", {})
-    column, mechanism, cohort_name, _ = find_bloom(column, None, recorded)
+    column, decoder, names, _ = find_decoder(column, None, recorded)
+    mechanism = cast(BloomRappor, decoder)  # the reference format is Bloom RAPPOR's
+    cohort_name = names[1]
     _check_reference_hash(mechanism, f"column {shown(column)}: report files")
     for name in (column, cohort_name, client):
         if name is not None and name not in reports.columns:
             raise ParameterError(f"column {name!r} not found; columns are {list(reports.columns)}")
-    packed = packed_from_arrow(pa.Array.from_pandas(reports[column]), mechanism.num_bits, column)
+    packed = packed_bits(pa.Array.from_pandas(reports[column]), mechanism.num_bits, column)
     strings = _bit_strings(packed, mechanism.num_bits)
     clients = reports[client].astype(str).tolist() if client is not None else range(len(reports))
     cohorts = reports[cohort_name].astype(np.int64).tolist()

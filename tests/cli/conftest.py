@@ -35,8 +35,8 @@ from typer.testing import CliRunner
 import frameldp
 from frameldp.accounting import PrivacyGuarantee
 from frameldp.cli import app
+from frameldp.core.mechanisms import Mechanism
 from frameldp.datasets import FLIGHTS_DOMAINS, load_flights
-from frameldp.frames._common import Applicable
 
 ROWS = 3000
 """Rows of the default input file."""
@@ -78,7 +78,7 @@ def write_input(frame: pd.DataFrame, path: Path) -> Path:
     return path
 
 
-def mechanism(kind: str, column: str, epsilon: float = EPSILON) -> Applicable:
+def mechanism(kind: str, column: str, epsilon: float = EPSILON) -> Mechanism:
     """The in-memory mechanism that ``--mechanism kind --epsilon epsilon`` builds for
     ``column`` (domain: the public flights domain; Bloom RAPPOR: the default sizes)."""
     if kind == "rappor":
@@ -103,7 +103,7 @@ def seeded(guarantee: PrivacyGuarantee) -> PrivacyGuarantee:
     return guarantee if guarantee.seeded else guarantee.insecure()
 
 
-def in_memory(frame: pd.DataFrame, mechanisms: dict[str, Applicable], **kwargs: Any) -> Any:
+def in_memory(frame: pd.DataFrame, mechanisms: dict[str, Mechanism], **kwargs: Any) -> Any:
     """The reference release: the pandas path with the same seed."""
     return frame.ldp.privatize(mechanisms, seed=SEED, **kwargs)
 

@@ -18,6 +18,7 @@ from scipy import stats
 import frameldp.core.mechanisms.balcer_cheu as bc_module
 from frameldp.accounting import BinomialCountsEvent
 from frameldp.core import Domain, RandomSource, mechanism_from_spec
+from frameldp.core.mechanisms import Statistic
 from frameldp.core.mechanisms._spec import FLOAT_MARGIN
 from frameldp.core.mechanisms.balcer_cheu import (
     BalcerCheu,
@@ -44,6 +45,11 @@ GAMMA_FLOAT_ERROR = 8 * UNIT
 
 # (epsilon, delta) pairs; n is set from Balcer and Cheu's condition where a test needs it.
 PAIRS = [(2.0, 0.5), (2.0, 1e-9), (1.5, 1e-4), (1.0, 1e-6), (0.5, 1e-3), (0.1, 0.3)]
+
+
+def _statistic(counts: np.ndarray) -> Statistic:
+    """The statistic of messages with these per-bucket counts."""
+    return Statistic((np.asarray(counts, dtype=np.int64),), int(np.sum(counts)))
 
 
 def _domain(k: int) -> list[str]:
@@ -417,7 +423,7 @@ def test_std_errors_are_sqrt_n_p_gamma_for_every_bucket(epsilon: float, delta: f
     rational value up to four float roundings (two conversions, two products)."""
     n, k = _boundary_n(epsilon, delta) * 2, 7
     mech = BalcerCheu(epsilon, delta, n=n, domain=_domain(k))
-    estimate = mech.debias(np.arange(k) + n)
+    estimate = mech.debias(_statistic(np.arange(k) + n))
     p, gamma = mech.noise_probability, mech.absent_probability
     np.testing.assert_array_equal(estimate.std_errors, np.full(k, math.sqrt(n * p * gamma)))
     exact = n * (1 - _realized_gamma(mech)) * _realized_gamma(mech)
@@ -432,14 +438,14 @@ def test_debias_subtracts_n_p_exactly() -> None:
     p = Fraction(mech.noise_probability)
     counts = np.array([math.ceil(n * p / 2), 700, n, math.floor(2 * n * p)])
     assert all(n * p / 2 <= c <= 2 * n * p for c in counts)
-    result = mech.debias(counts).counts
+    result = mech.debias(_statistic(counts)).counts
     assert [Fraction(float(value)) for value in result] == [c - n * p for c in counts]
 
 
 def test_debias_rejects_wrong_shape() -> None:
     mech = BalcerCheu(2.0, 0.5, n=1000, domain=_domain(3))
     with pytest.raises(ParameterError, match=re.escape("must have shape (3,), got (4,)")):
-        mech.debias(np.zeros(4))
+        mech.debias(_statistic(np.zeros(4, dtype=np.int64)))
 
 
 # --- the paper's zero-sum analyzer ---------------------------------------------------------------
@@ -461,7 +467,7 @@ def test_zero_sum_is_exactly_zero_on_every_empty_bucket(
     result = mech.zero_sum(counts)
     assert np.all(result[empty] == 0.0)
     above = counts > n
-    np.testing.assert_array_equal(result[above], mech.debias(counts).counts[above])
+    np.testing.assert_array_equal(result[above], mech.debias(_statistic(counts)).counts[above])
 
 
 def test_zero_sum_threshold_is_strictly_above_n() -> None:

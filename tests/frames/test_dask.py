@@ -277,14 +277,14 @@ def test_debias_equals_the_pandas_debias(
     receiving only counts, never reports; the table equals the pandas table exactly."""
     column, call = ESTIMATED[kind]
     combined: list[tuple[Any, ...]] = []
-    add = _dask.add_counts
+    add = _dask.add_statistics
 
-    def spy(*partials: tuple[Any, ...]) -> tuple[Any, ...]:
+    def spy(*partials: Any) -> Any:
         combined.append(partials)
         return add(*partials)
 
     monkeypatch.setattr(_dask, "SPLIT_EVERY", 3)
-    monkeypatch.setattr(_dask, "add_counts", spy)
+    monkeypatch.setattr(_dask, "add_statistics", spy)
     ddf = dd.from_pandas(frame(), npartitions=npartitions)
 
     table = call(ddf).ldp.debias(column, level=0.9)
@@ -298,9 +298,10 @@ def test_debias_equals_the_pandas_debias(
     tree = [3] * 6 + [2] + [3, 3] + [3] if npartitions == 20 else []
     assert sorted(len(c) for c in combined) == sorted(tree)
     for partials in combined:
-        for counts, rows in partials:
+        for statistic in partials:
+            (counts,) = statistic.parts
             assert counts.shape == (len(table.frame),)
-            assert isinstance(rows, int | np.integer)
+            assert isinstance(statistic.rows, int | np.integer)
 
 
 def test_debias_of_a_derived_frame_takes_the_mechanism() -> None:

@@ -27,9 +27,9 @@ import pyarrow as pa
 
 from frameldp.cli._files import read_text
 from frameldp.core.encoding import Domain
-from frameldp.core.mechanisms import BloomRappor, RandomizedResponse, Rappor
+from frameldp.core.mechanisms import Mechanism, mechanism_class
 from frameldp.errors import DomainError, ParameterError, shown
-from frameldp.frames._common import Applicable, column_context
+from frameldp.frames._common import column_context
 
 __all__ = ["ColumnSpec", "build_mechanism", "specs_from_file", "specs_from_options"]
 
@@ -218,7 +218,7 @@ def _typed(values: list[Any], kind: pa.DataType, column: str) -> list[Hashable]:
         ) from None
 
 
-def build_mechanism(spec: ColumnSpec, kind: pa.DataType) -> Applicable:
+def build_mechanism(spec: ColumnSpec, kind: pa.DataType) -> Mechanism:
     """The mechanism of ``spec`` for a column of Arrow type ``kind``; errors name the column."""
     with column_context(spec.column):
         # Checked for every mechanism, so a bad value never passes unnoticed where unused.
@@ -233,7 +233,7 @@ def build_mechanism(spec: ColumnSpec, kind: pa.DataType) -> Applicable:
                 f"--max-weight must be an integer >= 1, got {shown(spec.max_weight)}"
             )
         if spec.mechanism == "bloom":
-            return BloomRappor(
+            return mechanism_class("bloom_rappor")(
                 spec.epsilon,
                 epsilon_infinity=spec.epsilon_infinity,
                 num_bits=spec.num_bits,
@@ -255,5 +255,7 @@ def build_mechanism(spec: ColumnSpec, kind: pa.DataType) -> Applicable:
             nulls=spec.nulls,  # type: ignore[arg-type]
         )
         if spec.mechanism == "rappor":
-            return Rappor(spec.epsilon, domain=domain, max_weight=spec.max_weight)
-        return RandomizedResponse(spec.epsilon, domain=domain)
+            rappor = mechanism_class("rappor")
+            return rappor(spec.epsilon, domain=domain, max_weight=spec.max_weight)
+        krr = mechanism_class("randomized_response")
+        return krr(spec.epsilon, domain=domain)

@@ -21,11 +21,15 @@ import pandas as pd
 from frameldp._atomic import atomic, check_target
 from frameldp.cli._files import ReportFile, file_kind, read_report_file, sidecar
 from frameldp.cli._progress import rows_progress
-from frameldp.core.mechanisms import BloomRappor, mechanism_from_spec
+from frameldp.core.mechanisms import Capability, Mechanism, Statistic, mechanism_from_spec
 from frameldp.errors import ParameterError, shown
-from frameldp.frames._arrow import add_counts, estimate_from_counts
 from frameldp.frames._batches import counts_of_batch
-from frameldp.frames._common import cohort_column, require_column, shuffled_privacy
+from frameldp.frames._common import (
+    find_decoder,
+    report_names,
+    require_column,
+    shuffled_privacy,
+)
 from frameldp.frames.table import FrequencyTable
 
 __all__ = ["Estimates", "check_out", "estimate_file", "long_table", "write_table"]
@@ -53,7 +57,7 @@ def _columns(
     chosen = [
         c
         for c in recorded
-        if candidates is not None or reports.specs[c].get("mechanism") != BloomRappor.name
+        if candidates is not None or not _decoded(mechanism_from_spec(reports.specs[c]))
     ]
     if not chosen:
         raise ParameterError(
@@ -61,6 +65,11 @@ def _columns(
             f"({', '.join(recorded)}); pass --candidates-file to decode them"
         )
     return chosen
+
+
+def _decoded(mechanism: Mechanism) -> bool:
+    """Whether the mechanism's reports are decoded against candidates (not debiased)."""
+    return Capability.CANDIDATES in mechanism.capabilities
 
 
 def estimate_file(
@@ -77,25 +86,21 @@ def estimate_file(
     chosen = _columns(reports, columns, candidates)
     mechanisms = {c: mechanism_from_spec(reports.specs[c]) for c in chosen}
     for column, mechanism in mechanisms.items():
-        if isinstance(mechanism, BloomRappor) and candidates is None:
+        if _decoded(mechanism) and candidates is None:
             raise ParameterError(
-                f"column {shown(column)}: Bloom RAPPOR reports are decoded against candidate "
+                f"column {shown(column)}: {mechanism.title} reports are decoded against candidate "
                 "strings: pass --candidates-file"
             )
-    cohorts = {
-        c: reports.specs[c].get("cohort_column", cohort_column(c))
-        for c, m in mechanisms.items()
-        if isinstance(m, BloomRappor)
-    }
-    read = [*chosen, *(c for c in cohorts.values() if c not in chosen)]
-    sums: dict[str, tuple[Any, ...]] = {}
+    names = {c: report_names(c, m, reports.specs[c]) for c, m in mechanisms.items()}
+    read = list(dict.fromkeys(name for listed in names.values() for name in listed))
+    sums: dict[str, Statistic] = {}
     rows = 0
     with rows_progress("estimating", reports.rows, show=progress) as advance:
         for batch in reports.batches(read, chunk_rows=chunk_rows):  # at least one batch
             rows += batch.num_rows
             for column, mechanism in mechanisms.items():
-                statistic = counts_of_batch(batch, column, mechanism, cohorts.get(column))
-                sums[column] = add_counts(sums[column], statistic) if column in sums else statistic
+                statistic = counts_of_batch(batch, column, mechanism, names[column])
+                sums[column] = sums[column] + statistic if column in sums else statistic
             advance(batch.num_rows)
     tables = [
         _table(reports, column, mechanism, sums[column], rows, level, candidates)
@@ -108,18 +113,17 @@ def _table(
     reports: ReportFile,
     column: str,
     mechanism: Any,
-    statistic: tuple[Any, ...],
+    statistic: Statistic,
     rows: int,
     level: float,
     candidates: list[str] | None,
 ) -> FrequencyTable:
     """The table of one column; a seeded file's table is marked insecure."""
-    if isinstance(mechanism, BloomRappor):
-        counts, sizes = statistic
+    if _decoded(mechanism):
+        _, decoder, _, _ = find_decoder(column, mechanism, reports.specs)
         table = FrequencyTable.decoded(
-            mechanism,
-            counts,
-            sizes,
+            decoder,
+            statistic,
             candidates or [],
             memo=reports.specs[column].get("memo"),
             column=column,
@@ -127,7 +131,7 @@ def _table(
             backend="pandas",
         )
     else:
-        estimate = estimate_from_counts(statistic[0], int(statistic[1]), mechanism)
+        estimate = mechanism.debias(statistic)
         shuffled = reports.shuffled
         privacy = shuffled_privacy(reports.specs, shuffled, rows) if shuffled else None
         table = FrequencyTable.build(

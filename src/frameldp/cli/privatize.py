@@ -42,13 +42,12 @@ from frameldp.cli._files import (
 from frameldp.cli._progress import rows_progress
 from frameldp.cli._signals import committing, pause_at
 from frameldp.cli._specs import ColumnSpec, build_mechanism
-from frameldp.core.mechanisms import BloomRappor, Rappor
+from frameldp.core.mechanisms import Capability, Mechanism
 from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.errors import ParameterError, ValidationError
 from frameldp.frames._batches import privatize_batch, release_columns
 from frameldp.frames._common import (
-    Applicable,
-    Release,
+    ReleasePlan,
     charging,
     plan_release,
 )
@@ -120,7 +119,7 @@ def privatize_file(
         )
     read = [c for c in names if c in {*columns, *keep, *([user] if user else [])}]
     hex_columns = (
-        [c for c, m in mechanisms.items() if isinstance(m, Rappor | BloomRappor)]
+        [c for c, m in mechanisms.items() if Capability.BIT_VECTORS in m.capabilities]
         if out_kind == "csv"
         else []
     )
@@ -147,7 +146,7 @@ def privatize_file(
     return Privatized(target, writer.rows, names, release.guarantee, time.perf_counter() - started)
 
 
-def _insecure(release: Release) -> Release:
+def _insecure(release: ReleasePlan) -> ReleasePlan:
     """A release whose guarantees say they were drawn from a seed (if not already)."""
     guarantees = {
         column: guarantee if guarantee.seeded else guarantee.insecure()
@@ -160,8 +159,8 @@ def _insecure(release: Release) -> Release:
 class _Job:
     """One run's mechanisms and key, applied batch after batch."""
 
-    mechanisms: dict[str, Applicable]
-    release: Release
+    mechanisms: dict[str, Mechanism]
+    release: ReleasePlan
     randomness: RandomSource
     keep: list[str]
     user: str | None

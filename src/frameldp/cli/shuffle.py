@@ -44,7 +44,7 @@ from frameldp.cli._files import (
     staged_output,
 )
 from frameldp.cli._signals import committing, terminate_cleanly
-from frameldp.core.mechanisms import BloomRappor, Rappor, mechanism_from_spec
+from frameldp.core.mechanisms import Capability, mechanism_from_spec
 from frameldp.errors import ParameterError
 from frameldp.frames._common import (
     METADATA_KEY,
@@ -102,7 +102,8 @@ def shuffle_file(
     hex_columns = [
         c
         for c in reports.specs
-        if kind == "csv" and isinstance(mechanism_from_spec(reports.specs[c]), Rappor | BloomRappor)
+        if kind == "csv"
+        and Capability.BIT_VECTORS in mechanism_from_spec(reports.specs[c]).capabilities
     ]
     metadata = report_metadata(reports.specs, guarantee, hex_columns, record)
     _write(target, kind, shuffled, metadata)

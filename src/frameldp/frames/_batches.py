@@ -9,78 +9,48 @@ whatever the batch size. Plumbing only: no formula lives in this module.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from numpy.typing import NDArray
 
+from frameldp.core.columns import bits_array
 from frameldp.core.encoding import packed_width
-from frameldp.core.mechanisms import BalcerCheu, BloomRappor, RandomizedResponse, Rappor
+from frameldp.core.mechanisms import Capability, Mechanism, Statistic
 from frameldp.core.randomness import RandomSource
 from frameldp.errors import DomainError, shown
-from frameldp.frames._arrow import (
-    bloom_counts,
-    bloom_privatize,
-    privatize_array,
-    rappor_array,
-    report_counts,
-)
-from frameldp.frames._common import (
-    Applicable,
-    Release,
-    cohort_column,
-    column_context,
-    labels_without_null,
-)
+from frameldp.frames._arrow import privatize_values, statistic_of
+from frameldp.frames._common import ReleasePlan, column_context
 
 __all__ = [
     "counts_of_batch",
     "from_hex",
-    "label_array",
     "privatize_batch",
     "release_columns",
     "to_hex",
 ]
 
-Counted = Rappor | RandomizedResponse | BalcerCheu
-
 
 def release_columns(
-    columns: Sequence[str], mechanisms: Mapping[str, Applicable], keep: Sequence[str]
+    columns: Sequence[str], mechanisms: Mapping[str, Mechanism], keep: Sequence[str]
 ) -> list[str]:
-    """The columns a release holds, in input order: each report column (a Bloom column followed
-    by its cohort column) and the kept pass-through columns; everything else is dropped."""
+    """The columns a release holds, in input order: the report columns of each privatized
+    column (a Bloom column followed by its cohort column) and the kept pass-through columns;
+    everything else is dropped."""
     out: list[str] = []
     for column in columns:
         if column in mechanisms:
-            out.append(column)
-            if isinstance(mechanisms[column], BloomRappor):
-                out.append(cohort_column(column))
+            out.extend(mechanisms[column].report_columns(column))
         elif column in keep:
             out.append(column)
     return out
 
 
-def label_array(codes: NDArray[np.int64], mechanism: RandomizedResponse) -> pa.DictionaryArray:
-    """k-RR report codes as a dictionary column of the reported labels (null bucket: null).
-
-    Every batch gets the same dictionary (all labels, in domain order), so the batches of a file
-    concatenate and a reader sees one categorical column.
-    """
-    domain = mechanism.domain
-    labels = labels_without_null(domain)
-    null = (codes == domain.null_code) if domain.has_null else None
-    indices = pa.array(codes.astype(np.int32), type=pa.int32(), mask=null)
-    return pa.DictionaryArray.from_arrays(indices, pa.array(labels))
-
-
 def privatize_batch(
     batch: pa.RecordBatch,
-    mechanisms: Mapping[str, Applicable],
+    mechanisms: Mapping[str, Mechanism],
     *,
     source: RandomSource,
-    release: Release,
+    release: ReleasePlan,
     keep: Sequence[str] = (),
     user: str | None = None,
     row_start: int = 0,
@@ -89,31 +59,20 @@ def privatize_batch(
     columns as they are, nothing else."""
     produced: dict[str, pa.Array] = {}
     for column, mechanism in mechanisms.items():
-        values = batch.column(column)
-        if isinstance(mechanism, BloomRappor):
-            users = None if user is None else batch.column(user)
-            with column_context(column):
-                packed, cohorts = bloom_privatize(
-                    values,
-                    users,
+        memoizing = Capability.MEMOIZATION in mechanism.capabilities
+        with column_context(column):
+            produced.update(
+                privatize_values(
+                    batch.column(column),
                     mechanism,
                     column=column,
-                    user_column=user,
                     source=source,
-                    memo=release.memo,
                     row_start=row_start,
+                    users=batch.column(user) if memoizing and user is not None else None,
+                    user_column=user,
+                    memo=release.memo,
                 )
-            produced[column] = rappor_array(packed)
-            produced[cohort_column(column)] = pa.array(cohorts, type=pa.int64())
-            continue
-        with column_context(column):
-            reports = privatize_array(
-                values, mechanism, column=column, source=source, row_start=row_start
             )
-        if isinstance(mechanism, Rappor):
-            produced[column] = rappor_array(reports)
-        else:
-            produced[column] = label_array(reports, mechanism)
     names = release_columns(batch.schema.names, mechanisms, keep)
     arrays = [produced[name] if name in produced else batch.column(name) for name in names]
     return pa.RecordBatch.from_arrays(arrays, names=names)
@@ -169,17 +128,13 @@ def from_hex(array: pa.Array | pa.ChunkedArray, num_bits: int, column: str) -> p
             f"column {shown(column)}: row {row} is not a hex report: {strings[row].as_py()!r}"
         )
     packed = (nibbles[:, 0::2] << 4) | nibbles[:, 1::2]
-    return rappor_array(np.ascontiguousarray(packed, dtype=np.uint8))
+    return bits_array(np.ascontiguousarray(packed, dtype=np.uint8))
 
 
 def counts_of_batch(
-    batch: pa.RecordBatch, column: str, mechanism: Counted | BloomRappor, cohorts: str | None
-) -> tuple[NDArray[np.int64], Any]:
-    """The additive statistic of one batch of reports: ``(counts, rows)``, or for Bloom RAPPOR
-    ``(per-cohort bit counts, cohort sizes)``."""
-    if isinstance(mechanism, BloomRappor):
-        assert cohorts is not None
-        with column_context(column):
-            return bloom_counts(batch.column(column), batch.column(cohorts), mechanism, column)
+    batch: pa.RecordBatch, column: str, mechanism: Mechanism, names: Sequence[str]
+) -> Statistic:
+    """The additive statistic of one batch of the report columns of ``column``, read from the
+    batch's columns ``names`` (:func:`~frameldp.frames._common.report_names`)."""
     with column_context(column):
-        return report_counts(batch.column(column), mechanism, column=column)
+        return statistic_of([batch.column(name) for name in names], mechanism, column)

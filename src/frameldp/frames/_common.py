@@ -12,7 +12,7 @@ import warnings
 import weakref
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import pyarrow as pa
@@ -20,18 +20,22 @@ from numpy.typing import NDArray
 
 from frameldp.accounting import Ledger, PrivacyGuarantee, amplify_by_shuffling, compose
 from frameldp.accounting.guarantee import INSECURE
+from frameldp.core.columns import packed_bits, report_labels
 from frameldp.core.encoding import Domain, HashScheme, NullPolicy, UnknownPolicy, unpack_bits
 from frameldp.core.mechanisms import (
-    BalcerCheu,
-    BloomRappor,
-    RandomizedResponse,
-    Rappor,
+    Capability,
+    Decoder,
+    Mechanism,
+    Memoizing,
+    mechanism_class,
     mechanism_from_spec,
 )
+from frameldp.core.mechanisms._spec import is_mechanism
 from frameldp.core.randomness import (
     KeyedStream,
     RandomSource,
     content_sort_keys,
+    permutation,
     permutation_from_keys,
     resolve_source,
 )
@@ -44,39 +48,34 @@ from frameldp.errors import (
     caller_stacklevel,
     shown,
 )
-from frameldp.frames._arrow import (
-    balcer_cheu_messages,
-    infer_domain,
-    packed_from_arrow,
-    row_content,
-)
+from frameldp.frames._arrow import infer_domain, privatize_values, row_content
 
 __all__ = [
     "METADATA_KEY",
     "SHUFFLED_KEY",
-    "SUPPORTED",
     "FrameMethods",
     "IdentityRegistry",
     "LedgerLike",
-    "Release",
-    "Supported",
+    "ReleasePlan",
     "ValueShortcuts",
     "build_krr",
     "build_rappor",
     "charging",
     "check_budget",
     "check_columns",
-    "cohort_column",
     "column_context",
-    "find_bloom",
+    "companion_columns",
+    "find_decoder",
     "find_mechanism",
     "guarantee_of",
     "is_seeded",
     "labels_without_null",
     "mechanisms_of",
+    "memoizes",
     "plan_release",
     "plan_shuffle",
     "recorded_spec",
+    "report_names",
     "require_column",
     "shuffle_keys",
     "shuffle_order",
@@ -94,16 +93,6 @@ SHUFFLED_KEY = "shuffled"
 
 LedgerLike = Ledger | str | os.PathLike[str]
 """A :class:`~frameldp.Ledger` or the path of its SQLite file."""
-
-SUPPORTED = (Rappor, RandomizedResponse)
-Supported = Rappor | RandomizedResponse
-"""The mechanisms the frame adapters apply value by value (one report column per column)."""
-
-Applicable = Rappor | RandomizedResponse | BloomRappor
-"""Every mechanism a frame's ``privatize`` accepts (Bloom RAPPOR adds a cohort column)."""
-
-Estimable = Rappor | RandomizedResponse | BalcerCheu
-"""Mechanisms whose report columns ``debias`` estimates (Balcer–Cheu: a messages column)."""
 
 Encoding = Literal["onehot", "bloom"]
 
@@ -163,15 +152,21 @@ def check_columns(
                 f"({_described(recorded[column])}); privatizing them again would bias debias "
                 "and release the column twice. Privatize the raw column instead"
             )
-        if isinstance(mechanism, BloomRappor) and not frame:
-            raise ParameterError(
-                f"column {shown(column)}: Bloom RAPPOR writes reports and a cohort column; apply "
-                "it to a frame (df.ldp.rappor(column, encoding='bloom', ...))"
-            )
-        if not isinstance(mechanism, (*SUPPORTED, BloomRappor)):
+        if not is_mechanism(mechanism):
             raise ParameterError(
                 f"column {shown(column)}: expected a frameldp mechanism (Rappor, BloomRappor, "
-                f"RandomizedResponse), got {type(mechanism).__name__}"
+                f"RandomizedResponse, ...), got {type(mechanism).__name__}"
+            )
+        if Capability.SHUFFLER_MESSAGES in mechanism.capabilities:
+            raise ParameterError(
+                f"column {shown(column)}: {mechanism.title} sends the shuffle model's messages, "
+                "not one report per row; use df.ldp.balcer_cheu(...)"
+            )
+        if len(mechanism.report_columns(column)) > 1 and not frame:
+            raise ParameterError(
+                f"column {shown(column)}: {mechanism.title} writes reports and "
+                f"{', '.join(list(mechanism.report_columns(column))[1:])}; apply it to a frame "
+                f"(df.ldp.privatize({{{column!r}: ...}}))"
             )
 
 
@@ -204,10 +199,10 @@ def build_rappor(
     max_weight: int,
     unknown: UnknownPolicy | None,
     nulls: NullPolicy | None,
-) -> Rappor:
-    """A :class:`Rappor` for ``column``; errors name the column."""
+) -> Mechanism:
+    """A RAPPOR mechanism for ``column``; errors name the column."""
     with column_context(column):
-        return Rappor(
+        return mechanism_class("rappor")(
             epsilon,
             f=f,
             domain=_domain(domain, unknown, nulls, column, data),
@@ -223,19 +218,27 @@ def build_krr(
     domain: Any,
     unknown: UnknownPolicy | None,
     nulls: NullPolicy | None,
-) -> RandomizedResponse:
-    """A :class:`RandomizedResponse` for ``column``; errors name the column."""
+) -> Mechanism:
+    """A k-ary randomized response mechanism for ``column``; errors name the column."""
     with column_context(column):
-        return RandomizedResponse(epsilon, domain=_domain(domain, unknown, nulls, column, data))
+        return mechanism_class("randomized_response")(
+            epsilon, domain=_domain(domain, unknown, nulls, column, data)
+        )
 
 
-def cohort_column(column: str) -> str:
-    """Name of the cohort column written beside the Bloom reports of ``column``."""
-    return f"{column}_cohort"
+def companion_columns(column: str, mechanism: Mechanism) -> list[str]:
+    """The columns a mechanism writes beside the report column of ``column`` (Bloom RAPPOR:
+    its cohort column)."""
+    return list(mechanism.report_columns(column))[1:]
+
+
+def memoizes(mechanism: Mechanism) -> bool:
+    """Whether the mechanism memoizes permanent responses per (user, value)."""
+    return Capability.MEMOIZATION in mechanism.capabilities
 
 
 @dataclass(frozen=True)
-class Release:
+class ReleasePlan:
     """What one ``privatize`` call will write: specs to record and guarantees to charge."""
 
     specs: dict[str, dict[str, Any]]
@@ -250,13 +253,13 @@ class Release:
 
 def plan_release(
     columns: list[Any],
-    mechanisms: Mapping[str, Applicable],
+    mechanisms: Mapping[str, Mechanism],
     *,
     source: RandomSource,
     user: str | None,
     memo_key: bytes | None,
     fresh_keys: tuple[str, str] | None = None,
-) -> Release:
+) -> ReleasePlan:
     """Validate the user column and memo key; the specs and guarantees of the release.
 
     Bloom RAPPOR with a user column memoizes its permanent responses under ``memo_key`` (a
@@ -266,7 +269,7 @@ def plan_release(
     (and the ledger, which folds them under one memo, would undercharge), so ``user=`` needs
     ``memo_key=`` or a caller's key.
     """
-    blooms = [c for c, m in mechanisms.items() if isinstance(m, BloomRappor)]
+    blooms = [c for c, m in mechanisms.items() if memoizes(m)]
     if user is not None:
         require_column(columns, user)
         if not blooms:
@@ -279,12 +282,13 @@ def plan_release(
     elif memo_key is not None:
         named = ", ".join(f"column {c!r}" for c in blooms or mechanisms)
         raise ParameterError(f"{named}: memo_key= needs user= (the column that identifies users)")
-    for column in blooms:
-        if cohort_column(column) in columns and cohort_column(column) not in mechanisms:
-            raise ParameterError(
-                f"column {shown(column)}: its cohort column {cohort_column(column)!r} already "
-                "exists; rename it first"
-            )
+    for column, mechanism in mechanisms.items():
+        for companion in companion_columns(column, mechanism):
+            if companion in columns and companion not in mechanisms:
+                raise ParameterError(
+                    f"column {shown(column)}: its column {companion!r} (written beside the "
+                    "reports) already exists; rename it first"
+                )
     if fresh_keys is not None and user is not None and memo_key is None and source.is_fresh:
         where, unit = fresh_keys
         raise ParameterError(
@@ -304,14 +308,17 @@ def plan_release(
     guarantees: dict[str, PrivacyGuarantee] = {}
     for column, mechanism in mechanisms.items():
         spec = recorded_spec(mechanism, source)
-        if isinstance(mechanism, BloomRappor):
-            memo_id = None if user is None else mechanism.memo_id(memo or source, column)
-            spec = {**spec, "cohort_column": cohort_column(column), "memo": memo_id}
-        else:
-            memo_id = None
+        memo_id = None
+        if memoizes(mechanism):
+            memoizing = cast(Memoizing, mechanism)
+            memo_id = None if user is None else memoizing.memo_id(memo or source, column)
+            spec = {**spec, "memo": memo_id}
+        companions = companion_columns(column, mechanism)
+        if companions:  # read back by earlier releases, which named the cohort column so
+            spec = {**spec, "cohort_column": companions[0]}
         guarantees[column] = _guarantee_of_spec(spec) if memo_id else _marked(mechanism, spec)
         specs[column] = spec
-    return Release(specs, guarantees, memo)
+    return ReleasePlan(specs, guarantees, memo)
 
 
 def recorded_spec(mechanism: Any, source: RandomSource) -> dict[str, Any]:
@@ -339,48 +346,50 @@ def _marked(mechanism: Any, spec: Mapping[str, Any]) -> PrivacyGuarantee:
     return guarantee.insecure() if spec.get("seeded") else guarantee
 
 
-def mechanisms_of(specs: Mapping[str, Any] | None) -> dict[str, Applicable]:
+def mechanisms_of(specs: Mapping[str, Any] | None) -> dict[str, Mechanism]:
     """Mechanisms rebuilt from recorded specs."""
     return {column: mechanism_from_spec(spec) for column, spec in (specs or {}).items()}
 
 
-def find_mechanism(column: str, given: Estimable | None, recorded: Mapping[str, Any] | None) -> Any:
-    """The explicit mechanism, else the one recorded for ``column``, else a clear error."""
+def find_mechanism(column: str, given: Mechanism | None, recorded: Mapping[str, Any] | None) -> Any:
+    """The explicit mechanism, else the one recorded for ``column``, else a clear error; a
+    mechanism decoded against candidates is refused (``decode`` is its estimator)."""
     specs = recorded or {}
-    bloom = isinstance(given, BloomRappor) or (
-        given is None and specs.get(column, {}).get("mechanism") == BloomRappor.name
-    )
-    if bloom:
+    if given is not None and not is_mechanism(given):
         raise ParameterError(
-            f"column {shown(column)}: Bloom RAPPOR reports are decoded against candidate strings: "
-            f"use decode({column!r}, candidates=[...])"
+            f"column {shown(column)}: mechanism must be a frameldp mechanism, got "
+            f"{type(given).__name__}"
         )
-    if given is not None:
-        if not isinstance(given, (*SUPPORTED, BalcerCheu)):
-            raise ParameterError(
-                f"column {shown(column)}: mechanism must be a frameldp mechanism, got "
-                f"{type(given).__name__}"
-            )
-        return given
-    if column in specs:
-        return mechanism_from_spec(specs[column])
-    known = f" (recorded: {sorted(specs)})" if specs else ""
-    raise MechanismNotFoundError(
-        f"column {shown(column)}: no mechanism recorded for this column{known}; pass it "
-        "explicitly, e.g. debias(column, frameldp.Rappor(epsilon=..., domain=...))"
-    )
+    if given is None and column in specs:
+        given = mechanism_from_spec(specs[column])
+    if given is None:
+        known = f" (recorded: {sorted(specs)})" if specs else ""
+        raise MechanismNotFoundError(
+            f"column {shown(column)}: no mechanism recorded for this column{known}; pass it "
+            "explicitly, e.g. debias(column, frameldp.Rappor(epsilon=..., domain=...))"
+        )
+    if Capability.CANDIDATES in given.capabilities:
+        raise ParameterError(
+            f"column {shown(column)}: {given.title} reports are decoded against candidate "
+            f"strings: use decode({column!r}, candidates=[...])"
+        )
+    return given
 
 
 def unpack_reports(
-    array: pa.Array | pa.ChunkedArray, mechanism: Supported, column: str
+    array: pa.Array | pa.ChunkedArray, mechanism: Mechanism, column: str
 ) -> tuple[NDArray[np.uint8], list[str]]:
-    """RAPPOR reports as an ``(n, k)`` 0/1 array, with column names ``column=label``."""
-    if not isinstance(mechanism, Rappor):
-        raise ParameterError(f"column {shown(column)}: only RAPPOR reports are bit vectors")
+    """Bit-vector reports as an ``(n, k)`` 0/1 array, with column names ``column=label``."""
+    labels = mechanism.categories
+    if Capability.BIT_VECTORS not in mechanism.capabilities or not labels:
+        raise ParameterError(
+            f"column {shown(column)}: only RAPPOR reports (bit vectors over a domain) unpack; "
+            f"{mechanism.title} reports are not"
+        )
     with column_context(column):
-        packed = packed_from_arrow(array, mechanism.num_bits, column)
-    names = [f"{column}={label}" for label in mechanism.domain.labels]
-    return unpack_bits(packed, mechanism.num_bits), names
+        packed = packed_bits(array, len(labels), column)
+    names = [f"{column}={label}" for label in labels]
+    return unpack_bits(packed, len(labels)), names
 
 
 class _DryRunError(Exception):
@@ -388,7 +397,7 @@ class _DryRunError(Exception):
 
 
 def check_budget(
-    ledger: LedgerLike | None, budget: str | None, release: Release | Mapping[str, Estimable]
+    ledger: LedgerLike | None, budget: str | None, release: ReleasePlan | Mapping[str, Mechanism]
 ) -> None:
     """Raise now what :func:`charging` would raise for ``release`` (ledger without budget,
     unknown budget, over the cap), recording nothing: a lazy plan is charged at each
@@ -401,7 +410,7 @@ def check_budget(
 
 
 def charging(
-    ledger: LedgerLike | None, budget: str | None, release: Release | Mapping[str, Estimable]
+    ledger: LedgerLike | None, budget: str | None, release: ReleasePlan | Mapping[str, Mechanism]
 ) -> contextlib.AbstractContextManager[object]:
     """Check a release against ``budget`` before producing it; record it once produced.
 
@@ -416,17 +425,18 @@ def charging(
             f"ledger= and budget= go together; got ledger={ledger!r}, budget={budget!r}"
         )
     book = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
-    if isinstance(release, Release):
+    if isinstance(release, ReleasePlan):
         guarantee, columns = release.guarantee, list(release.guarantees)
     else:
         guarantee, columns = compose(m.privacy for m in release.values()), list(release)
     return book.charge(budget, guarantee, description="privatize " + ", ".join(map(str, columns)))
 
 
-def _guarantee(mechanism: Applicable, memo: str | None) -> PrivacyGuarantee:
-    """One report's guarantee; Bloom RAPPOR's names its memoized permanent responses."""
-    if isinstance(mechanism, BloomRappor):
-        return mechanism.guarantee(memo)
+def _guarantee(mechanism: Mechanism, memo: str | None) -> PrivacyGuarantee:
+    """One report's guarantee; a memoizing mechanism's names its memoized permanent
+    responses."""
+    if memoizes(mechanism):
+        return cast(Memoizing, mechanism).guarantee(memo)
     return mechanism.privacy
 
 
@@ -442,14 +452,19 @@ def guarantee_of(specs: Mapping[str, Any] | None) -> PrivacyGuarantee | None:
     return compose(_guarantee_of_spec(spec) for spec in specs.values())
 
 
-def find_bloom(
-    column: str | None, given: BloomRappor | None, recorded: Mapping[str, Any] | None
-) -> tuple[str, BloomRappor, str, str | None]:
-    """The Bloom report column to decode: ``(column, mechanism, cohort column, memo)``.
+def find_decoder(
+    column: str | None, given: Mechanism | None, recorded: Mapping[str, Any] | None
+) -> tuple[str, Decoder, list[str], str | None]:
+    """The report column to decode against candidates: ``(column, mechanism, its report
+    columns, memo)``.
 
-    ``column`` may be omitted when exactly one Bloom column is recorded.
+    ``column`` may be omitted when exactly one such column is recorded.
     """
-    specs = {c: s for c, s in (recorded or {}).items() if s.get("mechanism") == BloomRappor.name}
+    specs = {
+        c: s
+        for c, s in (recorded or {}).items()
+        if Capability.CANDIDATES in mechanism_class(str(s.get("mechanism"))).capabilities
+    }
     if column is None:
         if len(specs) != 1:
             found = sorted(specs) if specs else "none"
@@ -459,20 +474,31 @@ def find_bloom(
         column = next(iter(specs))
     spec = specs.get(column, {})
     if given is not None:
-        if not isinstance(given, BloomRappor):
+        if not is_mechanism(given) or Capability.CANDIDATES not in given.capabilities:
             raise ParameterError(
-                f"column {shown(column)}: decode needs a BloomRappor mechanism, got "
-                f"{type(given).__name__}"
+                f"column {shown(column)}: decode needs a mechanism decoded against candidates "
+                f"(BloomRappor), got {type(given).__name__}"
             )
         mechanism = given
     elif spec:
-        mechanism = BloomRappor.from_spec(spec)
+        mechanism = mechanism_from_spec(spec)
     else:
         raise MechanismNotFoundError(
             f"column {shown(column)}: no Bloom RAPPOR mechanism recorded for this column; pass it, "
             "e.g. decode(column, candidates=..., mechanism=frameldp.BloomRappor(...))"
         )
-    return column, mechanism, spec.get("cohort_column", cohort_column(column)), spec.get("memo")
+    return column, cast(Decoder, mechanism), report_names(column, mechanism, spec), spec.get("memo")
+
+
+def report_names(column: str, mechanism: Mechanism, spec: Mapping[str, Any] | None) -> list[str]:
+    """The report columns of ``column`` in a frame or file: the mechanism's, the companion
+    column renamed where the spec records another name (``"cohort_column"``, as the reference
+    RAPPOR reader writes)."""
+    names = list(mechanism.report_columns(column))
+    recorded = (spec or {}).get("cohort_column")
+    if len(names) > 1 and isinstance(recorded, str):
+        names[1] = recorded
+    return names
 
 
 def plan_shuffle(
@@ -498,11 +524,13 @@ def plan_shuffle(
         )
     reports: list[Any] = []
     for column, spec in specs.items():
-        if spec.get("mechanism") == BalcerCheu.name:
+        mechanism = mechanism_from_spec(spec)
+        if Capability.SHUFFLER_MESSAGES in mechanism.capabilities:
             raise ParameterError(
-                f"column {shown(column)}: Balcer–Cheu messages are already the shuffler's output"
+                f"column {shown(column)}: {mechanism.title} messages are already the shuffler's "
+                "output"
             )
-        reports += [column] + ([spec["cohort_column"]] if spec.get("cohort_column") else [])
+        reports += report_names(column, mechanism, spec)
     for column in reports:
         require_column(columns, column)
     kept = [keep] if isinstance(keep, str) else list(keep)
@@ -611,11 +639,7 @@ class IdentityRegistry:
 
 def labels_without_null(domain: Domain) -> list[Hashable]:
     """Report categories: every bucket label except the null bucket (shown as null)."""
-    return [
-        label
-        for code, label in enumerate(domain.labels)
-        if not (domain.has_null and code == domain.null_code)
-    ]
+    return report_labels(domain)
 
 
 class FrameMethods:
@@ -632,7 +656,7 @@ class FrameMethods:
         raise NotImplementedError
 
     @property
-    def mechanisms(self) -> dict[str, Applicable]:
+    def mechanisms(self) -> dict[str, Mechanism]:
         """Mechanisms recorded for the report columns of this frame."""
         return mechanisms_of(self._specs())
 
@@ -652,7 +676,7 @@ class FrameMethods:
         rows = self._num_rows() if shuffled else None
         return shuffled_privacy(self._specs(), shuffled, rows)
 
-    def _table_privacy(self, mechanism: Estimable, column: Any) -> PrivacyGuarantee | None:
+    def _table_privacy(self, mechanism: Mechanism, column: Any) -> PrivacyGuarantee | None:
         """The guarantee a debiased table carries (None: the mechanism's own): the frame's when
         it was shuffled, marked insecure when the column's reports were drawn from a seed."""
         shuffled = self._shuffled()
@@ -662,11 +686,7 @@ class FrameMethods:
         return mechanism.privacy.insecure() if is_seeded(self._specs(), column) else None
 
     def _messages_frame(
-        self,
-        column: str,
-        messages: NDArray[np.int64],
-        mechanism: Any,
-        specs: dict[str, dict[str, Any]],
+        self, column: str, messages: pa.Array, specs: dict[str, dict[str, Any]]
     ) -> Any:
         raise NotImplementedError
 
@@ -695,13 +715,13 @@ class FrameMethods:
         """
         require_column(self._columns(), column)
         with column_context(column):
-            mechanism = BalcerCheu(
+            mechanism = mechanism_class("balcer_cheu")(
                 epsilon,
                 delta,
                 n=self._num_rows(),
                 domain=_domain(domain, unknown, nulls, column, lambda: self._column_arrow(column)),
             )
-        if key is not None:
+        if key is not None and Capability.CALLER_KEY not in mechanism.capabilities:
             # Everyone's noise messages would repeat in a re-run: the difference of two runs
             # over data that changed in one person is that person's own (true) message.
             raise ParameterError(
@@ -711,14 +731,15 @@ class FrameMethods:
                 "fresh key (the default)"
             )
         source = resolve_source(key, seed)
-        release = Release({column: recorded_spec(mechanism, source)}, {}, None)
+        release = ReleasePlan({column: recorded_spec(mechanism, source)}, {}, None)
         guarantee = _marked(mechanism, release.specs[column])
-        release = Release(release.specs, {column: guarantee}, None)
+        release = ReleasePlan(release.specs, {column: guarantee}, None)
         with charging(ledger, budget, release), column_context(column):
-            messages = balcer_cheu_messages(
+            messages = privatize_values(
                 self._column_arrow(column), mechanism, column=column, source=source
-            )
-        return self._messages_frame(column, messages, mechanism, release.specs)
+            )[column]
+            messages = messages.take(permutation(source.stream(column, "shuffle"), len(messages)))
+        return self._messages_frame(column, messages, release.specs)
 
     def _column_arrow(self, column: str) -> pa.Array | pa.ChunkedArray:
         raise NotImplementedError
@@ -728,7 +749,7 @@ class FrameMethods:
 
     def privatize(
         self,
-        mechanisms: Mapping[str, Applicable],
+        mechanisms: Mapping[str, Mechanism],
         *,
         key: bytes | None = None,
         seed: int | None = None,
@@ -782,7 +803,7 @@ class FrameMethods:
                     "unknown or nulls (its domain is open; decode against candidates instead)"
                 )
             with column_context(column):
-                bloom = BloomRappor(
+                bloom = mechanism_class("bloom_rappor")(
                     epsilon,
                     epsilon_infinity=epsilon_infinity,
                     f=f,
@@ -913,7 +934,7 @@ class ValueShortcuts:
 
     def privatize(
         self,
-        mechanism: Supported,
+        mechanism: Mechanism,
         *,
         key: bytes | None = None,
         seed: int | None = None,

@@ -1,7 +1,7 @@
 """The ``.ldp`` accessor on Dask DataFrames.
 
-Plumbing only: every partition goes through the pandas kernel (``privatize_rows``,
-``report_counts``, ``bloom_counts``); this module only decides which rows a partition holds and
+Plumbing only: every partition goes through the pandas kernel (``privatize_rows``, and the
+mechanism's ``statistic``); this module only decides which rows a partition holds and
 how partial counts are added up.
 
 **Rows are addressed globally.** A report's noise is a pure function of (key, stream label,
@@ -41,8 +41,9 @@ in the process that runs it; a release that could not be charged is refused alre
 graph is built. (With ``key=`` a recomputation releases nothing new, and is charged all the
 same: the ledger errs on the side of spending.)
 
-**Aggregation is a tree reduction** of per-partition sufficient statistics (``report_counts``:
-per-bit or per-label counts; ``bloom_counts``: per-cohort bit sums), ``SPLIT_EVERY`` at a time;
+**Aggregation is a tree reduction** of per-partition additive statistics (the mechanism's
+:class:`~frameldp.core.mechanisms.Statistic`: per-bit or per-label counts, per-cohort bit sums),
+``SPLIT_EVERY`` at a time;
 report columns are never collected on one machine. Debiasing the summed counts gives exactly the
 pandas estimate.
 
@@ -71,26 +72,24 @@ from dask.delayed import Delayed
 from dask.highlevelgraph import HighLevelGraph
 from dask.task_spec import Task, TaskRef
 
-from frameldp.core.encoding import packed_width
-from frameldp.core.mechanisms import BloomRappor, Rappor
+from frameldp.core.mechanisms import Capability, Mechanism, Statistic
 from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.errors import ParameterError, shown
-from frameldp.frames._arrow import add_counts, bloom_counts, estimate_from_counts, report_counts
+from frameldp.frames._arrow import add_statistics, statistic_of
 from frameldp.frames._common import (
-    Applicable,
-    Estimable,
     FrameMethods,
     IdentityRegistry,
     LedgerLike,
-    Release,
+    ReleasePlan,
     charging,
     check_budget,
     check_columns,
     column_context,
-    find_bloom,
+    find_decoder,
     find_mechanism,
     is_seeded,
     plan_release,
+    report_names,
     require_column,
     unpack_reports,
 )
@@ -201,7 +200,7 @@ class _ShippedSource:
         return None if self.key is None else RandomSource(self.key, kind=self.kind)
 
 
-def _charged_first_row(ledger: LedgerLike | None, budget: str | None, release: Release) -> int:
+def _charged_first_row(ledger: LedgerLike | None, budget: str | None, release: ReleasePlan) -> int:
     """Charge one computation of a privatized frame (before any of its reports exist)."""
     with charging(ledger, budget, release):
         return 0
@@ -211,10 +210,10 @@ def _privatize_partition(
     frame: pd.DataFrame,
     row_start: int,
     *,
-    mechanisms: Mapping[str, Applicable],
+    mechanisms: Mapping[str, Mechanism],
     shipped: _ShippedSource,
     memo: _ShippedSource,
-    release: Release,
+    release: ReleasePlan,
     user: str | None,
 ) -> pd.DataFrame:
     return privatize_rows(
@@ -227,16 +226,12 @@ def _privatize_partition(
     )
 
 
-def _counts(series: pd.Series, *, mechanism: Estimable, column: str) -> tuple[Any, int]:
+def _statistic(
+    frame: pd.DataFrame, *, mechanism: Mechanism, column: str, names: list[str]
+) -> Statistic:
+    """The additive statistic of one partition of the report columns of ``column``."""
     with column_context(column):
-        return report_counts(_arrow(series), mechanism, column=column)
-
-
-def _bloom_counts(
-    frame: pd.DataFrame, *, mechanism: BloomRappor, column: str, cohorts: str
-) -> tuple[Any, Any]:
-    with column_context(column):
-        return bloom_counts(_arrow(frame[column]), _arrow(frame[cohorts]), mechanism, column)
+        return statistic_of([_arrow(frame[name]) for name in names], mechanism, column)
 
 
 def _distinct(series: pd.Series) -> pa.Array:
@@ -257,14 +252,14 @@ def _union(*arrays: pa.Array) -> pa.Array:
     return pc.unique(pa.concat_arrays([a.cast(kind) for a in arrays]))
 
 
-def _meta_input(meta: pd.DataFrame, mechanisms: Mapping[str, Applicable]) -> pd.DataFrame:
+def _meta_input(meta: pd.DataFrame, mechanisms: Mapping[str, Mechanism]) -> pd.DataFrame:
     """The empty frame whose privatization is the output's meta.
 
     An empty object column has no Arrow type: a Bloom column's is read as strings (it is
     replaced by reports, so its input dtype never reaches the output)."""
     meta = meta.copy()
     for column, mechanism in mechanisms.items():
-        if isinstance(mechanism, BloomRappor) and meta[column].dtype == object:
+        if Capability.CANDIDATES in mechanism.capabilities and meta[column].dtype == object:
             meta[column] = pd.Series([], dtype="str", index=meta.index)
     return meta
 
@@ -306,7 +301,7 @@ class DaskFrameAccessor(FrameMethods):
 
     def privatize(
         self,
-        mechanisms: Mapping[str, Applicable],
+        mechanisms: Mapping[str, Mechanism],
         *,
         key: bytes | None = None,
         seed: int | None = None,
@@ -361,17 +356,20 @@ class DaskFrameAccessor(FrameMethods):
         return out
 
     def debias(
-        self, column: str, mechanism: Estimable | None = None, *, level: float = 0.95
+        self, column: str, mechanism: Mechanism | None = None, *, level: float = 0.95
     ) -> FrequencyTable:
         """Debiased frequency table of a report column (a pandas table): per-partition counts
         summed in a tree, then debiased once."""
         require_column(self._columns(), column)
         found = find_mechanism(column, mechanism, self._specs())
-        parts, _ = _pinned(self._frame[column])
-        chunk = functools.partial(_counts, mechanism=found, column=column)
-        counts, rows = _tree_reduce(parts, chunk, add_counts)
+        names = report_names(column, found, self._specs().get(column))
+        for name in names:
+            require_column(self._columns(), name)
+        parts, _ = _pinned(self._frame[names])
+        chunk = functools.partial(_statistic, mechanism=found, column=column, names=names)
+        statistic = _tree_reduce(parts, chunk, add_statistics)
         with column_context(column):
-            estimate = estimate_from_counts(counts, rows, found)
+            estimate = found.debias(statistic)
             return FrequencyTable.build(
                 estimate,
                 found,
@@ -386,23 +384,22 @@ class DaskFrameAccessor(FrameMethods):
         column: str | None = None,
         *,
         candidates: Sequence[object],
-        mechanism: BloomRappor | None = None,
+        mechanism: Mechanism | None = None,
         significance: float = 0.05,
         level: float = 0.95,
     ) -> FrequencyTable:
         """Decode Bloom RAPPOR reports against candidate strings (as the pandas accessor):
         per-cohort bit sums are added up in a tree, then decoded once."""
-        column, found, cohorts, memo = find_bloom(column, mechanism, self._specs())
-        require_column(self._columns(), column)
-        require_column(self._columns(), cohorts)
-        parts, _ = _pinned(self._frame[[column, cohorts]])
-        chunk = functools.partial(_bloom_counts, mechanism=found, column=column, cohorts=cohorts)
-        counts, sizes = _tree_reduce(parts, chunk, add_counts)
+        column, found, names, memo = find_decoder(column, mechanism, self._specs())
+        for name in names:
+            require_column(self._columns(), name)
+        parts, _ = _pinned(self._frame[names])
+        chunk = functools.partial(_statistic, mechanism=found, column=column, names=names)
+        statistic = _tree_reduce(parts, chunk, add_statistics)
         with column_context(column):
             return FrequencyTable.decoded(
                 found,
-                counts,
-                sizes,
+                statistic,
                 candidates,
                 memo=memo,
                 significance=significance,
@@ -412,14 +409,13 @@ class DaskFrameAccessor(FrameMethods):
                 seeded=is_seeded(self._specs(), column),
             )
 
-    def unpack(self, column: str, mechanism: Rappor | None = None) -> dd.DataFrame:
+    def unpack(self, column: str, mechanism: Mechanism | None = None) -> dd.DataFrame:
         """RAPPOR reports as one 0/1 ``uint8`` column per bucket, named ``column=label``
         (lazily, partition by partition)."""
         require_column(self._columns(), column)
         found = find_mechanism(column, mechanism, self._specs())
-        width = packed_width(found.num_bits) if isinstance(found, Rappor) else 1
-        empty = pa.array([], type=pa.binary(width))
-        _, names = unpack_reports(empty, found, column)  # refuses non-RAPPOR mechanisms
+        empty = pa.array([], type=found.report_columns(column)[column])
+        _, names = unpack_reports(empty, found, column)  # refuses reports that are no bit vectors
         index = self._frame._meta.index
         meta = pd.DataFrame({name: pd.Series([], dtype=np.uint8) for name in names}, index=index)
         return self._frame[column].map_partitions(_unpack, found, column, meta=meta)

@@ -18,37 +18,29 @@ import pandas as pd
 import pyarrow as pa
 
 from frameldp.accounting import PrivacyGuarantee
-from frameldp.core.mechanisms import BloomRappor, Rappor
+from frameldp.core.columns import bits_array
+from frameldp.core.mechanisms import Mechanism
 from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.errors import DomainError, shown
-from frameldp.frames._arrow import (
-    bloom_counts,
-    bloom_privatize,
-    estimate_reports,
-    privatize_array,
-    rappor_array,
-)
+from frameldp.frames._arrow import estimate_reports, privatize_values, statistic_of
 from frameldp.frames._common import (
     METADATA_KEY,
     SHUFFLED_KEY,
-    Applicable,
-    Estimable,
     FrameMethods,
     LedgerLike,
-    Release,
-    Supported,
+    ReleasePlan,
     ValueShortcuts,
     charging,
     check_columns,
-    cohort_column,
     column_context,
-    find_bloom,
+    find_decoder,
     find_mechanism,
     guarantee_of,
     is_seeded,
-    labels_without_null,
+    memoizes,
     plan_release,
     plan_shuffle,
+    report_names,
     require_column,
     shuffle_order,
     unpack_reports,
@@ -95,31 +87,26 @@ def _coerced(array: pa.Array, series: pd.Series) -> bool:
 def rappor_values(packed: np.ndarray[Any, Any]) -> pd.arrays.ArrowExtensionArray:
     """Packed RAPPOR reports as a ``binary[pyarrow]`` column (variable-width binary, as in
     polars: pandas cannot read a fixed-width binary dtype back from Parquet)."""
-    return pd.arrays.ArrowExtensionArray(rappor_array(packed).cast(pa.binary()))
+    return pd.arrays.ArrowExtensionArray(bits_array(packed).cast(pa.binary()))
 
 
-def _report_values(reports: np.ndarray[Any, Any], mechanism: Any, original: Any) -> Any:
-    """Native report values: fixed-size binary (RAPPOR) or categorical labels (k-RR,
-    Balcer–Cheu messages), keeping the input's categorical dtype when it matches."""
-    if isinstance(mechanism, Rappor):
-        return rappor_values(reports)
-    domain = mechanism.domain
-    codes = np.where(domain.has_null & (reports == domain.null_code), -1, reports)
-    categories = labels_without_null(domain)
-    ordered = bool(getattr(original, "ordered", False))
-    if isinstance(original, pd.CategoricalDtype) and list(original.categories) == categories:
-        dtype = original
-    else:
-        dtype = pd.CategoricalDtype(categories, ordered=ordered)
-    return pd.Categorical.from_codes(codes, dtype=dtype)
-
-
-def _report_series(
-    reports: np.ndarray[Any, Any], mechanism: Supported, original: pd.Series
-) -> pd.Series:
-    """Native report column, aligned with the input column."""
-    values = _report_values(reports, mechanism, original.dtype)
-    return pd.Series(values, index=original.index, name=original.name)
+def _native(array: pa.Array, original: Any) -> Any:
+    """pandas values of an Arrow report column: binary reports as ``binary[pyarrow]``
+    (variable-width: pandas cannot read a fixed-width binary dtype back from Parquet), reported
+    labels as a Categorical (the input's own categorical dtype when it has exactly those
+    categories), anything else as numpy."""
+    if pa.types.is_fixed_size_binary(array.type):
+        return pd.arrays.ArrowExtensionArray(array.cast(pa.binary()))
+    if pa.types.is_dictionary(array.type):
+        categories = array.dictionary.to_pylist()
+        codes = array.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+        ordered = bool(getattr(original, "ordered", False))
+        if isinstance(original, pd.CategoricalDtype) and list(original.categories) == categories:
+            dtype = original
+        else:
+            dtype = pd.CategoricalDtype(categories, ordered=ordered)
+        return pd.Categorical.from_codes(codes, dtype=dtype)
+    return array.to_numpy(zero_copy_only=False)
 
 
 def _recorded(obj: pd.DataFrame | pd.Series) -> dict[str, Any]:
@@ -137,55 +124,46 @@ def _record(obj: pd.DataFrame | pd.Series, specs: Mapping[str, Any]) -> None:
     obj.attrs = attrs
 
 
-def _privatize_series(
-    series: pd.Series, mechanism: Supported, column: Any, source: RandomSource, row_start: int = 0
-) -> pd.Series:
-    with column_context(column):
-        reports = privatize_array(
-            _arrow(series), mechanism, column=column, source=source, row_start=row_start
-        )
-    return _report_series(reports, mechanism, series)
-
-
 def _column_reports(
     frame: pd.DataFrame,
-    column: str,
-    mechanism: Applicable,
+    column: Any,
+    mechanism: Mechanism,
     source: RandomSource,
-    release: Release,
+    release: ReleasePlan,
     user: str | None,
     row_start: int,
-) -> dict[str, pd.Series]:
-    """The report column (and a Bloom column's cohort column) of ``column``."""
-    original = frame[column]
-    if not isinstance(mechanism, BloomRappor):
-        return {column: _privatize_series(original, mechanism, column, source, row_start)}
-    users = None if user is None else _arrow(frame[user])
+) -> dict[Any, pd.Series]:
+    """The report columns of ``column`` (a Bloom column's cohort column too), aligned with
+    the input."""
+    original = frame[column] if isinstance(frame, pd.DataFrame) else frame
+    users = _arrow(frame[user]) if user is not None and memoizes(mechanism) else None
     with column_context(column):
-        packed, cohorts = bloom_privatize(
+        produced = privatize_values(
             _arrow(original),
-            users,
             mechanism,
             column=column,
-            user_column=user,
             source=source,
-            memo=release.memo,
             row_start=row_start,
+            users=users,
+            user_column=user,
+            memo=release.memo,
         )
-    values = rappor_values(packed)
-    cohort = cohort_column(column)
     return {
-        column: pd.Series(values, index=original.index, name=original.name),
-        cohort: pd.Series(cohorts, index=original.index, name=cohort),
+        name: pd.Series(
+            _native(array, original.dtype),
+            index=original.index,
+            name=original.name if name == column else name,
+        )
+        for name, array in produced.items()
     }
 
 
 def privatize_rows(
     frame: pd.DataFrame,
-    mechanisms: Mapping[str, Applicable],
+    mechanisms: Mapping[str, Mechanism],
     *,
     source: RandomSource,
-    release: Release,
+    release: ReleasePlan,
     user: str | None = None,
     row_start: int = 0,
 ) -> pd.DataFrame:
@@ -207,7 +185,13 @@ def privatize_rows(
     return out
 
 
-def _unpack(series: pd.Series, mechanism: Supported, column: str) -> pd.DataFrame:
+def _reports(frame: pd.DataFrame, names: list[Any]) -> list[pa.Array | pa.ChunkedArray]:
+    for name in names:
+        require_column(list(frame.columns), name)
+    return [_arrow(frame[name]) for name in names]
+
+
+def _unpack(series: pd.Series, mechanism: Mechanism, column: str) -> pd.DataFrame:
     bits, names = unpack_reports(_arrow(series), mechanism, column)
     return pd.DataFrame(bits, index=series.index, columns=names)
 
@@ -254,20 +238,15 @@ class PandasFrameAccessor(FrameMethods):
         return out
 
     def _messages_frame(
-        self,
-        column: str,
-        messages: np.ndarray[Any, Any],
-        mechanism: Any,
-        specs: dict[str, dict[str, Any]],
+        self, column: str, messages: pa.Array, specs: dict[str, dict[str, Any]]
     ) -> pd.DataFrame:
-        values = _report_values(messages, mechanism, self._frame[column].dtype)
-        out = pd.DataFrame({column: values})
+        out = pd.DataFrame({column: _native(messages, self._frame[column].dtype)})
         _record(out, specs)
         return out
 
     def privatize(
         self,
-        mechanisms: Mapping[str, Applicable],
+        mechanisms: Mapping[str, Mechanism],
         *,
         key: bytes | None = None,
         seed: int | None = None,
@@ -294,13 +273,15 @@ class PandasFrameAccessor(FrameMethods):
             )
 
     def debias(
-        self, column: str, mechanism: Estimable | None = None, *, level: float = 0.95
+        self, column: str, mechanism: Mechanism | None = None, *, level: float = 0.95
     ) -> FrequencyTable:
         """Debiased frequency table of a report column (or of Balcer–Cheu messages)."""
         require_column(self._columns(), column)
-        found = find_mechanism(column, mechanism, _recorded(self._frame))
+        recorded = _recorded(self._frame)
+        found = find_mechanism(column, mechanism, recorded)
+        names = report_names(column, found, recorded.get(column))
         with column_context(column):
-            estimate = estimate_reports(_arrow(self._frame[column]), found, column=column)
+            estimate = estimate_reports(_reports(self._frame, names), found, column=column)
             return FrequencyTable.build(
                 estimate,
                 found,
@@ -315,7 +296,7 @@ class PandasFrameAccessor(FrameMethods):
         column: str | None = None,
         *,
         candidates: Sequence[object],
-        mechanism: BloomRappor | None = None,
+        mechanism: Mechanism | None = None,
         significance: float = 0.05,
         level: float = 0.95,
     ) -> FrequencyTable:
@@ -326,17 +307,13 @@ class PandasFrameAccessor(FrameMethods):
         ``level`` and p-values; ``table.decoding.unexplained`` is the share of reports they do
         not explain. ``column`` may be omitted when the frame holds one Bloom report column.
         """
-        column, found, cohorts, memo = find_bloom(column, mechanism, _recorded(self._frame))
+        column, found, names, memo = find_decoder(column, mechanism, _recorded(self._frame))
         require_column(self._columns(), column)
-        require_column(self._columns(), cohorts)
         with column_context(column):
-            counts, sizes = bloom_counts(
-                _arrow(self._frame[column]), _arrow(self._frame[cohorts]), found, column
-            )
+            statistic = statistic_of(_reports(self._frame, names), found, column)
             return FrequencyTable.decoded(
                 found,
-                counts,
-                sizes,
+                statistic,
                 candidates,
                 memo=memo,
                 significance=significance,
@@ -346,7 +323,7 @@ class PandasFrameAccessor(FrameMethods):
                 seeded=is_seeded(_recorded(self._frame), column),
             )
 
-    def unpack(self, column: str, mechanism: Rappor | None = None) -> pd.DataFrame:
+    def unpack(self, column: str, mechanism: Mechanism | None = None) -> pd.DataFrame:
         """RAPPOR reports as one 0/1 ``uint8`` column per bucket, named ``column=label``."""
         require_column(self._columns(), column)
         found = find_mechanism(column, mechanism, _recorded(self._frame))
@@ -369,7 +346,7 @@ class PandasSeriesAccessor(ValueShortcuts):
 
     def privatize(
         self,
-        mechanism: Supported,
+        mechanism: Mechanism,
         *,
         key: bytes | None = None,
         seed: int | None = None,
@@ -388,22 +365,24 @@ class PandasSeriesAccessor(ValueShortcuts):
             # The stream is labelled by the Series' own name (1 and "1" differ), as a frame
             # column of that name would be.
             label = "" if self._series.name is None else self._series.name
-            out = _privatize_series(self._series, mechanism, label, source)
+            (out,) = _column_reports(
+                self._series, label, mechanism, source, release, None, 0
+            ).values()
         _record(out, release.specs)
         return out
 
-    def debias(self, mechanism: Supported | None = None, *, level: float = 0.95) -> FrequencyTable:
+    def debias(self, mechanism: Mechanism | None = None, *, level: float = 0.95) -> FrequencyTable:
         """Debiased frequency table of this Series of reports."""
         recorded = _recorded(self._series)
         found = find_mechanism(self._name, mechanism, recorded)
         privacy = found.privacy.insecure() if is_seeded(recorded, self._name) else None
         with column_context(self._name):
-            estimate = estimate_reports(_arrow(self._series), found, column=self._name)
+            estimate = estimate_reports([_arrow(self._series)], found, column=self._name)
             return FrequencyTable.build(
                 estimate, found, column=self._name, level=level, backend="pandas", privacy=privacy
             )
 
-    def unpack(self, mechanism: Rappor | None = None) -> pd.DataFrame:
+    def unpack(self, mechanism: Mechanism | None = None) -> pd.DataFrame:
         """RAPPOR reports as one 0/1 ``uint8`` column per bucket."""
         found = find_mechanism(self._name, mechanism, _recorded(self._series))
         return _unpack(self._series, found, self._name)

@@ -30,40 +30,33 @@ import polars as pl
 import pyarrow as pa
 from polars.io.plugins import register_io_source
 
-from frameldp.core.mechanisms import BloomRappor, Rappor
+from frameldp.core.columns import check_report_labels
+from frameldp.core.mechanisms import Mechanism
 from frameldp.core.randomness import (
     RandomSource,
     resolve_source,
 )
 from frameldp.errors import DomainError, ParameterError, shown
-from frameldp.frames._arrow import (
-    bloom_counts,
-    bloom_privatize,
-    check_report_labels,
-    estimate_reports,
-    privatize_array,
-    rappor_array,
-)
+from frameldp.frames._arrow import estimate_reports, privatize_values, statistic_of
 from frameldp.frames._common import (
-    Applicable,
-    Estimable,
     FrameMethods,
     IdentityRegistry,
     LedgerLike,
-    Release,
-    Supported,
+    ReleasePlan,
     ValueShortcuts,
     charging,
     check_budget,
     check_columns,
-    cohort_column,
     column_context,
-    find_bloom,
+    companion_columns,
+    find_decoder,
     find_mechanism,
     is_seeded,
-    labels_without_null,
+    mechanisms_of,
+    memoizes,
     plan_release,
     plan_shuffle,
+    report_names,
     require_column,
     shuffle_keys,
     shuffle_order,
@@ -101,121 +94,90 @@ def _arrow_of(series: pl.Series, column: str) -> pa.Array | pa.ChunkedArray:
         ) from None
 
 
-def _report_dtype(mechanism: Supported, original: pl.DataType | None, column: str) -> pl.DataType:
-    """Binary for RAPPOR; for k-RR an Enum of string labels (the input's own Enum when it has
-    exactly those categories), else the dtype that holds every label of the domain exactly
-    (``Domain.kind``: a report moved to 1.5 reads 1.5 even on an integer column)."""
-    if isinstance(mechanism, Rappor):
+def _report_dtype(mechanism: Mechanism, original: pl.DataType | None, column: str) -> pl.DataType:
+    """The polars dtype of a report column (from its Arrow storage type): Binary for bit
+    vectors; for reported labels an Enum of string labels (the input's own Enum when it has
+    exactly those categories), else the dtype that holds every label exactly (a report moved
+    to 1.5 reads 1.5 even on an integer column)."""
+    kind = mechanism.report_columns(column)[column]
+    if pa.types.is_fixed_size_binary(kind) or pa.types.is_binary(kind):
         return pl.Binary()
-    domain = mechanism.domain
+    if not pa.types.is_dictionary(kind):
+        return pl.from_arrow(pa.array([], type=kind)).dtype  # type: ignore[union-attr]
+    domain = mechanism.domain  # type: ignore[attr-defined]
     check_report_labels(domain, column)
-    if domain.kind == "str" or (domain.kind is None and domain.has_other):
-        labels = labels_without_null(domain)
+    if pa.types.is_string(kind.value_type):
+        labels = labels_of(mechanism)
         if isinstance(original, pl.Enum) and original.categories.to_list() == labels:
             return original
         return pl.Enum(labels)
     return _KIND_DTYPES[domain.kind]
 
 
+def labels_of(mechanism: Mechanism) -> list[Any]:
+    """The labels a report column holds (its categories but the null bucket's)."""
+    return [label for label in mechanism.categories if label is not None]
+
+
 def _report_dtypes(
-    mechanisms: Mapping[str, Applicable], schema: Mapping[str, pl.DataType]
+    mechanisms: Mapping[str, Mechanism], schema: Mapping[str, pl.DataType]
 ) -> dict[str, pl.DataType]:
-    """The report dtype of every non-Bloom column (Bloom columns become Binary)."""
-    return {
-        column: _report_dtype(mechanism, schema[column], column)
-        for column, mechanism in mechanisms.items()
-        if not isinstance(mechanism, BloomRappor)
-    }
+    """The dtype of every report column, the companion columns' included."""
+    dtypes: dict[str, pl.DataType] = {}
+    for column, mechanism in mechanisms.items():
+        dtypes[column] = _report_dtype(mechanism, schema[column], column)
+        for name, kind in list(mechanism.report_columns(column).items())[1:]:
+            dtypes[name] = pl.from_arrow(pa.array([], type=kind)).dtype  # type: ignore[union-attr]
+    return dtypes
 
 
-def _report_series(
-    reports: np.ndarray[Any, Any], mechanism: Supported, name: str, dtype: pl.DataType | None
-) -> pl.Series:
-    if isinstance(mechanism, Rappor):
-        series = pl.Series(name, rappor_array(reports))
-        return series.cast(pl.Binary)
-    labels = pl.Series(name, list(mechanism.domain.labels), dtype=dtype, strict=True)
-    return labels.gather(reports)
-
-
-def _privatize(
-    values: pl.Series,
-    mechanism: Supported,
-    column: str,
-    source: RandomSource,
-    row_start: int,
-    dtype: pl.DataType | None,
-) -> pl.Series:
-    with column_context(column):
-        reports = privatize_array(
-            _arrow_of(values, column), mechanism, column=column, source=source, row_start=row_start
-        )
-    return _report_series(reports, mechanism, values.name, dtype)
-
-
-_BLOOM_DTYPE = pl.Struct({"report": pl.Binary(), "cohort": pl.Int64()})
-
-
-def _bloom(
-    values: pl.Series,
-    users: pl.Series | None,
-    mechanism: BloomRappor,
-    column: str,
-    source: RandomSource,
-    memo: RandomSource | None,
-    row_start: int,
-) -> tuple[pl.Series, pl.Series]:
-    """Bloom RAPPOR reports and cohorts of a run of rows starting at ``row_start``."""
-    with column_context(column):
-        packed, cohorts = bloom_privatize(
-            _arrow_of(values, column),
-            None if users is None else _arrow_of(users, str(users.name)),
-            mechanism,
-            column=column,
-            user_column=None if users is None else users.name,
-            source=source,
-            memo=memo,
-            row_start=row_start,
-        )
-    reports = pl.Series(column, rappor_array(packed)).cast(pl.Binary)
-    return reports, pl.Series(cohort_column(column), cohorts, dtype=pl.Int64)
+def _native(array: pa.Array, name: str, dtype: pl.DataType) -> pl.Series:
+    """The polars Series of an Arrow report column, of ``dtype``."""
+    if pa.types.is_dictionary(array.type):
+        array = array.dictionary_decode()
+    if pa.types.is_fixed_size_binary(array.type):
+        array = array.cast(pa.binary())
+    return pl.Series(name, array).cast(dtype, strict=True)
 
 
 def _privatize_frame(
     frame: pl.DataFrame,
-    mechanisms: Mapping[str, Applicable],
+    mechanisms: Mapping[str, Mechanism],
     *,
     source: RandomSource,
-    release: Release,
+    release: ReleasePlan,
     user: str | None,
     row_start: int,
-    dtypes: Mapping[str, pl.DataType | None],
+    dtypes: Mapping[str, pl.DataType],
 ) -> pl.DataFrame:
     """``frame`` (rows ``row_start, ...`` of the whole input) with each column replaced by its
-    reports; Bloom RAPPOR columns gain a cohort column. Every column is randomized before
-    anything is assembled."""
+    report columns. Every column is randomized before anything is assembled."""
     reports: list[pl.Series] = []
     for column, mechanism in mechanisms.items():
-        if isinstance(mechanism, BloomRappor):
-            users = None if user is None else frame[user]
-            reports.extend(
-                _bloom(frame[column], users, mechanism, column, source, release.memo, row_start)
+        users = _arrow_of(frame[user], user) if user is not None and memoizes(mechanism) else None
+        with column_context(column):
+            produced = privatize_values(
+                _arrow_of(frame[column], column),
+                mechanism,
+                column=column,
+                source=source,
+                row_start=row_start,
+                users=users,
+                user_column=user,
+                memo=release.memo,
             )
-        else:
-            reports.append(
-                _privatize(frame[column], mechanism, column, source, row_start, dtypes[column])
-            )
+        reports += [_native(array, name, dtypes[name]) for name, array in produced.items()]
     return frame.with_columns(reports)
 
 
 def _privatized_scan(
     frame: pl.LazyFrame,
-    mechanisms: Mapping[str, Applicable],
+    mechanisms: Mapping[str, Mechanism],
     *,
     keyed: RandomSource | None,
-    release: Release,
+    release: ReleasePlan,
     user: str | None,
-    dtypes: Mapping[str, pl.DataType | None],
+    dtypes: Mapping[str, pl.DataType],
     ledger: LedgerLike | None,
     budget: str | None,
 ) -> pl.LazyFrame:
@@ -244,9 +206,9 @@ def _privatized_scan(
         chosen = {
             column: mechanism
             for column, mechanism in mechanisms.items()
-            if column in wanted or cohort_column(column) in wanted
+            if column in wanted or set(companion_columns(column, mechanism)) & wanted
         }
-        if user is not None and any(isinstance(m, BloomRappor) for m in chosen.values()):
+        if user is not None and any(memoizes(m) for m in chosen.values()):
             wanted.add(user)
         read = [column for column in inputs if column in wanted or column in chosen]
         row, charged = 0, False
@@ -275,22 +237,17 @@ def _decode(
     frame: pl.DataFrame,
     column: str | None,
     candidates: Sequence[object],
-    mechanism: BloomRappor | None,
+    mechanism: Mechanism | None,
     recorded: dict[str, Any],
     significance: float,
     level: float,
 ) -> FrequencyTable:
-    column, found, cohorts, memo = find_bloom(column, mechanism, recorded)
-    require_column(frame.columns, column)
-    require_column(frame.columns, cohorts)
+    column, found, names, memo = find_decoder(column, mechanism, recorded)
     with column_context(column):
-        counts, sizes = bloom_counts(
-            frame[column].to_arrow(), frame[cohorts].to_arrow(), found, column
-        )
+        statistic = statistic_of(_reports(frame, names), found, column)
         return FrequencyTable.decoded(
             found,
-            counts,
-            sizes,
+            statistic,
             candidates,
             memo=memo,
             significance=significance,
@@ -301,18 +258,25 @@ def _decode(
         )
 
 
+def _reports(frame: pl.DataFrame, names: list[str]) -> list[pa.Array | pa.ChunkedArray]:
+    for name in names:
+        require_column(frame.columns, name)
+    return [frame[name].to_arrow() for name in names]
+
+
 def _debias(
     frame: pl.DataFrame,
     column: str,
-    mechanism: Estimable | None,
+    mechanism: Mechanism | None,
     recorded: dict[str, Any],
     level: float,
     namespace: FrameMethods,
 ) -> FrequencyTable:
     require_column(frame.columns, column)
     found = find_mechanism(column, mechanism, recorded)
+    names = report_names(column, found, recorded.get(column))
     with column_context(column):
-        estimate = estimate_reports(frame[column].to_arrow(), found, column=column)
+        estimate = estimate_reports(_reports(frame, names), found, column=column)
         return FrequencyTable.build(
             estimate,
             found,
@@ -337,10 +301,10 @@ def _key_batch(batch: pl.Series, keyed: RandomSource | None) -> pl.Series:
 
 
 def _messages(
-    frame: pl.DataFrame | pl.LazyFrame, column: str, messages: Any, mechanism: Any
+    frame: pl.DataFrame | pl.LazyFrame, column: str, messages: pa.Array, mechanism: Mechanism
 ) -> pl.DataFrame:
     dtype = _report_dtype(mechanism, frame.collect_schema()[column], column)
-    return pl.DataFrame([_report_series(messages, mechanism, column, dtype)])
+    return pl.DataFrame([_native(messages, column, dtype)])
 
 
 @pl.api.register_dataframe_namespace("ldp")
@@ -377,9 +341,9 @@ class PolarsFrameNamespace(FrameMethods):
         return out
 
     def _messages_frame(
-        self, column: str, messages: Any, mechanism: Any, specs: dict[str, dict[str, Any]]
+        self, column: str, messages: pa.Array, specs: dict[str, dict[str, Any]]
     ) -> pl.DataFrame:
-        out = _messages(self._frame, column, messages, mechanism)
+        out = _messages(self._frame, column, messages, mechanisms_of(specs)[column])
         _RECORDED.put(out, specs)
         return out
 
@@ -391,7 +355,7 @@ class PolarsFrameNamespace(FrameMethods):
 
     def privatize(
         self,
-        mechanisms: Mapping[str, Applicable],
+        mechanisms: Mapping[str, Mechanism],
         *,
         key: bytes | None = None,
         seed: int | None = None,
@@ -430,7 +394,7 @@ class PolarsFrameNamespace(FrameMethods):
         column: str | None = None,
         *,
         candidates: Sequence[object],
-        mechanism: BloomRappor | None = None,
+        mechanism: Mechanism | None = None,
         significance: float = 0.05,
         level: float = 0.95,
     ) -> FrequencyTable:
@@ -446,12 +410,12 @@ class PolarsFrameNamespace(FrameMethods):
         )
 
     def debias(
-        self, column: str, mechanism: Estimable | None = None, *, level: float = 0.95
+        self, column: str, mechanism: Mechanism | None = None, *, level: float = 0.95
     ) -> FrequencyTable:
         """Debiased frequency table of a report column."""
         return _debias(self._frame, column, mechanism, _RECORDED.get(self._frame), level, self)
 
-    def unpack(self, column: str, mechanism: Rappor | None = None) -> pl.DataFrame:
+    def unpack(self, column: str, mechanism: Mechanism | None = None) -> pl.DataFrame:
         """RAPPOR reports as one 0/1 ``uint8`` column per bucket, named ``column=label``."""
         found = find_mechanism(column, mechanism, _RECORDED.get(self._frame))
         bits, names = unpack_reports(self._frame[column].to_arrow(), found, column)
@@ -511,10 +475,10 @@ class PolarsLazyFrameNamespace(FrameMethods):
         return out
 
     def _messages_frame(
-        self, column: str, messages: Any, mechanism: Any, specs: dict[str, dict[str, Any]]
+        self, column: str, messages: pa.Array, specs: dict[str, dict[str, Any]]
     ) -> pl.LazyFrame:
         # The messages of all people are permuted together: there is nothing to stream.
-        out = _messages(self._frame, column, messages, mechanism).lazy()
+        out = _messages(self._frame, column, messages, mechanisms_of(specs)[column]).lazy()
         _RECORDED.put(out, specs)
         return out
 
@@ -523,7 +487,7 @@ class PolarsLazyFrameNamespace(FrameMethods):
 
     def privatize(
         self,
-        mechanisms: Mapping[str, Applicable],
+        mechanisms: Mapping[str, Mechanism],
         *,
         key: bytes | None = None,
         seed: int | None = None,
@@ -571,29 +535,32 @@ class PolarsLazyFrameNamespace(FrameMethods):
         column: str | None = None,
         *,
         candidates: Sequence[object],
-        mechanism: BloomRappor | None = None,
+        mechanism: Mechanism | None = None,
         significance: float = 0.05,
         level: float = 0.95,
     ) -> FrequencyTable:
         """Collect the report and cohort columns (streaming) and decode them."""
         recorded = _RECORDED.get(self._frame)
-        column, found, cohorts, _ = find_bloom(column, mechanism, recorded)
-        require_column(self._columns(), column)
-        require_column(self._columns(), cohorts)
-        frame = self._frame.select(column, cohorts).collect(engine="streaming")
+        column, found, names, _ = find_decoder(column, mechanism, recorded)
+        for name in names:
+            require_column(self._columns(), name)
+        frame = self._frame.select(names).collect(engine="streaming")
         return _decode(frame, column, candidates, found, recorded, significance, level)
 
     def debias(
-        self, column: str, mechanism: Estimable | None = None, *, level: float = 0.95
+        self, column: str, mechanism: Mechanism | None = None, *, level: float = 0.95
     ) -> FrequencyTable:
         """Collect only ``column`` (streaming) and debias it."""
         require_column(self._columns(), column)
         recorded = _RECORDED.get(self._frame)
         found = find_mechanism(column, mechanism, recorded)
-        frame = self._frame.select(column).collect(engine="streaming")
+        names = report_names(column, found, recorded.get(column))
+        for name in names:
+            require_column(self._columns(), name)
+        frame = self._frame.select(names).collect(engine="streaming")
         return _debias(frame, column, found, recorded, level, self)
 
-    def unpack(self, column: str, mechanism: Rappor | None = None) -> pl.DataFrame:
+    def unpack(self, column: str, mechanism: Mechanism | None = None) -> pl.DataFrame:
         """Collect ``column`` (streaming) as one 0/1 ``uint8`` column per bucket."""
         require_column(self._columns(), column)
         found = find_mechanism(column, mechanism, _RECORDED.get(self._frame))
@@ -624,7 +591,7 @@ class PolarsExprNamespace(ValueShortcuts):
 
     def privatize(
         self,
-        mechanism: Supported,
+        mechanism: Mechanism,
         *,
         key: bytes | None = None,
         seed: int | None = None,
@@ -672,12 +639,15 @@ class PolarsExprNamespace(ValueShortcuts):
 def _evaluate_expression(
     values: pl.Series,
     *,
-    mechanism: Supported,
+    mechanism: Mechanism,
     column: str,
-    dtype: pl.DataType | None,
+    dtype: pl.DataType,
     ledger: LedgerLike | None,
     budget: str | None,
 ) -> pl.Series:
     """One evaluation of a privatizing expression: a fresh key, charged before it is used."""
-    with charging(ledger, budget, {column: mechanism}):
-        return _privatize(values, mechanism, column, RandomSource.fresh(), 0, dtype)
+    with charging(ledger, budget, {column: mechanism}), column_context(column):
+        produced = privatize_values(
+            _arrow_of(values, column), mechanism, column=column, source=RandomSource.fresh()
+        )
+    return _native(produced[column], values.name, dtype)

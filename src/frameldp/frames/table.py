@@ -15,7 +15,7 @@ import numpy as np
 
 from frameldp.accounting import PrivacyGuarantee
 from frameldp.core.estimation import BloomDecoding, FrequencyEstimate
-from frameldp.core.mechanisms import BloomRappor, Mechanism
+from frameldp.core.mechanisms import Decoder, Mechanism, Statistic
 
 __all__ = ["TABLE_COLUMNS", "FrequencyTable"]
 
@@ -81,7 +81,7 @@ class FrequencyTable:
         ``privacy`` defaults to the mechanism's (the amplified guarantee of shuffled reports
         is passed explicitly).
         """
-        data = _columns(estimate, list(mechanism.domain.labels), level)
+        data = _columns(estimate, mechanism.categories, level)
         frame = _to_polars(data) if backend == "polars" else _to_pandas(data)
         guarantee = mechanism.privacy if privacy is None else privacy
         return cls(frame, guarantee, mechanism, estimate.n, column, level, estimate)
@@ -89,9 +89,8 @@ class FrequencyTable:
     @classmethod
     def decoded(
         cls,
-        mechanism: BloomRappor,
-        counts: Any,
-        sizes: Any,
+        mechanism: Decoder,
+        statistic: Statistic,
         candidates: Sequence[object],
         *,
         memo: str | None,
@@ -101,10 +100,10 @@ class FrequencyTable:
         backend: Backend,
         seeded: bool = False,
     ) -> FrequencyTable:
-        """The table of the candidates that Bloom RAPPOR's decoding of per-cohort bit counts
-        detects, with the guarantee of the (``memo``-ized) reports (marked insecure when they
-        were drawn from a seed)."""
-        decoding = mechanism.decode(counts, sizes, candidates, significance=significance)
+        """The table of the candidates that decoding the (summed) ``statistic`` detects, with
+        the guarantee of the (``memo``-ized) reports (marked insecure when they were drawn from
+        a seed)."""
+        decoding = mechanism.decode_statistic(statistic, candidates, significance=significance)
         data = _columns(decoding.estimate, decoding.labels, level, decoding.p_values)
         frame = _to_polars(data) if backend == "polars" else _to_pandas(data)
         privacy = mechanism.guarantee(memo)
@@ -117,7 +116,7 @@ class FrequencyTable:
     def _data(self) -> dict[str, Any]:
         if self.decoding is not None:
             return _columns(self.estimate, self.decoding.labels, self.level, self.decoding.p_values)
-        return _columns(self.estimate, list(self.mechanism.domain.labels), self.level)
+        return _columns(self.estimate, self.mechanism.categories, self.level)
 
     def to_pandas(self) -> Any:
         """The table as a pandas DataFrame."""

@@ -12,24 +12,22 @@ import math
 from collections.abc import Callable
 from decimal import Decimal
 from numbers import Real
-from typing import Any, Final, Protocol, TypeVar, cast
+from typing import Any, Final, TypeVar, cast
 
 import numpy as np
 from numpy.typing import NDArray
 
-from frameldp.accounting import PrivacyGuarantee
-from frameldp.core.encoding import Domain
-from frameldp.core.estimation import FrequencyEstimate
 from frameldp.errors import ParameterError, shown
 
 __all__ = [
     "FLOAT_MARGIN",
-    "Mechanism",
     "canonical_json",
     "check_codes",
     "check_epsilon",
     "check_number",
     "fingerprint",
+    "is_mechanism",
+    "mechanism_class",
     "mechanism_from_spec",
     "register",
 ]
@@ -83,23 +81,7 @@ def check_codes(codes: object, k: int) -> NDArray[np.int64]:
     return array
 
 
-class Mechanism(Protocol):
-    """What every frameldp mechanism provides."""
-
-    name: str
-
-    @property
-    def domain(self) -> Domain: ...
-
-    @property
-    def privacy(self) -> PrivacyGuarantee: ...
-
-    def to_spec(self) -> dict[str, Any]: ...
-
-    def estimate(self, reports: Any) -> FrequencyEstimate: ...
-
-
-_REGISTRY: dict[str, Callable[[dict[str, Any]], Any]] = {}
+_REGISTRY: dict[str, type[Any]] = {}
 _M = TypeVar("_M")
 
 
@@ -107,7 +89,7 @@ def register(name: str) -> Callable[[type[_M]], type[_M]]:
     """Class decorator: make ``mechanism_from_spec`` able to rebuild ``name`` specs."""
 
     def decorate(cls: type[_M]) -> type[_M]:
-        _REGISTRY[name] = cls.from_spec  # type: ignore[attr-defined]
+        _REGISTRY[name] = cls
         return cls
 
     return decorate
@@ -125,12 +107,21 @@ def mechanism_from_spec(spec: dict[str, Any] | str) -> Any:
             f"unknown mechanism in spec: {shown(name)}; known: {sorted(_REGISTRY)}"
         )
     try:
-        return _REGISTRY[name](data)
+        return _REGISTRY[name].from_spec(data)
     except (KeyError, TypeError, AttributeError) as error:  # a field missing or of a wrong shape
         raise ParameterError(
             f"invalid {name} spec: a field is missing or malformed "
             f"({type(error).__name__}: {shown(error.args[0] if error.args else None)})"
         ) from None
+
+
+def mechanism_class(name: str) -> Any:
+    """The mechanism class registered as ``name`` (the spec's ``"mechanism"``): how the frame
+    shortcuts (``df.ldp.rappor``, ``krr``, ...) and the command line build mechanisms without
+    naming their classes."""
+    if name not in _REGISTRY:
+        raise ParameterError(f"unknown mechanism {shown(name)}; known: {sorted(_REGISTRY)}")
+    return _REGISTRY[name]
 
 
 def canonical_json(spec: dict[str, Any]) -> str:
@@ -141,3 +132,8 @@ def canonical_json(spec: dict[str, Any]) -> str:
 def fingerprint(spec: dict[str, Any]) -> str:
     """SHA-256 of the canonical spec: separates the noise streams of different mechanisms."""
     return hashlib.sha256(canonical_json(spec).encode("utf-8")).hexdigest()
+
+
+def is_mechanism(value: object) -> bool:
+    """Whether ``value`` is an instance of a registered frameldp mechanism."""
+    return isinstance(value, tuple(_REGISTRY.values()))

@@ -32,16 +32,19 @@ References
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property, partial
 from typing import Any, ClassVar, Final
 
 import numpy as np
+import pyarrow as pa
 from numpy.typing import NDArray
 
 from frameldp.accounting import BinomialCountsEvent, PrivacyGuarantee
 from frameldp.accounting._rounding import float_up
+from frameldp.core.columns import label_array, label_counts, report_labels, single_codes
 from frameldp.core.encoding import Domain
 from frameldp.core.estimation import FrequencyEstimate
 from frameldp.core.mechanisms._spec import (
@@ -51,6 +54,7 @@ from frameldp.core.mechanisms._spec import (
     fingerprint,
     register,
 )
+from frameldp.core.mechanisms.protocol import Capability, Statistic
 from frameldp.core.randomness import (
     PRECISION_BITS,
     RandomSource,
@@ -148,6 +152,8 @@ class BalcerCheu:
     """
 
     name: ClassVar[str] = "balcer_cheu"
+    title: ClassVar[str] = "Balcer–Cheu"
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.SHUFFLER_MESSAGES})
 
     epsilon: float
     delta: float
@@ -305,14 +311,51 @@ class BalcerCheu:
             counts += noise.sum(axis=0, dtype=np.int64)
         return counts
 
+    # ------------------------------------------------------------------ the protocol
+
+    @property
+    def categories(self) -> list[Hashable]:
+        """Bucket labels."""
+        return list(self.domain.labels)
+
+    def report_columns(self, column: str) -> dict[str, pa.DataType]:
+        """One dictionary (categorical) column of message labels; the null bucket is null."""
+        labels = pa.array(report_labels(self.domain))
+        return {column: pa.dictionary(pa.int32(), labels.type)}
+
+    def privatize_column(
+        self,
+        values: pa.Array,
+        *,
+        column: str,
+        source: RandomSource,
+        row_start: int = 0,
+        users: pa.Array | None = None,
+        user_column: str | None = None,
+        memo: RandomSource | None = None,
+    ) -> dict[str, pa.Array]:
+        """Every person's messages, person after person (:meth:`randomize`): *not* shuffled,
+        and not one row per input row. The shuffler must permute them before anyone sees
+        them."""
+        codes = single_codes(values, self.domain, column, row_start, "Balcer–Cheu")
+        messages = self.randomize(codes, source=source, label=column, row_start=row_start)
+        return {column: label_array(messages, self.domain)}
+
+    def statistic(self, reports: Mapping[str, pa.Array], *, column: str) -> Statistic:
+        """Messages per bucket."""
+        counts = label_counts(reports[column], self.domain, column)
+        return Statistic((counts,), int(counts.sum()))
+
     def estimate(self, messages: NDArray[np.int64]) -> FrequencyEstimate:
         """Debiased counts from the shuffled messages (bucket codes)."""
         messages = np.asarray(messages, dtype=np.int64)
-        return self.debias(np.bincount(messages, minlength=self.k))
+        counts = np.bincount(messages, minlength=self.k).astype(np.int64)
+        return self.debias(Statistic((counts,), messages.size))
 
-    def debias(self, message_counts: NDArray[np.int64]) -> FrequencyEstimate:
-        """Unbiased counts ``M_j - n p``, variance ``n p (1 - p)`` each."""
-        counts = np.asarray(message_counts, dtype=np.float64)
+    def debias(self, statistic: Statistic) -> FrequencyEstimate:
+        """Unbiased counts ``M_j - n p``, variance ``n p (1 - p)`` each (``M_j``: the messages
+        per bucket in ``statistic``; ``n`` is the number of people, not of messages)."""
+        counts = np.asarray(statistic.parts[0], dtype=np.float64)
         if counts.shape != (self.k,):
             raise ParameterError(f"message_counts must have shape ({self.k},), got {counts.shape}")
         p = self.noise_probability

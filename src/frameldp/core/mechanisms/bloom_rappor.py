@@ -5,18 +5,25 @@ from __future__ import annotations
 import hashlib
 import hmac
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
 from typing import Any, ClassVar, Final
 
 import numpy as np
+import pyarrow as pa
 from numpy.typing import NDArray
 
 from frameldp.accounting import BloomRapporEvent, PrivacyGuarantee
+from frameldp.core.columns import bits_array, combined, distinct_codes, packed_bits
 from frameldp.core.encoding import BloomEncoder, HashScheme, count_bits, packed_width
-from frameldp.core.estimation import BloomDecoding, debias_bloom_counts, decode_bloom
+from frameldp.core.estimation import (
+    BloomDecoding,
+    FrequencyEstimate,
+    debias_bloom_counts,
+    decode_bloom,
+)
 from frameldp.core.mechanisms._spec import (
     FLOAT_MARGIN,
     check_epsilon,
@@ -24,6 +31,7 @@ from frameldp.core.mechanisms._spec import (
     fingerprint,
     register,
 )
+from frameldp.core.mechanisms.protocol import Capability, Statistic
 from frameldp.core.randomness import (
     PRECISION_BITS,
     RandomSource,
@@ -33,7 +41,7 @@ from frameldp.core.randomness import (
     dyadic_at_most,
     label_bytes,
 )
-from frameldp.errors import ParameterError, shown
+from frameldp.errors import DomainError, ParameterError, shown
 
 __all__ = ["BloomRappor"]
 
@@ -133,6 +141,15 @@ class BloomRappor:
     """
 
     name: ClassVar[str] = "bloom_rappor"
+    title: ClassVar[str] = "Bloom RAPPOR"
+    capabilities: ClassVar[frozenset[Capability]] = frozenset(
+        {
+            Capability.MEMOIZATION,
+            Capability.CANDIDATES,
+            Capability.BIT_VECTORS,
+            Capability.CALLER_KEY,
+        }
+    )
 
     epsilon: float | None = None
     epsilon_infinity: float | None = field(default=None, kw_only=True)
@@ -431,3 +448,88 @@ class BloomRappor:
         return decode_bloom(
             debiased, variances, sizes, candidates, self.encoder, significance=significance
         )
+
+    # ------------------------------------------------------------------ the protocol
+
+    @property
+    def categories(self) -> list[Hashable]:
+        """None: the domain is open (decode against candidates instead)."""
+        return []
+
+    def report_columns(self, column: str) -> dict[str, pa.DataType]:
+        """The reports (packed Bloom bits) and, named ``{column}_cohort``, their cohorts."""
+        return {column: pa.binary(packed_width(self.num_bits)), f"{column}_cohort": pa.int64()}
+
+    def privatize_column(
+        self,
+        values: pa.Array,
+        *,
+        column: str,
+        source: RandomSource,
+        row_start: int = 0,
+        users: pa.Array | None = None,
+        user_column: str | None = None,
+        memo: RandomSource | None = None,
+    ) -> dict[str, pa.Array]:
+        """Reports and cohorts of a string column (each distinct string hashed once); with
+        ``users`` (the ids of ``user_column``), memoized per (user, value) under ``memo``."""
+        array = combined(values)
+        kind = array.type.value_type if pa.types.is_dictionary(array.type) else array.type
+        if not (
+            pa.types.is_string(kind)
+            or pa.types.is_large_string(kind)
+            or pa.types.is_string_view(kind)
+        ):
+            raise DomainError(
+                f"column {shown(column)}: Bloom encoding hashes strings, got a column of "
+                f"{array.type}; cast it to strings first"
+            )
+        codes, distinct = distinct_codes(array, column, "value", row_start)
+        user_codes, user_ids = (
+            (None, None)
+            if users is None
+            else distinct_codes(
+                users, column, f"user id (user column {shown(user_column)})", row_start
+            )
+        )
+        reports, cohorts = self.randomize(
+            codes,
+            distinct,
+            user_codes=user_codes,
+            user_ids=user_ids,
+            source=source,
+            memo=memo,
+            label=column,
+            row_start=row_start,
+        )
+        return {
+            column: bits_array(reports),
+            f"{column}_cohort": pa.array(cohorts, type=pa.int64()),
+        }
+
+    def statistic(self, reports: Mapping[str, pa.Array], *, column: str) -> Statistic:
+        """Per-cohort bit sums and cohort sizes (see :meth:`bit_counts`)."""
+        packed = packed_bits(reports[column], self.num_bits, column)
+        cohorts = combined(reports[f"{column}_cohort"])
+        if cohorts.null_count or not pa.types.is_integer(cohorts.type):
+            raise DomainError(
+                f"column {shown(column)}: the cohort column must hold integers without nulls, "
+                f"got {cohorts.type} with {cohorts.null_count} nulls"
+            )
+        codes = cohorts.to_numpy(zero_copy_only=False).astype(np.int64)
+        counts, sizes = self.bit_counts(packed, codes)
+        return Statistic((counts, sizes.astype(np.int64)), packed.shape[0])
+
+    def debias(self, statistic: Statistic) -> FrequencyEstimate:
+        """Refused: Bloom reports are decoded against candidate strings."""
+        raise ParameterError(
+            "Bloom RAPPOR reports are decoded against candidate strings: use "
+            "decode(column, candidates=[...])"
+        )
+
+    def decode_statistic(
+        self, statistic: Statistic, candidates: Sequence[object], *, significance: float = 0.05
+    ) -> BloomDecoding:
+        """:meth:`decode` of a summed :meth:`statistic`."""
+        counts, sizes = statistic.parts
+        return self.decode(counts, sizes, candidates, significance=significance)

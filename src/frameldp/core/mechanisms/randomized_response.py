@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
 from typing import Any, ClassVar, Final
 
 import numpy as np
+import pyarrow as pa
 from numpy.typing import NDArray
 
 from frameldp.accounting import PrivacyGuarantee, RandomizedResponseEvent
 from frameldp.accounting._rounding import log_upper
+from frameldp.core.columns import (
+    check_report_labels,
+    label_array,
+    label_counts,
+    report_labels,
+    single_codes,
+)
 from frameldp.core.encoding import Domain
 from frameldp.core.estimation import FrequencyEstimate, debias_direct_counts
 from frameldp.core.mechanisms._spec import (
@@ -22,6 +31,7 @@ from frameldp.core.mechanisms._spec import (
     fingerprint,
     register,
 )
+from frameldp.core.mechanisms.protocol import Capability, Statistic
 from frameldp.core.randomness import (
     PRECISION_BITS,
     RandomSource,
@@ -83,6 +93,8 @@ class RandomizedResponse:
     """
 
     name: ClassVar[str] = "randomized_response"
+    title: ClassVar[str] = "k-ary randomized response"
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.CALLER_KEY})
 
     epsilon: float
     domain: Domain = field(kw_only=True)
@@ -193,11 +205,50 @@ class RandomizedResponse:
             others = shift + (shift >= codes)
         return np.where(moves, others, codes)
 
+    # ------------------------------------------------------------------ the protocol
+
+    @property
+    def categories(self) -> list[Hashable]:
+        """Bucket labels."""
+        return list(self.domain.labels)
+
+    def report_columns(self, column: str) -> dict[str, pa.DataType]:
+        """One dictionary (categorical) column of reported labels; the null bucket is null."""
+        check_report_labels(self.domain, column)
+        labels = pa.array(report_labels(self.domain))
+        return {column: pa.dictionary(pa.int32(), labels.type)}
+
+    def privatize_column(
+        self,
+        values: pa.Array,
+        *,
+        column: str,
+        source: RandomSource,
+        row_start: int = 0,
+        users: pa.Array | None = None,
+        user_column: str | None = None,
+        memo: RandomSource | None = None,
+    ) -> dict[str, pa.Array]:
+        """Reported labels of one value per row."""
+        check_report_labels(self.domain, column)
+        codes = single_codes(values, self.domain, column, row_start, "k-ary randomized response")
+        reports = self.randomize(codes, source=source, label=column, row_start=row_start)
+        return {column: label_array(reports, self.domain)}
+
+    def statistic(self, reports: Mapping[str, pa.Array], *, column: str) -> Statistic:
+        """Reports per label."""
+        counts = label_counts(reports[column], self.domain, column)
+        return Statistic((counts,), int(counts.sum()))
+
     def estimate(self, reports: NDArray[np.int64]) -> FrequencyEstimate:
         """Debiased counts from report codes."""
         reports = np.asarray(reports, dtype=np.int64)
-        return self.debias(np.bincount(reports, minlength=self.k), reports.size)
+        counts = np.bincount(reports, minlength=self.k).astype(np.int64)
+        return self.debias(Statistic((counts,), reports.size))
 
-    def debias(self, report_counts: NDArray[np.int64], n: int) -> FrequencyEstimate:
-        """Debiased counts from the report histogram of ``n`` reports (for tree reductions)."""
-        return debias_direct_counts(report_counts, n, self.keep_probability, self.other_probability)
+    def debias(self, statistic: Statistic) -> FrequencyEstimate:
+        """Debiased counts from the report histogram of ``statistic.rows`` reports."""
+        (counts,) = statistic.parts
+        return debias_direct_counts(
+            counts, statistic.rows, self.keep_probability, self.other_probability
+        )

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
 from typing import Any, ClassVar, Final
 
 import numpy as np
+import pyarrow as pa
 from numpy.typing import NDArray
 
 from frameldp.accounting import PrivacyGuarantee, RapporEvent
 from frameldp.accounting._rounding import log_upper
+from frameldp.core.columns import bits_array, combined, is_list, packed_bits, set_codes, value_codes
 from frameldp.core.encoding import (
     Domain,
     count_bits,
@@ -30,6 +32,7 @@ from frameldp.core.mechanisms._spec import (
     fingerprint,
     register,
 )
+from frameldp.core.mechanisms.protocol import Capability, Statistic
 from frameldp.core.randomness import PRECISION_BITS, RandomSource, dyadic_at_least
 from frameldp.errors import ParameterError, shown
 
@@ -91,6 +94,10 @@ class Rappor:
     """
 
     name: ClassVar[str] = "rappor"
+    title: ClassVar[str] = "RAPPOR"
+    capabilities: ClassVar[frozenset[Capability]] = frozenset(
+        {Capability.SETS, Capability.BIT_VECTORS, Capability.CALLER_KEY}
+    )
 
     epsilon: float | None = None
     f: float | None = field(default=None, kw_only=True)
@@ -276,11 +283,51 @@ class Rappor:
         rows = source.rows((label, self._stream_suffix), row_start, num_rows, bits)
         return rows.bernoulli("flip", self._flip_numerator, self.num_bits)
 
+    # ------------------------------------------------------------------ the protocol
+
+    @property
+    def categories(self) -> list[Hashable]:
+        """Bucket labels, one per bit."""
+        return list(self.domain.labels)
+
+    def report_columns(self, column: str) -> dict[str, pa.DataType]:
+        """One column of packed bit vectors, ``ceil(k / 8)`` bytes each."""
+        return {column: pa.binary(packed_width(self.num_bits))}
+
+    def privatize_column(
+        self,
+        values: pa.Array,
+        *,
+        column: str,
+        source: RandomSource,
+        row_start: int = 0,
+        users: pa.Array | None = None,
+        user_column: str | None = None,
+        memo: RandomSource | None = None,
+    ) -> dict[str, pa.Array]:
+        """Reports of one value (one-hot) or a set of values (k-hot) per row."""
+        array = combined(values)
+        if is_list(array):
+            offsets, codes = set_codes(array, self.domain, column, row_start)
+            bits = self.encode_sets(offsets, codes, column=column, row_offset=row_start)
+            reports = self.randomize(bits, source=source, label=column, row_start=row_start)
+        else:
+            codes = value_codes(array, self.domain, column, lambda row: row_start + row)
+            reports = self.randomize_codes(codes, source=source, label=column, row_start=row_start)
+        return {column: bits_array(reports)}
+
+    def statistic(self, reports: Mapping[str, pa.Array], *, column: str) -> Statistic:
+        """Per-bit sums of the reports."""
+        packed = packed_bits(reports[column], self.num_bits, column)
+        return Statistic((count_bits(packed, self.num_bits).astype(np.int64),), packed.shape[0])
+
     def estimate(self, reports: NDArray[np.uint8]) -> FrequencyEstimate:
         """Debiased counts from packed reports ``(n, ceil(k/8))``."""
         reports = np.asarray(reports, dtype=np.uint8)
-        return self.debias(count_bits(reports, self.num_bits), reports.shape[0])
+        counts = count_bits(reports, self.num_bits).astype(np.int64)
+        return self.debias(Statistic((counts,), reports.shape[0]))
 
-    def debias(self, bit_sums: NDArray[np.int64], n: int) -> FrequencyEstimate:
-        """Debiased counts from per-bit sums of ``n`` reports (for tree reductions)."""
-        return debias_unary_counts(bit_sums, n, self.flip_probability)
+    def debias(self, statistic: Statistic) -> FrequencyEstimate:
+        """Debiased counts from the per-bit sums of ``statistic.rows`` reports."""
+        (bit_sums,) = statistic.parts
+        return debias_unary_counts(bit_sums, statistic.rows, self.flip_probability)

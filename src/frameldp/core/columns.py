@@ -1,0 +1,267 @@
+"""Arrow columns <-> the integer codes and packed bits the mechanisms work on.
+
+Every frame library hands its columns over as Arrow arrays (zero-copy where the data already is
+Arrow), so mapping values to domain codes, set-valued cells to CSR codes, strings to distinct
+codes, and packed report bits to and from binary columns is done once, here, for every
+mechanism. No formula lives in this module, and no dataframe library is imported: pyarrow is a
+memory format.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Hashable
+from decimal import Decimal
+from typing import Any, cast
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from numpy.typing import NDArray
+
+from frameldp.core.encoding import OTHER, Domain, packed_width
+from frameldp.errors import DomainError, ParameterError, shown
+
+__all__ = [
+    "bits_array",
+    "check_report_labels",
+    "combined",
+    "distinct_codes",
+    "label_array",
+    "packed_bits",
+    "report_labels",
+    "set_codes",
+    "value_codes",
+]
+
+
+def combined(array: pa.Array | pa.ChunkedArray) -> pa.Array:
+    return array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+
+
+def value_codes(
+    array: pa.Array, domain: Domain, column: str, row_of: Callable[[int], int] | None = None
+) -> NDArray[np.int64]:
+    """Codes of a flat Arrow array against the domain, with the domain's policies applied.
+
+    ``row_of(i)`` names the frame row of value ``i`` in error messages (default: ``i``).
+    """
+    null_mask = array.is_null().to_numpy(zero_copy_only=False)
+    if pa.types.is_dictionary(array.type):
+        # Null slots (and every slot of an all-null column, whose dictionary may be empty)
+        # point past the dictionary's codes, at a final -1.
+        lookup = np.append(_codes_of_values(array.dictionary, domain, column), -1)
+        indices = array.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        raw = lookup[np.where(null_mask, lookup.size - 1, indices)]
+    else:
+        raw = _codes_of_values(array, domain, column)
+    return domain.resolve(
+        raw, null_mask, column=column, value_at=lambda i: array[i].as_py(), row_of=row_of
+    )
+
+
+def _codes_of_values(array: pa.Array, domain: Domain, column: str) -> NDArray[np.int64]:
+    """Position of each value among the domain's categories; -1 for nulls and values not listed.
+
+    Matching is exact, and neither side is converted to the other's type: a string column
+    matches string categories, a boolean column boolean ones, and a numeric column the numbers
+    its type holds exactly (an ``int64`` 2 matches 2 or 2.0, never 2.5). Any other pairing
+    could match nothing, and is refused rather than sending every value to ``unknown``.
+    """
+    if array.null_count == len(array) or domain.kind is None:  # no value, or no category
+        return np.full(len(array), -1, dtype=np.int64)
+    # index_in has no kernel for these types: widen them, exactly.
+    if pa.types.is_float16(array.type):
+        array = array.cast(pa.float32())
+    elif pa.types.is_string_view(array.type):
+        array = array.cast(pa.large_string())
+    kind = array.type
+    text = pa.types.is_string(kind) or pa.types.is_large_string(kind)
+    numeric = domain.kind in ("int", "float")
+    codes: NDArray[np.int64] = np.arange(len(domain.categories), dtype=np.int64)
+    if (domain.kind == "str" and text) or (domain.kind == "bool" and pa.types.is_boolean(kind)):
+        value_set = pa.array(domain.categories, type=kind)
+    elif numeric and (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+        held, codes = domain.held_by(np.dtype(kind.to_pandas_dtype()))
+        value_set = pa.array(held, type=kind)
+    elif numeric and pa.types.is_decimal(kind):
+        exact = []  # Arrow refuses a Decimal its scale or precision would round
+        for code, category in enumerate(domain.categories):
+            with contextlib.suppress(pa.ArrowInvalid):  # Decimal(0.1) is the float's exact value
+                exact.append((code, pa.scalar(Decimal(cast(float, category)), type=kind)))
+        codes = np.array([code for code, _ in exact], dtype=np.int64)
+        value_set = pa.array([value for _, value in exact], type=kind)
+    else:
+        raise DomainError(
+            f"column {shown(column)}: its values ({kind}) can never equal the domain's "
+            f"{domain.kind} "
+            "categories, and categories are not converted to the column's type; cast the "
+            "column, or give categories of its type"
+        )
+    found = pc.index_in(array, value_set=value_set).fill_null(len(codes))
+    positions: NDArray[np.int64] = found.to_numpy(zero_copy_only=False).astype(np.int64)
+    return np.append(codes, -1)[positions]
+
+
+def set_codes(
+    array: pa.Array, domain: Domain, column: str, row_start: int
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """CSR offsets (from 0) and item codes of a list column; a null cell is the null bucket.
+
+    Arrow lets a null list slot still span items (polars produces such slots): those items
+    are not the row's value and are dropped before they are looked up.
+    """
+    offsets = array.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
+    values = array.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
+    lengths = np.diff(offsets)
+    null_rows = array.is_null().to_numpy(zero_copy_only=False)
+    if null_rows.any():
+        if not domain.has_null:
+            row = row_start + int(np.flatnonzero(null_rows)[0])
+            raise DomainError(
+                f"column {shown(column)}: null cell at row {row}; pass nulls='category' to give "
+                "nulls their own bucket, or drop them first"
+            )
+        values = values.filter(pa.array(np.repeat(~null_rows, lengths)))
+        lengths = np.where(null_rows, 0, lengths)
+    starts = np.concatenate([[0], np.cumsum(lengths)])
+
+    def row_of(item: int) -> int:
+        return row_start + int(np.searchsorted(starts, item, side="right") - 1)
+
+    codes = value_codes(values, domain, column, row_of)
+    if not null_rows.any():
+        return starts, codes
+    # Each null cell becomes a one-item set holding the null bucket.
+    lengths = np.where(null_rows, 1, lengths)
+    with_nulls = np.full(int(lengths.sum()), domain.null_code, dtype=np.int64)
+    with_nulls[np.repeat(~null_rows, lengths)] = codes
+    return np.concatenate([[0], np.cumsum(lengths)]), with_nulls
+
+
+def check_report_labels(domain: Domain, column: object) -> None:
+    """k-RR reports are labels of the domain: with ``unknown='other'`` they must be strings
+    (the :data:`OTHER` label is written into the report column)."""
+    if domain.has_other and not all(isinstance(c, str) for c in domain.categories):
+        raise ParameterError(
+            f"column {shown(column)}: unknown='other' with k-ary randomized response needs "
+            f"string categories (the {OTHER!r} label is written into the report column); "
+            "cast the column and the domain to strings first"
+        )
+
+
+def bits_array(packed: NDArray[np.uint8]) -> pa.FixedSizeBinaryArray:
+    """Packed report bits as a fixed-size binary Arrow column (zero-copy)."""
+    rows, width = packed.shape
+    buffer = pa.py_buffer(np.ascontiguousarray(packed))
+    return pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), rows, [None, buffer])
+
+
+def packed_bits(array: pa.Array | pa.ChunkedArray, num_bits: int, column: str) -> NDArray[np.uint8]:
+    """Packed ``(n, ceil(k/8))`` bits of a binary report column (fixed or variable width)."""
+    array = combined(array)
+    width = packed_width(num_bits)
+    if array.null_count:
+        raise DomainError(
+            f"column {shown(column)}: RAPPOR reports contain {array.null_count} nulls"
+        )
+    if pa.types.is_fixed_size_binary(array.type):
+        if array.type.byte_width != width:
+            raise DomainError(
+                f"column {shown(column)}: reports are {array.type.byte_width} bytes wide, expected "
+                f"{width} for {num_bits} bits"
+            )
+        start = array.offset * width
+        data = np.frombuffer(array.buffers()[1], dtype=np.uint8)[start : start + len(array) * width]
+        return data.reshape(len(array), width)
+    if not (
+        pa.types.is_binary(array.type)
+        or pa.types.is_large_binary(array.type)
+        or pa.types.is_binary_view(array.type)
+    ):
+        raise DomainError(
+            f"column {shown(column)}: expected binary RAPPOR reports, got {array.type}"
+        )
+    large = array.cast(pa.large_binary())
+    lengths = pc.binary_length(large).to_numpy(zero_copy_only=False)
+    if lengths.size and (lengths.min() != width or lengths.max() != width):
+        raise DomainError(
+            f"column {shown(column)}: reports must all be {width} bytes for {num_bits} bits, got "
+            f"lengths in [{lengths.min()}, {lengths.max()}]"
+        )
+    offsets = np.frombuffer(large.buffers()[1], dtype=np.int64)[large.offset : large.offset + 1]
+    first = int(offsets[0]) if offsets.size else 0
+    data = np.frombuffer(large.buffers()[2], dtype=np.uint8)[first : first + len(large) * width]
+    return data.reshape(len(large), width)
+
+
+def distinct_codes(
+    array: pa.Array | pa.ChunkedArray, column: str, what: str, row_start: int
+) -> tuple[NDArray[np.int64], list[Any]]:
+    """Row codes into the distinct values of a column (nulls refused, named by frame row)."""
+    array = combined(array)
+    if array.null_count:
+        first = int(np.flatnonzero(array.is_null().to_numpy(zero_copy_only=False))[0])
+        raise DomainError(
+            f"column {shown(column)}: null {what} at row {row_start + first} ({array.null_count} "
+            "in this batch of rows); drop or fill them first"
+        )
+    if pa.types.is_dictionary(array.type):
+        array = array.dictionary_decode()
+    try:
+        encoded = pc.dictionary_encode(array)
+    except pa.ArrowNotImplementedError:
+        raise DomainError(
+            f"column {shown(column)}: each {what} must be a string, bytes or an integer, got a "
+            f"column of {array.type}"
+        ) from None
+    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    return codes, encoded.dictionary.to_pylist()
+
+
+def report_labels(domain: Domain) -> list[Hashable]:
+    """Report categories: every bucket label except the null bucket (shown as null)."""
+    return [
+        label
+        for code, label in enumerate(domain.labels)
+        if not (domain.has_null and code == domain.null_code)
+    ]
+
+
+def label_array(codes: NDArray[np.int64], domain: Domain) -> pa.DictionaryArray:
+    """Report codes as a dictionary column of the reported labels (null bucket: null).
+
+    Every batch gets the same dictionary (all labels, in domain order), so the batches of a file
+    concatenate and a reader sees one categorical column.
+    """
+    null = (codes == domain.null_code) if domain.has_null else None
+    indices = pa.array(codes.astype(np.int32), type=pa.int32(), mask=null)
+    return pa.DictionaryArray.from_arrays(indices, pa.array(report_labels(domain)))
+
+
+def is_list(array: pa.Array) -> bool:
+    """Whether ``array`` holds set-valued cells (an Arrow list column)."""
+    return bool(pa.types.is_list(array.type) or pa.types.is_large_list(array.type))
+
+
+def single_codes(
+    values: pa.Array | pa.ChunkedArray, domain: Domain, column: str, row_start: int, owner: str
+) -> NDArray[np.int64]:
+    """Codes of a column of one value per row (rows numbered from ``row_start`` in errors);
+    a list column is refused, naming ``owner``."""
+    array = combined(values)
+    if is_list(array):
+        raise ParameterError(
+            f"column {shown(column)}: {owner} takes one value per row; use "
+            "rappor(..., max_weight=m) for set-valued cells"
+        )
+    return value_codes(array, domain, column, lambda row: row_start + row)
+
+
+def label_counts(
+    reports: pa.Array | pa.ChunkedArray, domain: Domain, column: str
+) -> NDArray[np.int64]:
+    """Reports per bucket of a column of reported labels (categories, :data:`OTHER`, and null
+    for the null bucket)."""
+    codes = value_codes(combined(reports), domain.as_reported(), column)
+    return np.bincount(codes, minlength=domain.size).astype(np.int64)

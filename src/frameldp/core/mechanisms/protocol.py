@@ -1,0 +1,164 @@
+"""The one protocol every frameldp mechanism answers, and the capabilities some declare.
+
+The frame adapters, schemas, the command line and file readers know mechanisms only through
+this protocol: they never test a mechanism's class. A mechanism
+
+* says which report columns it writes for an input column (:meth:`Mechanism.report_columns`:
+  names and Arrow storage types; Bloom RAPPOR adds a cohort column);
+* privatizes one batch of a column (:meth:`Mechanism.privatize_column`: Arrow values in, Arrow
+  report columns out, the rows being rows ``row_start, ...`` of the whole input, so any
+  chunking gives the same reports);
+* reduces report columns to an additive sufficient :class:`Statistic` (statistics of disjoint
+  runs of rows add up: chunked files, Dask partitions, groups) and debiases it
+  (:meth:`Mechanism.debias`);
+* gives its guarantee (:attr:`Mechanism.privacy`) and its JSON spec (``to_spec`` /
+  ``from_spec``, rebuilt by :func:`~frameldp.core.mechanisms.mechanism_from_spec`);
+* declares what else it can do in :attr:`Mechanism.capabilities` (:class:`Capability`), which
+  callers ask instead of probing with ``isinstance`` or ``hasattr``.
+
+Adding a mechanism is one module in ``core/mechanisms`` (decorated with ``@register``) and its
+privacy event in ``accounting``.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from frameldp.errors import ParameterError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from frameldp.accounting import PrivacyGuarantee
+    from frameldp.core.estimation import BloomDecoding, FrequencyEstimate
+    from frameldp.core.randomness import RandomSource
+
+__all__ = ["Capability", "Decoder", "Mechanism", "Memoizing", "Statistic"]
+
+
+class Capability(enum.Enum):
+    """What only some mechanisms can do; a mechanism lists its own in ``capabilities``."""
+
+    SETS = "sets"
+    """Set-valued cells (list columns, at most ``max_weight`` values a cell), k-hot encoded."""
+    MEMOIZATION = "memoization"
+    """Takes ``users`` and a memo source: permanent responses memoized per (user, value), so a
+    person's loss over many collections of one value stays bounded (:class:`Memoizing`)."""
+    CANDIDATES = "candidates"
+    """An open domain: reports are decoded against candidate strings (:class:`Decoder`), not
+    debiased over a public domain."""
+    BIT_VECTORS = "bit_vectors"
+    """Reports are packed bit vectors: they unpack to one 0/1 column per bit, and a CSV file
+    holds them as hex."""
+    SHUFFLER_MESSAGES = "shuffler_messages"
+    """The shuffle model's messages: a person sends several, the frame holds the shuffler's
+    output (not one report per row), and there is no local guarantee to amplify."""
+    CALLER_KEY = "caller_key"
+    """A caller's key (``key=``) may be reused across runs: its guarantee holds for any one
+    run's reports of a row, whoever else's rows change."""
+
+
+@dataclass(frozen=True)
+class Statistic:
+    """An additive sufficient statistic of a run of ``rows`` reports.
+
+    ``parts`` are integer arrays whose meaning the mechanism defines (per-bit sums, per-label
+    counts, per-cohort bit sums and cohort sizes). Statistics of disjoint runs of rows add up,
+    part by part, to the statistic of their union.
+    """
+
+    parts: tuple[NDArray[np.int64], ...]
+    rows: int
+
+    def __add__(self, other: Statistic) -> Statistic:
+        if len(other.parts) != len(self.parts):
+            raise ParameterError("statistics of different mechanisms do not add up")
+        parts = tuple(a + b for a, b in zip(self.parts, other.parts, strict=True))
+        return Statistic(parts, self.rows + other.rows)
+
+
+class Mechanism(Protocol):
+    """What every frameldp mechanism answers (see the module docstring)."""
+
+    name: ClassVar[str]
+    """The spec's ``"mechanism"`` name."""
+    title: ClassVar[str]
+    """The name messages use ("Bloom RAPPOR")."""
+    capabilities: ClassVar[frozenset[Capability]]
+
+    @property
+    def privacy(self) -> PrivacyGuarantee:
+        """The guarantee of one person's report (for shuffle-model messages: the central one)."""
+        ...
+
+    def to_spec(self) -> dict[str, Any]:
+        """JSON-serializable parameters; ``from_spec`` rebuilds an equal mechanism."""
+        ...
+
+    @property
+    def categories(self) -> list[Hashable]:
+        """The categories a debiased table lists, in bucket order (empty for an open domain)."""
+        ...
+
+    def report_columns(self, column: str) -> dict[str, pa.DataType]:
+        """Names and Arrow storage types of the columns written for input ``column``, the
+        report column (named ``column``) first."""
+        ...
+
+    def privatize_column(
+        self,
+        values: pa.Array,
+        *,
+        column: str,
+        source: RandomSource,
+        row_start: int = 0,
+        users: pa.Array | None = None,
+        user_column: str | None = None,
+        memo: RandomSource | None = None,
+    ) -> dict[str, pa.Array]:
+        """The report columns (:meth:`report_columns`) of one batch of ``column``, whose first
+        row is row ``row_start`` of the whole input (errors name the column and the row).
+
+        ``users``/``memo`` only for :data:`Capability.MEMOIZATION`.
+        """
+        ...
+
+    def statistic(self, reports: Mapping[str, pa.Array], *, column: str) -> Statistic:
+        """The additive statistic of one batch of the report columns written for ``column``."""
+        ...
+
+    def debias(self, statistic: Statistic) -> FrequencyEstimate:
+        """Unbiased counts with their variances from a (summed) statistic."""
+        ...
+
+
+class Memoizing(Mechanism, Protocol):
+    """A mechanism with :data:`Capability.MEMOIZATION`."""
+
+    def memo_id(self, memo: RandomSource, label: object) -> str:
+        """Public name of the permanent responses under ``memo`` for ``label`` (not the key)."""
+        ...
+
+    def guarantee(self, memo: str | None = None) -> PrivacyGuarantee:
+        """One report's guarantee; ``memo`` names its memoized permanent responses."""
+        ...
+
+
+class Decoder(Mechanism, Protocol):
+    """A mechanism with :data:`Capability.CANDIDATES`."""
+
+    def decode_statistic(
+        self, statistic: Statistic, candidates: Any, *, significance: float = 0.05
+    ) -> BloomDecoding:
+        """Detected candidates with debiased counts."""
+        ...
+
+    def guarantee(self, memo: str | None = None) -> PrivacyGuarantee:
+        """One report's guarantee; ``memo`` names its memoized permanent responses."""
+        ...
