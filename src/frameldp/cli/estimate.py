@@ -14,18 +14,23 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
 from frameldp._atomic import atomic, check_target
 from frameldp.cli._files import ReportFile, file_kind, read_report_file, sidecar
 from frameldp.cli._progress import rows_progress
-from frameldp.core.mechanisms import Capability, Mechanism, Statistic, mechanism_from_spec
+from frameldp.core.mechanisms import (
+    Capability,
+    Decoder,
+    Mechanism,
+    Statistic,
+    mechanism_from_spec,
+)
 from frameldp.errors import ParameterError, shown
 from frameldp.frames._batches import counts_of_batch
 from frameldp.frames._common import (
-    find_decoder,
     report_names,
     require_column,
     shuffled_privacy,
@@ -120,9 +125,8 @@ def _table(
 ) -> FrequencyTable:
     """The table of one column; a seeded file's table is marked insecure."""
     if _decoded(mechanism):
-        _, decoder, _, _ = find_decoder(column, mechanism, reports.specs)
         table = FrequencyTable.decoded(
-            decoder,
+            cast(Decoder, mechanism),
             statistic,
             candidates or [],
             memo=reports.specs[column].get("memo"),

@@ -28,6 +28,7 @@ __all__ = [
     "combined",
     "distinct_codes",
     "label_array",
+    "label_type",
     "packed_bits",
     "report_labels",
     "set_codes",
@@ -226,6 +227,11 @@ def report_labels(domain: Domain) -> list[Hashable]:
         for code, label in enumerate(domain.labels)
         if not (domain.has_null and code == domain.null_code)
     ]
+
+
+def label_type(domain: Domain) -> pa.DataType:
+    """The Arrow type of a column of reported labels (:func:`label_array`)."""
+    return pa.dictionary(pa.int32(), pa.array(report_labels(domain)).type)
 
 
 def label_array(codes: NDArray[np.int64], domain: Domain) -> pa.DictionaryArray:

@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 
 from frameldp.core.columns import combined
 from frameldp.core.estimation import FrequencyEstimate
-from frameldp.core.mechanisms import Capability, Mechanism, Statistic
+from frameldp.core.mechanisms import Mechanism, Statistic
 from frameldp.core.randomness import RandomSource, label_bytes
 from frameldp.errors import (
     DomainInferenceWarning,
@@ -31,7 +31,6 @@ __all__ = [
     "add_statistics",
     "estimate_reports",
     "infer_domain",
-    "is_bit_vectors",
     "privatize_values",
     "row_content",
     "statistic_of",
@@ -135,8 +134,3 @@ def estimate_reports(
 ) -> FrequencyEstimate:
     """Debiased estimate from the report columns of ``column``."""
     return mechanism.debias(statistic_of(reports, mechanism, column))
-
-
-def is_bit_vectors(mechanism: Mechanism) -> bool:
-    """Whether the mechanism's reports are packed bit vectors (hex in a CSV file)."""
-    return Capability.BIT_VECTORS in mechanism.capabilities

@@ -15,11 +15,11 @@ import pyarrow as pa
 
 from frameldp.core.columns import bits_array
 from frameldp.core.encoding import packed_width
-from frameldp.core.mechanisms import Capability, Mechanism, Statistic
+from frameldp.core.mechanisms import Mechanism, Statistic
 from frameldp.core.randomness import RandomSource
 from frameldp.errors import DomainError, shown
 from frameldp.frames._arrow import privatize_values, statistic_of
-from frameldp.frames._common import ReleasePlan, column_context
+from frameldp.frames._common import ReleasePlan, column_context, memoizes
 
 __all__ = [
     "counts_of_batch",
@@ -59,7 +59,7 @@ def privatize_batch(
     columns as they are, nothing else."""
     produced: dict[str, pa.Array] = {}
     for column, mechanism in mechanisms.items():
-        memoizing = Capability.MEMOIZATION in mechanism.capabilities
+        memoizing = memoizes(mechanism)
         with column_context(column):
             produced.update(
                 privatize_values(

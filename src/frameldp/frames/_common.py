@@ -10,7 +10,7 @@ import os
 import secrets
 import warnings
 import weakref
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from frameldp.accounting import Ledger, PrivacyGuarantee, amplify_by_shuffling, compose
 from frameldp.accounting.guarantee import INSECURE
-from frameldp.core.columns import packed_bits, report_labels
+from frameldp.core.columns import packed_bits
 from frameldp.core.encoding import Domain, HashScheme, NullPolicy, UnknownPolicy, unpack_bits
 from frameldp.core.mechanisms import (
     Capability,
@@ -69,7 +69,6 @@ __all__ = [
     "find_mechanism",
     "guarantee_of",
     "is_seeded",
-    "labels_without_null",
     "mechanisms_of",
     "memoizes",
     "plan_release",
@@ -635,11 +634,6 @@ class IdentityRegistry:
         if entry is None or entry[0]() is not frame:
             return {}
         return dict(entry[1])
-
-
-def labels_without_null(domain: Domain) -> list[Hashable]:
-    """Report categories: every bucket label except the null bucket (shown as null)."""
-    return report_labels(domain)
 
 
 class FrameMethods:

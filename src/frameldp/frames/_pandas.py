@@ -87,7 +87,7 @@ def _coerced(array: pa.Array, series: pd.Series) -> bool:
 def rappor_values(packed: np.ndarray[Any, Any]) -> pd.arrays.ArrowExtensionArray:
     """Packed RAPPOR reports as a ``binary[pyarrow]`` column (variable-width binary, as in
     polars: pandas cannot read a fixed-width binary dtype back from Parquet)."""
-    return pd.arrays.ArrowExtensionArray(bits_array(packed).cast(pa.binary()))
+    return _native(bits_array(packed), None)
 
 
 def _native(array: pa.Array, original: Any) -> Any:

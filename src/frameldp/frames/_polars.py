@@ -30,7 +30,7 @@ import polars as pl
 import pyarrow as pa
 from polars.io.plugins import register_io_source
 
-from frameldp.core.columns import check_report_labels
+from frameldp.core.columns import check_report_labels, report_labels
 from frameldp.core.mechanisms import Mechanism
 from frameldp.core.randomness import (
     RandomSource,
@@ -103,20 +103,20 @@ def _report_dtype(mechanism: Mechanism, original: pl.DataType | None, column: st
     if pa.types.is_fixed_size_binary(kind) or pa.types.is_binary(kind):
         return pl.Binary()
     if not pa.types.is_dictionary(kind):
-        return pl.from_arrow(pa.array([], type=kind)).dtype  # type: ignore[union-attr]
+        return _dtype_of(kind)
     domain = mechanism.domain  # type: ignore[attr-defined]
     check_report_labels(domain, column)
     if pa.types.is_string(kind.value_type):
-        labels = labels_of(mechanism)
+        labels = report_labels(domain)
         if isinstance(original, pl.Enum) and original.categories.to_list() == labels:
             return original
         return pl.Enum(labels)
     return _KIND_DTYPES[domain.kind]
 
 
-def labels_of(mechanism: Mechanism) -> list[Any]:
-    """The labels a report column holds (its categories but the null bucket's)."""
-    return [label for label in mechanism.categories if label is not None]
+def _dtype_of(kind: pa.DataType) -> pl.DataType:
+    """The polars dtype of a column of Arrow type ``kind``."""
+    return pl.from_arrow(pa.array([], type=kind)).dtype  # type: ignore[union-attr]
 
 
 def _report_dtypes(
@@ -127,7 +127,7 @@ def _report_dtypes(
     for column, mechanism in mechanisms.items():
         dtypes[column] = _report_dtype(mechanism, schema[column], column)
         for name, kind in list(mechanism.report_columns(column).items())[1:]:
-            dtypes[name] = pl.from_arrow(pa.array([], type=kind)).dtype  # type: ignore[union-attr]
+            dtypes[name] = _dtype_of(kind)
     return dtypes
 
 

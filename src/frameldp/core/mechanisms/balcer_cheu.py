@@ -44,7 +44,7 @@ from numpy.typing import NDArray
 
 from frameldp.accounting import BinomialCountsEvent, PrivacyGuarantee
 from frameldp.accounting._rounding import float_up
-from frameldp.core.columns import label_array, label_counts, report_labels, single_codes
+from frameldp.core.columns import label_array, label_counts, label_type, single_codes
 from frameldp.core.encoding import Domain
 from frameldp.core.estimation import FrequencyEstimate
 from frameldp.core.mechanisms._spec import (
@@ -320,8 +320,7 @@ class BalcerCheu:
 
     def report_columns(self, column: str) -> dict[str, pa.DataType]:
         """One dictionary (categorical) column of message labels; the null bucket is null."""
-        labels = pa.array(report_labels(self.domain))
-        return {column: pa.dictionary(pa.int32(), labels.type)}
+        return {column: label_type(self.domain)}
 
     def privatize_column(
         self,

@@ -19,7 +19,7 @@ from frameldp.core.columns import (
     check_report_labels,
     label_array,
     label_counts,
-    report_labels,
+    label_type,
     single_codes,
 )
 from frameldp.core.encoding import Domain
@@ -215,8 +215,7 @@ class RandomizedResponse:
     def report_columns(self, column: str) -> dict[str, pa.DataType]:
         """One dictionary (categorical) column of reported labels; the null bucket is null."""
         check_report_labels(self.domain, column)
-        labels = pa.array(report_labels(self.domain))
-        return {column: pa.dictionary(pa.int32(), labels.type)}
+        return {column: label_type(self.domain)}
 
     def privatize_column(
         self,
