@@ -123,6 +123,20 @@ def test_csv_needs_columns_and_shuffles_them(tmp_path: Path) -> None:
     assert sorted(shuffled["carrier"]) == sorted(pd.read_csv(raw)["carrier"])
 
 
+def test_a_plain_parquet_shuffle_amplifies_debias_in_pandas(tmp_path: Path) -> None:
+    """A file that records no mechanism (reports made elsewhere) shuffled to Parquet records
+    its shuffle for pandas: debias with the mechanism carries the amplified guarantee."""
+    raw, out = tmp_path / "raw.parquet", tmp_path / "out.parquet"
+    load_flights().head(2000)[["carrier"]].to_parquet(raw)
+    result = CliRunner().invoke(app, ["shuffle", str(raw), str(out), "--column", "carrier"])
+    assert result.exit_code == 0, result.output
+    mechanism = frameldp.RandomizedResponse(1.0, domain=FLIGHTS_DOMAINS["carrier"])
+    table = pd.read_parquet(out).ldp.debias("carrier", mechanism)
+    assert table.privacy is not None
+    assert table.privacy.shuffled
+    assert table.n == 2000
+
+
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [

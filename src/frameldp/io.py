@@ -30,11 +30,12 @@ import pyarrow.csv as pacsv
 from numpy.typing import NDArray
 
 from frameldp._atomic import atomic
-from frameldp.core.columns import packed_bits
+from frameldp.core.columns import bits_array, packed_bits
 from frameldp.core.mechanisms import BloomRappor
 from frameldp.errors import DomainError, FrameLDPWarning, ParameterError, shown
-from frameldp.frames._common import METADATA_KEY, find_decoder
-from frameldp.frames._pandas import rappor_values
+from frameldp.frames._common import find_decoder
+from frameldp.frames._pandas import report_columns_of
+from frameldp.frames.report_type import ReportMetadata, as_reports, recorded_specs, storage_of
 
 __all__ = [
     "read_rappor_params",
@@ -150,16 +151,16 @@ def read_rappor_reports(path: PathLike, *, params: PathLike | BloomRappor) -> pd
             f"[0, {mechanism.num_cohorts}) (num_cohorts from the params)"
         )
     packed = _packed_from_bit_strings(table[column], mechanism.num_bits, f"report file {path}")
-    frame = pd.DataFrame(
+    spec = {**mechanism.to_spec(), "cohort_column": "cohort", "memo": None}
+    reports = as_reports(bits_array(packed), ReportMetadata(spec, column, 0))
+    cohorts = as_reports(pa.array(cohort_values), ReportMetadata(spec, column, 1))
+    return pd.DataFrame(
         {
             "client": pd.Series(table["client"].to_pylist(), dtype="string"),
-            "cohort": cohort_values,
-            column: rappor_values(packed),
+            "cohort": pd.arrays.ArrowExtensionArray(cohorts),
+            column: pd.arrays.ArrowExtensionArray(reports),
         }
     )
-    spec = {**mechanism.to_spec(), "cohort_column": "cohort", "memo": None}
-    frame.attrs = {METADATA_KEY: {"mechanisms": {column: spec}}}
-    return frame
 
 
 def write_rappor_reports(
@@ -176,7 +177,7 @@ def write_rappor_reports(
     """
     if not isinstance(reports, pd.DataFrame):
         raise ParameterError(f"expected a pandas DataFrame, got {type(reports).__name__}")
-    recorded = reports.attrs.get(METADATA_KEY, {}).get("mechanisms", {})
+    recorded = recorded_specs(report_columns_of(reports))
     column, decoder, names, _ = find_decoder(column, None, recorded)
     mechanism = cast(BloomRappor, decoder)  # the reference format is Bloom RAPPOR's
     cohort_name = names[1]
@@ -184,10 +185,12 @@ def write_rappor_reports(
     for name in (column, cohort_name, client):
         if name is not None and name not in reports.columns:
             raise ParameterError(f"column {name!r} not found; columns are {list(reports.columns)}")
-    packed = packed_bits(pa.Array.from_pandas(reports[column]), mechanism.num_bits, column)
+    packed = packed_bits(
+        storage_of(pa.Array.from_pandas(reports[column])), mechanism.num_bits, column
+    )
     strings = _bit_strings(packed, mechanism.num_bits)
     clients = reports[client].astype(str).tolist() if client is not None else range(len(reports))
-    cohorts = reports[cohort_name].astype(np.int64).tolist()
+    cohorts = storage_of(pa.Array.from_pandas(reports[cohort_name])).to_pylist()
     with _atomic(path) as handle:
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(["client", "cohort", "bloom"])

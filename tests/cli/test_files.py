@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -33,6 +34,7 @@ from frameldp.core.mechanisms import mechanism_from_spec
 from frameldp.datasets import FLIGHTS_DOMAINS
 from frameldp.errors import DomainError, ParameterError
 from frameldp.frames._batches import from_hex, to_hex
+from frameldp.frames.report_type import ReportType
 
 from .conftest import (
     ROWS,
@@ -104,7 +106,7 @@ def test_parquet_metadata_holds_the_specs_and_the_guarantee(
     data = json.loads(metadata[b"frameldp"])
     assert data["format"] == FORMAT == 1
     assert data["hex"] == []
-    specs = reference.attrs["frameldp"]["mechanisms"]
+    specs = reference.ldp._specs()
     assert data["mechanisms"] == specs
     assert list(data["mechanisms"]) == ["dest", "carrier", "origin"]
     assert data["mechanisms"]["origin"]["cohort_column"] == "origin_cohort"
@@ -113,23 +115,35 @@ def test_parquet_metadata_holds_the_specs_and_the_guarantee(
     parts = [mechanisms["dest"].privacy, mechanisms["carrier"].privacy]
     # A --seed release: the guarantee is marked insecure.
     assert guarantee == seeded(compose([*parts, mechanisms["origin"].guarantee(None)]))
-    assert guarantee == seeded(reference.ldp.privacy)
+    # The frame composes its columns in column order, the file in --column order.
+    in_frame = seeded(reference.ldp.privacy)
+    assert sorted(guarantee.parts, key=repr) == sorted(in_frame.parts, key=repr)
+    assert guarantee.epsilon == in_frame.epsilon
     assert guarantee.epsilon == pytest.approx(4.0)
-    assert json.loads(metadata[b"PANDAS_ATTRS"]) == {"frameldp": {"mechanisms": specs}}
+    assert b"PANDAS_ATTRS" not in metadata  # pandas reads the mechanisms from the column types
 
 
 def test_parquet_column_types(releases: tuple[Path, Path, pd.DataFrame]) -> None:
-    """RAPPOR reports are fixed-width binary, k-RR labels a dictionary of every label (in
-    domain order), cohorts integers; the kept column is as it was."""
-    parquet, _, _ = releases
+    """Report columns are of the report type recording their spec: RAPPOR reports over
+    binary, k-RR labels over text, cohorts over integers; the kept column is as it was."""
+    parquet, _, reference = releases
     schema = pq.read_schema(parquet)
     assert schema.names == ["origin", "origin_cohort", "dest", "carrier", "delay"]
-    assert schema.field("dest").type == pa.binary(13)  # ceil(100 / 8)
-    assert schema.field("origin").type == pa.binary(16)  # 128 bits
-    assert pa.types.is_integer(schema.field("origin_cohort").type)
-    assert pa.types.is_dictionary(schema.field("carrier").type)
-    carriers = pq.read_table(parquet, columns=["carrier"]).column("carrier").chunk(0)
-    assert carriers.dictionary.to_pylist() == list(FLIGHTS_DOMAINS["carrier"])
+    types = {name: schema.field(name).type for name in schema.names[:4]}
+    assert all(isinstance(kind, ReportType) for kind in types.values())
+    assert types["dest"].storage_type == pa.large_binary()
+    assert types["origin"].storage_type == pa.large_binary()
+    assert pa.types.is_integer(types["origin_cohort"].storage_type)
+    assert types["carrier"].storage_type == pa.large_string()
+    assert types["origin_cohort"].metadata.column == "origin"
+    assert types["origin_cohort"].metadata.part == 1
+    specs = reference.ldp._specs()
+    for name in ("origin", "dest", "carrier"):
+        assert types[name].metadata.spec == specs[name]
+    dest = pq.read_table(parquet, columns=["dest"]).column("dest").chunk(0).storage
+    assert set(pc.binary_length(dest).to_pylist()) == {13}  # ceil(100 / 8)
+    carriers = pq.read_table(parquet, columns=["carrier"]).column("carrier").chunk(0).storage
+    assert set(carriers.to_pylist()) <= set(FLIGHTS_DOMAINS["carrier"])
 
 
 def test_pandas_reads_a_release_that_debiases_itself(
@@ -154,11 +168,15 @@ def test_polars_reads_the_release(releases: tuple[Path, Path, pd.DataFrame]) -> 
     parquet, _, reference = releases
     frame = pl.read_parquet(parquet)
     assert frame.columns == ["origin", "origin_cohort", "dest", "carrier", "delay"]
-    assert frame.schema["dest"] == pl.Binary
-    assert frame.schema["origin"] == pl.Binary
-    assert frame.schema["origin_cohort"].is_integer()
+    assert frame.schema["dest"].ext_storage() == pl.Binary
+    assert frame.schema["origin"].ext_storage() == pl.Binary
+    assert frame.schema["origin_cohort"].ext_storage().is_integer()
     assert frame["dest"].to_list() == released(parquet, "dest")
-    assert frame["carrier"].cast(pl.String).to_list() == reference["carrier"].astype(str).tolist()
+    for column in ("dest", "carrier"):
+        found, expected = frame.ldp.debias(column), reference.ldp.debias(column)
+        assert found.privacy == expected.privacy
+        pd.testing.assert_frame_equal(found.to_pandas(), expected.to_pandas(), check_exact=True)
+    assert frame["carrier"].ext.storage().to_list() == reference["carrier"].astype(str).tolist()
     spec = json.loads(_metadata(parquet)[b"frameldp"])["mechanisms"]["carrier"]
     found = frame.ldp.debias("carrier", mechanism_from_spec(spec))
     expected = reference.ldp.debias("carrier")
@@ -209,14 +227,34 @@ def test_csv_release_is_the_parquet_release_as_text(
     assert dest.to_pylist() == released(parquet, "dest")
 
 
-def test_a_frame_written_by_pandas_is_a_report_file(tmp_path: Path) -> None:
-    """Only PANDAS_ATTRS: the specs are found, there is no recorded guarantee."""
+@pytest.mark.parametrize("writer", ["pandas", "polars"])
+def test_a_frame_written_by_a_frame_library_is_a_report_file(tmp_path: Path, writer: str) -> None:
+    """No CLI metadata: the specs are read from the column types; no guarantee is recorded."""
     reports = in_memory(flights(), {"carrier": mechanism("krr", "carrier")})
-    reports.to_parquet(tmp_path / "reports.parquet")
+    if writer == "pandas":
+        reports.to_parquet(tmp_path / "reports.parquet")
+    else:
+        pl.from_pandas(reports).write_parquet(tmp_path / "reports.parquet")
     found = read_report_file(tmp_path / "reports.parquet")
-    assert found.specs == reports.attrs["frameldp"]["mechanisms"]
+    assert found.specs == reports.ldp._specs()
     assert found.guarantee is None
     assert found.hex_columns == ()
+
+
+def test_a_pandas_file_of_an_earlier_release_is_a_report_file(tmp_path: Path) -> None:
+    """Files written by earlier releases recorded the specs in pandas attrs (PANDAS_ATTRS)."""
+    spec = mechanism("krr", "carrier").to_spec()
+    table = pa.table({"carrier": pa.array(["AA", "DL"]).dictionary_encode()})
+    attrs = {"frameldp": {"mechanisms": {"carrier": spec}}}
+    pq.write_table(
+        table.replace_schema_metadata({b"PANDAS_ATTRS": json.dumps(attrs).encode()}),
+        tmp_path / "old.parquet",
+    )
+    found = read_report_file(tmp_path / "old.parquet")
+    assert found.specs == {"carrier": spec}
+    back = pd.read_parquet(tmp_path / "old.parquet")
+    assert back.ldp.mechanisms == {"carrier": mechanism("krr", "carrier")}
+    assert back.ldp.debias("carrier").n == 2
 
 
 # ------------------------------------------------------------------------- atomic writes

@@ -36,6 +36,7 @@ import pytest
 from scipy.stats import norm
 
 from frameldp.datasets import FLIGHTS_DOMAINS, load_flights
+from frameldp.frames.report_type import ReportType
 
 P_FAIL = 1e-6
 """Chance that one distributional assertion fails although the code is correct."""
@@ -196,17 +197,27 @@ class Backend:
         """Number of rows."""
         return len(self.collect(native))
 
-    def rappor_dtype(self, num_bits: int) -> Any:
-        """The report dtype expected for RAPPOR over ``num_bits`` buckets."""
+    def report_storage(self, native: Any, name: str) -> pa.DataType:
+        """The Arrow storage type of report column ``name``, which must be of the report type
+        (``frameldp.reports``: a pandas ``ArrowDtype``, a polars extension dtype)."""
+        dtype = self.dtype(native, name)
         if self.library == "pandas":
-            return pd.ArrowDtype(pa.binary())
-        return pl.Binary()
+            assert isinstance(dtype, pd.ArrowDtype), dtype
+            assert isinstance(dtype.pyarrow_dtype, ReportType), dtype
+            return dtype.pyarrow_dtype.storage_type
+        assert isinstance(dtype, pl.BaseExtension), dtype
+        assert dtype.ext_name() == "frameldp.reports", dtype
+        return pl.Series([], dtype=dtype.ext_storage()).to_arrow().type
 
-    def krr_dtype(self, categories: Sequence[Hashable]) -> Any:
-        """The report dtype expected for k-RR over string ``categories`` (no input categorical)."""
-        if self.library == "pandas":
-            return pd.CategoricalDtype(list(categories), ordered=False)
-        return pl.Enum(list(categories))
+    @staticmethod
+    def rappor_storage(num_bits: int) -> pa.DataType:
+        """The storage of RAPPOR reports over ``num_bits`` buckets: packed bytes."""
+        return pa.large_binary()
+
+    @staticmethod
+    def krr_storage(categories: Sequence[Hashable]) -> pa.DataType:
+        """The storage of k-RR reports over string ``categories``: the labels as text."""
+        return pa.large_string()
 
     def uint8_dtype(self) -> Any:
         """The dtype of the 0/1 columns of ``unpack``."""

@@ -111,30 +111,31 @@ DERIVATIONS: dict[str, Callable[[Any], Any]] = {
     "clone": lambda frame: frame.clone(),
     "with_columns": lambda frame: frame.with_columns(pl.lit(1).alias("one")),
     "select": lambda frame: frame.select("carrier"),
+    "filter": lambda frame: frame.filter(pl.col("carrier").ext.storage().is_not_null()),
+    "concat": lambda frame: pl.concat([frame, frame.clear()]),
+    "rename": lambda frame: frame.rename({"carrier": "renamed"}).rename({"renamed": "carrier"}),
 }
 
 
 @pytest.mark.parametrize("derive", list(DERIVATIONS))
 @pytest.mark.parametrize("backend_id", ["polars-eager", "polars-lazy"])
-def test_polars_derived_frame_needs_the_mechanism(backend_id: str, derive: str) -> None:
-    """polars frames record mechanisms by identity only: any derived frame must be given it."""
+def test_polars_derived_frame_keeps_the_mechanism(backend_id: str, derive: str) -> None:
+    """The report column's type carries its mechanism: a derived frame (cloned, with more
+    columns, selected, filtered, concatenated, renamed) is debiased without it."""
     backend = BACKENDS[backend_id]
     mechanism = frameldp.Rappor(epsilon=1.0, domain=CARRIERS)
     reports = backend.make(small_data()).ldp.privatize({"carrier": mechanism}, seed=8)
     derived = DERIVATIONS[derive](reports)
 
-    with pytest.raises(frameldp.MechanismNotFoundError, match="'carrier'"):
-        derived.ldp.debias("carrier")
-    assert _counts(derived.ldp.debias("carrier", mechanism)) == _counts(
-        reports.ldp.debias("carrier")
-    )
+    assert derived.ldp.mechanisms == {"carrier": mechanism}
+    assert _counts(derived.ldp.debias("carrier")) == _counts(reports.ldp.debias("carrier"))
 
 
 @pytest.mark.parametrize(
     "derive", [lambda f: f.copy(), lambda f: f[["carrier"]], lambda f: f.reset_index()]
 )
 def test_pandas_derived_frame_keeps_the_record(pandas_backend: Backend, derive: Any) -> None:
-    """pandas keeps ``attrs`` through copies and column selection: debias still finds it."""
+    """The report column's type survives copies, column selection and a new index."""
     mechanism = frameldp.RandomizedResponse(1.0, domain=CARRIERS)
     reports = pandas_backend.make(small_data()).ldp.privatize({"carrier": mechanism}, seed=8)
 

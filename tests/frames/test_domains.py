@@ -128,7 +128,9 @@ def test_unknown_other_maps_outside_values_to_the_other_bucket(backend: Backend)
 
     expected = [frameldp.OTHER if v.startswith("X") else v for v in data["carrier"]]
     assert backend.column_values(reports, "carrier") == expected
-    assert backend.dtype(reports, "carrier") == backend.krr_dtype([*CARRIERS, frameldp.OTHER])
+    assert backend.report_storage(reports, "carrier") == backend.krr_storage(
+        [*CARRIERS, frameldp.OTHER]
+    )
     table = reports.ldp.debias("carrier")
     assert backend.column_values(table.frame, "category") == [*CARRIERS, frameldp.OTHER]
     truth = [expected.count(label) for label in (*CARRIERS, frameldp.OTHER)]
@@ -197,7 +199,7 @@ def test_krr_reports_the_null_bucket_as_null(backend: Backend) -> None:
     )
 
     assert backend.column_values(reports, "carrier") == data["carrier"]
-    assert backend.dtype(reports, "carrier") == backend.krr_dtype(CARRIERS)
+    assert backend.report_storage(reports, "carrier") == backend.krr_storage(CARRIERS)
 
 
 def test_other_and_null_buckets_together(backend: Backend, method: str) -> None:

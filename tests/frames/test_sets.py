@@ -48,7 +48,7 @@ def test_set_valued_cells_are_k_hot_encoded(backend: Backend) -> None:
     )
 
     assert backend.is_native(reports)
-    assert backend.dtype(reports, "services") == backend.rappor_dtype(len(SERVICES))
+    assert backend.report_storage(reports, "services") == backend.rappor_storage(len(SERVICES))
     bits = unpacked(backend.column_values(reports, "services"), len(SERVICES))
     np.testing.assert_array_equal(bits, _k_hot(cells))
     assert backend.column_values(reports, "fare") == data["fare"]

@@ -135,7 +135,8 @@ def test_shuffle_keeps_every_report_column_and_only_those(backend: Backend) -> N
     assert backend.is_native(shuffled)
     assert sorted(columns_of(backend, shuffled)) == sorted(REPORTS)
     for column in REPORTS:
-        assert backend.dtype(shuffled, column) == backend.dtype(reports, column)
+        assert backend.report_storage(shuffled, column) == backend.report_storage(reports, column)
+    assert shuffled.ldp.mechanisms == reports.ldp.mechanisms
     assert backend.num_rows(shuffled) == N
     backend.assert_unchanged(before, reports)
 

@@ -41,7 +41,16 @@ from frameldp.core.mechanisms import mechanism_from_spec
 from frameldp.core.randomness import KEY_BYTES
 from frameldp.errors import FrameLDPError, ParameterError, shown
 from frameldp.frames._batches import from_hex, to_hex
-from frameldp.frames._common import METADATA_KEY, SHUFFLED_KEY, require_column
+from frameldp.frames._common import METADATA_KEY, SHUFFLED_KEY, report_names, require_column
+from frameldp.frames.report_type import (
+    ReportMetadata,
+    as_reports,
+    legacy_report_columns,
+    metadata_of,
+    recorded_specs,
+    shuffle_record,
+    storage_of,
+)
 
 __all__ = [
     "FORMAT",
@@ -296,17 +305,32 @@ class ReportWriter:
 
     def write(self, batch: pa.RecordBatch) -> None:
         """Append one batch of the release."""
-        if self.kind == "csv":
-            batch = self._as_text(batch)
+        batch = self._as_text(batch) if self.kind == "csv" else self._typed(batch)
         if self._writer is None:
             self._writer = self._open(batch.schema)
         self._writer.write_batch(batch)
         self.rows += batch.num_rows
 
+    def _typed(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """Parquet columns: every report column of the report type, recording its spec (and
+        the shuffle), whatever the batch was read from."""
+        shuffled = self.metadata.get(SHUFFLED_KEY) or {}
+        types: dict[str, ReportMetadata] = {}
+        for column, spec in self.metadata["mechanisms"].items():
+            names = report_names(column, mechanism_from_spec(spec), spec)
+            for part, name in enumerate(names):
+                types[name] = ReportMetadata(dict(spec), column, part, dict(shuffled))
+        arrays = [
+            as_reports(array, types[name]) if name in types else array
+            for name, array in zip(batch.schema.names, batch.columns, strict=True)
+        ]
+        return pa.RecordBatch.from_arrays(arrays, names=batch.schema.names)
+
     def _as_text(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        """CSV cells: RAPPOR reports as hex, k-RR labels decoded from their dictionary."""
+        """CSV cells: RAPPOR reports as hex, k-RR labels as their values."""
         arrays = []
         for name, array in zip(batch.schema.names, batch.columns, strict=True):
+            array = storage_of(array)
             if name in self.metadata["hex"]:
                 if not pa.types.is_fixed_size_binary(array.type):  # written by pandas
                     bits = mechanism_from_spec(self.metadata["mechanisms"][name]).num_bits
@@ -320,15 +344,7 @@ class ReportWriter:
     def _open(self, schema: pa.Schema) -> Any:
         if self.kind == "csv":
             return pacsv.CSVWriter(self.path, schema)
-        attrs = {"mechanisms": self.metadata["mechanisms"]}
-        if SHUFFLED_KEY in self.metadata:
-            attrs[SHUFFLED_KEY] = self.metadata[SHUFFLED_KEY]
-        schema = schema.with_metadata(
-            {
-                METADATA_KEY.encode(): json.dumps(self.metadata).encode(),
-                b"PANDAS_ATTRS": json.dumps({METADATA_KEY: attrs}).encode(),
-            }
-        )
+        schema = schema.with_metadata({METADATA_KEY.encode(): json.dumps(self.metadata).encode()})
         return pq.ParquetWriter(self.path, schema)
 
     def close(self) -> None:
@@ -535,14 +551,23 @@ def read_metadata(path: Path) -> dict[str, Any] | None:
 
 
 def _parquet_metadata(path: Path) -> dict[str, Any] | None:
+    """The CLI's key-value metadata; else, for a file written by pandas, polars, Dask or any
+    library that keeps Arrow extension types, what its report column types record; else the
+    ``attrs`` pandas wrote in files of earlier releases."""
     try:
-        metadata = pq.read_schema(path).metadata or {}
-        # Written by pandas (to_parquet of a privatized or shuffled frame): its attrs.
+        schema = pq.read_schema(path)
+        metadata = schema.metadata or {}
         attrs = json.loads(metadata.get(b"PANDAS_ATTRS", b"{}")).get(METADATA_KEY, {})
+        typed = {
+            f.name: meta for f in schema if (meta := metadata_of(f.type, f.metadata)) is not None
+        }
         if METADATA_KEY.encode() in metadata:
             data = json.loads(metadata[METADATA_KEY.encode()])
+        elif typed:
+            data = {"mechanisms": recorded_specs(typed), SHUFFLED_KEY: shuffle_record(typed)}
         else:
-            data = {"mechanisms": attrs.get("mechanisms", {})}
+            legacy = legacy_report_columns(attrs, list(schema.names))
+            data = {"mechanisms": recorded_specs(legacy)}
     except (OSError, pa.ArrowException) as error:
         raise ParameterError(
             f"reports {str(path)!r}: cannot read it as parquet: {arrow_message(error)}"

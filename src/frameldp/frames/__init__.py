@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["ADAPTERS", "FrequencyTable", "register_accessors"]
 
 ADAPTERS: dict[str, tuple[str, str]] = {
+    "pyarrow": ("pyarrow", "frameldp.frames.report_type"),  # registers the report type
     "pandas": ("pandas", "frameldp.frames._pandas"),
     "polars": ("polars", "frameldp.frames._polars"),
     "dask": ("dask.dataframe", "frameldp.frames._dask"),

@@ -7,9 +7,11 @@ only. No formula lives in this module.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import warnings
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -18,23 +20,38 @@ from numpy.typing import NDArray
 
 from frameldp.core.columns import combined
 from frameldp.core.estimation import FrequencyEstimate
-from frameldp.core.mechanisms import Mechanism, Statistic
+from frameldp.core.mechanisms import Capability, Mechanism, Statistic
 from frameldp.core.randomness import RandomSource, label_bytes
 from frameldp.errors import (
     DomainInferenceWarning,
+    FrameLDPError,
     ParameterError,
     caller_stacklevel,
     shown,
 )
+from frameldp.frames.report_type import ReportMetadata, as_reports, storage_of
 
 __all__ = [
     "add_statistics",
+    "column_context",
     "estimate_reports",
     "infer_domain",
-    "privatize_values",
+    "privatize_columns",
     "row_content",
     "statistic_of",
 ]
+
+
+@contextlib.contextmanager
+def column_context(column: Any) -> Iterator[None]:
+    """Prefix a frameldp error raised for ``column`` with the column's name."""
+    try:
+        yield
+    except FrameLDPError as error:
+        message = str(error)
+        if message.startswith(f"column {shown(column)}"):
+            raise
+        raise type(error)(f"column {shown(column)}: {message}") from None
 
 
 def infer_domain(array: pa.Array | pa.ChunkedArray, column: str) -> tuple[Hashable, ...]:
@@ -73,7 +90,7 @@ def row_content(columns: list[pa.Array | pa.ChunkedArray], num_rows: int) -> NDA
     pandas, polars and Arrow frames of equal values give equal bytes)."""
     parts = [np.zeros((num_rows, 0), dtype=np.uint8)]
     for array in columns:
-        array = combined(array)
+        array = combined(storage_of(array))
         if pa.types.is_dictionary(array.type):
             array = array.dictionary_decode()
         try:
@@ -91,27 +108,45 @@ def row_content(columns: list[pa.Array | pa.ChunkedArray], num_rows: int) -> NDA
     return np.ascontiguousarray(np.concatenate(parts, axis=1))
 
 
-def privatize_values(
-    values: pa.Array | pa.ChunkedArray,
-    mechanism: Mechanism,
+def privatize_columns(
+    columns: Mapping[Any, pa.Array | pa.ChunkedArray],
+    mechanisms: Mapping[Any, Mechanism],
     *,
-    column: str,
+    specs: Mapping[Any, Mapping[str, Any]],
     source: RandomSource,
     row_start: int = 0,
-    users: pa.Array | pa.ChunkedArray | None = None,
-    user_column: str | None = None,
+    user: Any = None,
     memo: RandomSource | None = None,
-) -> dict[str, pa.Array]:
-    """The report columns of one batch of ``column`` (rows ``row_start, ...`` of the input)."""
-    return mechanism.privatize_column(
-        combined(values),
-        column=column,
-        source=source,
-        row_start=row_start,
-        users=None if users is None else combined(users),
-        user_column=user_column,
-        memo=memo,
-    )
+) -> dict[Any, pa.ExtensionArray]:
+    """The one privatize pipeline: the report columns of one batch of rows.
+
+    ``columns`` holds the batch's columns by name (the privatized ones, and ``user`` when a
+    memoizing mechanism needs it), its first row being row ``row_start`` of the whole input: a
+    report's randomness is addressed by that global row, so any batching of the input gives the
+    same reports. Every frame library calls this, converting its columns to Arrow and the
+    result back and nothing else. Each mechanism writes its report columns
+    (``mechanism.report_columns``), typed :class:`~frameldp.frames.report_type.ReportType` with
+    ``specs[column]`` recorded. Every column is randomized before anything is returned.
+    """
+    out: dict[Any, pa.ExtensionArray] = {}
+    for column, mechanism in mechanisms.items():
+        users = None
+        if user is not None and Capability.MEMOIZATION in mechanism.capabilities:
+            users = combined(storage_of(columns[user]))
+        with column_context(column):
+            produced = mechanism.privatize_column(
+                combined(storage_of(columns[column])),
+                column=column,
+                source=source,
+                row_start=row_start,
+                users=users,
+                user_column=user,
+                memo=memo,
+            )
+        spec = dict(specs[column])
+        for part, (name, array) in enumerate(produced.items()):
+            out[name] = as_reports(array, ReportMetadata(spec, str(column), part))
+    return out
 
 
 def statistic_of(
@@ -120,7 +155,7 @@ def statistic_of(
     """The additive statistic of one batch of the report columns of ``column``, given in the
     order of ``mechanism.report_columns(column)`` (whatever the frame or file names them)."""
     names = mechanism.report_columns(column)
-    arrays = {name: combined(array) for name, array in zip(names, reports, strict=True)}
+    arrays = {name: combined(storage_of(array)) for name, array in zip(names, reports, strict=True)}
     return mechanism.statistic(arrays, column=column)
 
 

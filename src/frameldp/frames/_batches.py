@@ -13,13 +13,14 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from frameldp.core.columns import bits_array
+from frameldp.core.columns import bits_array, combined
 from frameldp.core.encoding import packed_width
 from frameldp.core.mechanisms import Mechanism, Statistic
 from frameldp.core.randomness import RandomSource
 from frameldp.errors import DomainError, shown
-from frameldp.frames._arrow import privatize_values, statistic_of
-from frameldp.frames._common import ReleasePlan, column_context, memoizes
+from frameldp.frames._arrow import column_context, privatize_columns, statistic_of
+from frameldp.frames._common import ReleasePlan
+from frameldp.frames.report_type import storage_of
 
 __all__ = [
     "counts_of_batch",
@@ -57,22 +58,15 @@ def privatize_batch(
 ) -> pa.RecordBatch:
     """The release of one batch: report columns in place of the privatized ones, the kept
     columns as they are, nothing else."""
-    produced: dict[str, pa.Array] = {}
-    for column, mechanism in mechanisms.items():
-        memoizing = memoizes(mechanism)
-        with column_context(column):
-            produced.update(
-                privatize_values(
-                    batch.column(column),
-                    mechanism,
-                    column=column,
-                    source=source,
-                    row_start=row_start,
-                    users=batch.column(user) if memoizing and user is not None else None,
-                    user_column=user,
-                    memo=release.memo,
-                )
-            )
+    produced = privatize_columns(
+        {name: batch.column(name) for name in batch.schema.names},
+        mechanisms,
+        specs=release.specs,
+        source=source,
+        row_start=row_start,
+        user=user,
+        memo=release.memo,
+    )
     names = release_columns(batch.schema.names, mechanisms, keep)
     arrays = [produced[name] if name in produced else batch.column(name) for name in names]
     return pa.RecordBatch.from_arrays(arrays, names=names)
@@ -101,8 +95,7 @@ _NIBBLES[np.frombuffer(b"ABCDEF", dtype=np.uint8)] = np.arange(10, 16)
 
 def from_hex(array: pa.Array | pa.ChunkedArray, num_bits: int, column: str) -> pa.Array:
     """Hex strings written by :func:`to_hex` back to fixed-width binary reports."""
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
+    array = combined(storage_of(array))
     width = packed_width(num_bits)
     if array.null_count:
         raise DomainError(

@@ -9,8 +9,7 @@ import contextlib
 import os
 import secrets
 import warnings
-import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -40,7 +39,6 @@ from frameldp.core.randomness import (
     resolve_source,
 )
 from frameldp.errors import (
-    FrameLDPError,
     FrameLDPWarning,
     InsecureSeedWarning,
     MechanismNotFoundError,
@@ -48,13 +46,20 @@ from frameldp.errors import (
     caller_stacklevel,
     shown,
 )
-from frameldp.frames._arrow import infer_domain, privatize_values, row_content
+from frameldp.frames._arrow import column_context, infer_domain, privatize_columns, row_content
+from frameldp.frames.report_type import (
+    ReportMetadata,
+    recorded_specs,
+    storage_of,
+)
+from frameldp.frames.report_type import (
+    shuffle_record as shuffled_record,
+)
 
 __all__ = [
     "METADATA_KEY",
     "SHUFFLED_KEY",
     "FrameMethods",
-    "IdentityRegistry",
     "LedgerLike",
     "ReleasePlan",
     "ValueShortcuts",
@@ -74,6 +79,7 @@ __all__ = [
     "plan_release",
     "plan_shuffle",
     "recorded_spec",
+    "refuse_reports",
     "report_names",
     "require_column",
     "shuffle_keys",
@@ -96,18 +102,6 @@ LedgerLike = Ledger | str | os.PathLike[str]
 Encoding = Literal["onehot", "bloom"]
 
 
-@contextlib.contextmanager
-def column_context(column: str) -> Iterator[None]:
-    """Prefix a frameldp error raised for ``column`` with the column's name."""
-    try:
-        yield
-    except FrameLDPError as error:
-        message = str(error)
-        if message.startswith(f"column {shown(column)}"):
-            raise
-        raise type(error)(f"column {shown(column)}: {message}") from None
-
-
 def require_column(columns: list[Any], column: Any) -> None:
     """``column`` exists once, or a :class:`ParameterError` listing the columns."""
     if column not in columns:
@@ -126,14 +120,15 @@ def check_columns(
     mechanisms: Mapping[str, Any],
     *,
     frame: bool = True,
-    recorded: Mapping[Any, Any] | None = None,
+    reports: Mapping[Any, ReportMetadata] | None = None,
 ) -> None:
     """Every column exists, holds no reports yet, and every mechanism is one frameldp can
     apply to it.
 
     Bloom RAPPOR writes a cohort column beside its reports, so it needs a frame
-    (``frame=False`` for a Series or an expression refuses it). A column ``recorded`` as
-    reports already (re-running ``r2 = r1.ldp.krr("carrier", ...)``) is refused: randomizing
+    (``frame=False`` for a Series or an expression refuses it). A column whose type says it
+    holds reports already (``reports``; re-running ``r2 = r1.ldp.krr("carrier", ...)``) is
+    refused: randomizing
     reports again would make ``debias`` estimate the distribution of the reports, not of the
     values, and release the column twice.
     """
@@ -145,12 +140,8 @@ def check_columns(
         raise ParameterError("privatize needs at least one {column: mechanism} entry")
     for column, mechanism in mechanisms.items():
         require_column(columns, column)
-        if recorded and column in recorded:
-            raise ParameterError(
-                f"column {shown(column)}: already holds frameldp reports "
-                f"({_described(recorded[column])}); privatizing them again would bias debias "
-                "and release the column twice. Privatize the raw column instead"
-            )
+        if reports and column in reports:
+            refuse_reports(column, reports[column])
         if not is_mechanism(mechanism):
             raise ParameterError(
                 f"column {shown(column)}: expected a frameldp mechanism (Rappor, BloomRappor, "
@@ -167,6 +158,15 @@ def check_columns(
                 f"{', '.join(list(mechanism.report_columns(column))[1:])}; apply it to a frame "
                 f"(df.ldp.privatize({{{column!r}: ...}}))"
             )
+
+
+def refuse_reports(column: Any, metadata: ReportMetadata) -> None:
+    """Refuse to privatize a column whose type says it holds reports already."""
+    raise ParameterError(
+        f"column {shown(column)}: already holds frameldp reports "
+        f"({_described(metadata.spec)}); privatizing them again would bias debias "
+        "and release the column twice. Privatize the raw column instead"
+    )
 
 
 def _described(spec: Mapping[str, Any]) -> str:
@@ -386,7 +386,7 @@ def unpack_reports(
             f"{mechanism.title} reports are not"
         )
     with column_context(column):
-        packed = packed_bits(array, len(labels), column)
+        packed = packed_bits(storage_of(array), len(labels), column)
     names = [f"{column}={label}" for label in labels]
     return unpack_bits(packed, len(labels)), names
 
@@ -612,30 +612,6 @@ def shuffled_privacy(
     return amplified.insecure() if shuffled.get("seeded") else amplified
 
 
-class IdentityRegistry:
-    """Specs recorded for frame objects that cannot carry metadata (polars frames).
-
-    Keyed by object identity and dropped when the object is garbage collected, so only the very
-    frame ``privatize`` returned is known; a frame derived from it must be given the mechanism.
-    """
-
-    def __init__(self) -> None:
-        self._entries: dict[int, tuple[weakref.ref[Any], dict[str, Any]]] = {}
-
-    def put(self, frame: Any, specs: Mapping[str, Any]) -> None:
-        """Record ``specs`` for ``frame``."""
-        key = id(frame)
-        ref = weakref.ref(frame, lambda _: self._entries.pop(key, None))
-        self._entries[key] = (ref, dict(specs))
-
-    def get(self, frame: Any) -> dict[str, Any]:
-        """Specs recorded for ``frame`` (empty when none)."""
-        entry = self._entries.get(id(frame))
-        if entry is None or entry[0]() is not frame:
-            return {}
-        return dict(entry[1])
-
-
 class FrameMethods:
     """What every frame accessor shares: ``rappor`` / ``krr`` and the recorded mechanisms.
 
@@ -646,8 +622,13 @@ class FrameMethods:
     _frame: Any
     """The native frame the accessor was created on."""
 
-    def _specs(self) -> dict[str, Any]:
+    def _report_columns(self) -> dict[str, ReportMetadata]:
+        """``{name: metadata}`` of the frame's report columns (read from their types)."""
         raise NotImplementedError
+
+    def _specs(self) -> dict[str, Any]:
+        """``{column: spec}`` of the frame's report columns."""
+        return recorded_specs(self._report_columns())
 
     @property
     def mechanisms(self) -> dict[str, Mechanism]:
@@ -656,7 +637,7 @@ class FrameMethods:
 
     def _shuffled(self) -> dict[str, Any]:
         """What ``shuffle`` recorded (empty when the frame was not shuffled)."""
-        return {}
+        return shuffled_record(self._report_columns())
 
     def _num_rows(self) -> int:
         raise NotImplementedError
@@ -679,9 +660,8 @@ class FrameMethods:
             return shuffled_privacy(specs, shuffled, self._num_rows())
         return mechanism.privacy.insecure() if is_seeded(self._specs(), column) else None
 
-    def _messages_frame(
-        self, column: str, messages: pa.Array, specs: dict[str, dict[str, Any]]
-    ) -> Any:
+    def _messages_frame(self, column: str, messages: pa.ExtensionArray) -> Any:
+        """A frame of one column, ``column``, holding ``messages``."""
         raise NotImplementedError
 
     def balcer_cheu(
@@ -725,15 +705,17 @@ class FrameMethods:
                 "fresh key (the default)"
             )
         source = resolve_source(key, seed)
-        release = ReleasePlan({column: recorded_spec(mechanism, source)}, {}, None)
-        guarantee = _marked(mechanism, release.specs[column])
-        release = ReleasePlan(release.specs, {column: guarantee}, None)
-        with charging(ledger, budget, release), column_context(column):
-            messages = privatize_values(
-                self._column_arrow(column), mechanism, column=column, source=source
+        spec = recorded_spec(mechanism, source)
+        release = ReleasePlan({column: spec}, {column: _marked(mechanism, spec)}, None)
+        with charging(ledger, budget, release):
+            messages = privatize_columns(
+                {column: self._column_arrow(column)},
+                {column: mechanism},
+                specs=release.specs,
+                source=source,
             )[column]
             messages = messages.take(permutation(source.stream(column, "shuffle"), len(messages)))
-        return self._messages_frame(column, messages, release.specs)
+        return self._messages_frame(column, messages)
 
     def _column_arrow(self, column: str) -> pa.Array | pa.ChunkedArray:
         raise NotImplementedError

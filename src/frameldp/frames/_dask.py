@@ -78,7 +78,6 @@ from frameldp.errors import ParameterError, shown
 from frameldp.frames._arrow import add_statistics, statistic_of
 from frameldp.frames._common import (
     FrameMethods,
-    IdentityRegistry,
     LedgerLike,
     ReleasePlan,
     charging,
@@ -93,15 +92,14 @@ from frameldp.frames._common import (
     require_column,
     unpack_reports,
 )
-from frameldp.frames._pandas import _arrow, _unpack, privatize_rows
+from frameldp.frames._pandas import _arrow, _unpack, privatize_rows, report_columns_of
+from frameldp.frames.report_type import ReportMetadata
 from frameldp.frames.table import FrequencyTable
 
 __all__ = ["SPLIT_EVERY", "DaskFrameAccessor"]
 
 SPLIT_EVERY = 8
 """Partial results combined per task of a tree reduction."""
-
-_RECORDED = IdentityRegistry()
 
 _ONE_MACHINE = (
     "{what} permutes every report together, which needs one machine; compute the frame to "
@@ -272,8 +270,8 @@ class DaskFrameAccessor(FrameMethods):
     def __init__(self, frame: dd.DataFrame) -> None:
         self._frame = frame
 
-    def _specs(self) -> dict[str, Any]:
-        return _RECORDED.get(self._frame)
+    def _report_columns(self) -> dict[str, ReportMetadata]:
+        return report_columns_of(self._frame._meta)
 
     def _columns(self) -> list[Any]:
         return list(self._frame.columns)
@@ -324,7 +322,7 @@ class DaskFrameAccessor(FrameMethods):
         responses must be the same on every worker).
         """
         columns = self._columns()
-        check_columns(columns, mechanisms, recorded=self._specs())
+        check_columns(columns, mechanisms, reports=self._report_columns())
         keyed = None if key is None and seed is None else resolve_source(key, seed)
         release = plan_release(
             columns,
@@ -351,9 +349,7 @@ class DaskFrameAccessor(FrameMethods):
         outputs = _row_addressed(parts, privatize, first_row)
         # Keep every column's dtype as privatize_rows made it (no object -> string cast).
         with dask.config.set({"dataframe.convert-string": False}):
-            out = dd.from_delayed(outputs, meta=meta, divisions=divisions, verify_meta=False)
-        _RECORDED.put(out, {**self._specs(), **release.specs})
-        return out
+            return dd.from_delayed(outputs, meta=meta, divisions=divisions, verify_meta=False)
 
     def debias(
         self, column: str, mechanism: Mechanism | None = None, *, level: float = 0.95

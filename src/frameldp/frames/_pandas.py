@@ -1,28 +1,26 @@
 """The ``.ldp`` accessor on pandas DataFrame and Series.
 
-Plumbing only: column -> Arrow -> ``frameldp.core`` -> native column. The input is never
-modified; a new frame is returned. Mechanism specs are recorded in ``attrs["frameldp"]`` so that
-``debias`` finds them on the frame ``privatize`` returned (pandas keeps ``attrs`` through most
-row operations but drops them in some; pass the mechanism explicitly then).
+Plumbing only: columns -> Arrow -> the privatize pipeline -> pandas columns. The input is never
+modified; a new frame is returned. Report columns are ``ArrowDtype`` columns of the
+``frameldp.reports`` extension type (:mod:`frameldp.frames.report_type`), which carries the
+mechanism: ``debias`` finds it after merges, filters, ``concat`` and Parquet round trips. Frames
+read from Parquet files of earlier releases carry it in ``attrs`` instead, which is still read.
 """
 
 from __future__ import annotations
 
-import copy
 import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 
 from frameldp.accounting import PrivacyGuarantee
-from frameldp.core.columns import bits_array
 from frameldp.core.mechanisms import Mechanism
 from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.errors import DomainError, shown
-from frameldp.frames._arrow import estimate_reports, privatize_values, statistic_of
+from frameldp.frames._arrow import estimate_reports, privatize_columns, statistic_of
 from frameldp.frames._common import (
     METADATA_KEY,
     SHUFFLED_KEY,
@@ -37,7 +35,6 @@ from frameldp.frames._common import (
     find_mechanism,
     guarantee_of,
     is_seeded,
-    memoizes,
     plan_release,
     plan_shuffle,
     report_names,
@@ -45,9 +42,21 @@ from frameldp.frames._common import (
     shuffle_order,
     unpack_reports,
 )
+from frameldp.frames.report_type import (
+    ReportMetadata,
+    ReportType,
+    legacy_report_columns,
+    recorded_specs,
+    with_shuffle,
+)
 from frameldp.frames.table import FrequencyTable
 
-__all__ = ["PandasFrameAccessor", "PandasSeriesAccessor", "privatize_rows", "rappor_values"]
+__all__ = [
+    "PandasFrameAccessor",
+    "PandasSeriesAccessor",
+    "privatize_rows",
+    "report_columns_of",
+]
 
 
 def _arrow(series: pd.Series) -> pa.Array | pa.ChunkedArray:
@@ -84,78 +93,24 @@ def _coerced(array: pa.Array, series: pd.Series) -> bool:
     return inferred not in (expected[kind], "empty")
 
 
-def rappor_values(packed: np.ndarray[Any, Any]) -> pd.arrays.ArrowExtensionArray:
-    """Packed RAPPOR reports as a ``binary[pyarrow]`` column (variable-width binary, as in
-    polars: pandas cannot read a fixed-width binary dtype back from Parquet)."""
-    return _native(bits_array(packed), None)
+def _native(array: pa.Array) -> pd.arrays.ArrowExtensionArray:
+    """pandas values of a report column: an ``ArrowDtype`` of its report type."""
+    return pd.arrays.ArrowExtensionArray(array)
 
 
-def _native(array: pa.Array, original: Any) -> Any:
-    """pandas values of an Arrow report column: binary reports as ``binary[pyarrow]``
-    (variable-width: pandas cannot read a fixed-width binary dtype back from Parquet), reported
-    labels as a Categorical (the input's own categorical dtype when it has exactly those
-    categories), anything else as numpy."""
-    if pa.types.is_fixed_size_binary(array.type):
-        return pd.arrays.ArrowExtensionArray(array.cast(pa.binary()))
-    if pa.types.is_dictionary(array.type):
-        categories = array.dictionary.to_pylist()
-        codes = array.indices.fill_null(-1).to_numpy(zero_copy_only=False)
-        ordered = bool(getattr(original, "ordered", False))
-        if isinstance(original, pd.CategoricalDtype) and list(original.categories) == categories:
-            dtype = original
-        else:
-            dtype = pd.CategoricalDtype(categories, ordered=ordered)
-        return pd.Categorical.from_codes(codes, dtype=dtype)
-    return array.to_numpy(zero_copy_only=False)
-
-
-def _recorded(obj: pd.DataFrame | pd.Series) -> dict[str, Any]:
-    return dict(obj.attrs.get(METADATA_KEY, {}).get("mechanisms", {}))
-
-
-def _recorded_shuffle(obj: pd.DataFrame) -> dict[str, Any]:
-    return dict(obj.attrs.get(METADATA_KEY, {}).get(SHUFFLED_KEY, {}))
-
-
-def _record(obj: pd.DataFrame | pd.Series, specs: Mapping[str, Any]) -> None:
-    attrs = copy.deepcopy(obj.attrs)
-    meta = attrs.setdefault(METADATA_KEY, {})
-    meta["mechanisms"] = {**meta.get("mechanisms", {}), **specs}
-    obj.attrs = attrs
-
-
-def _column_reports(
-    frame: pd.DataFrame,
-    column: Any,
-    mechanism: Mechanism,
-    source: RandomSource,
-    release: ReleasePlan,
-    user: str | None,
-    row_start: int,
-) -> dict[Any, pd.Series]:
-    """The report columns of ``column`` (a Bloom column's cohort column too), aligned with
-    the input."""
-    original = frame[column] if isinstance(frame, pd.DataFrame) else frame
-    users = _arrow(frame[user]) if user is not None and memoizes(mechanism) else None
-    with column_context(column):
-        produced = privatize_values(
-            _arrow(original),
-            mechanism,
-            column=column,
-            source=source,
-            row_start=row_start,
-            users=users,
-            user_column=user,
-            memo=release.memo,
-        )
-    return {
-        name: pd.Series(
-            _native(array, original.dtype),
-            index=original.index,
-            name=original.name if name == column else name,
-        )
-        for name, array in produced.items()
+def report_columns_of(obj: pd.DataFrame | pd.Series) -> dict[Any, ReportMetadata]:
+    """The report columns of a frame (a Series: itself, under its name), from their types;
+    for untyped columns, what a frame read from an earlier release's file holds in ``attrs``."""
+    dtypes = obj.dtypes.items() if isinstance(obj, pd.DataFrame) else [(obj.name, obj.dtype)]
+    typed = {
+        name: dtype.pyarrow_dtype.metadata
+        for name, dtype in dtypes
+        if isinstance(dtype, pd.ArrowDtype) and isinstance(dtype.pyarrow_dtype, ReportType)
     }
+    names = list(obj.columns) if isinstance(obj, pd.DataFrame) else [obj.name]
+    untyped = [name for name in names if name not in typed]
+    legacy = legacy_report_columns(obj.attrs.get(METADATA_KEY) or {}, untyped)
+    return {**legacy, **typed}
 
 
 def privatize_rows(
@@ -167,21 +122,22 @@ def privatize_rows(
     user: str | None = None,
     row_start: int = 0,
 ) -> pd.DataFrame:
-    """``frame`` with each column replaced by its reports, its first row being row
-    ``row_start`` of the whole input (the reports' randomness is addressed by that global row,
-    so a chunk or a Dask partition gets exactly the reports of the in-memory call).
-
-    Every column is randomized before anything is assembled; the specs are recorded.
-    """
-    reports = {
-        column: _column_reports(frame, column, mechanism, source, release, user, row_start)
-        for column, mechanism in mechanisms.items()
-    }
+    """``frame`` with each column replaced by its report columns, its first row being row
+    ``row_start`` of the whole input (a chunk or a Dask partition gets exactly the reports of
+    the in-memory call). Every column is randomized before anything is assembled."""
+    needed = [*mechanisms, *([] if user is None else [user])]
+    produced = privatize_columns(
+        {column: _arrow(frame[column]) for column in needed},
+        mechanisms,
+        specs=release.specs,
+        source=source,
+        row_start=row_start,
+        user=user,
+        memo=release.memo,
+    )
     out = frame.copy(deep=False)
-    for produced in reports.values():
-        for name, series in produced.items():
-            out[name] = series
-    _record(out, release.specs)
+    for name, array in produced.items():
+        out[name] = pd.Series(_native(array), index=frame.index, name=name)
     return out
 
 
@@ -203,8 +159,15 @@ class PandasFrameAccessor(FrameMethods):
     def __init__(self, frame: pd.DataFrame) -> None:
         self._frame = frame
 
-    def _specs(self) -> dict[str, Any]:
-        return _recorded(self._frame)
+    def _report_columns(self) -> dict[str, ReportMetadata]:
+        return report_columns_of(self._frame)
+
+    def _shuffled(self) -> dict[str, Any]:
+        # A file of plain columns shuffled by the command line records its shuffle in the
+        # attrs pandas restores (it has no report column to type).
+        if self._report_columns():
+            return super()._shuffled()
+        return dict((self._frame.attrs.get(METADATA_KEY) or {}).get(SHUFFLED_KEY) or {})
 
     def _columns(self) -> list[Any]:
         return list(self._frame.columns)
@@ -214,9 +177,6 @@ class PandasFrameAccessor(FrameMethods):
 
     def _num_rows(self) -> int:
         return len(self._frame)
-
-    def _shuffled(self) -> dict[str, Any]:
-        return _recorded_shuffle(self._frame)
 
     def shuffle(
         self, *, keep: Sequence[Any] | str = (), key: bytes | None = None, seed: int | None = None
@@ -228,21 +188,22 @@ class PandasFrameAccessor(FrameMethods):
         then keeps its local guarantee; a warning says so). ``ldp.privacy`` of the result is
         amplified by shuffling its rows, one per person (:func:`frameldp.amplify_by_shuffling`).
         """
-        specs = _recorded(self._frame)
-        columns, record = plan_shuffle(self._columns(), specs, keep, len(self._frame), seed=seed)
+        reports = self._report_columns()
+        columns, record = plan_shuffle(
+            self._columns(), recorded_specs(reports), keep, len(self._frame), seed=seed
+        )
         selected = self._frame[columns]
         arrays = [_arrow(selected.iloc[:, i]) for i in range(selected.shape[1])]
         order = shuffle_order(arrays, len(self._frame), key, seed)
         out = selected.iloc[order].reset_index(drop=True)
-        out.attrs = {METADATA_KEY: {"mechanisms": specs, SHUFFLED_KEY: record}}
+        for name in columns:
+            if name in reports:
+                out[name] = _native(with_shuffle(_arrow(out[name]), reports[name], record))
+        out.attrs = {k: v for k, v in out.attrs.items() if k != METADATA_KEY}
         return out
 
-    def _messages_frame(
-        self, column: str, messages: pa.Array, specs: dict[str, dict[str, Any]]
-    ) -> pd.DataFrame:
-        out = pd.DataFrame({column: _native(messages, self._frame[column].dtype)})
-        _record(out, specs)
-        return out
+    def _messages_frame(self, column: str, messages: pa.ExtensionArray) -> pd.DataFrame:
+        return pd.DataFrame({column: _native(messages)})
 
     def privatize(
         self,
@@ -264,7 +225,7 @@ class PandasFrameAccessor(FrameMethods):
         ``user`` and ``memo_key`` are described in :meth:`rappor`.
         """
         columns = list(self._frame.columns)
-        check_columns(columns, mechanisms, recorded=self._specs())
+        check_columns(columns, mechanisms, reports=self._report_columns())
         source = resolve_source(key, seed)
         release = plan_release(columns, mechanisms, source=source, user=user, memo_key=memo_key)
         with charging(ledger, budget, release):
@@ -277,7 +238,7 @@ class PandasFrameAccessor(FrameMethods):
     ) -> FrequencyTable:
         """Debiased frequency table of a report column (or of Balcer–Cheu messages)."""
         require_column(self._columns(), column)
-        recorded = _recorded(self._frame)
+        recorded = self._specs()
         found = find_mechanism(column, mechanism, recorded)
         names = report_names(column, found, recorded.get(column))
         with column_context(column):
@@ -307,7 +268,7 @@ class PandasFrameAccessor(FrameMethods):
         ``level`` and p-values; ``table.decoding.unexplained`` is the share of reports they do
         not explain. ``column`` may be omitted when the frame holds one Bloom report column.
         """
-        column, found, names, memo = find_decoder(column, mechanism, _recorded(self._frame))
+        column, found, names, memo = find_decoder(column, mechanism, self._specs())
         require_column(self._columns(), column)
         with column_context(column):
             statistic = statistic_of(_reports(self._frame, names), found, column)
@@ -320,13 +281,13 @@ class PandasFrameAccessor(FrameMethods):
                 column=column,
                 level=level,
                 backend="pandas",
-                seeded=is_seeded(_recorded(self._frame), column),
+                seeded=is_seeded(self._specs(), column),
             )
 
     def unpack(self, column: str, mechanism: Mechanism | None = None) -> pd.DataFrame:
         """RAPPOR reports as one 0/1 ``uint8`` column per bucket, named ``column=label``."""
         require_column(self._columns(), column)
-        found = find_mechanism(column, mechanism, _recorded(self._frame))
+        found = find_mechanism(column, mechanism, self._specs())
         return _unpack(self._frame[column], found, column)
 
 
@@ -355,7 +316,10 @@ class PandasSeriesAccessor(ValueShortcuts):
     ) -> pd.Series:
         """Reports of this Series under ``mechanism`` (charged to ``budget`` when given)."""
         check_columns(
-            [self._name], {self._name: mechanism}, frame=False, recorded=_recorded(self._series)
+            [self._name],
+            {self._name: mechanism},
+            frame=False,
+            reports=self._reports(),
         )
         source = resolve_source(key, seed)
         release = plan_release(
@@ -365,15 +329,17 @@ class PandasSeriesAccessor(ValueShortcuts):
             # The stream is labelled by the Series' own name (1 and "1" differ), as a frame
             # column of that name would be.
             label = "" if self._series.name is None else self._series.name
-            (out,) = _column_reports(
-                self._series, label, mechanism, source, release, None, 0
+            (reports,) = privatize_columns(
+                {label: _arrow(self._series)},
+                {label: mechanism},
+                specs={label: release.specs[self._name]},
+                source=source,
             ).values()
-        _record(out, release.specs)
-        return out
+        return pd.Series(_native(reports), index=self._series.index, name=self._series.name)
 
     def debias(self, mechanism: Mechanism | None = None, *, level: float = 0.95) -> FrequencyTable:
         """Debiased frequency table of this Series of reports."""
-        recorded = _recorded(self._series)
+        recorded = self._specs()
         found = find_mechanism(self._name, mechanism, recorded)
         privacy = found.privacy.insecure() if is_seeded(recorded, self._name) else None
         with column_context(self._name):
@@ -384,10 +350,18 @@ class PandasSeriesAccessor(ValueShortcuts):
 
     def unpack(self, mechanism: Mechanism | None = None) -> pd.DataFrame:
         """RAPPOR reports as one 0/1 ``uint8`` column per bucket."""
-        found = find_mechanism(self._name, mechanism, _recorded(self._series))
+        found = find_mechanism(self._name, mechanism, self._specs())
         return _unpack(self._series, found, self._name)
 
     @property
     def privacy(self) -> PrivacyGuarantee | None:
         """Guarantee of the recorded mechanism of this Series of reports."""
-        return guarantee_of(_recorded(self._series))
+        return guarantee_of(self._specs())
+
+    def _reports(self) -> dict[str, ReportMetadata]:
+        """``{name: metadata}`` when this Series holds reports (its name as a string)."""
+        found = list(report_columns_of(self._series).values())
+        return {self._name: found[0]} if found else {}
+
+    def _specs(self) -> dict[str, Any]:
+        return {name: meta.spec for name, meta in self._reports().items()}

@@ -15,8 +15,11 @@ Plumbing only. Which rows may share noise (see :mod:`frameldp.core.randomness`):
   positions restart in each: every evaluation draws a fresh key (and is charged, when a ledger
   is given). ``key=``/``seed=`` are refused, since no global row position is known there.
 
-polars frames cannot carry metadata: the mechanisms are recorded for the very frame ``privatize``
-returned (by identity); on a frame derived from it, pass the mechanism to ``debias``.
+Report columns are of the polars extension dtype :class:`ReportsDtype` (``frameldp.reports``,
+the Arrow extension type of :mod:`frameldp.frames.report_type`), which carries the mechanism
+through ``collect``, ``with_columns``, ``filter``, ``concat``, ``group_by`` and Parquet files.
+polars marks its extension-type API unstable: ``tests/frames/test_report_type.py`` pins what is
+relied on here.
 """
 
 from __future__ import annotations
@@ -30,17 +33,15 @@ import polars as pl
 import pyarrow as pa
 from polars.io.plugins import register_io_source
 
-from frameldp.core.columns import check_report_labels, report_labels
 from frameldp.core.mechanisms import Mechanism
 from frameldp.core.randomness import (
     RandomSource,
     resolve_source,
 )
 from frameldp.errors import DomainError, ParameterError, shown
-from frameldp.frames._arrow import estimate_reports, privatize_values, statistic_of
+from frameldp.frames._arrow import estimate_reports, privatize_columns, statistic_of
 from frameldp.frames._common import (
     FrameMethods,
-    IdentityRegistry,
     LedgerLike,
     ReleasePlan,
     ValueShortcuts,
@@ -52,34 +53,75 @@ from frameldp.frames._common import (
     find_decoder,
     find_mechanism,
     is_seeded,
-    mechanisms_of,
-    memoizes,
     plan_release,
     plan_shuffle,
+    recorded_spec,
+    refuse_reports,
     report_names,
     require_column,
     shuffle_keys,
     shuffle_order,
     unpack_reports,
 )
+from frameldp.frames.report_type import (
+    EXTENSION_NAME,
+    ReportMetadata,
+    ReportType,
+    empty_reports,
+    recorded_specs,
+    report_types,
+    storage_of,
+    with_shuffle,
+)
 from frameldp.frames.table import FrequencyTable
 
-__all__ = ["PolarsExprNamespace", "PolarsFrameNamespace", "PolarsLazyFrameNamespace"]
+__all__ = [
+    "PolarsExprNamespace",
+    "PolarsFrameNamespace",
+    "PolarsLazyFrameNamespace",
+    "ReportsDtype",
+]
 
-_RECORDED = IdentityRegistry()
-_SHUFFLED = IdentityRegistry()  # what shuffle() recorded for the frames it returned
 _ROW = "__frameldp_row__"
 _KEY = "__frameldp_key__"
 _KEY_DTYPE = pl.Struct({"hi": pl.UInt64(), "lo": pl.UInt64()})
-_BLOOM = "__frameldp_bloom__"
 
 
-_KIND_DTYPES: dict[str | None, pl.DataType] = {
-    "int": pl.Int64(),
-    "float": pl.Float64(),
-    "bool": pl.Boolean(),
-    None: pl.Null(),
-}
+class ReportsDtype(pl.BaseExtension):
+    """The polars dtype of a report column: extension ``frameldp.reports``, its metadata the
+    JSON of :class:`~frameldp.frames.report_type.ReportMetadata` (shown as the mechanism's
+    name in frame headers)."""
+
+    def _string_repr(self) -> str:
+        try:
+            return str(self.metadata.spec.get("mechanism", "reports"))[:12]
+        except ParameterError:
+            return "reports"
+
+    def __repr__(self) -> str:
+        # Short: polars quotes dtypes in its error messages (the metadata is a whole spec).
+        return f"ReportsDtype({self._string_repr()!r}, {self.ext_storage()!r})"
+
+    @property
+    def metadata(self) -> ReportMetadata:
+        """The recorded spec and column."""
+        return ReportMetadata.from_json(self.ext_metadata() or "")
+
+
+pl.register_extension_type(EXTENSION_NAME, ReportsDtype)
+
+
+def _metadata_of(dtype: pl.DataType) -> ReportMetadata | None:
+    """The report metadata of a column of ``dtype`` (None: no report column)."""
+    if isinstance(dtype, pl.BaseExtension) and dtype.ext_name() == EXTENSION_NAME:
+        return ReportMetadata.from_json(dtype.ext_metadata() or "")
+    return None
+
+
+def _report_columns(schema: Mapping[str, pl.DataType]) -> dict[str, ReportMetadata]:
+    """``{name: metadata}`` of the report columns of a frame of ``schema``."""
+    found = {name: _metadata_of(dtype) for name, dtype in schema.items()}
+    return {name: meta for name, meta in found.items() if meta is not None}
 
 
 def _arrow_of(series: pl.Series, column: str) -> pa.Array | pa.ChunkedArray:
@@ -94,50 +136,14 @@ def _arrow_of(series: pl.Series, column: str) -> pa.Array | pa.ChunkedArray:
         ) from None
 
 
-def _report_dtype(mechanism: Mechanism, original: pl.DataType | None, column: str) -> pl.DataType:
-    """The polars dtype of a report column (from its Arrow storage type): Binary for bit
-    vectors; for reported labels an Enum of string labels (the input's own Enum when it has
-    exactly those categories), else the dtype that holds every label exactly (a report moved
-    to 1.5 reads 1.5 even on an integer column)."""
-    kind = mechanism.report_columns(column)[column]
-    if pa.types.is_fixed_size_binary(kind) or pa.types.is_binary(kind):
-        return pl.Binary()
-    if not pa.types.is_dictionary(kind):
-        return _dtype_of(kind)
-    domain = mechanism.domain  # type: ignore[attr-defined]
-    check_report_labels(domain, column)
-    if pa.types.is_string(kind.value_type):
-        labels = report_labels(domain)
-        if isinstance(original, pl.Enum) and original.categories.to_list() == labels:
-            return original
-        return pl.Enum(labels)
-    return _KIND_DTYPES[domain.kind]
+def _dtype_of(kind: ReportType) -> pl.DataType:
+    """The polars dtype of a report column of Arrow type ``kind``."""
+    return pl.Series(empty_reports(kind)).dtype
 
 
-def _dtype_of(kind: pa.DataType) -> pl.DataType:
-    """The polars dtype of a column of Arrow type ``kind``."""
-    return pl.from_arrow(pa.array([], type=kind)).dtype  # type: ignore[union-attr]
-
-
-def _report_dtypes(
-    mechanisms: Mapping[str, Mechanism], schema: Mapping[str, pl.DataType]
-) -> dict[str, pl.DataType]:
-    """The dtype of every report column, the companion columns' included."""
-    dtypes: dict[str, pl.DataType] = {}
-    for column, mechanism in mechanisms.items():
-        dtypes[column] = _report_dtype(mechanism, schema[column], column)
-        for name, kind in list(mechanism.report_columns(column).items())[1:]:
-            dtypes[name] = _dtype_of(kind)
-    return dtypes
-
-
-def _native(array: pa.Array, name: str, dtype: pl.DataType) -> pl.Series:
-    """The polars Series of an Arrow report column, of ``dtype``."""
-    if pa.types.is_dictionary(array.type):
-        array = array.dictionary_decode()
-    if pa.types.is_fixed_size_binary(array.type):
-        array = array.cast(pa.binary())
-    return pl.Series(name, array).cast(dtype, strict=True)
+def _native(array: pa.Array, name: str) -> pl.Series:
+    """The polars Series of an Arrow report column."""
+    return pl.Series(name, array)
 
 
 def _privatize_frame(
@@ -148,26 +154,20 @@ def _privatize_frame(
     release: ReleasePlan,
     user: str | None,
     row_start: int,
-    dtypes: Mapping[str, pl.DataType],
 ) -> pl.DataFrame:
     """``frame`` (rows ``row_start, ...`` of the whole input) with each column replaced by its
     report columns. Every column is randomized before anything is assembled."""
-    reports: list[pl.Series] = []
-    for column, mechanism in mechanisms.items():
-        users = _arrow_of(frame[user], user) if user is not None and memoizes(mechanism) else None
-        with column_context(column):
-            produced = privatize_values(
-                _arrow_of(frame[column], column),
-                mechanism,
-                column=column,
-                source=source,
-                row_start=row_start,
-                users=users,
-                user_column=user,
-                memo=release.memo,
-            )
-        reports += [_native(array, name, dtypes[name]) for name, array in produced.items()]
-    return frame.with_columns(reports)
+    needed = [*mechanisms, *([] if user is None else [user])]
+    produced = privatize_columns(
+        {column: _arrow_of(frame[column], column) for column in needed},
+        mechanisms,
+        specs=release.specs,
+        source=source,
+        row_start=row_start,
+        user=user,
+        memo=release.memo,
+    )
+    return frame.with_columns([_native(array, name) for name, array in produced.items()])
 
 
 def _privatized_scan(
@@ -177,14 +177,13 @@ def _privatized_scan(
     keyed: RandomSource | None,
     release: ReleasePlan,
     user: str | None,
-    dtypes: Mapping[str, pl.DataType],
     ledger: LedgerLike | None,
     budget: str | None,
 ) -> pl.LazyFrame:
     """A LazyFrame whose every execution privatizes ``frame`` afresh (see the module
     docstring): a fresh key per execution unless ``keyed``, rows numbered by the scan, one
     ledger charge per execution."""
-    privatize = partial(_privatize_frame, release=release, user=user, dtypes=dtypes)
+    privatize = partial(_privatize_frame, release=release, user=user)
     empty = frame.clear().collect()
     schema = privatize(
         empty, mechanisms=mechanisms, source=RandomSource.fresh(), row_start=0
@@ -208,7 +207,7 @@ def _privatized_scan(
             for column, mechanism in mechanisms.items()
             if column in wanted or set(companion_columns(column, mechanism)) & wanted
         }
-        if user is not None and any(memoizes(m) for m in chosen.values()):
+        if user is not None:
             wanted.add(user)
         read = [column for column in inputs if column in wanted or column in chosen]
         row, charged = 0, False
@@ -300,11 +299,15 @@ def _key_batch(batch: pl.Series, keyed: RandomSource | None) -> pl.Series:
     return pl.DataFrame({"hi": keys[:, 0], "lo": keys[:, 1]}).to_struct(_KEY)
 
 
-def _messages(
-    frame: pl.DataFrame | pl.LazyFrame, column: str, messages: pa.Array, mechanism: Mechanism
-) -> pl.DataFrame:
-    dtype = _report_dtype(mechanism, frame.collect_schema()[column], column)
-    return pl.DataFrame([_native(messages, column, dtype)])
+def _shuffled_types(
+    reports: Mapping[str, ReportMetadata], schema: Mapping[str, pl.DataType], record: dict[str, Any]
+) -> dict[str, pl.DataType]:
+    """The dtypes of the report columns of a shuffled frame (their types record ``record``)."""
+    dtypes = {}
+    for name, meta in reports.items():
+        storage = pl.Series([], dtype=schema[name]).ext.storage().to_arrow()
+        dtypes[name] = pl.Series(with_shuffle(storage, meta, record)).dtype
+    return dtypes
 
 
 @pl.api.register_dataframe_namespace("ldp")
@@ -314,11 +317,8 @@ class PolarsFrameNamespace(FrameMethods):
     def __init__(self, frame: pl.DataFrame) -> None:
         self._frame = frame
 
-    def _specs(self) -> dict[str, Any]:
-        return _RECORDED.get(self._frame)
-
-    def _shuffled(self) -> dict[str, Any]:
-        return _SHUFFLED.get(self._frame)
+    def _report_columns(self) -> dict[str, ReportMetadata]:
+        return _report_columns(self._frame.schema)
 
     def _num_rows(self) -> int:
         return self._frame.height
@@ -328,24 +328,20 @@ class PolarsFrameNamespace(FrameMethods):
     ) -> pl.DataFrame:
         """The report columns only, rows in a keyed uniformly random order (see the pandas
         accessor's ``shuffle``; the same key gives the same order on every backend)."""
-        specs = _RECORDED.get(self._frame)
+        reports = self._report_columns()
         columns, record = plan_shuffle(
-            self._frame.columns, specs, keep, self._frame.height, seed=seed
+            self._frame.columns, recorded_specs(reports), keep, self._frame.height, seed=seed
         )
         selected = self._frame.select(columns)
         arrays = [series.to_arrow() for series in selected.get_columns()]
         order = shuffle_order(arrays, selected.height, key, seed)
-        out = selected[order]
-        _RECORDED.put(out, specs)
-        _SHUFFLED.put(out, record)
-        return out
+        dtypes = _shuffled_types(reports, selected.schema, record)
+        return selected[order].with_columns(
+            pl.col(name).ext.storage().ext.to(dtype) for name, dtype in dtypes.items()
+        )
 
-    def _messages_frame(
-        self, column: str, messages: pa.Array, specs: dict[str, dict[str, Any]]
-    ) -> pl.DataFrame:
-        out = _messages(self._frame, column, messages, mechanisms_of(specs)[column])
-        _RECORDED.put(out, specs)
-        return out
+    def _messages_frame(self, column: str, messages: pa.ExtensionArray) -> pl.DataFrame:
+        return pl.DataFrame([_native(messages, column)])
 
     def _column_arrow(self, column: str) -> pa.Array | pa.ChunkedArray:
         return self._frame[column].to_arrow()
@@ -370,24 +366,15 @@ class PolarsFrameNamespace(FrameMethods):
         recorded once the reports exist. Bloom RAPPOR columns also get a ``{column}_cohort``
         column (see :meth:`rappor` for ``user`` and ``memo_key``).
         """
-        check_columns(self._frame.columns, mechanisms, recorded=self._specs())
+        check_columns(self._frame.columns, mechanisms, reports=self._report_columns())
         source = resolve_source(key, seed)
         release = plan_release(
             self._frame.columns, mechanisms, source=source, user=user, memo_key=memo_key
         )
-        dtypes = _report_dtypes(mechanisms, self._frame.schema)
         with charging(ledger, budget, release):
-            out = _privatize_frame(
-                self._frame,
-                mechanisms,
-                source=source,
-                release=release,
-                user=user,
-                row_start=0,
-                dtypes=dtypes,
+            return _privatize_frame(
+                self._frame, mechanisms, source=source, release=release, user=user, row_start=0
             )
-        _RECORDED.put(out, {**_RECORDED.get(self._frame), **release.specs})
-        return out
 
     def decode(
         self,
@@ -404,7 +391,7 @@ class PolarsFrameNamespace(FrameMethods):
             column,
             candidates,
             mechanism,
-            _RECORDED.get(self._frame),
+            self._specs(),
             significance,
             level,
         )
@@ -413,11 +400,11 @@ class PolarsFrameNamespace(FrameMethods):
         self, column: str, mechanism: Mechanism | None = None, *, level: float = 0.95
     ) -> FrequencyTable:
         """Debiased frequency table of a report column."""
-        return _debias(self._frame, column, mechanism, _RECORDED.get(self._frame), level, self)
+        return _debias(self._frame, column, mechanism, self._specs(), level, self)
 
     def unpack(self, column: str, mechanism: Mechanism | None = None) -> pl.DataFrame:
         """RAPPOR reports as one 0/1 ``uint8`` column per bucket, named ``column=label``."""
-        found = find_mechanism(column, mechanism, _RECORDED.get(self._frame))
+        found = find_mechanism(column, mechanism, self._specs())
         bits, names = unpack_reports(self._frame[column].to_arrow(), found, column)
         return pl.DataFrame(bits, schema=names, orient="row")
 
@@ -430,14 +417,11 @@ class PolarsLazyFrameNamespace(FrameMethods):
     def __init__(self, frame: pl.LazyFrame) -> None:
         self._frame = frame
 
-    def _specs(self) -> dict[str, Any]:
-        return _RECORDED.get(self._frame)
+    def _report_columns(self) -> dict[str, ReportMetadata]:
+        return _report_columns(self._frame.collect_schema())
 
     def _column_arrow(self, column: str) -> pa.Array | pa.ChunkedArray:
         return self._frame.select(column).collect(engine="streaming").to_series().to_arrow()
-
-    def _shuffled(self) -> dict[str, Any]:
-        return _SHUFFLED.get(self._frame)
 
     def _num_rows(self) -> int:
         return int(self._frame.select(pl.len()).collect(engine="streaming").item())
@@ -449,8 +433,11 @@ class PolarsLazyFrameNamespace(FrameMethods):
         random order, the same as the eager and pandas ``shuffle`` for the same key). Without
         ``key``/``seed`` each collect draws its own order; with one, every collect gives the
         same order (the keys are bound to each row's position and content)."""
-        specs = _RECORDED.get(self._frame)
-        columns, record = plan_shuffle(self._columns(), specs, keep, None, seed=seed)
+        reports = self._report_columns()
+        columns, record = plan_shuffle(
+            self._columns(), recorded_specs(reports), keep, None, seed=seed
+        )
+        dtypes = _shuffled_types(reports, self._frame.collect_schema(), record)
         keys = pl.struct(_ROW, *columns).map_batches(
             partial(
                 _key_batch,
@@ -469,18 +456,15 @@ class PolarsLazyFrameNamespace(FrameMethods):
                 maintain_order=True,
             )
             .drop(_ROW, _KEY)
+            .with_columns(
+                pl.col(name).ext.storage().ext.to(dtype) for name, dtype in dtypes.items()
+            )
         )
-        _RECORDED.put(out, specs)
-        _SHUFFLED.put(out, record)
         return out
 
-    def _messages_frame(
-        self, column: str, messages: pa.Array, specs: dict[str, dict[str, Any]]
-    ) -> pl.LazyFrame:
+    def _messages_frame(self, column: str, messages: pa.ExtensionArray) -> pl.LazyFrame:
         # The messages of all people are permuted together: there is nothing to stream.
-        out = _messages(self._frame, column, messages, mechanisms_of(specs)[column]).lazy()
-        _RECORDED.put(out, specs)
-        return out
+        return pl.DataFrame([_native(messages, column)]).lazy()
 
     def _columns(self) -> list[str]:
         return self._frame.collect_schema().names()
@@ -506,7 +490,7 @@ class PolarsLazyFrameNamespace(FrameMethods):
         side of spending). Nothing is read now.
         """
         schema = self._frame.collect_schema()
-        check_columns(schema.names(), mechanisms, recorded=self._specs())
+        check_columns(schema.names(), mechanisms, reports=self._report_columns())
         keyed = None if key is None and seed is None else resolve_source(key, seed)
         release = plan_release(
             schema.names(),
@@ -523,11 +507,9 @@ class PolarsLazyFrameNamespace(FrameMethods):
             keyed=keyed,
             release=release,
             user=user,
-            dtypes=_report_dtypes(mechanisms, schema),
             ledger=ledger,
             budget=budget,
         )
-        _RECORDED.put(out, {**_RECORDED.get(self._frame), **release.specs})
         return out
 
     def decode(
@@ -540,7 +522,7 @@ class PolarsLazyFrameNamespace(FrameMethods):
         level: float = 0.95,
     ) -> FrequencyTable:
         """Collect the report and cohort columns (streaming) and decode them."""
-        recorded = _RECORDED.get(self._frame)
+        recorded = self._specs()
         column, found, names, _ = find_decoder(column, mechanism, recorded)
         for name in names:
             require_column(self._columns(), name)
@@ -552,7 +534,7 @@ class PolarsLazyFrameNamespace(FrameMethods):
     ) -> FrequencyTable:
         """Collect only ``column`` (streaming) and debias it."""
         require_column(self._columns(), column)
-        recorded = _RECORDED.get(self._frame)
+        recorded = self._specs()
         found = find_mechanism(column, mechanism, recorded)
         names = report_names(column, found, recorded.get(column))
         for name in names:
@@ -563,7 +545,7 @@ class PolarsLazyFrameNamespace(FrameMethods):
     def unpack(self, column: str, mechanism: Mechanism | None = None) -> pl.DataFrame:
         """Collect ``column`` (streaming) as one 0/1 ``uint8`` column per bucket."""
         require_column(self._columns(), column)
-        found = find_mechanism(column, mechanism, _RECORDED.get(self._frame))
+        found = find_mechanism(column, mechanism, self._specs())
         frame = self._frame.select(column).collect(engine="streaming")
         return PolarsFrameNamespace(frame).unpack(column, found)  # type: ignore[arg-type]
 
@@ -624,16 +606,20 @@ class PolarsExprNamespace(ValueShortcuts):
                 "fresh noise per evaluation"
             )
         check_budget(ledger, budget, {name: mechanism})
-        dtype = _report_dtype(mechanism, None, name)
+        spec = recorded_spec(mechanism, RandomSource.fresh())
+        dtype = _dtype_of(report_types(mechanism, name, spec)[name])
         evaluate = partial(
             _evaluate_expression,
             mechanism=mechanism,
             column=name,
-            dtype=dtype,
+            spec=spec,
             ledger=ledger,
             budget=budget,
         )
-        return self._expr.map_batches(evaluate, return_dtype=dtype).alias(name)
+        # The batches are typed after map_batches: polars 2.1 panics on a function that returns
+        # an extension dtype inside group_by().agg or over().
+        storage = dtype.ext_storage()  # type: ignore[attr-defined]
+        return self._expr.map_batches(evaluate, return_dtype=storage).ext.to(dtype).alias(name)
 
 
 def _evaluate_expression(
@@ -641,13 +627,19 @@ def _evaluate_expression(
     *,
     mechanism: Mechanism,
     column: str,
-    dtype: pl.DataType,
+    spec: dict[str, Any],
     ledger: LedgerLike | None,
     budget: str | None,
 ) -> pl.Series:
     """One evaluation of a privatizing expression: a fresh key, charged before it is used."""
-    with charging(ledger, budget, {column: mechanism}), column_context(column):
-        produced = privatize_values(
-            _arrow_of(values, column), mechanism, column=column, source=RandomSource.fresh()
+    held = _metadata_of(values.dtype)
+    if held is not None:
+        refuse_reports(column, held)
+    with charging(ledger, budget, {column: mechanism}):
+        produced = privatize_columns(
+            {column: _arrow_of(values, column)},
+            {column: mechanism},
+            specs={column: spec},
+            source=RandomSource.fresh(),
         )
-    return _native(produced[column], values.name, dtype)
+    return _native(storage_of(produced[column]), values.name)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 import pandera.polars as pandera_polars
 import polars as pl
@@ -21,6 +21,7 @@ from pandera.constants import CHECK_OUTPUT_KEY
 from pandera.errors import SchemaError, SchemaErrorReason, SchemaErrors
 from polars.datatypes import DataTypeClass
 
+from frameldp.frames.report_type import EXTENSION_NAME
 from frameldp.schemas._declare import (
     MAX_LISTED,
     STRUCTURAL,
@@ -199,7 +200,8 @@ _FUNCTIONS: dict[type[Rule], Callable[[Any], Callable[[PolarsData], Outcome]]] =
 
 
 def _function(rule: Rule) -> Callable[[PolarsData], Outcome]:
-    return _FUNCTIONS[type(rule)](rule)
+    check = _FUNCTIONS[type(rule)](rule)
+    return lambda data: check(PolarsData(_storage_view(data.lazyframe), data.key))
 
 
 def _check(rule: Rule) -> pandera_polars.Check:
@@ -271,6 +273,23 @@ def _run(
     return []
 
 
+_F = TypeVar("_F", pl.DataFrame, pl.LazyFrame)
+
+
+def _storage_view(frame: _F) -> _F:
+    """``frame`` with each report column (``frameldp.reports``) holding its storage values
+    (polars cannot compare extension values); lazily for a LazyFrame."""
+    schema = frame.collect_schema()
+    typed = [
+        name
+        for name, dtype in schema.items()
+        if isinstance(dtype, pl.BaseExtension) and dtype.ext_name() == EXTENSION_NAME
+    ]
+    if not typed:
+        return frame
+    return frame.with_columns(pl.col(name).ext.storage() for name in typed)
+
+
 def run_schema(
     frame: pl.DataFrame | pl.LazyFrame, declaration: SchemaDeclaration, *, lazy: bool
 ) -> list[Failure]:
@@ -279,6 +298,7 @@ def run_schema(
     A LazyFrame's column names are checked on its schema; the checked columns are collected
     (streaming) for the checks on values. Unchecked columns are never read.
     """
+    frame = _storage_view(frame)
     if isinstance(frame, pl.LazyFrame):
         schema = frame.collect_schema()
         checked = [

@@ -1,0 +1,301 @@
+"""Report columns whose type carries their mechanism: the Arrow extension type
+``frameldp.reports``.
+
+Every report column frameldp writes is an Arrow extension array named ``frameldp.reports``
+whose serialized metadata is a JSON object (:class:`ReportMetadata`): the recorded mechanism
+spec (with ``"seeded"`` and ``"memo"`` where they apply), the privatized column's name, which of
+the mechanism's report columns this is, and, after a shuffle, the shuffle record. The type is
+registered with pyarrow (so Parquet files, IPC streams and ``to_pandas`` keep it), held by
+pandas as an ``ArrowDtype`` (:meth:`ReportType.to_pandas_dtype`) and by polars as an extension
+dtype (:class:`frameldp.frames._polars.ReportsDtype`, same name and metadata). The mechanism
+therefore travels with the column: through lazy ``collect``, ``with_columns``, ``filter``,
+``concat``, ``group_by``, merges and Parquet files written by any library that keeps Arrow
+extension types, and a column that already holds reports is recognised by its type.
+
+Storage: bit-vector reports are ``large_binary``, reported labels (k-RR, Balcer–Cheu) the plain
+label values (``large_string`` for text, ``int64``/``float64``/``bool`` otherwise), Bloom cohorts
+their integer. Labels are stored as values, not as an Arrow dictionary: polars 2.1 can neither
+export nor import an extension type over a dictionary through the Arrow C interface (``to_arrow``
+and ``to_pandas`` of such a frame fail), and values read the same in any tool that ignores the
+extension. ``tests/frames/test_report_type.py`` pins that polars behaviour.
+
+Two types are equal only when their metadata is equal: pandas concatenates two releases of
+different mechanisms (or one shuffled and one not) into an ``object`` column, which no longer
+claims either mechanism, and polars refuses to. No formula lives here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from frameldp.errors import ParameterError, shown
+
+__all__ = [
+    "EXTENSION_NAME",
+    "ReportMetadata",
+    "ReportType",
+    "as_reports",
+    "empty_reports",
+    "legacy_report_columns",
+    "metadata_of",
+    "recorded_specs",
+    "report_types",
+    "shuffle_record",
+    "storage_of",
+    "with_shuffle",
+]
+
+EXTENSION_NAME = "frameldp.reports"
+"""The registered name of the extension type (Arrow, polars)."""
+
+_VERSION = 1
+
+
+@dataclass(frozen=True)
+class ReportMetadata:
+    """What a report column's type records.
+
+    ``spec`` is the recorded mechanism spec; ``column`` the privatized column's name (a Bloom
+    RAPPOR cohort column names the column whose reports it belongs to); ``part`` the position of
+    this column among ``mechanism.report_columns(column)`` (0: the reports); ``shuffled`` what
+    ``shuffle`` recorded (empty when the rows were not shuffled).
+    """
+
+    spec: dict[str, Any]
+    column: str
+    part: int = 0
+    shuffled: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        data: dict[str, Any] = {
+            "version": _VERSION,
+            "column": self.column,
+            "part": self.part,
+            "spec": self.spec,
+        }
+        if self.shuffled:
+            data["shuffled"] = self.shuffled
+        return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> ReportMetadata:
+        """Parse the metadata of a report column (a :class:`ParameterError` if it is not)."""
+        try:
+            data = json.loads(text)
+            valid = isinstance(data, dict) and isinstance(data.get("spec"), dict)
+            version = int(data.get("version", _VERSION)) if valid else _VERSION
+        except (ValueError, TypeError):
+            valid = False
+        if not valid:
+            shown_text = text if isinstance(text, str) else text[:80].decode(errors="replace")
+            raise ParameterError(
+                f"a {EXTENSION_NAME} column has metadata that is not valid: {shown(shown_text, 80)}"
+            )
+        if version > _VERSION:
+            raise ParameterError(
+                f"a {EXTENSION_NAME} column was written by a newer frameldp (version "
+                f"{shown(version)}); upgrade frameldp to read it"
+            )
+        return cls(
+            spec=dict(data["spec"]),
+            column=str(data.get("column", "")),
+            part=int(data.get("part", 0)) if isinstance(data.get("part", 0), int) else 0,
+            shuffled=dict(data.get("shuffled") or {})
+            if isinstance(data.get("shuffled"), dict)
+            else {},
+        )
+
+
+class ReportType(pa.ExtensionType):
+    """The Arrow type of a report column: storage type plus :class:`ReportMetadata` JSON."""
+
+    def __init__(self, storage_type: pa.DataType, metadata: ReportMetadata | str) -> None:
+        self._json = metadata if isinstance(metadata, str) else metadata.to_json()
+        super().__init__(storage_type, EXTENSION_NAME)
+
+    @property
+    def metadata(self) -> ReportMetadata:
+        """The recorded spec and column (parsed on each access: types are immutable)."""
+        return ReportMetadata.from_json(self._json)
+
+    def __arrow_ext_serialize__(self) -> bytes:
+        return self._json.encode()
+
+    @classmethod
+    def __arrow_ext_deserialize__(cls, storage_type: pa.DataType, serialized: bytes) -> ReportType:
+        return cls(storage_type, serialized.decode())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ReportType):
+            return self._json == other._json and self.storage_type == other.storage_type
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    def __hash__(self) -> int:
+        return hash((EXTENSION_NAME, self._json, str(self.storage_type)))
+
+    def __str__(self) -> str:
+        try:
+            name = self.metadata.spec.get("mechanism", "?")
+        except ParameterError:
+            name = "?"
+        return f"{EXTENSION_NAME}<{name}>"
+
+    def __repr__(self) -> str:
+        return f"ReportType({self.storage_type!r}, {self._json!r})"
+
+    def to_pandas_dtype(self) -> Any:
+        """pandas holds report columns as ``ArrowDtype`` of this type (imported here: frameldp
+        never imports pandas for a job that does not use it)."""
+        import pandas as pd
+
+        return pd.ArrowDtype(self)
+
+
+def _register() -> None:
+    """Register the type with pyarrow, once per process (this module's import does it)."""
+    with contextlib.suppress(pa.ArrowKeyError):  # already registered
+        pa.register_extension_type(ReportType(pa.null(), ReportMetadata({}, "")))
+
+
+def _storage(array: pa.Array) -> pa.Array:
+    """The storage a report array is kept in (see the module docstring)."""
+    kind = array.type
+    if pa.types.is_dictionary(kind):
+        array = array.dictionary_decode()
+        kind = array.type
+    if pa.types.is_fixed_size_binary(kind) or pa.types.is_binary(kind):
+        return array.cast(pa.large_binary())
+    if pa.types.is_string(kind):
+        return array.cast(pa.large_string())
+    return array
+
+
+def as_reports(array: pa.Array, metadata: ReportMetadata) -> pa.ExtensionArray:
+    """``array`` (a mechanism's output) as a ``frameldp.reports`` column."""
+    storage = _storage(storage_of(array))
+    return pa.ExtensionArray.from_storage(ReportType(storage.type, metadata), storage)
+
+
+def empty_reports(kind: ReportType) -> pa.ExtensionArray:
+    """An empty column of report type ``kind``."""
+    return pa.ExtensionArray.from_storage(kind, pa.array([], type=kind.storage_type))
+
+
+def storage_of(array: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """The storage values of a report column (any other column as it is)."""
+    if isinstance(array.type, pa.BaseExtensionType):
+        if isinstance(array, pa.ChunkedArray):
+            storage = [chunk.storage for chunk in array.chunks]
+            return pa.chunked_array(storage, array.type.storage_type)
+        return array.storage
+    return array
+
+
+def metadata_of(
+    kind: pa.DataType | None, field_metadata: Mapping[bytes, bytes] | None = None
+) -> ReportMetadata | None:
+    """The report metadata of a column of Arrow type ``kind``: from a :class:`ReportType`, or
+    from the field metadata Arrow leaves on a column of an extension it did not know (a file
+    read before the type was registered). None for any other column."""
+    if isinstance(kind, ReportType):
+        return kind.metadata
+    meta = field_metadata or {}
+    if meta.get(b"ARROW:extension:name") == EXTENSION_NAME.encode():
+        return ReportMetadata.from_json(meta.get(b"ARROW:extension:metadata", b""))
+    return None
+
+
+def recorded_specs(columns: Mapping[str, ReportMetadata]) -> dict[str, dict[str, Any]]:
+    """``{column: spec}`` of a frame's report columns (``{name: metadata}``), keyed by the
+    names the columns have now; a companion column (Bloom cohorts) is named in its column's spec
+    as ``"cohort_column"``, wherever it was renamed to."""
+    specs: dict[str, dict[str, Any]] = {}
+    companions: dict[tuple[str, str], str] = {}
+    for name, meta in columns.items():
+        if meta.part == 0:
+            specs[name] = dict(meta.spec)
+        else:
+            companions[(meta.column, json.dumps(meta.spec, sort_keys=True))] = name
+    originals = {name: meta.column for name, meta in columns.items() if meta.part == 0}
+    for name, spec in specs.items():
+        key = (originals[name], json.dumps(spec, sort_keys=True))
+        if key in companions:
+            spec["cohort_column"] = companions[key]
+    return specs
+
+
+def shuffle_record(columns: Mapping[str, ReportMetadata]) -> dict[str, Any]:
+    """What ``shuffle`` recorded on a frame's report columns: one record when every report
+    column carries the same one, else none (a frame assembled from parts of several
+    collections is not one shuffled collection)."""
+    records = {json.dumps(meta.shuffled, sort_keys=True) for meta in columns.values()}
+    if len(records) != 1:
+        return {}
+    return dict(next(iter(columns.values())).shuffled)
+
+
+def with_shuffle(
+    array: pa.Array | pa.ChunkedArray, metadata: ReportMetadata, record: Mapping[str, Any]
+) -> pa.ExtensionArray:
+    """A report column (any chunking; typed, or recorded by an earlier release as
+    ``metadata``) typed to record the shuffle ``record``."""
+    meta = ReportMetadata(metadata.spec, metadata.column, metadata.part, dict(record))
+    storage = storage_of(array)
+    if isinstance(storage, pa.ChunkedArray):
+        storage = storage.combine_chunks()
+    return as_reports(storage, meta)
+
+
+def legacy_report_columns(
+    record: Mapping[str, Any], columns: list[Any]
+) -> dict[str, ReportMetadata]:
+    """The report columns an earlier release recorded beside the data rather than in the
+    column types (``{"mechanisms": {column: spec}, "shuffled": {...}}``: pandas ``attrs``
+    restored from a Parquet file it wrote, the key-value metadata of a CLI file), for those of
+    ``columns`` that are present."""
+    specs = record.get("mechanisms") or {}
+    shuffled = dict(record.get("shuffled") or {})
+    out: dict[str, ReportMetadata] = {}
+    if not isinstance(specs, Mapping):
+        return out
+    for column, spec in specs.items():
+        if column not in columns or not isinstance(spec, Mapping):
+            continue
+        out[column] = ReportMetadata(dict(spec), str(column), 0, shuffled)
+        cohort = spec.get("cohort_column")
+        if isinstance(cohort, str) and cohort in columns:
+            out[cohort] = ReportMetadata(dict(spec), str(column), 1, shuffled)
+    return out
+
+
+def _storage_type(kind: pa.DataType) -> pa.DataType:
+    """The storage type of reports a mechanism declares as ``kind`` (see :func:`_storage`)."""
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    if pa.types.is_fixed_size_binary(kind) or pa.types.is_binary(kind):
+        return pa.large_binary()
+    if pa.types.is_string(kind):
+        return pa.large_string()
+    return kind
+
+
+def report_types(mechanism: Any, column: str, spec: Mapping[str, Any]) -> dict[str, ReportType]:
+    """The types of the report columns ``mechanism`` writes for ``column`` under ``spec``
+    (known before any report is drawn: a lazy plan's schema)."""
+    return {
+        name: ReportType(_storage_type(kind), ReportMetadata(dict(spec), str(column), part))
+        for part, (name, kind) in enumerate(mechanism.report_columns(column).items())
+    }
+
+
+_register()
