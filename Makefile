@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 SOURCES := src tests benchmarks scripts
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test test-fast lint typecheck unit bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,10 @@ typecheck: $(VENV)/.test-installed
 # worker steals queued tests, so the slow ones at the end do not leave a core unused.
 unit: $(VENV)/.test-installed
 	$(BIN)/python -m pytest -n auto --dist worksteal
+
+# The same suite without the tests marked slow (for a quick local loop; CI runs `make test`).
+test-fast: $(VENV)/.test-installed
+	$(BIN)/python -m pytest -n auto --dist worksteal -m "not slow"
 
 bench: $(VENV)/.test-installed
 	$(BIN)/python benchmarks/bench_foundation.py

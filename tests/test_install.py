@@ -37,6 +37,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+pytestmark = pytest.mark.slow
+
 TIMEOUT = 300  # seconds per step; the whole default test takes about 10 s
 
 # The probe run by the fresh interpreter: where frameldp came from and that it works.

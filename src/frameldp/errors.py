@@ -53,7 +53,37 @@ def shown(value: object, limit: int = SHOWN_CHARS) -> str:
 
 
 class FrameLDPError(ValueError):
-    """Base class of every error frameldp raises on bad input."""
+    """Base class of every error frameldp raises on bad input.
+
+    ``column`` names the column the error is about and ``parameter`` the parameter, when
+    known; the message starts with ``column '...':`` whenever ``column`` is set.
+    """
+
+    def __init__(
+        self, message: str = "", *, column: object = None, parameter: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.column = column
+        self.parameter = parameter
+
+    def __str__(self) -> str:
+        message = super().__str__()
+        if self.column is None or message.startswith(f"column {shown(self.column)}"):
+            return message
+        return f"column {shown(self.column)}: {message}"
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Exceptions pickle their args only: keep the attributes across processes (Dask).
+        return (_rebuilt, (type(self), self.args, dict(self.__dict__)))
+
+
+def _rebuilt(
+    cls: type[FrameLDPError], args: tuple[object, ...], state: dict[str, object]
+) -> FrameLDPError:
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
 
 
 class ParameterError(FrameLDPError):

@@ -484,8 +484,8 @@ def test_shuffle_event_local_curves() -> None:
     with mpmath.workdps(DPS):
         rho = mpf(2) * mpmath.tanh(mpf(1))
     assert rho <= event.rho <= rho * (1 + RDP_REL)
-    assert event.amplified_delta(0.1) == clone_delta(0.1, 2.0, 1000)
-    assert event.amplified_epsilon(DELTA) == clone_epsilon(DELTA, 2.0, 1000)
+    assert event.central_delta(0.1) == clone_delta(0.1, 2.0, 1000)
+    assert event.central_epsilon(DELTA) == clone_epsilon(DELTA, 2.0, 1000)
     assert event_from_dict(json.loads(json.dumps(event.to_dict()))) == event
 
 

@@ -547,3 +547,22 @@ def test_file_kind_by_suffix(name: str) -> None:
 def test_file_kind_refuses_other_suffixes(name: str) -> None:
     with pytest.raises(ParameterError, match=r"output '.*': expected a \.csv or \.parquet file"):
         file_kind(Path(name), "output")
+
+
+def test_a_file_whose_column_types_and_metadata_disagree_is_refused(
+    releases: tuple[Path, Path, pd.DataFrame], tmp_path: Path
+) -> None:
+    """pyarrow keeps a table's key-value metadata through ``set_column``: a report column
+    swapped for another release's must not be estimated with the metadata's mechanism."""
+    parquet, _, _ = releases
+    table = pq.read_table(parquet)
+    other = in_memory(
+        flights(),
+        {"carrier": frameldp.RandomizedResponse(5.0, domain=list(FLIGHTS_DOMAINS["carrier"]))},
+    )
+    column = pa.Array.from_pandas(other["carrier"])
+    index = table.schema.get_field_index("carrier")
+    swapped = table.set_column(index, pa.field("carrier", column.type), column)
+    pq.write_table(swapped, tmp_path / "swapped.parquet")
+    with pytest.raises(frameldp.ParameterError, match="types and its frameldp metadata"):
+        read_report_file(tmp_path / "swapped.parquet")

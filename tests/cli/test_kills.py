@@ -36,6 +36,8 @@ from frameldp.datasets import FLIGHTS_DOMAINS
 
 from .conftest import leftovers, script_environment
 
+pytestmark = pytest.mark.slow
+
 ROWS = 20_000
 """Rows of the input: 20 batches of ``CHUNK`` rows."""
 

@@ -16,6 +16,7 @@ import pytest
 from scipy import stats
 
 import frameldp.core.mechanisms.balcer_cheu as bc_module
+from _stats import P_FAIL, assert_binomial, assert_chisquare, assert_unbiased, assert_variance
 from frameldp.accounting import BinomialCountsEvent
 from frameldp.core import Domain, RandomSource, mechanism_from_spec
 from frameldp.core.mechanisms import Statistic
@@ -32,8 +33,6 @@ from frameldp.core.randomness import (
     sort_keys,
 )
 from frameldp.errors import ParameterError
-
-from ._stats import P_FAIL, assert_binomial, assert_chisquare, assert_unbiased, assert_variance
 
 ONE = 1 << PRECISION_BITS
 SEED = 1911_06879

@@ -27,6 +27,7 @@ import pytest
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 import frameldp.core.encoding as encoding_module
+from _stats import P_FAIL, assert_binomial, assert_chisquare, assert_independent
 from frameldp.core import BloomEncoder
 from frameldp.core.encoding import HASH_SCHEMES
 from frameldp.core.randomness import (
@@ -42,8 +43,6 @@ from frameldp.core.randomness import (
     label_bytes,
 )
 from frameldp.errors import DomainError, ParameterError
-
-from ._stats import P_FAIL, assert_binomial, assert_chisquare, assert_independent
 
 ONE = 1 << PRECISION_BITS
 MASK64 = ONE - 1

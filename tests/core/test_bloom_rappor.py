@@ -18,12 +18,7 @@ import mpmath
 import numpy as np
 import pytest
 
-from frameldp.core import BloomDecoding, BloomRappor, RandomSource, mechanism_from_spec
-from frameldp.core.encoding import HASH_SCHEMES
-from frameldp.core.estimation import debias_bloom_counts
-from frameldp.errors import DomainError, FrameLDPWarning, ParameterError
-
-from ._stats import (
+from _stats import (
     P_FAIL,
     assert_binomial,
     assert_chisquare,
@@ -32,6 +27,10 @@ from ._stats import (
     assert_variance,
     z_bound,
 )
+from frameldp.core import BloomDecoding, BloomRappor, RandomSource, mechanism_from_spec
+from frameldp.core.encoding import HASH_SCHEMES
+from frameldp.core.estimation import debias_bloom_counts
+from frameldp.errors import DomainError, FrameLDPWarning, ParameterError
 
 GRID = 2**-52  # realized probabilities are multiples of 2**-52
 SEED = 271

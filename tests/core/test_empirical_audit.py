@@ -71,6 +71,7 @@ import pytest
 from numpy.typing import NDArray
 from scipy import stats
 
+from _stats import P_FAIL
 from frameldp.accounting import PrivacyGuarantee
 from frameldp.core import (
     BalcerCheu,
@@ -81,8 +82,6 @@ from frameldp.core import (
     Rappor,
 )
 from frameldp.core.mechanisms._spec import _REGISTRY
-
-from ._stats import P_FAIL
 
 N: Final = 1_000_000  # reports of each of the two neighbouring inputs
 FRACTION: Final = 0.9  # share of the claimed epsilon a correct mechanism's audit must reach

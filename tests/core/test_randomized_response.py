@@ -12,12 +12,11 @@ import numpy as np
 import pytest
 
 import frameldp.core.mechanisms.randomized_response as rr_module
+from _stats import P_FAIL, assert_chisquare, assert_unbiased, assert_variance
 from frameldp.core import Domain, RandomizedResponse, RandomSource, mechanism_from_spec
 from frameldp.core.estimation import direct_variance
 from frameldp.core.randomness import PRECISION_BITS
 from frameldp.errors import DomainError, ParameterError
-
-from ._stats import P_FAIL, assert_chisquare, assert_unbiased, assert_variance
 
 ONE = 1 << PRECISION_BITS
 SEED = 2718

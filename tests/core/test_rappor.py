@@ -18,17 +18,16 @@ import numpy as np
 import pytest
 
 import frameldp.core.mechanisms.rappor as rappor_module
-from frameldp.core import Domain, RandomSource, Rappor, mechanism_from_spec
-from frameldp.core.randomness import PRECISION_BITS
-from frameldp.errors import DomainError, FrameLDPError, ParameterError
-
-from ._stats import (
+from _stats import (
     P_FAIL,
     assert_binomial,
     assert_independent,
     assert_unbiased,
     assert_variance,
 )
+from frameldp.core import Domain, RandomSource, Rappor, mechanism_from_spec
+from frameldp.core.randomness import PRECISION_BITS
+from frameldp.errors import DomainError, FrameLDPError, ParameterError
 
 ONE = 1 << PRECISION_BITS
 DOMAIN5 = ["a", "b", "c", "d", "e"]

@@ -13,6 +13,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from _stats import P_FAIL, assert_binomial, assert_chisquare, assert_independent
 from frameldp.core.randomness import (
     _TAIL_LANE,
     _WORK_BYTES,
@@ -26,8 +27,6 @@ from frameldp.core.randomness import (
     uniform_integers,
 )
 from frameldp.errors import ParameterError
-
-from ._stats import P_FAIL, assert_binomial, assert_chisquare, assert_independent
 
 ONE = 1 << PRECISION_BITS
 SQRT3_HALF = dyadic_at_least(0.3660254037844386)  # (sqrt(3) - 1) / 2: bits beyond the 8th

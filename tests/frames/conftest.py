@@ -35,10 +35,10 @@ import pyarrow as pa
 import pytest
 from scipy.stats import norm
 
+from _stats import P_FAIL  # the one false-failure probability of the suite
 from frameldp.datasets import FLIGHTS_DOMAINS, load_flights
-from frameldp.frames.report_type import ReportType
+from frameldp.frames.report_type import ReportType, storage_of
 
-P_FAIL = 1e-6
 """Chance that one distributional assertion fails although the code is correct."""
 
 NEAR_IDENTITY_EPSILON = 90.0
@@ -346,3 +346,16 @@ def unpacked(reports: Sequence[bytes], num_bits: int) -> np.ndarray:
     width = -(-num_bits // 8)
     packed = np.frombuffer(b"".join(reports), dtype=np.uint8).reshape(len(reports), width)
     return np.unpackbits(packed, axis=1)[:, :num_bits]
+
+
+def untyped(frame: Any, column: str) -> Any:
+    """``frame`` with the report column ``column`` as plain values (its type dropped, as a
+    user's cast does): then only an explicit mechanism says what it holds."""
+    if isinstance(frame, pl.DataFrame | pl.LazyFrame):
+        return frame.with_columns(pl.col(column).ext.storage())
+    if isinstance(frame, dd.DataFrame):
+        return frame.map_partitions(untyped, column)
+    storage = pa.Array.from_pandas(frame[column])
+    out = frame.copy()
+    out[column] = pd.arrays.ArrowExtensionArray(storage_of(storage))
+    return out

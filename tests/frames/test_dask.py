@@ -28,7 +28,7 @@ import pytest
 
 import frameldp
 
-from .conftest import CARRIERS, ORIGINS
+from .conftest import CARRIERS, ORIGINS, untyped
 
 dask = pytest.importorskip("dask")
 dd = pytest.importorskip("dask.dataframe")
@@ -487,6 +487,13 @@ ERRORS: dict[str, tuple[Call, type[frameldp.FrameLDPError], list[str]]] = {
     ),
     "debias-krr-as-rappor": (
         lambda f: CALLS["krr"](f).ldp.debias("carrier", frameldp.Rappor(1.0, domain=CARRIERS)),
+        frameldp.ParameterError,
+        ["column 'carrier'", "holds reports of randomized_response"],
+    ),
+    "debias-plain-krr-as-rappor": (
+        lambda f: untyped(CALLS["krr"](f), "carrier").ldp.debias(
+            "carrier", frameldp.Rappor(1.0, domain=CARRIERS)
+        ),
         frameldp.DomainError,
         ["column 'carrier'", "binary"],
     ),

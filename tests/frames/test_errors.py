@@ -11,7 +11,7 @@ import pytest
 
 import frameldp
 
-from .conftest import CARRIERS, Backend, small_data
+from .conftest import CARRIERS, Backend, small_data, untyped
 
 Call = Callable[[Any], Any]
 RAPPOR = frameldp.Rappor(epsilon=1.0, domain=CARRIERS)
@@ -26,6 +26,11 @@ def _rappor(**kwargs: Any) -> Call:
 def _krr(**kwargs: Any) -> Call:
     kwargs.setdefault("domain", CARRIERS)
     return lambda frame: frame.ldp.krr("carrier", **kwargs)
+
+
+def _plain(privatize: Call) -> Call:
+    """The reports as plain values (type dropped): only the explicit mechanism describes them."""
+    return lambda frame: untyped(privatize(frame), "carrier")
 
 
 def _debias(privatize: Call, *args: Any, **kwargs: Any) -> Call:
@@ -146,16 +151,21 @@ CASES: dict[str, tuple[Call, type[frameldp.FrameLDPError], list[str]]] = {
         frameldp.ParameterError,
         ["column 'carrier'", "level must be in (0, 1)", "got 1.5"],
     ),
-    "debias-rappor-reports-of-another-width": (
+    "debias-another-mechanism-than-the-recorded-one": (
+        _debias(_krr(epsilon=1.0, seed=1), RAPPOR),
+        frameldp.ParameterError,
+        ["column 'carrier'", "holds reports of randomized_response", "rappor"],
+    ),
+    "debias-plain-rappor-reports-of-another-width": (
         _debias(
-            _rappor(epsilon=1.0, seed=1),
+            _plain(_rappor(epsilon=1.0, seed=1)),
             frameldp.Rappor(epsilon=1.0, domain=[f"v{j}" for j in range(9)]),
         ),
         frameldp.DomainError,
         ["column 'carrier'", "9 bits", "2"],
     ),
-    "debias-krr-reports-as-rappor": (
-        _debias(_krr(epsilon=1.0, seed=1), RAPPOR),
+    "debias-plain-krr-reports-as-rappor": (
+        _debias(_plain(_krr(epsilon=1.0, seed=1)), RAPPOR),
         frameldp.DomainError,
         ["column 'carrier'", "binary"],
     ),

@@ -237,3 +237,76 @@ def test_polars_cannot_export_an_extension_over_a_dictionary() -> None:
     series = pl.Series("carrier", ["AA"], dtype=enum).ext.to(pl.Extension(EXTENSION_NAME, enum))
     with pytest.raises(pa.ArrowInvalid, match="dictionary"):
         series.to_arrow()
+
+
+# -- what a type must not be trusted for -----------------------------------------------------
+
+
+def test_two_report_columns_of_one_name_are_refused() -> None:
+    """``pd.concat(axis=1)`` of two releases: which one is 'carrier'? Neither is guessed."""
+    one = _data().ldp.krr("carrier", 1.0, domain=CARRIERS)[["carrier"]]
+    two = _data().ldp.krr("carrier", 3.0, domain=CARRIERS)[["carrier"]]
+    both = pd.concat([one, two], axis=1)
+    with pytest.raises(frameldp.ParameterError, match="2 columns of that name"):
+        _ = both.ldp.privacy
+
+
+def test_a_mechanism_other_than_the_recorded_one_is_refused() -> None:
+    reports = _reports()
+    other = frameldp.RandomizedResponse(0.5, domain=CARRIERS)
+    with pytest.raises(frameldp.ParameterError, match=r"'carrier'.*epsilon=1.*epsilon=0\.5"):
+        reports.ldp.debias("carrier", other)
+    with pytest.raises(frameldp.ParameterError, match="'carrier'"):
+        reports["carrier"].ldp.debias(other)
+    with pytest.raises(frameldp.ParameterError, match="'carrier'"):
+        reports.ldp.validate({"carrier": other, "dest": RAPPOR}, release=True)
+    # The recorded mechanism itself is accepted.
+    assert reports.ldp.debias("carrier", KRR).n == N
+
+
+def _two_releases(directory: Path) -> Path:
+    directory.mkdir()
+    _data().ldp.krr("carrier", 1.0, domain=CARRIERS).to_parquet(directory / "part-0.parquet")
+    _data().ldp.krr("carrier", 5.0, domain=CARRIERS).to_parquet(directory / "part-1.parquet")
+    return directory
+
+
+def test_a_dask_dataset_of_two_releases_is_refused(tmp_path: Path) -> None:
+    dataset = dd.read_parquet(_two_releases(tmp_path / "ds"))
+    with pytest.raises(frameldp.ParameterError, match="another release"):
+        dataset.ldp.debias("carrier")
+
+
+def test_a_polars_scan_of_two_releases_is_refused(tmp_path: Path) -> None:
+    scan = pl.scan_parquet(_two_releases(tmp_path / "ds") / "*.parquet")
+    with pytest.raises(frameldp.ParameterError, match="different releases"):
+        scan.ldp.debias("carrier")
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        b'{"version": 1e999, "column": "c", "spec": {}}',
+        b'{"column": "c", "spec": {}, "shuffled": {"reports": "lots"}}',
+        b'{"column": "c", "spec": {}, "shuffled": {"reports": 1e999}}',
+        b"\xff\xfe{",
+    ],
+)
+def test_hostile_metadata_in_a_file_is_a_frameldp_error(tmp_path: Path, metadata: bytes) -> None:
+    field = pa.field(
+        "c",
+        pa.large_string(),
+        metadata={
+            b"ARROW:extension:name": EXTENSION_NAME.encode(),
+            b"ARROW:extension:metadata": metadata,
+        },
+    )
+    pq.write_table(
+        pa.table([pa.array(["AA"], pa.large_string())], schema=pa.schema([field])),
+        tmp_path / "h.parquet",
+    )
+    frame = pd.read_parquet(tmp_path / "h.parquet")
+    with pytest.raises(frameldp.ParameterError, match="not valid"):
+        frame.ldp.debias("c")
+    with pytest.raises(frameldp.ParameterError, match="not valid"):
+        _ = frame.ldp.privacy

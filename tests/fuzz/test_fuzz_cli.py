@@ -41,6 +41,8 @@ from typer.testing import CliRunner
 import frameldp
 from frameldp.cli import app
 
+pytestmark = pytest.mark.slow
+
 EXAMPLES = 200
 """Examples of the privatize fuzz: each runs the command once in process, and ``estimate`` on
 success (about 8 s on an idle 2-core machine when every example passes)."""

@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 from scipy import stats
 
 import frameldp
-from core._stats import P_FAIL, POWER, assert_binomial
+from _stats import P_FAIL, POWER, assert_binomial
 from frameldp.core.encoding import Domain
 
 DOMAIN: Final = ("AA", "DL", "UA", "WN")

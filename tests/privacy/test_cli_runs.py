@@ -15,7 +15,7 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 from typer.testing import CliRunner
 
-from core._stats import P_FAIL
+from _stats import P_FAIL
 from frameldp.cli import app
 
 from ._frames import FRAMES, reports

@@ -15,7 +15,7 @@ import pandas as pd  # type: ignore[import-untyped]
 import pytest
 
 import frameldp
-from core._stats import P_FAIL
+from _stats import P_FAIL
 from frameldp.core.encoding import Domain
 
 from ._frames import FRAMES, reports

@@ -19,7 +19,7 @@ import pandas as pd  # type: ignore[import-untyped]
 import polars as pl
 import pytest
 
-from core._stats import P_FAIL
+from _stats import P_FAIL
 
 from ._frames import FRAMES, dask_frame, reports, stacked
 from ._linkage import DOMAIN, EPSILON, ROWS, assert_unlinked, changed, ldp, people, subset

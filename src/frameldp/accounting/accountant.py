@@ -38,7 +38,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, runtime_checkable
 
 from frameldp.accounting._rounding import pad_up, sum_up
 from frameldp.accounting.conversions import (
@@ -50,8 +50,15 @@ from frameldp.accounting.events import PrivacyEvent, check_count, check_order, e
 from frameldp.accounting.pld import EXACT_GRID, PrivacyLossDistribution
 from frameldp.errors import ParameterError
 
-if TYPE_CHECKING:
-    from frameldp.accounting.guarantee import PrivacyGuarantee
+
+@runtime_checkable
+class Accounted(Protocol):
+    """What carries its own accountant (a :class:`~frameldp.PrivacyGuarantee`): composed by
+    its events. Declared here so that the accountant needs no import of the guarantee."""
+
+    @property
+    def accountant(self) -> Accountant: ...
+
 
 __all__ = [
     "Accountant",
@@ -153,16 +160,14 @@ class Accountant:
 
     entries: tuple[tuple[PrivacyEvent, int], ...] = ()
 
-    def compose(
-        self, item: PrivacyEvent | PrivacyGuarantee | Accountant, count: int = 1
-    ) -> Accountant:
+    def compose(self, item: PrivacyEvent | Accounted | Accountant, count: int = 1) -> Accountant:
         """A new accountant that also holds ``count`` uses of ``item``."""
         count = check_count("Accountant.compose", "count", count, 1)
         if isinstance(item, PrivacyEvent):
             added: Iterable[tuple[PrivacyEvent, int]] = [(item, count)]
         elif isinstance(item, Accountant):
             added = [(event, n * count) for event, n in item.entries]
-        elif hasattr(item, "accountant") and isinstance(item.accountant, Accountant):
+        elif isinstance(item, Accounted):
             added = [(event, n * count) for event, n in item.accountant.entries]
         else:
             raise ParameterError(
@@ -231,10 +236,10 @@ class Accountant:
             conversions.append(shuffled)
         return Explanation(delta, tuple(conversions))
 
-    def _split(self) -> tuple[list[tuple[Any, int]], list[tuple[PrivacyEvent, int]]]:
+    def _split(self) -> tuple[list[tuple[PrivacyEvent, int]], list[tuple[PrivacyEvent, int]]]:
         """Uses of amplified (shuffled) events, and all the others."""
-        amplified = [(e, n) for e, n in self._uses if hasattr(e, "amplified_epsilon")]
-        others = [(e, n) for e, n in self._uses if not hasattr(e, "amplified_epsilon")]
+        amplified = [(e, n) for e, n in self._uses if e.central]
+        others = [(e, n) for e, n in self._uses if not e.central]
         return amplified, others
 
     def _shuffled_epsilon(self, delta: float) -> Conversion | None:
@@ -243,7 +248,7 @@ class Accountant:
             return None
         uses = sum(n for _, n in amplified)
         share = delta / uses
-        terms = [(event.amplified_epsilon(share), n) for event, n in amplified]
+        terms = [(event.central_epsilon(share), n) for event, n in amplified]
         terms += [(event.pure_epsilon, n) for event, n in others]
         detail = f"{uses} shuffled use(s) at δ = {share:.3g} each" if uses > 1 else ""
         return Conversion("shuffle", sum_up(terms), delta, detail)
@@ -253,7 +258,7 @@ class Accountant:
         if len(amplified) != 1 or amplified[0][1] != 1:
             return None  # several shuffled uses: their deltas at one epsilon need a split
         rest = sum_up((event.pure_epsilon, n) for event, n in others)
-        value = 1.0 if rest > epsilon else amplified[0][0].amplified_delta(epsilon - rest)
+        value = 1.0 if rest > epsilon else amplified[0][0].central_delta(epsilon - rest)
         return Conversion("shuffle", epsilon, value)
 
     def epsilon(self, delta: float) -> float:

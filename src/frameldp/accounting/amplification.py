@@ -253,6 +253,7 @@ class ShuffleEvent(PrivacyEvent):
     reports: int
     clones: Clones = "clones"
     kind: ClassVar[str] = "shuffle"
+    central: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         owner = "shuffle event"
@@ -280,11 +281,11 @@ class ShuffleEvent(PrivacyEvent):
         """The local reports' loss (binary RR at ``local_epsilon``, an upper bound)."""
         return PrivacyLossDistribution.randomized_response(self.local_epsilon, 2, count).dominated()
 
-    def amplified_delta(self, epsilon: float) -> float:
+    def central_delta(self, epsilon: float) -> float:
         """Central delta at ``epsilon`` of one use (clone reduction; 0 from ``eps0`` on)."""
         return clone_delta(epsilon, self.local_epsilon, self.reports, self.clones)
 
-    def amplified_epsilon(self, delta: float) -> float:
+    def central_epsilon(self, delta: float) -> float:
         """Central epsilon at ``delta`` of one use (never above ``local_epsilon``)."""
         return clone_epsilon(delta, self.local_epsilon, self.reports, self.clones)
 

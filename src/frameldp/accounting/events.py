@@ -136,6 +136,24 @@ class PrivacyEvent(ABC):
     def parameters(self) -> dict[str, Any]:
         """The constructor arguments, JSON-serializable."""
 
+    central: ClassVar[bool] = False
+    """Whether the event is a shuffled (central) release, whose guarantee at a ``delta`` is
+    :meth:`central_epsilon` rather than what its local reports give."""
+
+    def central_epsilon(self, delta: float) -> float:
+        """Central epsilon at ``delta`` of one use (only for ``central`` events)."""
+        raise NotImplementedError(f"{self.kind} is not a central (shuffled) release")
+
+    def central_delta(self, epsilon: float) -> float:
+        """Central delta at ``epsilon`` of one use (only for ``central`` events)."""
+        raise NotImplementedError(f"{self.kind} is not a central (shuffled) release")
+
+    @property
+    def epsilon_infinity(self) -> float | None:
+        """Pure epsilon of any number of uses sharing memoized permanent responses (None when
+        uses share nothing, so that repeated uses compose)."""
+        return None
+
     def repeated(self, count: int) -> tuple[PrivacyEvent, int]:
         """``count`` uses of this event as ``(event, independent uses)``.
 

@@ -119,7 +119,7 @@ class PrivacyGuarantee:
         for event, count in self.events:
             # Memoized uses fold into one event; others are independent permanent responses.
             use, uses = event.repeated(count)
-            bound = getattr(use, "epsilon_infinity", None)
+            bound = use.epsilon_infinity
             if bound is None:
                 return None
             bounds.append((float(bound), uses))

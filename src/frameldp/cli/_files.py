@@ -563,6 +563,11 @@ def _parquet_metadata(path: Path) -> dict[str, Any] | None:
         }
         if METADATA_KEY.encode() in metadata:
             data = json.loads(metadata[METADATA_KEY.encode()])
+            if typed and isinstance(data, dict) and recorded_specs(typed) != data.get("mechanisms"):
+                raise ParameterError(
+                    "its report columns' types and its frameldp metadata record different "
+                    "mechanisms (columns replaced after it was written?); write the release again"
+                )
         elif typed:
             data = {"mechanisms": recorded_specs(typed), SHUFFLED_KEY: shuffle_record(typed)}
         else:
@@ -572,7 +577,9 @@ def _parquet_metadata(path: Path) -> dict[str, Any] | None:
         raise ParameterError(
             f"reports {str(path)!r}: cannot read it as parquet: {arrow_message(error)}"
         ) from None
-    except (ValueError, AttributeError):
+    except FrameLDPError as error:
+        raise ParameterError(f"reports {str(path)!r}: {error}") from None
+    except (ValueError, AttributeError, OverflowError):
         raise ParameterError(f"reports {str(path)!r}: its frameldp metadata is not valid") from None
     if not isinstance(data, dict):
         raise ParameterError(f"reports {str(path)!r}: its frameldp metadata is not valid")

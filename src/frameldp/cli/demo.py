@@ -20,6 +20,7 @@ from rich.table import Table
 
 import frameldp
 from frameldp.accounting.guarantee import INSECURE
+from frameldp.core.mechanisms import Capability, Mechanism
 from frameldp.datasets import FLIGHTS_DOMAINS, load_flights
 
 
@@ -28,7 +29,7 @@ class DemoResult:
     """One privatized column at one epsilon, compared with the truth."""
 
     column: str
-    mechanism: frameldp.Rappor | frameldp.RandomizedResponse
+    mechanism: Mechanism
     table: frameldp.FrequencyTable
     truth: pd.Series
     seconds: float
@@ -49,9 +50,11 @@ class DemoResult:
     def mechanism_name(self) -> str:
         """Short name of the mechanism for display."""
         mechanism = self.mechanism
-        if isinstance(mechanism, frameldp.Rappor):
-            return "RAPPOR" if mechanism.max_weight == 1 else f"k-RAPPOR (m={mechanism.max_weight})"
-        return f"{mechanism.k}-ary RR"
+        if Capability.SETS in mechanism.capabilities and mechanism.max_weight > 1:
+            return f"k-RAPPOR (m={mechanism.max_weight})"
+        if Capability.BIT_VECTORS in mechanism.capabilities:
+            return mechanism.title
+        return f"{len(mechanism.categories)}-ary RR"
 
 
 def true_counts(frame: pd.DataFrame, column: str) -> pd.Series:
@@ -64,7 +67,7 @@ def true_counts(frame: pd.DataFrame, column: str) -> pd.Series:
 def privatize_and_estimate(
     frame: pd.DataFrame,
     column: str,
-    mechanism: frameldp.Rappor | frameldp.RandomizedResponse,
+    mechanism: Mechanism,
     seed: int | None,
 ) -> DemoResult:
     """Privatize one column, debias it, and time both steps."""
@@ -75,7 +78,7 @@ def privatize_and_estimate(
     return DemoResult(column, mechanism, table, true_counts(frame, column), seconds)
 
 
-def demo_mechanisms(epsilon: float) -> dict[str, frameldp.Rappor | frameldp.RandomizedResponse]:
+def demo_mechanisms(epsilon: float) -> dict[str, Mechanism]:
     """The mechanisms the demo runs at one epsilon."""
     return {
         "dest": frameldp.Rappor(epsilon=epsilon, domain=FLIGHTS_DOMAINS["dest"]),

@@ -44,14 +44,14 @@ __all__ = [
 
 @contextlib.contextmanager
 def column_context(column: Any) -> Iterator[None]:
-    """Prefix a frameldp error raised for ``column`` with the column's name."""
+    """Name ``column`` on a frameldp error raised for it (its ``column``, and so its message's
+    ``column '...':`` prefix) unless the error names a column already."""
     try:
         yield
     except FrameLDPError as error:
-        message = str(error)
-        if message.startswith(f"column {shown(column)}"):
-            raise
-        raise type(error)(f"column {shown(column)}: {message}") from None
+        if error.column is None and not str(error).startswith("column "):
+            error.column = column
+        raise
 
 
 def infer_domain(array: pa.Array | pa.ChunkedArray, column: str) -> tuple[Hashable, ...]:

@@ -26,10 +26,10 @@ from frameldp.core.mechanisms import (
     Decoder,
     Mechanism,
     Memoizing,
+    is_mechanism,
     mechanism_class,
     mechanism_from_spec,
 )
-from frameldp.core.mechanisms._spec import is_mechanism
 from frameldp.core.randomness import (
     KeyedStream,
     RandomSource,
@@ -359,6 +359,8 @@ def find_mechanism(column: str, given: Mechanism | None, recorded: Mapping[str, 
             f"column {shown(column)}: mechanism must be a frameldp mechanism, got "
             f"{type(given).__name__}"
         )
+    if given is not None and column in specs:
+        refuse_other_mechanism(column, given, specs[column])
     if given is None and column in specs:
         given = mechanism_from_spec(specs[column])
     if given is None:
@@ -373,6 +375,22 @@ def find_mechanism(column: str, given: Mechanism | None, recorded: Mapping[str, 
             f"strings: use decode({column!r}, candidates=[...])"
         )
     return given
+
+
+_RELEASE_KEYS = ("seeded", "memo", "cohort_column")
+"""What a release adds to a mechanism's spec (not part of the mechanism)."""
+
+
+def refuse_other_mechanism(column: Any, given: Mechanism, spec: Mapping[str, Any]) -> None:
+    """Refuse a mechanism other than the one a column's type records: the reports would be
+    debiased (and their guarantee stated) as another mechanism's."""
+    recorded = {k: v for k, v in spec.items() if k not in _RELEASE_KEYS}
+    if given.to_spec() != recorded:
+        raise ParameterError(
+            f"column {shown(column)}: holds reports of {_described(spec)}, not of the "
+            f"mechanism given ({_described(given.to_spec())}); drop mechanism= to use the "
+            "recorded one"
+        )
 
 
 def unpack_reports(
@@ -885,7 +903,11 @@ class FrameMethods:
                 f"user={user!r} applies to an input (pass mechanisms=); in a release the user "
                 "column is a passthrough column or absent"
             )
-        found = self._specs() if mechanisms is None else mechanisms
+        recorded = self._specs()
+        for column, given in (mechanisms or {}).items():
+            if column in recorded and is_mechanism(given):
+                refuse_other_mechanism(column, given, recorded[column])
+        found = recorded if mechanisms is None else mechanisms
         if not found:
             raise MechanismNotFoundError(
                 "validate needs mechanisms= (the {column: mechanism} to privatize, or of the "

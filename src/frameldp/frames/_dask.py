@@ -225,9 +225,23 @@ def _privatize_partition(
 
 
 def _statistic(
-    frame: pd.DataFrame, *, mechanism: Mechanism, column: str, names: list[str]
+    frame: pd.DataFrame,
+    *,
+    mechanism: Mechanism,
+    column: str,
+    names: list[str],
+    expected: Mapping[str, ReportMetadata],
 ) -> Statistic:
-    """The additive statistic of one partition of the report columns of ``column``."""
+    """The additive statistic of one partition of the report columns of ``column``, whose
+    types must be the frame's (``expected``, from its meta): a Parquet dataset whose files hold
+    different releases gives partitions of other types, which are refused rather than debiased
+    (and their guarantee stated) as the first file's."""
+    found = report_columns_of(frame[names])
+    if any(found.get(name) != expected.get(name) for name in names):
+        raise ParameterError(
+            f"column {shown(column)}: a partition holds reports of another release than the "
+            "frame's first one (a dataset of several releases?); debias each release on its own"
+        )
     with column_context(column):
         return statistic_of([_arrow(frame[name]) for name in names], mechanism, column)
 
@@ -271,7 +285,13 @@ class DaskFrameAccessor(FrameMethods):
         self._frame = frame
 
     def _report_columns(self) -> dict[str, ReportMetadata]:
+        """From the frame's meta (its first partition's types, for a dataset read from
+        files); every partition is checked against it when its reports are read."""
         return report_columns_of(self._frame._meta)
+
+    def _typed(self, names: list[str]) -> dict[str, ReportMetadata]:
+        reports = self._report_columns()
+        return {name: reports[name] for name in names if name in reports}
 
     def _columns(self) -> list[Any]:
         return list(self._frame.columns)
@@ -362,7 +382,9 @@ class DaskFrameAccessor(FrameMethods):
         for name in names:
             require_column(self._columns(), name)
         parts, _ = _pinned(self._frame[names])
-        chunk = functools.partial(_statistic, mechanism=found, column=column, names=names)
+        chunk = functools.partial(
+            _statistic, mechanism=found, column=column, names=names, expected=self._typed(names)
+        )
         statistic = _tree_reduce(parts, chunk, add_statistics)
         with column_context(column):
             estimate = found.debias(statistic)
@@ -390,7 +412,9 @@ class DaskFrameAccessor(FrameMethods):
         for name in names:
             require_column(self._columns(), name)
         parts, _ = _pinned(self._frame[names])
-        chunk = functools.partial(_statistic, mechanism=found, column=column, names=names)
+        chunk = functools.partial(
+            _statistic, mechanism=found, column=column, names=names, expected=self._typed(names)
+        )
         statistic = _tree_reduce(parts, chunk, add_statistics)
         with column_context(column):
             return FrequencyTable.decoded(

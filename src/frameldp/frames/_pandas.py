@@ -101,13 +101,16 @@ def _native(array: pa.Array) -> pd.arrays.ArrowExtensionArray:
 def report_columns_of(obj: pd.DataFrame | pd.Series) -> dict[Any, ReportMetadata]:
     """The report columns of a frame (a Series: itself, under its name), from their types;
     for untyped columns, what a frame read from an earlier release's file holds in ``attrs``."""
-    dtypes = obj.dtypes.items() if isinstance(obj, pd.DataFrame) else [(obj.name, obj.dtype)]
+    dtypes = list(obj.dtypes.items()) if isinstance(obj, pd.DataFrame) else [(obj.name, obj.dtype)]
     typed = {
         name: dtype.pyarrow_dtype.metadata
         for name, dtype in dtypes
         if isinstance(dtype, pd.ArrowDtype) and isinstance(dtype.pyarrow_dtype, ReportType)
     }
-    names = list(obj.columns) if isinstance(obj, pd.DataFrame) else [obj.name]
+    names = [name for name, _ in dtypes]
+    for name in typed:
+        if names.count(name) > 1:  # one name, several columns: which release is it?
+            require_column(names, name)
     untyped = [name for name in names if name not in typed]
     legacy = legacy_report_columns(obj.attrs.get(METADATA_KEY) or {}, untyped)
     return {**legacy, **typed}

@@ -95,7 +95,7 @@ class ReportsDtype(pl.BaseExtension):
     def _string_repr(self) -> str:
         try:
             return str(self.metadata.spec.get("mechanism", "reports"))[:12]
-        except ParameterError:
+        except Exception:  # called by polars while it displays or hashes: never raise
             return "reports"
 
     def __repr__(self) -> str:
@@ -284,6 +284,19 @@ def _debias(
             backend="polars",
             privacy=namespace._table_privacy(found, column),
         )
+
+
+def _collected(frame: pl.LazyFrame, names: list[str], column: str) -> pl.DataFrame:
+    """The report columns ``names`` of a plan, collected (streaming). A scan of files that
+    hold different releases (whose types differ from the plan's, taken from the first file)
+    is refused by polars: a frameldp error names the column."""
+    try:
+        return frame.select(names).collect(engine="streaming")
+    except pl.exceptions.SchemaError as error:
+        raise ParameterError(
+            f"column {shown(column)}: the plan's files hold reports of different releases "
+            f"({shown(str(error).splitlines()[0], 120)}); debias each release on its own"
+        ) from None
 
 
 def _key_batch(batch: pl.Series, keyed: RandomSource | None) -> pl.Series:
@@ -526,7 +539,7 @@ class PolarsLazyFrameNamespace(FrameMethods):
         column, found, names, _ = find_decoder(column, mechanism, recorded)
         for name in names:
             require_column(self._columns(), name)
-        frame = self._frame.select(names).collect(engine="streaming")
+        frame = _collected(self._frame, names, column)
         return _decode(frame, column, candidates, found, recorded, significance, level)
 
     def debias(
@@ -539,7 +552,7 @@ class PolarsLazyFrameNamespace(FrameMethods):
         names = report_names(column, found, recorded.get(column))
         for name in names:
             require_column(self._columns(), name)
-        frame = self._frame.select(names).collect(engine="streaming")
+        frame = _collected(self._frame, names, column)
         return _debias(frame, column, found, recorded, level, self)
 
     def unpack(self, column: str, mechanism: Mechanism | None = None) -> pl.DataFrame:

@@ -90,7 +90,8 @@ class ReportMetadata:
             data = json.loads(text)
             valid = isinstance(data, dict) and isinstance(data.get("spec"), dict)
             version = int(data.get("version", _VERSION)) if valid else _VERSION
-        except (ValueError, TypeError):
+            valid = valid and _valid_shuffle(data.get("shuffled"))
+        except (ValueError, TypeError, OverflowError, RecursionError):
             valid = False
         if not valid:
             shown_text = text if isinstance(text, str) else text[:80].decode(errors="replace")
@@ -112,6 +113,18 @@ class ReportMetadata:
         )
 
 
+def _valid_shuffle(record: object) -> bool:
+    """A shuffle record is absent, or ``{"reports": int | None, "kept": [...], ...}``."""
+    if record is None or record == {}:
+        return True
+    if not isinstance(record, dict):
+        return False
+    reports = record.get("reports")
+    kept = record.get("kept", [])
+    counted = reports is None or (isinstance(reports, int) and not isinstance(reports, bool))
+    return counted and (reports is None or reports >= 0) and isinstance(kept, list)
+
+
 class ReportType(pa.ExtensionType):
     """The Arrow type of a report column: storage type plus :class:`ReportMetadata` JSON."""
 
@@ -129,7 +142,8 @@ class ReportType(pa.ExtensionType):
 
     @classmethod
     def __arrow_ext_deserialize__(cls, storage_type: pa.DataType, serialized: bytes) -> ReportType:
-        return cls(storage_type, serialized.decode())
+        # Never raise while Arrow reads a file: metadata that is not ours is refused when used.
+        return cls(storage_type, serialized.decode(errors="replace"))
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, ReportType):
@@ -145,8 +159,8 @@ class ReportType(pa.ExtensionType):
 
     def __str__(self) -> str:
         try:
-            name = self.metadata.spec.get("mechanism", "?")
-        except ParameterError:
+            name = str(self.metadata.spec.get("mechanism", "?"))[:40]
+        except Exception:  # shown in messages and reprs: never raise
             name = "?"
         return f"{EXTENSION_NAME}<{name}>"
 

@@ -15,14 +15,8 @@ from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Literal
 
-from frameldp.core.encoding import OTHER, Domain, held_exactly, packed_width
-from frameldp.core.mechanisms import (
-    BalcerCheu,
-    BloomRappor,
-    RandomizedResponse,
-    Rappor,
-    mechanism_from_spec,
-)
+from frameldp.core.encoding import Domain, held_exactly, packed_width
+from frameldp.core.mechanisms import Capability, is_mechanism, mechanism_from_spec
 from frameldp.errors import FrameLDPError, ParameterError, ValidationError, shown
 
 __all__ = [
@@ -249,8 +243,6 @@ class SchemaDeclaration:
 
 # ------------------------------------------------------------------------ from mechanisms
 
-_MECHANISMS: Final = (Rappor, RandomizedResponse, BloomRappor, BalcerCheu)
-
 
 def cohort_column_of(column: str, spec: Mapping[str, Any] | None = None) -> str:
     """The cohort column of a Bloom RAPPOR column: recorded in its spec, else
@@ -261,7 +253,7 @@ def cohort_column_of(column: str, spec: Mapping[str, Any] | None = None) -> str:
 
 def _resolve(column: str, value: Any) -> tuple[Any, dict[str, Any]]:
     """``(mechanism, spec)`` of a mechanism, a spec dict or the JSON text of a spec."""
-    if isinstance(value, _MECHANISMS):
+    if is_mechanism(value):
         return value, value.to_spec()
     if isinstance(value, str | Mapping):
         try:
@@ -289,11 +281,11 @@ def _resolve_all(mechanisms: Mapping[str, Any], what: str) -> dict[str, tuple[An
 
 def _domain_rules(mechanism: Any) -> tuple[Rule, ...]:
     domain: Domain = mechanism.domain
-    rappor = isinstance(mechanism, Rappor)
+    sets = Capability.SETS in mechanism.capabilities
     rules: list[Rule] = [
-        InDomain(domain.categories, domain.has_other, sets=rappor, null_items=domain.has_null)
+        InDomain(domain.categories, domain.has_other, sets=sets, null_items=domain.has_null)
     ]
-    if rappor:
+    if sets:
         rules.append(MaxWeight(domain.categories, mechanism.max_weight, domain.has_other))
     return tuple(rules)
 
@@ -308,9 +300,9 @@ def declare_input(mechanisms: Mapping[str, Any], *, user: str | None = None) -> 
     nulls. Other columns are allowed.
     """
     resolved = _resolve_all(mechanisms, "an input schema")
-    blooms = [column for column, (m, _) in resolved.items() if isinstance(m, BloomRappor)]
+    memoizing = [c for c, (m, _) in resolved.items() if Capability.MEMOIZATION in m.capabilities]
     if user is not None:
-        if not blooms:
+        if not memoizing:
             raise ParameterError(
                 f"user={user!r} is only used by Bloom RAPPOR; no column here uses it"
             )
@@ -319,29 +311,20 @@ def declare_input(mechanisms: Mapping[str, Any], *, user: str | None = None) -> 
     columns: list[ColumnDeclaration] = []
     for column, (mechanism, _) in resolved.items():
         name = mechanism.name
-        if isinstance(mechanism, BloomRappor):
+        # Mirrors privatize, which refuses what the mechanism cannot write (k-RR's OTHER label
+        # among non-string categories).
+        companions = list(mechanism.report_columns(column))[1:]
+        if Capability.CANDIDATES in mechanism.capabilities:  # an open domain of strings
             columns.append(ColumnDeclaration(column, "privatized", True, False, (Strings(),), name))
-            continue
-        domain: Domain = mechanism.domain
-        if (
-            isinstance(mechanism, RandomizedResponse)
-            and domain.has_other
-            and not all(isinstance(c, str) for c in domain.categories)
-        ):
-            # Mirrors privatize: the OTHER label is written into the report column.
-            raise ParameterError(
-                f"column {shown(column)}: unknown='other' with k-ary randomized response needs "
-                f"string categories (the {OTHER!r} label is written into the report column)"
+        else:
+            domain: Domain = mechanism.domain
+            rules = _domain_rules(mechanism)
+            columns.append(
+                ColumnDeclaration(column, "privatized", True, domain.has_null, rules, name)
             )
-        columns.append(
-            ColumnDeclaration(
-                column, "privatized", True, domain.has_null, _domain_rules(mechanism), name
-            )
-        )
-    for column in blooms:
-        cohort = cohort_column_of(column)
-        if cohort not in resolved:
-            columns.append(ColumnDeclaration(cohort, "reserved", False, True, (Absent(),)))
+        for companion in companions:
+            if companion not in resolved:
+                columns.append(ColumnDeclaration(companion, "reserved", False, True, (Absent(),)))
     if user is not None:
         columns.append(ColumnDeclaration(user, "user", True, False))
     return SchemaDeclaration("input", tuple(columns), strict=False)
@@ -367,13 +350,13 @@ def declare_release(
     columns: list[ColumnDeclaration] = []
     for column, (mechanism, spec) in resolved.items():
         name = mechanism.name
-        if isinstance(mechanism, Rappor | BloomRappor):
+        if Capability.BIT_VECTORS in mechanism.capabilities:
             num_bits = mechanism.num_bits
             rules: tuple[Rule, ...] = (Binary(), PackedWidth(packed_width(num_bits)))
             if num_bits % 8:
                 rules += (PaddingBits(num_bits),)
             columns.append(ColumnDeclaration(column, "reports", True, False, rules, name))
-            if isinstance(mechanism, BloomRappor):
+            if Capability.CANDIDATES in mechanism.capabilities:  # reports come in cohorts
                 cohort = cohort_column_of(column, spec)
                 cohort_rules = (Integer(), InRange(0, mechanism.num_cohorts))
                 columns.append(

@@ -1,6 +1,11 @@
 """Local randomizers, one module each, all behind one protocol (:mod:`.protocol`)."""
 
-from frameldp.core.mechanisms._spec import mechanism_class, mechanism_from_spec
+from frameldp.core.mechanisms._spec import (
+    is_mechanism,
+    mechanism_class,
+    mechanism_from_spec,
+    mechanism_names,
+)
 from frameldp.core.mechanisms.balcer_cheu import BalcerCheu
 from frameldp.core.mechanisms.bloom_rappor import BloomRappor
 from frameldp.core.mechanisms.protocol import (
@@ -23,6 +28,8 @@ __all__ = [
     "RandomizedResponse",
     "Rappor",
     "Statistic",
+    "is_mechanism",
     "mechanism_class",
     "mechanism_from_spec",
+    "mechanism_names",
 ]

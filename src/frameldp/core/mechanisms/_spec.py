@@ -124,6 +124,11 @@ def mechanism_class(name: str) -> Any:
     return _REGISTRY[name]
 
 
+def mechanism_names() -> list[str]:
+    """The names of every registered mechanism (the spec's ``"mechanism"``), sorted."""
+    return sorted(_REGISTRY)
+
+
 def canonical_json(spec: dict[str, Any]) -> str:
     """The spec as compact, key-sorted JSON (stable across runs)."""
     return json.dumps(spec, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -12,10 +12,9 @@ from rich.console import Console
 from scipy.stats import norm
 from typer.testing import CliRunner
 
+from _stats import P_FAIL  # the one false-failure probability of the suite
 from frameldp.cli import app
 from frameldp.cli.demo import run_demo
-
-P_FAIL = 1e-6  # chance that the accuracy assertion fails when the code is correct
 
 
 def test_demo_through_typer() -> None:

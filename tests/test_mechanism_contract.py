@@ -1,0 +1,214 @@
+"""The contract every registered mechanism keeps, checked for each one through the protocol.
+
+Parametrized over :func:`frameldp.core.mechanisms.mechanism_names`: a new mechanism is held to
+all of it once it has an entry in ``EXAMPLES`` (``test_every_registered_mechanism_has_an_example``
+fails until it does). Each check goes through the protocol only (``report_columns``,
+``privatize_column``, ``statistic``, ``debias``, ``to_spec``, ``capabilities``), never through a
+mechanism's class.
+
+Probabilistic claims: two draws of ``ROWS`` reports under different keys (or stream labels) are
+compared whole. For every example here, two independent draws of one row's report agree with
+probability at most 0.9 (k-RR at epsilon 1 over 4 labels: 0.32; RAPPOR over 4 bits: 0.08; the
+Bloom and Balcer-Cheu reports less), so two independent draws agree on all ``ROWS`` = 800 rows
+with probability below 0.9**800 < 1e-36, far below ``P_FAIL``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import frameldp
+from _stats import P_FAIL
+from frameldp.core.mechanisms import Capability, mechanism_from_spec, mechanism_names
+from frameldp.core.randomness import RandomSource
+from frameldp.frames._arrow import privatize_columns
+from frameldp.frames.report_type import ReportMetadata, as_reports, storage_of
+
+ROWS = 800
+CATEGORIES = ["AA", "DL", "UA", "WN"]
+KEY, OTHER_KEY = bytes(range(32)), bytes(range(1, 33))
+assert 0.9**ROWS < P_FAIL
+
+
+@dataclass(frozen=True)
+class Example:
+    """A small instance of a mechanism, valid input values, and a value it must refuse."""
+
+    mechanism: Any
+    values: list[Any]
+    bad: Any
+    users: bool = False  # memoizing: privatize with a user column
+
+
+def _values() -> list[str]:
+    return [CATEGORIES[(7 * i) % 4] for i in range(ROWS)]
+
+
+EXAMPLES: dict[str, Callable[[], Example]] = {
+    "rappor": lambda: Example(frameldp.Rappor(epsilon=1.0, domain=CATEGORIES), _values(), "XX"),
+    "randomized_response": lambda: Example(
+        frameldp.RandomizedResponse(1.0, domain=CATEGORIES), _values(), "XX"
+    ),
+    "bloom_rappor": lambda: Example(
+        frameldp.BloomRappor(1.0, epsilon_infinity=2.0, num_bits=32, num_cohorts=4),
+        [f"/url/{i % 9}" for i in range(ROWS)],
+        None,
+        users=True,
+    ),
+    "balcer_cheu": lambda: Example(
+        frameldp.BalcerCheu(2.0, 1e-2, n=ROWS, domain=CATEGORIES), _values(), "XX"
+    ),
+}
+
+
+def test_every_registered_mechanism_has_an_example() -> None:
+    assert sorted(EXAMPLES) == mechanism_names()
+
+
+@pytest.fixture(params=mechanism_names())
+def example(request: pytest.FixtureRequest) -> Example:
+    return EXAMPLES[request.param]()
+
+
+def _privatize(
+    example: Example,
+    values: list[Any],
+    *,
+    key: bytes = KEY,
+    column: str = "c",
+    row_start: int = 0,
+) -> dict[str, pa.Array]:
+    """The report columns of ``values`` (rows ``row_start, ...``), as the mechanism wrote them."""
+    users = None
+    memo = None
+    if example.users:
+        users = pa.array([f"u{(row_start + i) // 2}" for i in range(len(values))])
+        memo = RandomSource.from_key(OTHER_KEY)
+    return example.mechanism.privatize_column(
+        pa.array(values),
+        column=column,
+        source=RandomSource.from_key(key),
+        row_start=row_start,
+        users=users,
+        user_column="user" if users is not None else None,
+        memo=memo,
+    )
+
+
+def _rows(reports: dict[str, pa.Array]) -> list[tuple[Any, ...]]:
+    return list(zip(*(array.to_pylist() for array in reports.values()), strict=True))
+
+
+# -- the calls line up -------------------------------------------------------------------------
+
+
+def test_spec_round_trips_through_json(example: Example) -> None:
+    spec = json.loads(json.dumps(example.mechanism.to_spec()))
+    assert spec["mechanism"] == example.mechanism.name
+    assert mechanism_from_spec(spec) == example.mechanism
+
+
+def test_reports_have_the_declared_columns_and_types(example: Example) -> None:
+    declared = example.mechanism.report_columns("c")
+    assert next(iter(declared)) == "c"
+    reports = _privatize(example, example.values)
+    assert list(reports) == list(declared)
+    for name, array in reports.items():
+        assert array.type == declared[name], name
+
+
+def test_batches_give_the_reports_of_the_whole_column(example: Example) -> None:
+    """Reports are addressed by global row: any batching gives the same reports, and the
+    statistics of the batches add up to the whole column's."""
+    if Capability.SHUFFLER_MESSAGES in example.mechanism.capabilities:
+        pytest.skip("shuffle-model messages are drawn for all people at once")
+    whole = _privatize(example, example.values)
+    cut = 217
+    first = _privatize(example, example.values[:cut])
+    second = _privatize(example, example.values[cut:], row_start=cut)
+    assert _rows(first) + _rows(second) == _rows(whole)
+    statistic = example.mechanism.statistic(whole, column="c")
+    parts = example.mechanism.statistic(first, column="c") + example.mechanism.statistic(
+        second, column="c"
+    )
+    assert parts.rows == statistic.rows == ROWS
+    for got, expected in zip(parts.parts, statistic.parts, strict=True):
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_keys_and_columns_separate_the_noise(example: Example) -> None:
+    """The same key on the same rows repeats the reports; another key, or another column, draws
+    independent ones (equal whole with probability below 1e-36, see the module docstring)."""
+    reports = _rows(_privatize(example, example.values))
+    assert _rows(_privatize(example, example.values)) == reports
+    assert _rows(_privatize(example, example.values, key=OTHER_KEY)) != reports
+    assert _rows(_privatize(example, example.values, column="d")) != reports
+
+
+def test_debias_gives_one_estimate_per_category(example: Example) -> None:
+    if Capability.CANDIDATES in example.mechanism.capabilities:
+        decoded = example.mechanism.decode_statistic(
+            example.mechanism.statistic(_privatize(example, example.values), column="c"),
+            [f"/url/{i}" for i in range(9)],
+        )
+        assert decoded is not None
+        return
+    estimate = example.mechanism.debias(
+        example.mechanism.statistic(_privatize(example, example.values), column="c")
+    )
+    assert len(estimate.counts) == len(example.mechanism.categories)
+    assert np.all(np.isfinite(estimate.counts))
+
+
+def test_bad_input_is_a_frameldp_error_naming_the_column(example: Example) -> None:
+    with pytest.raises(frameldp.FrameLDPError, match="'c'"):
+        _privatize(example, [*example.values[:10], example.bad])
+
+
+# -- the report type travels --------------------------------------------------------------------
+
+
+def test_the_report_type_round_trips_through_pandas_polars_and_parquet(
+    example: Example, tmp_path: Path
+) -> None:
+    spec = example.mechanism.to_spec()
+    typed = privatize_columns(
+        {"c": pa.array(example.values), "user": pa.array([f"u{i // 2}" for i in range(ROWS)])},
+        {"c": example.mechanism},
+        specs={"c": spec},
+        source=RandomSource.from_key(KEY),
+        user="user" if example.users else None,
+        memo=RandomSource.from_key(OTHER_KEY) if example.users else None,
+    )
+    frame = pd.DataFrame({name: pd.arrays.ArrowExtensionArray(a) for name, a in typed.items()})
+    frame.to_parquet(tmp_path / "pandas.parquet")
+    pl.read_parquet(tmp_path / "pandas.parquet").write_parquet(tmp_path / "polars.parquet")
+    back = pq.read_table(tmp_path / "polars.parquet")
+    for part, (name, array) in enumerate(typed.items()):
+        column = back.column(name)
+        assert column.type.metadata == ReportMetadata(spec, "c", part)
+        assert storage_of(column).to_pylist() == storage_of(array).to_pylist()
+    if {Capability.CANDIDATES, Capability.SHUFFLER_MESSAGES} & example.mechanism.capabilities:
+        return
+    expected = pd.DataFrame({"c": frame["c"]}).ldp.debias("c").to_pandas()
+    for reader in (pd.read_parquet, pl.read_parquet):
+        table = reader(tmp_path / "polars.parquet").ldp.debias("c")
+        pd.testing.assert_frame_equal(table.to_pandas(), expected)
+
+
+def test_as_reports_keeps_the_values(example: Example) -> None:
+    reports = _privatize(example, example.values)
+    for part, (name, array) in enumerate(reports.items()):
+        typed = as_reports(array, ReportMetadata(example.mechanism.to_spec(), "c", part))
+        assert storage_of(typed).to_pylist() == array.to_pylist(), name
