@@ -33,7 +33,7 @@ from frameldp._atomic import atomic
 from frameldp.core.columns import bits_array, packed_bits
 from frameldp.core.mechanisms import BloomRappor
 from frameldp.errors import DomainError, FrameLDPWarning, ParameterError, shown
-from frameldp.frames._common import find_decoder
+from frameldp.frames._lookup import find_decoder
 from frameldp.frames._pandas import report_columns_of
 from frameldp.frames.report_type import ReportMetadata, as_reports, recorded_specs, storage_of
 

@@ -5,7 +5,7 @@ A report file says how it was made. Parquet holds it in its key-value metadata:
 * ``frameldp``: JSON ``{"format": 1, "mechanisms": {column: spec}, "guarantee": {...},
   "hex": [...]}``: the mechanism specs (enough to debias every report column) and the
   per-person guarantee of the release (marked ``"seeded"`` for a ``--seed`` run); a shuffled
-  file adds ``"shuffled"`` (:func:`frameldp.frames._common.shuffle_record`);
+  file adds ``"shuffled"`` (:func:`frameldp.frames._shuffle.shuffle_record`);
 * ``PANDAS_ATTRS``: ``{"frameldp": {"mechanisms": ..., "shuffled": ...}}``, so that
   ``pd.read_parquet`` gives a frame whose ``.ldp`` knows its mechanisms.
 
@@ -41,7 +41,9 @@ from frameldp.core.mechanisms import mechanism_from_spec
 from frameldp.core.randomness import KEY_BYTES
 from frameldp.errors import FrameLDPError, ParameterError, shown
 from frameldp.frames._batches import from_hex, to_hex
-from frameldp.frames._common import METADATA_KEY, SHUFFLED_KEY, report_names, require_column
+from frameldp.frames._inputs import METADATA_KEY, require_column
+from frameldp.frames._lookup import report_names
+from frameldp.frames._shuffle import SHUFFLED_KEY
 from frameldp.frames.report_type import (
     ReportMetadata,
     as_reports,

@@ -30,11 +30,9 @@ from frameldp.core.mechanisms import (
 )
 from frameldp.errors import ParameterError, shown
 from frameldp.frames._batches import counts_of_batch
-from frameldp.frames._common import (
-    report_names,
-    require_column,
-    shuffled_privacy,
-)
+from frameldp.frames._inputs import require_column
+from frameldp.frames._lookup import report_names
+from frameldp.frames._shuffle import shuffled_privacy
 from frameldp.frames.table import FrequencyTable
 
 __all__ = ["Estimates", "check_out", "estimate_file", "long_table", "write_table"]

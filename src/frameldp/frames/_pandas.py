@@ -20,28 +20,19 @@ from frameldp.accounting import PrivacyGuarantee
 from frameldp.core.mechanisms import Mechanism
 from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.errors import DomainError, shown
-from frameldp.frames._arrow import estimate_reports, privatize_columns, statistic_of
-from frameldp.frames._common import (
-    METADATA_KEY,
-    SHUFFLED_KEY,
-    FrameMethods,
+from frameldp.frames._arrow import column_context, estimate_reports, privatize_columns, statistic_of
+from frameldp.frames._inputs import METADATA_KEY, check_columns, require_column
+from frameldp.frames._lookup import find_decoder, find_mechanism, report_names, unpack_reports
+from frameldp.frames._methods import FrameMethods, ValueShortcuts
+from frameldp.frames._release import (
     LedgerLike,
     ReleasePlan,
-    ValueShortcuts,
     charging,
-    check_columns,
-    column_context,
-    find_decoder,
-    find_mechanism,
     guarantee_of,
     is_seeded,
     plan_release,
-    plan_shuffle,
-    report_names,
-    require_column,
-    shuffle_order,
-    unpack_reports,
 )
+from frameldp.frames._shuffle import SHUFFLED_KEY, plan_shuffle, shuffle_order
 from frameldp.frames.report_type import (
     ReportMetadata,
     ReportType,

@@ -39,30 +39,21 @@ from frameldp.core.randomness import (
     resolve_source,
 )
 from frameldp.errors import DomainError, ParameterError, shown
-from frameldp.frames._arrow import estimate_reports, privatize_columns, statistic_of
-from frameldp.frames._common import (
-    FrameMethods,
+from frameldp.frames._arrow import column_context, estimate_reports, privatize_columns, statistic_of
+from frameldp.frames._inputs import check_columns, refuse_reports, require_column
+from frameldp.frames._lookup import find_decoder, find_mechanism, report_names, unpack_reports
+from frameldp.frames._methods import FrameMethods, ValueShortcuts
+from frameldp.frames._release import (
     LedgerLike,
     ReleasePlan,
-    ValueShortcuts,
     charging,
     check_budget,
-    check_columns,
-    column_context,
     companion_columns,
-    find_decoder,
-    find_mechanism,
     is_seeded,
     plan_release,
-    plan_shuffle,
     recorded_spec,
-    refuse_reports,
-    report_names,
-    require_column,
-    shuffle_keys,
-    shuffle_order,
-    unpack_reports,
 )
+from frameldp.frames._shuffle import plan_shuffle, shuffle_keys, shuffle_order
 from frameldp.frames.report_type import (
     EXTENSION_NAME,
     ReportMetadata,

@@ -1,0 +1,163 @@
+"""Checking a privatize call's columns and building mechanisms from the shortcuts' arguments.
+
+Plumbing only: no formula lives here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from frameldp.core.encoding import Domain, NullPolicy, UnknownPolicy
+from frameldp.core.mechanisms import (
+    Capability,
+    Mechanism,
+    is_mechanism,
+    mechanism_class,
+)
+from frameldp.errors import (
+    ParameterError,
+    shown,
+)
+from frameldp.frames._arrow import column_context, infer_domain
+from frameldp.frames.report_type import (
+    ReportMetadata,
+)
+
+__all__ = [
+    "METADATA_KEY",
+    "build_krr",
+    "build_rappor",
+    "check_columns",
+    "refuse_reports",
+    "require_column",
+]
+
+
+METADATA_KEY = "frameldp"
+"""Key under which mechanism specs are recorded (pandas ``attrs``, Parquet metadata)."""
+
+
+def require_column(columns: list[Any], column: Any) -> None:
+    """``column`` exists once, or a :class:`ParameterError` listing the columns."""
+    if column not in columns:
+        listed = ", ".join(shown(name) for name in columns[:20])
+        more = f", … ({len(columns)} columns)" if len(columns) > 20 else ""
+        raise ParameterError(f"column {shown(column)} not found; columns are [{listed}{more}]")
+    if columns.count(column) > 1:
+        raise ParameterError(
+            f"column {shown(column)}: the frame has {columns.count(column)} columns of that "
+            "name; rename them so that each report column is one column"
+        )
+
+
+def check_columns(
+    columns: list[Any],
+    mechanisms: Mapping[str, Any],
+    *,
+    frame: bool = True,
+    reports: Mapping[Any, ReportMetadata] | None = None,
+) -> None:
+    """Every column exists, holds no reports yet, and every mechanism is one frameldp can
+    apply to it.
+
+    Bloom RAPPOR writes a cohort column beside its reports, so it needs a frame
+    (``frame=False`` for a Series or an expression refuses it). A column whose type says it
+    holds reports already (``reports``; re-running ``r2 = r1.ldp.krr("carrier", ...)``) is
+    refused: randomizing
+    reports again would make ``debias`` estimate the distribution of the reports, not of the
+    values, and release the column twice.
+    """
+    if not isinstance(mechanisms, Mapping):
+        raise ParameterError(
+            f"privatize takes a mapping {{column: mechanism}}, got {type(mechanisms).__name__}"
+        )
+    if not mechanisms:
+        raise ParameterError("privatize needs at least one {column: mechanism} entry")
+    for column, mechanism in mechanisms.items():
+        require_column(columns, column)
+        if reports and column in reports:
+            refuse_reports(column, reports[column])
+        if not is_mechanism(mechanism):
+            raise ParameterError(
+                f"column {shown(column)}: expected a frameldp mechanism (Rappor, BloomRappor, "
+                f"RandomizedResponse, ...), got {type(mechanism).__name__}"
+            )
+        if Capability.SHUFFLER_MESSAGES in mechanism.capabilities:
+            raise ParameterError(
+                f"column {shown(column)}: {mechanism.title} sends the shuffle model's messages, "
+                "not one report per row; use df.ldp.balcer_cheu(...)"
+            )
+        if len(mechanism.report_columns(column)) > 1 and not frame:
+            raise ParameterError(
+                f"column {shown(column)}: {mechanism.title} writes reports and "
+                f"{', '.join(list(mechanism.report_columns(column))[1:])}; apply it to a frame "
+                f"(df.ldp.privatize({{{column!r}: ...}}))"
+            )
+
+
+def refuse_reports(column: Any, metadata: ReportMetadata) -> None:
+    """Refuse to privatize a column whose type says it holds reports already."""
+    raise ParameterError(
+        f"column {shown(column)}: already holds frameldp reports "
+        f"({_described(metadata.spec)}); privatizing them again would bias debias "
+        "and release the column twice. Privatize the raw column instead"
+    )
+
+
+def _described(spec: Mapping[str, Any]) -> str:
+    """``mechanism=..., epsilon=...`` of a recorded spec, for messages."""
+    kind = spec.get("mechanism", "a mechanism")
+    epsilon = spec.get("epsilon")
+    return f"{kind}, epsilon={epsilon:.4g}" if isinstance(epsilon, float) else str(kind)
+
+
+def _domain(
+    domain: Any,
+    unknown: UnknownPolicy | None,
+    nulls: NullPolicy | None,
+    column: str,
+    data: Callable[[], pa.Array | pa.ChunkedArray],
+) -> Domain:
+    if isinstance(domain, str) and domain == "infer":
+        domain = infer_domain(data(), column)
+    return Domain.coerce(domain, unknown=unknown, nulls=nulls)
+
+
+def build_rappor(
+    column: str,
+    data: Callable[[], pa.Array | pa.ChunkedArray],
+    epsilon: float | None,
+    *,
+    f: float | None,
+    domain: Any,
+    max_weight: int,
+    unknown: UnknownPolicy | None,
+    nulls: NullPolicy | None,
+) -> Mechanism:
+    """A RAPPOR mechanism for ``column``; errors name the column."""
+    with column_context(column):
+        return mechanism_class("rappor")(
+            epsilon,
+            f=f,
+            domain=_domain(domain, unknown, nulls, column, data),
+            max_weight=max_weight,
+        )
+
+
+def build_krr(
+    column: str,
+    data: Callable[[], pa.Array | pa.ChunkedArray],
+    epsilon: float,
+    *,
+    domain: Any,
+    unknown: UnknownPolicy | None,
+    nulls: NullPolicy | None,
+) -> Mechanism:
+    """A k-ary randomized response mechanism for ``column``; errors name the column."""
+    with column_context(column):
+        return mechanism_class("randomized_response")(
+            epsilon, domain=_domain(domain, unknown, nulls, column, data)
+        )

@@ -1,0 +1,421 @@
+"""What every frame accessor shares: the shortcuts (``rappor``, ``krr``, ``balcer_cheu``), the
+recorded mechanisms, ``privacy`` and ``validate``; the adapters provide the rest.
+
+Plumbing only: no formula lives here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+import pyarrow as pa
+
+from frameldp.accounting import PrivacyGuarantee
+from frameldp.core.encoding import HashScheme, NullPolicy, UnknownPolicy
+from frameldp.core.mechanisms import (
+    Capability,
+    Mechanism,
+    is_mechanism,
+    mechanism_class,
+)
+from frameldp.core.randomness import (
+    permutation,
+    resolve_source,
+)
+from frameldp.errors import (
+    MechanismNotFoundError,
+    ParameterError,
+    shown,
+)
+from frameldp.frames._arrow import column_context, privatize_columns
+from frameldp.frames._inputs import (
+    _domain,
+    build_krr,
+    build_rappor,
+    require_column,
+)
+from frameldp.frames._lookup import (
+    mechanisms_of,
+    refuse_other_mechanism,
+)
+from frameldp.frames._release import (
+    LedgerLike,
+    ReleasePlan,
+    _marked,
+    charging,
+    is_seeded,
+    recorded_spec,
+)
+from frameldp.frames._shuffle import (
+    shuffled_privacy,
+)
+from frameldp.frames.report_type import (
+    ReportMetadata,
+    recorded_specs,
+)
+from frameldp.frames.report_type import (
+    shuffle_record as shuffled_record,
+)
+
+__all__ = ["Encoding", "FrameMethods", "ValueShortcuts"]
+
+
+Encoding = Literal["onehot", "bloom"]
+
+
+class FrameMethods:
+    """What every frame accessor shares: ``rappor`` / ``krr`` and the recorded mechanisms.
+
+    The pandas accessor and the polars namespaces provide the column names, a column as Arrow
+    (only read for ``domain="infer"``), the recorded specs, and ``privatize``.
+    """
+
+    _frame: Any
+    """The native frame the accessor was created on."""
+
+    def _report_columns(self) -> dict[str, ReportMetadata]:
+        """``{name: metadata}`` of the frame's report columns (read from their types)."""
+        raise NotImplementedError
+
+    def _specs(self) -> dict[str, Any]:
+        """``{column: spec}`` of the frame's report columns."""
+        return recorded_specs(self._report_columns())
+
+    @property
+    def mechanisms(self) -> dict[str, Mechanism]:
+        """Mechanisms recorded for the report columns of this frame."""
+        return mechanisms_of(self._specs())
+
+    def _shuffled(self) -> dict[str, Any]:
+        """What ``shuffle`` recorded (empty when the frame was not shuffled)."""
+        return shuffled_record(self._report_columns())
+
+    def _num_rows(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def privacy(self) -> PrivacyGuarantee | None:
+        """Per-person guarantee of all recorded report columns (basic composition); for a
+        shuffled frame, amplified by shuffling its rows (see
+        :func:`frameldp.amplify_by_shuffling`)."""
+        shuffled = self._shuffled()
+        rows = self._num_rows() if shuffled else None
+        return shuffled_privacy(self._specs(), shuffled, rows)
+
+    def _table_privacy(self, mechanism: Mechanism, column: Any) -> PrivacyGuarantee | None:
+        """The guarantee a debiased table carries (None: the mechanism's own): the frame's when
+        it was shuffled, marked insecure when the column's reports were drawn from a seed."""
+        shuffled = self._shuffled()
+        if shuffled:
+            specs = self._specs() or {"_": mechanism.to_spec()}
+            return shuffled_privacy(specs, shuffled, self._num_rows())
+        return mechanism.privacy.insecure() if is_seeded(self._specs(), column) else None
+
+    def _messages_frame(self, column: str, messages: pa.ExtensionArray) -> Any:
+        """A frame of one column, ``column``, holding ``messages``."""
+        raise NotImplementedError
+
+    def balcer_cheu(
+        self,
+        column: str,
+        epsilon: float,
+        delta: float,
+        *,
+        domain: Any,
+        unknown: UnknownPolicy | None = None,
+        nulls: NullPolicy | None = None,
+        key: bytes | None = None,
+        seed: int | None = None,
+        ledger: LedgerLike | None = None,
+        budget: str | None = None,
+    ) -> Any:
+        """The shuffler's view of ``column`` under the Balcer–Cheu histogram protocol.
+
+        Every row is one person; each sends a message with their value and, for every bucket,
+        a noise message with probability ``p`` (see :class:`frameldp.BalcerCheu`, whose
+        parameters follow from ``epsilon``, ``delta`` and the number of rows). Returns a new
+        frame with one column, ``column``, and one row per message (its bucket label only),
+        in a keyed uniformly random order; ``debias(column)`` estimates the counts, with the
+        central ``(epsilon, delta)`` guarantee attached.
+        """
+        require_column(self._columns(), column)
+        with column_context(column):
+            mechanism = mechanism_class("balcer_cheu")(
+                epsilon,
+                delta,
+                n=self._num_rows(),
+                domain=_domain(domain, unknown, nulls, column, lambda: self._column_arrow(column)),
+            )
+        if key is not None and Capability.CALLER_KEY not in mechanism.capabilities:
+            # Everyone's noise messages would repeat in a re-run: the difference of two runs
+            # over data that changed in one person is that person's own (true) message.
+            raise ParameterError(
+                f"column {shown(column)}: key= is refused for Balcer–Cheu: its guarantee comes "
+                "from the other people's noise messages, which a reused key repeats, so two runs "
+                "over data that differ in one person would reveal that person's value. Draw a "
+                "fresh key (the default)"
+            )
+        source = resolve_source(key, seed)
+        spec = recorded_spec(mechanism, source)
+        release = ReleasePlan({column: spec}, {column: _marked(mechanism, spec)}, None)
+        with charging(ledger, budget, release):
+            messages = privatize_columns(
+                {column: self._column_arrow(column)},
+                {column: mechanism},
+                specs=release.specs,
+                source=source,
+            )[column]
+            messages = messages.take(permutation(source.stream(column, "shuffle"), len(messages)))
+        return self._messages_frame(column, messages)
+
+    def _column_arrow(self, column: str) -> pa.Array | pa.ChunkedArray:
+        raise NotImplementedError
+
+    def _columns(self) -> list[Any]:
+        raise NotImplementedError
+
+    def privatize(
+        self,
+        mechanisms: Mapping[str, Mechanism],
+        *,
+        key: bytes | None = None,
+        seed: int | None = None,
+        ledger: LedgerLike | None = None,
+        budget: str | None = None,
+        user: str | None = None,
+        memo_key: bytes | None = None,
+    ) -> Any:
+        raise NotImplementedError
+
+    def rappor(
+        self,
+        column: str,
+        epsilon: float | None = None,
+        *,
+        f: float | None = None,
+        domain: Any = None,
+        max_weight: int = 1,
+        unknown: UnknownPolicy | None = None,
+        nulls: NullPolicy | None = None,
+        encoding: Encoding = "onehot",
+        num_bits: int = 128,
+        num_hashes: int = 2,
+        num_cohorts: int = 64,
+        p: float | None = None,
+        q: float | None = None,
+        epsilon_infinity: float | None = None,
+        hash: HashScheme = "fast",
+        user: str | None = None,
+        memo_key: bytes | None = None,
+        key: bytes | None = None,
+        seed: int | None = None,
+        ledger: LedgerLike | None = None,
+        budget: str | None = None,
+    ) -> Any:
+        """Replace ``column`` by RAPPOR reports.
+
+        ``encoding="onehot"`` (default): bit-vector RAPPOR over the public ``domain`` (see
+        :class:`frameldp.Rappor`). ``encoding="bloom"``: Bloom-filter RAPPOR for open domains
+        (see :class:`frameldp.BloomRappor`), with ``num_bits``, ``num_hashes``,
+        ``num_cohorts``, ``hash`` and either ``f``, ``p``, ``q`` or ``epsilon`` (one report)
+        with ``epsilon_infinity``; ``user`` names the column identifying users (stable cohorts
+        and memoized permanent responses under ``memo_key``), and a ``{column}_cohort`` column
+        is written beside the reports.
+        """
+        require_column(self._columns(), column)
+        if encoding == "bloom":
+            if domain is not None or max_weight != 1 or unknown is not None or nulls is not None:
+                raise ParameterError(
+                    f"column {shown(column)}: encoding='bloom' takes no domain, max_weight, "
+                    "unknown or nulls (its domain is open; decode against candidates instead)"
+                )
+            with column_context(column):
+                bloom = mechanism_class("bloom_rappor")(
+                    epsilon,
+                    epsilon_infinity=epsilon_infinity,
+                    f=f,
+                    p=p,
+                    q=q,
+                    num_bits=num_bits,
+                    num_hashes=num_hashes,
+                    num_cohorts=num_cohorts,
+                    hash=hash,
+                )
+            return self.privatize(
+                {column: bloom},
+                key=key,
+                seed=seed,
+                ledger=ledger,
+                budget=budget,
+                user=user,
+                memo_key=memo_key,
+            )
+        if encoding != "onehot":
+            raise ParameterError(
+                f"column {shown(column)}: encoding must be 'onehot' or 'bloom', got {encoding!r}"
+            )
+        bloom_only = {"p": p, "q": q, "epsilon_infinity": epsilon_infinity, "user": user}
+        given = [name for name, value in bloom_only.items() if value is not None]
+        if given or memo_key is not None:
+            raise ParameterError(
+                f"column {shown(column)}: {', '.join(given) or 'memo_key'} only apply to "
+                "encoding='bloom'"
+            )
+        mechanism = build_rappor(
+            column,
+            lambda: self._column_arrow(column),
+            epsilon,
+            f=f,
+            domain=domain,
+            max_weight=max_weight,
+            unknown=unknown,
+            nulls=nulls,
+        )
+        return self.privatize({column: mechanism}, key=key, seed=seed, ledger=ledger, budget=budget)
+
+    def krr(
+        self,
+        column: str,
+        epsilon: float,
+        *,
+        domain: Any,
+        unknown: UnknownPolicy | None = None,
+        nulls: NullPolicy | None = None,
+        key: bytes | None = None,
+        seed: int | None = None,
+        ledger: LedgerLike | None = None,
+        budget: str | None = None,
+    ) -> Any:
+        """Replace ``column`` by k-ary randomized response reports."""
+        require_column(self._columns(), column)
+        mechanism = build_krr(
+            column,
+            lambda: self._column_arrow(column),
+            epsilon,
+            domain=domain,
+            unknown=unknown,
+            nulls=nulls,
+        )
+        return self.privatize({column: mechanism}, key=key, seed=seed, ledger=ledger, budget=budget)
+
+    def validate(
+        self,
+        mechanisms: Mapping[str, Any] | None = None,
+        *,
+        release: bool = False,
+        passthrough: Iterable[str] | str = (),
+        user: str | None = None,
+        lazy: bool = True,
+    ) -> Any:
+        """Check this frame against its pandera schema; return the frame itself, unchanged.
+
+        With ``mechanisms`` (``{column: mechanism or spec}``): the input of
+        ``privatize(mechanisms, user=user)`` (see :func:`frameldp.schemas.input_schema`).
+        With ``release=True``, or without ``mechanisms`` on a frame of reports that records
+        them: the release (see :func:`frameldp.schemas.release_schema`), holding only report
+        columns and the ``passthrough`` ones. Every failed check is collected
+        (``lazy=False``: the first) into one :class:`~frameldp.errors.ValidationError`. A
+        LazyFrame's checked columns are collected with the streaming engine; the LazyFrame is
+        returned. Chains: ``df.ldp.validate(m).ldp.privatize(m)``.
+        """
+        try:
+            from frameldp import schemas  # pandera is optional: imported on first use
+        except ImportError as error:
+            raise ImportError(
+                f"validate needs pandera ({error}); install it with pip install 'frameldp[pandera]'"
+            ) from None
+        if mechanisms is not None and not release:
+            if passthrough:
+                raise ParameterError(
+                    "passthrough= applies to a release (release=True); an input may hold any "
+                    "other column"
+                )
+            return schemas.validate_input(self._frame, mechanisms, user=user, lazy=lazy)
+        if user is not None:
+            raise ParameterError(
+                f"user={user!r} applies to an input (pass mechanisms=); in a release the user "
+                "column is a passthrough column or absent"
+            )
+        recorded = self._specs()
+        for column, given in (mechanisms or {}).items():
+            if column in recorded and is_mechanism(given):
+                refuse_other_mechanism(column, given, recorded[column])
+        found = recorded if mechanisms is None else mechanisms
+        if not found:
+            raise MechanismNotFoundError(
+                "validate needs mechanisms= (the {column: mechanism} to privatize, or of the "
+                "reports with release=True); this frame records no mechanisms"
+            )
+        return schemas.validate_release(self._frame, found, passthrough=passthrough, lazy=lazy)
+
+
+class ValueShortcuts:
+    """``rappor`` / ``krr`` on one column of values: a pandas Series, a polars expression.
+
+    Subclasses provide the name used in errors and stream labels, the values as Arrow (only
+    read for ``domain="infer"``) and ``privatize``.
+    """
+
+    @property
+    def _name(self) -> str:
+        raise NotImplementedError
+
+    def _values_arrow(self) -> pa.Array | pa.ChunkedArray:
+        raise NotImplementedError
+
+    def privatize(
+        self,
+        mechanism: Mechanism,
+        *,
+        key: bytes | None = None,
+        seed: int | None = None,
+        ledger: LedgerLike | None = None,
+        budget: str | None = None,
+    ) -> Any:
+        raise NotImplementedError
+
+    def rappor(
+        self,
+        epsilon: float | None = None,
+        *,
+        f: float | None = None,
+        domain: Any,
+        max_weight: int = 1,
+        unknown: UnknownPolicy | None = None,
+        nulls: NullPolicy | None = None,
+        key: bytes | None = None,
+        seed: int | None = None,
+        ledger: LedgerLike | None = None,
+        budget: str | None = None,
+    ) -> Any:
+        """RAPPOR reports of these values (see :class:`frameldp.Rappor`)."""
+        mechanism = build_rappor(
+            self._name,
+            self._values_arrow,
+            epsilon,
+            f=f,
+            domain=domain,
+            max_weight=max_weight,
+            unknown=unknown,
+            nulls=nulls,
+        )
+        return self.privatize(mechanism, key=key, seed=seed, ledger=ledger, budget=budget)
+
+    def krr(
+        self,
+        epsilon: float,
+        *,
+        domain: Any,
+        unknown: UnknownPolicy | None = None,
+        nulls: NullPolicy | None = None,
+        key: bytes | None = None,
+        seed: int | None = None,
+        ledger: LedgerLike | None = None,
+        budget: str | None = None,
+    ) -> Any:
+        """k-ary randomized response reports of these values."""
+        mechanism = build_krr(
+            self._name, self._values_arrow, epsilon, domain=domain, unknown=unknown, nulls=nulls
+        )
+        return self.privatize(mechanism, key=key, seed=seed, ledger=ledger, budget=budget)

@@ -1,0 +1,232 @@
+"""What one privatize call releases: its specs, its guarantees, and its ledger charge.
+
+Plumbing only: no formula lives here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+
+from frameldp.accounting import Ledger, PrivacyGuarantee, compose
+from frameldp.accounting.guarantee import INSECURE
+from frameldp.core.mechanisms import (
+    Capability,
+    Mechanism,
+    Memoizing,
+    mechanism_from_spec,
+)
+from frameldp.core.randomness import (
+    RandomSource,
+)
+from frameldp.errors import (
+    FrameLDPWarning,
+    InsecureSeedWarning,
+    ParameterError,
+    caller_stacklevel,
+    shown,
+)
+from frameldp.frames._inputs import (
+    require_column,
+)
+
+__all__ = [
+    "LedgerLike",
+    "ReleasePlan",
+    "charging",
+    "check_budget",
+    "companion_columns",
+    "guarantee_of",
+    "is_seeded",
+    "memoizes",
+    "plan_release",
+    "recorded_spec",
+]
+
+
+LedgerLike = Ledger | str | os.PathLike[str]
+"""A :class:`~frameldp.Ledger` or the path of its SQLite file."""
+
+
+def companion_columns(column: str, mechanism: Mechanism) -> list[str]:
+    """The columns a mechanism writes beside the report column of ``column`` (Bloom RAPPOR:
+    its cohort column)."""
+    return list(mechanism.report_columns(column))[1:]
+
+
+def memoizes(mechanism: Mechanism) -> bool:
+    """Whether the mechanism memoizes permanent responses per (user, value)."""
+    return Capability.MEMOIZATION in mechanism.capabilities
+
+
+@dataclass(frozen=True)
+class ReleasePlan:
+    """What one ``privatize`` call will write: specs to record and guarantees to charge."""
+
+    specs: dict[str, dict[str, Any]]
+    guarantees: dict[str, PrivacyGuarantee]
+    memo: RandomSource | None
+
+    @property
+    def guarantee(self) -> PrivacyGuarantee:
+        """Per-person guarantee of the whole release."""
+        return compose(self.guarantees.values())
+
+
+def plan_release(
+    columns: list[Any],
+    mechanisms: Mapping[str, Mechanism],
+    *,
+    source: RandomSource,
+    user: str | None,
+    memo_key: bytes | None,
+    fresh_keys: tuple[str, str] | None = None,
+) -> ReleasePlan:
+    """Validate the user column and memo key; the specs and guarantees of the release.
+
+    Bloom RAPPOR with a user column memoizes its permanent responses under ``memo_key`` (a
+    persistent secret); without one, under this call's key, which protects only within it.
+    ``fresh_keys`` = (where, unit) names a backend that draws a fresh key per unit (``("on
+    Dask", "each partition")``): there a user's permanent responses would differ between units
+    (and the ledger, which folds them under one memo, would undercharge), so ``user=`` needs
+    ``memo_key=`` or a caller's key.
+    """
+    blooms = [c for c, m in mechanisms.items() if memoizes(m)]
+    if user is not None:
+        require_column(columns, user)
+        if not blooms:
+            raise ParameterError(
+                f"user={user!r} is only used by Bloom RAPPOR (encoding='bloom'); no column here "
+                "uses it"
+            )
+        if user in mechanisms:
+            raise ParameterError(f"user column {user!r} cannot also be privatized in this call")
+    elif memo_key is not None:
+        named = ", ".join(f"column {c!r}" for c in blooms or mechanisms)
+        raise ParameterError(f"{named}: memo_key= needs user= (the column that identifies users)")
+    for column, mechanism in mechanisms.items():
+        for companion in companion_columns(column, mechanism):
+            if companion in columns and companion not in mechanisms:
+                raise ParameterError(
+                    f"column {shown(column)}: its column {companion!r} (written beside the "
+                    "reports) already exists; rename it first"
+                )
+    if fresh_keys is not None and user is not None and memo_key is None and source.is_fresh:
+        where, unit = fresh_keys
+        raise ParameterError(
+            f"user={shown(user)} {where} needs memo_key= (or key=): {unit} draws its own fresh "
+            "key, and a person's memoized permanent responses must be the same in all of them"
+        )
+    memo = RandomSource.from_key(memo_key) if memo_key is not None else None
+    if user is not None and memo is None and not source.seeded:
+        warnings.warn(
+            "Bloom RAPPOR permanent responses are memoized under this call's key only; pass "
+            "memo_key= (a persistent secret) so that later collections reuse them "
+            "(longitudinal protection)",
+            FrameLDPWarning,
+            stacklevel=caller_stacklevel(),
+        )
+    specs: dict[str, dict[str, Any]] = {}
+    guarantees: dict[str, PrivacyGuarantee] = {}
+    for column, mechanism in mechanisms.items():
+        spec = recorded_spec(mechanism, source)
+        memo_id = None
+        if memoizes(mechanism):
+            memoizing = cast(Memoizing, mechanism)
+            memo_id = None if user is None else memoizing.memo_id(memo or source, column)
+            spec = {**spec, "memo": memo_id}
+        companions = companion_columns(column, mechanism)
+        if companions:  # read back by earlier releases, which named the cohort column so
+            spec = {**spec, "cohort_column": companions[0]}
+        guarantees[column] = _guarantee_of_spec(spec) if memo_id else _marked(mechanism, spec)
+        specs[column] = spec
+    return ReleasePlan(specs, guarantees, memo)
+
+
+def recorded_spec(mechanism: Any, source: RandomSource) -> dict[str, Any]:
+    """The spec recorded for reports of ``mechanism`` drawn from ``source``: a seeded run is
+    marked (``"seeded": true``) wherever the spec goes (frames, files, guarantees), and warned
+    about once per call."""
+    spec = mechanism.to_spec()
+    if not source.seeded:
+        return spec
+    warnings.warn(
+        f"reports drawn from seed=: {INSECURE}. Use seed= for tests and simulations only",
+        InsecureSeedWarning,
+        stacklevel=caller_stacklevel(),
+    )
+    return {**spec, "seeded": True}
+
+
+def is_seeded(specs: Mapping[Any, Any] | None, column: Any) -> bool:
+    """Whether the recorded reports of ``column`` were drawn from a seed."""
+    return bool((specs or {}).get(column, {}).get("seeded"))
+
+
+def _marked(mechanism: Any, spec: Mapping[str, Any]) -> PrivacyGuarantee:
+    guarantee: PrivacyGuarantee = mechanism.privacy
+    return guarantee.insecure() if spec.get("seeded") else guarantee
+
+
+class _DryRunError(Exception):
+    """Raised inside a ledger transaction to roll it back after the checks passed."""
+
+
+def check_budget(
+    ledger: LedgerLike | None, budget: str | None, release: ReleasePlan | Mapping[str, Mechanism]
+) -> None:
+    """Raise now what :func:`charging` would raise for ``release`` (ledger without budget,
+    unknown budget, over the cap), recording nothing: a lazy plan is charged at each
+    execution, but a plan that could not run is refused when it is built."""
+    try:
+        with charging(ledger, budget, release):
+            raise _DryRunError
+    except _DryRunError:
+        pass
+
+
+def charging(
+    ledger: LedgerLike | None, budget: str | None, release: ReleasePlan | Mapping[str, Mechanism]
+) -> contextlib.AbstractContextManager[object]:
+    """Check a release against ``budget`` before producing it; record it once produced.
+
+    Entered before any report is drawn (an over-budget release raises
+    :class:`~frameldp.errors.BudgetExceededError` and produces nothing) and left after the
+    reports exist (a failure in between records nothing). A no-op without a ledger.
+    """
+    if ledger is None and budget is None:
+        return contextlib.nullcontext()
+    if ledger is None or budget is None:
+        raise ParameterError(
+            f"ledger= and budget= go together; got ledger={ledger!r}, budget={budget!r}"
+        )
+    book = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
+    if isinstance(release, ReleasePlan):
+        guarantee, columns = release.guarantee, list(release.guarantees)
+    else:
+        guarantee, columns = compose(m.privacy for m in release.values()), list(release)
+    return book.charge(budget, guarantee, description="privatize " + ", ".join(map(str, columns)))
+
+
+def _guarantee(mechanism: Mechanism, memo: str | None) -> PrivacyGuarantee:
+    """One report's guarantee; a memoizing mechanism's names its memoized permanent
+    responses."""
+    if memoizes(mechanism):
+        return cast(Memoizing, mechanism).guarantee(memo)
+    return mechanism.privacy
+
+
+def _guarantee_of_spec(spec: Mapping[str, Any]) -> PrivacyGuarantee:
+    guarantee = _guarantee(mechanism_from_spec(dict(spec)), spec.get("memo"))
+    return guarantee.insecure() if spec.get("seeded") else guarantee
+
+
+def guarantee_of(specs: Mapping[str, Any] | None) -> PrivacyGuarantee | None:
+    """Composition of the guarantees of every recorded report column (None if none)."""
+    if not specs:
+        return None
+    return compose(_guarantee_of_spec(spec) for spec in specs.values())

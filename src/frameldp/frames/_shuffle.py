@@ -1,0 +1,172 @@
+"""Shuffling a frame of reports: which columns it keeps, what it records, its order.
+
+Plumbing only: no formula lives here.
+"""
+
+from __future__ import annotations
+
+import secrets
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from numpy.typing import NDArray
+
+from frameldp.accounting import PrivacyGuarantee, amplify_by_shuffling
+from frameldp.accounting.guarantee import INSECURE
+from frameldp.core.mechanisms import (
+    Capability,
+    mechanism_from_spec,
+)
+from frameldp.core.randomness import (
+    KeyedStream,
+    content_sort_keys,
+    permutation_from_keys,
+    resolve_source,
+)
+from frameldp.errors import (
+    FrameLDPWarning,
+    InsecureSeedWarning,
+    MechanismNotFoundError,
+    ParameterError,
+    caller_stacklevel,
+    shown,
+)
+from frameldp.frames._arrow import row_content
+from frameldp.frames._inputs import (
+    require_column,
+)
+from frameldp.frames._lookup import (
+    report_names,
+)
+from frameldp.frames._release import (
+    guarantee_of,
+)
+
+__all__ = [
+    "SHUFFLED_KEY",
+    "plan_shuffle",
+    "shuffle_keys",
+    "shuffle_order",
+    "shuffle_record",
+    "shuffle_stream",
+    "shuffled_privacy",
+]
+
+
+SHUFFLED_KEY = "shuffled"
+"""Key under which a shuffled frame records ``{"reports": n, "kept": [...], "collection": id}``."""
+
+
+def plan_shuffle(
+    columns: list[Any],
+    specs: Mapping[str, Any],
+    keep: Any,
+    rows: int | None,
+    *,
+    seed: int | None = None,
+) -> tuple[list[Any], dict[str, Any]]:
+    """The columns a shuffled frame keeps, and what the frame records of its shuffle.
+
+    Kept are every report column (Bloom cohorts included) and the explicitly ``keep``-ed ones,
+    which void the shuffle guarantee (warned, and recorded as ``"kept"``). ``rows`` is the
+    number of shuffled reports (``None`` when a lazy frame counts them on use); see
+    :func:`shuffle_record`. An order drawn from ``seed`` is recorded as ``"seeded"`` (its
+    amplified guarantee is then marked insecure) and warned about.
+    """
+    if not specs:
+        raise MechanismNotFoundError(
+            "shuffle needs a frame of reports that records its mechanisms (the frame privatize "
+            "returned); nothing here is known to be a report column"
+        )
+    reports: list[Any] = []
+    for column, spec in specs.items():
+        mechanism = mechanism_from_spec(spec)
+        if Capability.SHUFFLER_MESSAGES in mechanism.capabilities:
+            raise ParameterError(
+                f"column {shown(column)}: {mechanism.title} messages are already the shuffler's "
+                "output"
+            )
+        reports += report_names(column, mechanism, spec)
+    for column in reports:
+        require_column(columns, column)
+    kept = [keep] if isinstance(keep, str) else list(keep)
+    for column in kept:
+        require_column(columns, column)
+    extra = [column for column in kept if column not in reports]
+    if extra:
+        warnings.warn(
+            f"shuffle keeps columns {extra}: they travel with each report, so the shuffle-model "
+            "guarantee does not hold (the frame keeps its local guarantee only)",
+            FrameLDPWarning,
+            stacklevel=caller_stacklevel(),
+        )
+    record = shuffle_record(extra, rows)
+    if seed is not None:
+        warnings.warn(
+            f"shuffle order drawn from seed=: {INSECURE}. Use seed= for tests and simulations only",
+            InsecureSeedWarning,
+            stacklevel=caller_stacklevel(),
+        )
+        record["seeded"] = True
+    return reports + extra, record
+
+
+def shuffle_record(kept: list[Any], rows: int | None) -> dict[str, Any]:
+    """What a shuffled frame records: the kept extra columns, the number of shuffled reports,
+    and a fresh identifier of this collection.
+
+    A frame derived from one shuffled collection alone (a subset, a copy, rows repeated) is a
+    post-processing of it and keeps its guarantee, amplified over the *recorded* ``reports``.
+    The identifier makes the records of two collections differ even when their mechanisms and
+    sizes agree, so pandas drops the record when they are concatenated, instead of claiming
+    amplification over rows that are not one per person.
+    """
+    return {"kept": list(kept), "reports": rows, "collection": secrets.token_hex(16)}
+
+
+def shuffle_stream(key: bytes | None, seed: int | None) -> KeyedStream:
+    """The keyed stream whose per-row keys order a shuffle."""
+    return resolve_source(key, seed).stream("shuffle")
+
+
+def shuffle_keys(
+    stream: KeyedStream, rows: NDArray[np.int64], columns: list[pa.Array | pa.ChunkedArray]
+) -> NDArray[np.uint64]:
+    """128-bit sort keys of rows bound to their position and to the content of ``columns``
+    (:func:`~frameldp.core.randomness.content_sort_keys`): a reused key orders two different
+    frames independently, and the same frame (in any chunking) the same way."""
+    return content_sort_keys(stream, rows, row_content(columns, len(rows)))
+
+
+def shuffle_order(
+    columns: list[pa.Array | pa.ChunkedArray], num_rows: int, key: bytes | None, seed: int | None
+) -> NDArray[np.int64]:
+    """The order of a shuffle of ``num_rows`` rows of ``columns``: a uniformly random
+    permutation (a fresh key unless ``key``/``seed``), bound to the rows' content."""
+    rows = np.arange(num_rows, dtype=np.int64)
+    return permutation_from_keys(shuffle_keys(shuffle_stream(key, seed), rows, columns))
+
+
+def shuffled_privacy(
+    specs: Mapping[str, Any] | None, shuffled: Mapping[str, Any] | None, rows: int | None
+) -> PrivacyGuarantee | None:
+    """The recorded columns' guarantee, amplified by shuffling when the frame was shuffled
+    without extra columns (local otherwise).
+
+    The number of shuffled reports is the one recorded at shuffle time (``rows``, the frame's
+    current row count, only when none was recorded); with no reports there is nothing to
+    amplify and the local guarantee is returned.
+    """
+    local = guarantee_of(specs)
+    if local is None or not shuffled or shuffled.get("kept") or local.shuffled:
+        return local
+    reports = shuffled.get("reports")
+    reports = rows if reports is None else int(reports)
+    if not reports:
+        return local
+    amplified = amplify_by_shuffling(local, reports)
+    # A seeded order is known to whoever knows the seed: the shuffle hides nothing from them.
+    return amplified.insecure() if shuffled.get("seeded") else amplified
