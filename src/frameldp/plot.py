@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -84,7 +84,7 @@ def plot_frequencies(
             xlabel="estimated count",
             title=f"{table.column} (n = {table.n}, {table.level:.0%} intervals)",
         )
-    return figure
+    return cast("Figure", figure)
 
 
 def plot_privacy(
@@ -137,4 +137,4 @@ def plot_privacy(
     right.set(xscale="log", xlabel="order α", ylabel="Rényi divergence", title="Rényi DP curve")
     right.set_ylim(0.0, max(accountant.rdp(float(orders[-1])), 1e-12) * 1.1)
     right.legend(fontsize="small")
-    return figure
+    return cast("Figure", figure)

@@ -233,13 +233,14 @@ def build_mechanism(spec: ColumnSpec, kind: pa.DataType) -> Mechanism:
                 f"--max-weight must be an integer >= 1, got {shown(spec.max_weight)}"
             )
         if spec.mechanism == "bloom":
-            return mechanism_class("bloom_rappor")(
+            bloom: Mechanism = mechanism_class("bloom_rappor")(
                 spec.epsilon,
                 epsilon_infinity=spec.epsilon_infinity,
                 num_bits=spec.num_bits,
                 num_hashes=spec.num_hashes,
                 num_cohorts=spec.num_cohorts,
             )
+            return bloom
         if spec.epsilon is None:
             raise ParameterError(f"{spec.mechanism} needs epsilon")
         values = (
@@ -255,7 +256,9 @@ def build_mechanism(spec: ColumnSpec, kind: pa.DataType) -> Mechanism:
             nulls=spec.nulls,  # type: ignore[arg-type]
         )
         if spec.mechanism == "rappor":
-            rappor = mechanism_class("rappor")
-            return rappor(spec.epsilon, domain=domain, max_weight=spec.max_weight)
-        krr = mechanism_class("randomized_response")
-        return krr(spec.epsilon, domain=domain)
+            rappor: Mechanism = mechanism_class("rappor")(
+                spec.epsilon, domain=domain, max_weight=spec.max_weight
+            )
+            return rappor
+        krr: Mechanism = mechanism_class("randomized_response")(spec.epsilon, domain=domain)
+        return krr

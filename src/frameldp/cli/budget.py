@@ -122,8 +122,8 @@ def history(
     table = Table(title=escape(f"History of {name!r}"))
     columns = ("id", "at (UTC)", "description", "release ε", "total ε", "method")
     for column in (*columns, "warning") if seeded else columns:
-        justify = "right" if "ε" in column or column == "id" else "left"
-        table.add_column(column, justify=justify, no_wrap=column == "at (UTC)")
+        right = "ε" in column or column == "id"
+        table.add_column(column, justify="right" if right else "left", no_wrap=column == "at (UTC)")
     for entry in entries:
         cells = [
             str(entry.id),

@@ -20,7 +20,8 @@ from rich.table import Table
 
 import frameldp
 from frameldp.accounting.guarantee import INSECURE
-from frameldp.core.mechanisms import Capability, Mechanism
+from frameldp.core.encoding import Domain
+from frameldp.core.mechanisms import Capability
 from frameldp.datasets import FLIGHTS_DOMAINS, load_flights
 
 
@@ -29,7 +30,7 @@ class DemoResult:
     """One privatized column at one epsilon, compared with the truth."""
 
     column: str
-    mechanism: Mechanism
+    mechanism: Any  # the demo's own RAPPOR and k-RR mechanisms
     table: frameldp.FrequencyTable
     truth: pd.Series
     seconds: float
@@ -38,7 +39,10 @@ class DemoResult:
     def z_scores(self) -> np.ndarray[Any, Any]:
         """(estimate - truth) / standard error, per bucket."""
         frame = self.table.frame
-        return (frame["count"].to_numpy() - self.truth.to_numpy()) / frame["std_error"].to_numpy()
+        scores: np.ndarray[Any, Any] = (frame["count"].to_numpy() - self.truth.to_numpy()) / frame[
+            "std_error"
+        ].to_numpy()
+        return scores
 
     @property
     def max_error(self) -> float:
@@ -53,7 +57,7 @@ class DemoResult:
         if Capability.SETS in mechanism.capabilities and mechanism.max_weight > 1:
             return f"k-RAPPOR (m={mechanism.max_weight})"
         if Capability.BIT_VECTORS in mechanism.capabilities:
-            return mechanism.title
+            return str(mechanism.title)
         return f"{len(mechanism.categories)}-ary RR"
 
 
@@ -67,7 +71,7 @@ def true_counts(frame: pd.DataFrame, column: str) -> pd.Series:
 def privatize_and_estimate(
     frame: pd.DataFrame,
     column: str,
-    mechanism: Mechanism,
+    mechanism: Any,
     seed: int | None,
 ) -> DemoResult:
     """Privatize one column, debias it, and time both steps."""
@@ -78,13 +82,15 @@ def privatize_and_estimate(
     return DemoResult(column, mechanism, table, true_counts(frame, column), seconds)
 
 
-def demo_mechanisms(epsilon: float) -> dict[str, Mechanism]:
+def demo_mechanisms(epsilon: float) -> dict[str, Any]:
     """The mechanisms the demo runs at one epsilon."""
     return {
-        "dest": frameldp.Rappor(epsilon=epsilon, domain=FLIGHTS_DOMAINS["dest"]),
-        "carrier": frameldp.RandomizedResponse(epsilon, domain=FLIGHTS_DOMAINS["carrier"]),
+        "dest": frameldp.Rappor(epsilon=epsilon, domain=Domain.coerce(FLIGHTS_DOMAINS["dest"])),
+        "carrier": frameldp.RandomizedResponse(
+            epsilon, domain=Domain.coerce(FLIGHTS_DOMAINS["carrier"])
+        ),
         "services": frameldp.Rappor(
-            epsilon=epsilon, domain=FLIGHTS_DOMAINS["services"], max_weight=3
+            epsilon=epsilon, domain=Domain.coerce(FLIGHTS_DOMAINS["services"]), max_weight=3
         ),
     }
 

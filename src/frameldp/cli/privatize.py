@@ -219,7 +219,7 @@ def _check(row_start: int, check: Callable[..., object], *args: Any, **options: 
         check(*args, lazy=True, **options)
     except ValidationError as error:
         failures = [
-            {**f, "row": f["row"] + row_start} if isinstance(f.get("row"), int) else f
+            {**f, "row": row + row_start} if isinstance(row := f.get("row"), int) else f
             for f in error.failures
         ]
         raise ValidationError(str(error), failures, error.total) from None

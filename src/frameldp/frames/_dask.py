@@ -63,6 +63,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import dask
+import dask.base
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
@@ -119,7 +120,8 @@ def _pinned(frame: dd.DataFrame | dd.Series) -> tuple[list[Delayed], tuple[Any, 
 def _graph(name: str, tasks: dict[Any, Any], parts: list[Delayed]) -> HighLevelGraph:
     """One layer of ``tasks`` on top of the graph(s) the pinned ``parts`` come from."""
     graphs = {id(part.dask): part for part in parts}  # the parts of one frame share one graph
-    return HighLevelGraph.from_collections(name, tasks, dependencies=list(graphs.values()))
+    dependencies: list[Any] = list(graphs.values())
+    return HighLevelGraph.from_collections(name, tasks, dependencies=dependencies)
 
 
 def _row_addressed(
@@ -169,7 +171,7 @@ def _tree_reduce(
             tasks[key] = Task(key, combine, *(TaskRef(k) for k in group))
             combined.append(key)
         keys = combined
-    (result,) = dask.compute(Delayed(keys[0], _graph(name, tasks, parts), layer=name))
+    (result,) = dask.base.compute(Delayed(keys[0], _graph(name, tasks, parts), layer=name))
     return result
 
 
@@ -276,6 +278,8 @@ class DaskFrameAccessor(FrameMethods):
     """``ddf.ldp``: privatize columns of a Dask DataFrame lazily and debias its reports with
     tree reductions (the reports equal the pandas accessor's for the same key)."""
 
+    _frame: dd.DataFrame
+
     def __init__(self, frame: dd.DataFrame) -> None:
         self._frame = frame
 
@@ -364,7 +368,10 @@ class DaskFrameAccessor(FrameMethods):
         outputs = _row_addressed(parts, privatize, first_row)
         # Keep every column's dtype as privatize_rows made it (no object -> string cast).
         with dask.config.set({"dataframe.convert-string": False}):
-            return dd.from_delayed(outputs, meta=meta, divisions=divisions, verify_meta=False)
+            out: dd.DataFrame = dd.from_delayed(
+                outputs, meta=meta, divisions=divisions, verify_meta=False
+            )
+        return out
 
     def debias(
         self, column: str, mechanism: Mechanism | None = None, *, level: float = 0.95
@@ -433,4 +440,7 @@ class DaskFrameAccessor(FrameMethods):
         _, names = unpack_reports(empty, found, column)  # refuses reports that are no bit vectors
         index = self._frame._meta.index
         meta = pd.DataFrame({name: pd.Series([], dtype=np.uint8) for name in names}, index=index)
-        return self._frame[column].map_partitions(_unpack, found, column, meta=meta)
+        unpacked: dd.DataFrame = self._frame[column].map_partitions(
+            _unpack, found, column, meta=meta
+        )
+        return unpacked

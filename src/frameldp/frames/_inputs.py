@@ -139,12 +139,13 @@ def build_rappor(
 ) -> Mechanism:
     """A RAPPOR mechanism for ``column``; errors name the column."""
     with column_context(column):
-        return mechanism_class("rappor")(
+        mechanism: Mechanism = mechanism_class("rappor")(
             epsilon,
             f=f,
             domain=_domain(domain, unknown, nulls, column, data),
             max_weight=max_weight,
         )
+    return mechanism
 
 
 def build_krr(
@@ -158,6 +159,7 @@ def build_krr(
 ) -> Mechanism:
     """A k-ary randomized response mechanism for ``column``; errors name the column."""
     with column_context(column):
-        return mechanism_class("randomized_response")(
+        mechanism: Mechanism = mechanism_class("randomized_response")(
             epsilon, domain=_domain(domain, unknown, nulls, column, data)
         )
+    return mechanism

@@ -318,6 +318,8 @@ def _shuffled_types(
 class PolarsFrameNamespace(FrameMethods):
     """``df.ldp`` on a polars DataFrame."""
 
+    _frame: pl.DataFrame
+
     def __init__(self, frame: pl.DataFrame) -> None:
         self._frame = frame
 
@@ -417,6 +419,8 @@ class PolarsFrameNamespace(FrameMethods):
 class PolarsLazyFrameNamespace(FrameMethods):
     """``lf.ldp`` on a polars LazyFrame: lazy and streaming; each collect of a privatized plan
     is a release of its own (fresh noise unless ``key=``)."""
+
+    _frame: pl.LazyFrame
 
     def __init__(self, frame: pl.LazyFrame) -> None:
         self._frame = frame
@@ -551,7 +555,7 @@ class PolarsLazyFrameNamespace(FrameMethods):
         require_column(self._columns(), column)
         found = find_mechanism(column, mechanism, self._specs())
         frame = self._frame.select(column).collect(engine="streaming")
-        return PolarsFrameNamespace(frame).unpack(column, found)  # type: ignore[arg-type]
+        return PolarsFrameNamespace(frame).unpack(column, found)
 
 
 @pl.api.register_expr_namespace("ldp")

@@ -151,7 +151,7 @@ def recorded_spec(mechanism: Any, source: RandomSource) -> dict[str, Any]:
     """The spec recorded for reports of ``mechanism`` drawn from ``source``: a seeded run is
     marked (``"seeded": true``) wherever the spec goes (frames, files, guarantees), and warned
     about once per call."""
-    spec = mechanism.to_spec()
+    spec: dict[str, Any] = mechanism.to_spec()
     if not source.seeded:
         return spec
     warnings.warn(

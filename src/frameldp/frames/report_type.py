@@ -125,7 +125,7 @@ def _valid_shuffle(record: object) -> bool:
     return counted and (reports is None or reports >= 0) and isinstance(kept, list)
 
 
-class ReportType(pa.ExtensionType):
+class ReportType(pa.ExtensionType):  # type: ignore[misc]  # pyarrow has no type stubs
     """The Arrow type of a report column: storage type plus :class:`ReportMetadata` JSON."""
 
     def __init__(self, storage_type: pa.DataType, metadata: ReportMetadata | str) -> None:

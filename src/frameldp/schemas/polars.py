@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import Any
 
 import pandera.polars as pandera_polars
 import polars as pl
@@ -201,7 +201,7 @@ _FUNCTIONS: dict[type[Rule], Callable[[Any], Callable[[PolarsData], Outcome]]] =
 
 def _function(rule: Rule) -> Callable[[PolarsData], Outcome]:
     check = _FUNCTIONS[type(rule)](rule)
-    return lambda data: check(PolarsData(_storage_view(data.lazyframe), data.key))
+    return lambda data: check(PolarsData(_storage_view(data.lazyframe).lazy(), data.key))
 
 
 def _check(rule: Rule) -> pandera_polars.Check:
@@ -273,10 +273,7 @@ def _run(
     return []
 
 
-_F = TypeVar("_F", pl.DataFrame, pl.LazyFrame)
-
-
-def _storage_view(frame: _F) -> _F:
+def _storage_view(frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFrame:
     """``frame`` with each report column (``frameldp.reports``) holding its storage values
     (polars cannot compare extension values); lazily for a LazyFrame."""
     schema = frame.collect_schema()
