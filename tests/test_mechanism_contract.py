@@ -32,7 +32,7 @@ import frameldp
 from _stats import P_FAIL
 from frameldp.core.mechanisms import Capability, mechanism_from_spec, mechanism_names
 from frameldp.core.randomness import RandomSource
-from frameldp.frames._arrow import privatize_columns
+from frameldp.frames.pipeline import privatize_columns
 from frameldp.frames.report_type import ReportMetadata, as_reports, storage_of
 
 ROWS = 800

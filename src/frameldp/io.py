@@ -33,9 +33,8 @@ from frameldp._atomic import atomic
 from frameldp.core.columns import bits_array, packed_bits
 from frameldp.core.mechanisms import BloomRappor
 from frameldp.errors import DomainError, FrameLDPWarning, ParameterError, shown
-from frameldp.frames._lookup import find_decoder
-from frameldp.frames._pandas import report_columns_of
-from frameldp.frames.report_type import ReportMetadata, as_reports, recorded_specs, storage_of
+from frameldp.frames.lookup import find_decoder
+from frameldp.frames.report_type import ReportMetadata, as_reports, storage_of
 
 __all__ = [
     "read_rappor_params",
@@ -177,7 +176,7 @@ def write_rappor_reports(
     """
     if not isinstance(reports, pd.DataFrame):
         raise ParameterError(f"expected a pandas DataFrame, got {type(reports).__name__}")
-    recorded = recorded_specs(report_columns_of(reports))
+    recorded = reports.ldp.specs
     column, decoder, names, _ = find_decoder(column, None, recorded)
     mechanism = cast(BloomRappor, decoder)  # the reference format is Bloom RAPPOR's
     cohort_name = names[1]

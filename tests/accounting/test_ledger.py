@@ -38,7 +38,7 @@ from frameldp.accounting.guarantee import INSECURE
 from frameldp.errors import LedgerError
 
 DELTA = 1e-6
-SAFETY_ULPS = 4  # frameldp.accounting._rounding.round_up moves a pure sum up by at most 4 ulps
+SAFETY_ULPS = 4  # frameldp.accounting.rounding.round_up moves a pure sum up by at most 4 ulps
 
 
 def _exact(epsilon: float) -> PrivacyGuarantee:

@@ -33,7 +33,7 @@ from frameldp.cli._files import (
 from frameldp.core.mechanisms import mechanism_from_spec
 from frameldp.datasets import FLIGHTS_DOMAINS
 from frameldp.errors import DomainError, ParameterError
-from frameldp.frames._batches import from_hex, to_hex
+from frameldp.frames.batches import from_hex, to_hex
 from frameldp.frames.report_type import ReportType
 
 from .conftest import (
@@ -106,7 +106,7 @@ def test_parquet_metadata_holds_the_specs_and_the_guarantee(
     data = json.loads(metadata[b"frameldp"])
     assert data["format"] == FORMAT == 1
     assert data["hex"] == []
-    specs = reference.ldp._specs()
+    specs = reference.ldp.specs
     assert data["mechanisms"] == specs
     assert list(data["mechanisms"]) == ["dest", "carrier", "origin"]
     assert data["mechanisms"]["origin"]["cohort_column"] == "origin_cohort"
@@ -137,7 +137,7 @@ def test_parquet_column_types(releases: tuple[Path, Path, pd.DataFrame]) -> None
     assert types["carrier"].storage_type == pa.large_string()
     assert types["origin_cohort"].metadata.column == "origin"
     assert types["origin_cohort"].metadata.part == 1
-    specs = reference.ldp._specs()
+    specs = reference.ldp.specs
     for name in ("origin", "dest", "carrier"):
         assert types[name].metadata.spec == specs[name]
     dest = pq.read_table(parquet, columns=["dest"]).column("dest").chunk(0).storage
@@ -236,7 +236,7 @@ def test_a_frame_written_by_a_frame_library_is_a_report_file(tmp_path: Path, wri
     else:
         pl.from_pandas(reports).write_parquet(tmp_path / "reports.parquet")
     found = read_report_file(tmp_path / "reports.parquet")
-    assert found.specs == reports.ldp._specs()
+    assert found.specs == reports.ldp.specs
     assert found.guarantee is None
     assert found.hex_columns == ()
 

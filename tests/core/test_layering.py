@@ -139,3 +139,31 @@ def test_imports_only_point_down(layer: str, upper: tuple[str, ...]) -> None:
         if any(name == module or name.startswith(f"{module}.") for module in upper)
     ]
     assert not offending
+
+
+def _is_module(parts: list[str]) -> bool:
+    path = PACKAGE.joinpath(*parts[1:])
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def _private_owner(name: str) -> str | None:
+    """The package that owns the first private (``_name``) module in ``name``, if any (a
+    private function imported from a public module is not a module)."""
+    parts = name.split(".")
+    for i, part in enumerate(parts[1:], start=1):
+        if part.startswith("_") and not part.startswith("__") and _is_module(parts[: i + 1]):
+            return ".".join(parts[:i])
+    return None
+
+
+def test_no_private_module_is_reached_from_outside_its_package() -> None:
+    """``frameldp.frames._pandas`` is the frames package's own business: the command line,
+    ``frameldp.io`` and the core use public modules only."""
+    offending = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        here = _module_name(path)
+        for name in _imported_modules(path):
+            owner = _private_owner(name)
+            if name.startswith("frameldp.") and owner and not here.startswith(owner):
+                offending.append(f"{path.relative_to(PACKAGE)}: {name}")
+    assert not offending

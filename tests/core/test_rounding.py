@@ -9,7 +9,7 @@ import mpmath
 import pytest
 
 from frameldp.accounting import PrivacyGuarantee, compose
-from frameldp.accounting._rounding import log_upper, round_up
+from frameldp.accounting.rounding import log_upper, round_up
 
 MAX_ULPS_ABOVE = 8  # log_upper adds 4 ulps to a result accurate to about 2
 

@@ -64,7 +64,7 @@ def test_a_privatized_frame_passes_its_release_schema(backend: Backend) -> None:
     passthrough = ["fare", "user"]
     before = backend.snapshot(reports)
     assert validate_release(reports, MECHANISMS, passthrough=passthrough) is reports
-    specs = reports.ldp._specs()  # the recorded specs (Bloom: cohort column and memo)
+    specs = reports.ldp.specs  # the recorded specs (Bloom: cohort column and memo)
     assert validate_release(reports, specs, passthrough=passthrough, lazy=False) is reports
     assert reports.ldp.validate(passthrough=passthrough) is reports
     backend.assert_unchanged(before, reports)

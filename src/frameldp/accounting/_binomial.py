@@ -8,7 +8,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from frameldp._scipy import special
-from frameldp.accounting._rounding import round_up
+from frameldp.accounting.rounding import round_up
 
 # exp() of anything below this underflows to 0 in float64.
 LOG_TINY = -745.0

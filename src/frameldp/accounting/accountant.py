@@ -40,7 +40,6 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Protocol, runtime_checkable
 
-from frameldp.accounting._rounding import pad_up, sum_up
 from frameldp.accounting.conversions import (
     rdp_to_delta,
     rdp_to_epsilon,
@@ -48,6 +47,7 @@ from frameldp.accounting.conversions import (
 )
 from frameldp.accounting.events import PrivacyEvent, check_count, check_order, event_from_dict
 from frameldp.accounting.pld import EXACT_GRID, PrivacyLossDistribution
+from frameldp.accounting.rounding import pad_up, sum_up
 from frameldp.errors import ParameterError
 
 

@@ -59,7 +59,6 @@ from numpy.typing import NDArray
 
 from frameldp._scipy import optimize, special
 from frameldp.accounting._binomial import LOG_TINY, binomial_window, log_binomial_pmf
-from frameldp.accounting._rounding import pad_up, round_up
 from frameldp.accounting.events import (
     PrivacyEvent,
     _pure_rho,
@@ -69,6 +68,7 @@ from frameldp.accounting.events import (
     check_positive,
 )
 from frameldp.accounting.pld import PrivacyLossDistribution
+from frameldp.accounting.rounding import pad_up, round_up
 from frameldp.errors import ParameterError
 
 if TYPE_CHECKING:

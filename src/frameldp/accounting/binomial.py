@@ -35,9 +35,9 @@ import numpy as np
 
 from frameldp._scipy import special
 from frameldp.accounting._binomial import binomial_window
-from frameldp.accounting._rounding import round_up
 from frameldp.accounting.events import PrivacyEvent, check_count, check_order
 from frameldp.accounting.pld import PRUNE_LOG_MASS, PrivacyLossDistribution
+from frameldp.accounting.rounding import round_up
 from frameldp.errors import ParameterError
 
 __all__ = ["BinomialCountsEvent"]

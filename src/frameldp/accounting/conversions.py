@@ -31,7 +31,7 @@ import math
 from collections.abc import Callable
 
 from frameldp.accounting._orders import minimize_over_orders
-from frameldp.accounting._rounding import pad_up
+from frameldp.accounting.rounding import pad_up
 
 __all__ = [
     "rdp_to_delta",

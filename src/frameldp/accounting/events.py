@@ -59,8 +59,8 @@ import numpy as np
 
 from frameldp._scipy import special
 from frameldp.accounting._orders import minimize_over_orders
-from frameldp.accounting._rounding import float_up, log_upper, pad_up, sum_up
 from frameldp.accounting.pld import PrivacyLossDistribution
+from frameldp.accounting.rounding import float_up, log_upper, pad_up, sum_up
 from frameldp.errors import ParameterError
 
 __all__ = [

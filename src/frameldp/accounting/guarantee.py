@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
-from frameldp.accounting._rounding import sum_up
 from frameldp.accounting.accountant import Accountant, Explanation
 from frameldp.accounting.events import PrivacyEvent, PureDP
+from frameldp.accounting.rounding import sum_up
 from frameldp.errors import FrameLDPError, ParameterError, shown
 
 __all__ = ["INSECURE", "MODELS", "Model", "PrivacyGuarantee", "compose"]

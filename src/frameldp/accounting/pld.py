@@ -42,7 +42,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from frameldp._scipy import special
-from frameldp.accounting._rounding import round_up
+from frameldp.accounting.rounding import round_up
 
 __all__ = ["PrivacyLossDistribution"]
 

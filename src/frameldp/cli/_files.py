@@ -5,7 +5,7 @@ A report file says how it was made. Parquet holds it in its key-value metadata:
 * ``frameldp``: JSON ``{"format": 1, "mechanisms": {column: spec}, "guarantee": {...},
   "hex": [...]}``: the mechanism specs (enough to debias every report column) and the
   per-person guarantee of the release (marked ``"seeded"`` for a ``--seed`` run); a shuffled
-  file adds ``"shuffled"`` (:func:`frameldp.frames._shuffle.shuffle_record`);
+  file adds ``"shuffled"`` (:func:`frameldp.frames.shuffling.shuffle_record`);
 * ``PANDAS_ATTRS``: ``{"frameldp": {"mechanisms": ..., "shuffled": ...}}``, so that
   ``pd.read_parquet`` gives a frame whose ``.ldp`` knows its mechanisms.
 
@@ -40,10 +40,9 @@ from frameldp.core.encoding import packed_width
 from frameldp.core.mechanisms import mechanism_from_spec
 from frameldp.core.randomness import KEY_BYTES
 from frameldp.errors import FrameLDPError, ParameterError, shown
-from frameldp.frames._batches import from_hex, to_hex
-from frameldp.frames._inputs import METADATA_KEY, require_column
-from frameldp.frames._lookup import report_names
-from frameldp.frames._shuffle import SHUFFLED_KEY
+from frameldp.frames.batches import from_hex, to_hex
+from frameldp.frames.inputs import METADATA_KEY, require_column
+from frameldp.frames.lookup import report_names
 from frameldp.frames.report_type import (
     ReportMetadata,
     as_reports,
@@ -53,6 +52,7 @@ from frameldp.frames.report_type import (
     shuffle_record,
     storage_of,
 )
+from frameldp.frames.shuffling import SHUFFLED_KEY
 
 __all__ = [
     "FORMAT",

@@ -29,7 +29,7 @@ from frameldp.cli._files import read_text
 from frameldp.core.encoding import Domain
 from frameldp.core.mechanisms import Mechanism, mechanism_class
 from frameldp.errors import DomainError, ParameterError, shown
-from frameldp.frames._arrow import column_context
+from frameldp.frames.pipeline import column_context
 
 __all__ = ["ColumnSpec", "build_mechanism", "specs_from_file", "specs_from_options"]
 

@@ -29,10 +29,10 @@ from frameldp.core.mechanisms import (
     mechanism_from_spec,
 )
 from frameldp.errors import ParameterError, shown
-from frameldp.frames._batches import counts_of_batch
-from frameldp.frames._inputs import require_column
-from frameldp.frames._lookup import report_names
-from frameldp.frames._shuffle import shuffled_privacy
+from frameldp.frames.batches import counts_of_batch
+from frameldp.frames.inputs import require_column
+from frameldp.frames.lookup import report_names
+from frameldp.frames.shuffling import shuffled_privacy
 from frameldp.frames.table import FrequencyTable
 
 __all__ = ["Estimates", "check_out", "estimate_file", "long_table", "write_table"]

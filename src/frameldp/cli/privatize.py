@@ -45,8 +45,8 @@ from frameldp.cli._specs import ColumnSpec, build_mechanism
 from frameldp.core.mechanisms import Capability, Mechanism
 from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.errors import ParameterError, ValidationError
-from frameldp.frames._batches import privatize_batch, release_columns
-from frameldp.frames._release import ReleasePlan, charging, plan_release
+from frameldp.frames.batches import privatize_batch, release_columns
+from frameldp.frames.release import ReleasePlan, charging, plan_release
 from frameldp.schemas import validate_input, validate_release
 
 __all__ = ["Privatized", "privatize_file"]

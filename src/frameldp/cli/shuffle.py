@@ -9,7 +9,7 @@ The rows are permuted with the keyed CSPRNG, bound to their content (the permuta
 reports as hex text, so its order differs from Parquet's), and the output is a report file like
 the input: Parquet metadata, or a CSV with its bound sidecar
 (:class:`~frameldp.cli._files.StagedOutput`), both recording the shuffle
-(:func:`~frameldp.frames._shuffle.shuffle_record`), so ``frameldp estimate`` reports the
+(:func:`~frameldp.frames.shuffling.shuffle_record`), so ``frameldp estimate`` reports the
 amplified (central) guarantee.
 """
 
@@ -46,8 +46,8 @@ from frameldp.cli._files import (
 from frameldp.cli._signals import committing, terminate_cleanly
 from frameldp.core.mechanisms import Capability, mechanism_from_spec
 from frameldp.errors import ParameterError
-from frameldp.frames._inputs import METADATA_KEY
-from frameldp.frames._shuffle import (
+from frameldp.frames.inputs import METADATA_KEY
+from frameldp.frames.shuffling import (
     SHUFFLED_KEY,
     plan_shuffle,
     shuffle_order,

@@ -76,12 +76,12 @@ from dask.task_spec import Task, TaskRef
 from frameldp.core.mechanisms import Capability, Mechanism, Statistic
 from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.errors import ParameterError, shown
-from frameldp.frames._arrow import add_statistics, column_context, statistic_of
-from frameldp.frames._inputs import check_columns, require_column
-from frameldp.frames._lookup import find_decoder, find_mechanism, report_names, unpack_reports
 from frameldp.frames._methods import FrameMethods
 from frameldp.frames._pandas import _arrow, _unpack, privatize_rows, report_columns_of
-from frameldp.frames._release import (
+from frameldp.frames.inputs import check_columns, require_column
+from frameldp.frames.lookup import find_decoder, find_mechanism, report_names, unpack_reports
+from frameldp.frames.pipeline import add_statistics, column_context, statistic_of
+from frameldp.frames.release import (
     LedgerLike,
     ReleasePlan,
     charging,

@@ -28,18 +28,18 @@ from frameldp.errors import (
     ParameterError,
     shown,
 )
-from frameldp.frames._arrow import column_context, privatize_columns
-from frameldp.frames._inputs import (
+from frameldp.frames.inputs import (
     _domain,
     build_krr,
     build_rappor,
     require_column,
 )
-from frameldp.frames._lookup import (
+from frameldp.frames.lookup import (
     mechanisms_of,
     refuse_other_mechanism,
 )
-from frameldp.frames._release import (
+from frameldp.frames.pipeline import column_context, privatize_columns
+from frameldp.frames.release import (
     LedgerLike,
     ReleasePlan,
     _marked,
@@ -47,15 +47,15 @@ from frameldp.frames._release import (
     is_seeded,
     recorded_spec,
 )
-from frameldp.frames._shuffle import (
-    shuffled_privacy,
-)
 from frameldp.frames.report_type import (
     ReportMetadata,
     recorded_specs,
 )
 from frameldp.frames.report_type import (
     shuffle_record as shuffled_record,
+)
+from frameldp.frames.shuffling import (
+    shuffled_privacy,
 )
 
 __all__ = ["Encoding", "FrameMethods", "ValueShortcuts"]
@@ -86,6 +86,12 @@ class FrameMethods:
     def mechanisms(self) -> dict[str, Mechanism]:
         """Mechanisms recorded for the report columns of this frame."""
         return mechanisms_of(self._specs())
+
+    @property
+    def specs(self) -> dict[str, Any]:
+        """The spec each report column's type records (the mechanism's, with ``"seeded"``,
+        ``"memo"`` and ``"cohort_column"`` where they apply), by column."""
+        return self._specs()
 
     def _shuffled(self) -> dict[str, Any]:
         """What ``shuffle`` recorded (empty when the frame was not shuffled)."""

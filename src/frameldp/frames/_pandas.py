@@ -20,11 +20,16 @@ from frameldp.accounting import PrivacyGuarantee
 from frameldp.core.mechanisms import Mechanism
 from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.errors import DomainError, shown
-from frameldp.frames._arrow import column_context, estimate_reports, privatize_columns, statistic_of
-from frameldp.frames._inputs import METADATA_KEY, check_columns, require_column
-from frameldp.frames._lookup import find_decoder, find_mechanism, report_names, unpack_reports
 from frameldp.frames._methods import FrameMethods, ValueShortcuts
-from frameldp.frames._release import (
+from frameldp.frames.inputs import METADATA_KEY, check_columns, require_column
+from frameldp.frames.lookup import find_decoder, find_mechanism, report_names, unpack_reports
+from frameldp.frames.pipeline import (
+    column_context,
+    estimate_reports,
+    privatize_columns,
+    statistic_of,
+)
+from frameldp.frames.release import (
     LedgerLike,
     ReleasePlan,
     charging,
@@ -32,7 +37,6 @@ from frameldp.frames._release import (
     is_seeded,
     plan_release,
 )
-from frameldp.frames._shuffle import SHUFFLED_KEY, plan_shuffle, shuffle_order
 from frameldp.frames.report_type import (
     ReportMetadata,
     ReportType,
@@ -40,6 +44,7 @@ from frameldp.frames.report_type import (
     recorded_specs,
     with_shuffle,
 )
+from frameldp.frames.shuffling import SHUFFLED_KEY, plan_shuffle, shuffle_order
 from frameldp.frames.table import FrequencyTable
 
 __all__ = [

@@ -39,11 +39,16 @@ from frameldp.core.randomness import (
     resolve_source,
 )
 from frameldp.errors import DomainError, ParameterError, shown
-from frameldp.frames._arrow import column_context, estimate_reports, privatize_columns, statistic_of
-from frameldp.frames._inputs import check_columns, refuse_reports, require_column
-from frameldp.frames._lookup import find_decoder, find_mechanism, report_names, unpack_reports
 from frameldp.frames._methods import FrameMethods, ValueShortcuts
-from frameldp.frames._release import (
+from frameldp.frames.inputs import check_columns, refuse_reports, require_column
+from frameldp.frames.lookup import find_decoder, find_mechanism, report_names, unpack_reports
+from frameldp.frames.pipeline import (
+    column_context,
+    estimate_reports,
+    privatize_columns,
+    statistic_of,
+)
+from frameldp.frames.release import (
     LedgerLike,
     ReleasePlan,
     charging,
@@ -53,7 +58,6 @@ from frameldp.frames._release import (
     plan_release,
     recorded_spec,
 )
-from frameldp.frames._shuffle import plan_shuffle, shuffle_keys, shuffle_order
 from frameldp.frames.report_type import (
     EXTENSION_NAME,
     ReportMetadata,
@@ -64,6 +68,7 @@ from frameldp.frames.report_type import (
     storage_of,
     with_shuffle,
 )
+from frameldp.frames.shuffling import plan_shuffle, shuffle_keys, shuffle_order
 from frameldp.frames.table import FrequencyTable
 
 __all__ = [

@@ -43,7 +43,7 @@ import pyarrow as pa
 from numpy.typing import NDArray
 
 from frameldp.accounting import BinomialCountsEvent, PrivacyGuarantee
-from frameldp.accounting._rounding import float_up
+from frameldp.accounting.rounding import float_up
 from frameldp.core.columns import label_array, label_counts, label_type, single_codes
 from frameldp.core.encoding import Domain
 from frameldp.core.estimation import FrequencyEstimate

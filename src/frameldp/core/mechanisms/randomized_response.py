@@ -14,7 +14,7 @@ import pyarrow as pa
 from numpy.typing import NDArray
 
 from frameldp.accounting import PrivacyGuarantee, RandomizedResponseEvent
-from frameldp.accounting._rounding import log_upper
+from frameldp.accounting.rounding import log_upper
 from frameldp.core.columns import (
     check_report_labels,
     label_array,

@@ -14,7 +14,7 @@ import pyarrow as pa
 from numpy.typing import NDArray
 
 from frameldp.accounting import PrivacyGuarantee, RapporEvent
-from frameldp.accounting._rounding import log_upper
+from frameldp.accounting.rounding import log_upper
 from frameldp.core.columns import bits_array, combined, is_list, packed_bits, set_codes, value_codes
 from frameldp.core.encoding import (
     Domain,

@@ -18,8 +18,8 @@ from frameldp.core.encoding import packed_width
 from frameldp.core.mechanisms import Mechanism, Statistic
 from frameldp.core.randomness import RandomSource
 from frameldp.errors import DomainError, shown
-from frameldp.frames._arrow import column_context, privatize_columns, statistic_of
-from frameldp.frames._release import ReleasePlan
+from frameldp.frames.pipeline import column_context, privatize_columns, statistic_of
+from frameldp.frames.release import ReleasePlan
 from frameldp.frames.report_type import storage_of
 
 __all__ = [
@@ -128,6 +128,6 @@ def counts_of_batch(
     batch: pa.RecordBatch, column: str, mechanism: Mechanism, names: Sequence[str]
 ) -> Statistic:
     """The additive statistic of one batch of the report columns of ``column``, read from the
-    batch's columns ``names`` (:func:`~frameldp.frames._lookup.report_names`)."""
+    batch's columns ``names`` (:func:`~frameldp.frames.lookup.report_names`)."""
     with column_context(column):
         return statistic_of([batch.column(name) for name in names], mechanism, column)

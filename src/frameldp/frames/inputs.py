@@ -21,7 +21,7 @@ from frameldp.errors import (
     ParameterError,
     shown,
 )
-from frameldp.frames._arrow import column_context, infer_domain
+from frameldp.frames.pipeline import column_context, infer_domain
 from frameldp.frames.report_type import (
     ReportMetadata,
 )

@@ -34,14 +34,14 @@ from frameldp.errors import (
     caller_stacklevel,
     shown,
 )
-from frameldp.frames._arrow import row_content
-from frameldp.frames._inputs import (
+from frameldp.frames.inputs import (
     require_column,
 )
-from frameldp.frames._lookup import (
+from frameldp.frames.lookup import (
     report_names,
 )
-from frameldp.frames._release import (
+from frameldp.frames.pipeline import row_content
+from frameldp.frames.release import (
     guarantee_of,
 )
 

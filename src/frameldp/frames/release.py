@@ -30,7 +30,7 @@ from frameldp.errors import (
     caller_stacklevel,
     shown,
 )
-from frameldp.frames._inputs import (
+from frameldp.frames.inputs import (
     require_column,
 )
 

@@ -27,10 +27,10 @@ from frameldp.errors import (
     ParameterError,
     shown,
 )
-from frameldp.frames._arrow import column_context
-from frameldp.frames._inputs import (
+from frameldp.frames.inputs import (
     _described,
 )
+from frameldp.frames.pipeline import column_context
 from frameldp.frames.report_type import (
     storage_of,
 )
