@@ -4,9 +4,9 @@ numpy / scipy / the standard library only (no dataframe import).
 """
 
 from frameldp.accounting.accountant import Accountant, Conversion, DeltaExplanation, Explanation
-from frameldp.accounting.amplification import ShuffleEvent, amplify_by_shuffling
-from frameldp.accounting.binomial import BinomialCountsEvent
+from frameldp.accounting.amplification import amplify_by_shuffling
 from frameldp.accounting.events import (
+    BinomialCountsEvent,
     BloomRapporEvent,
     GaussianEvent,
     LaplaceEvent,
@@ -14,6 +14,7 @@ from frameldp.accounting.events import (
     PureDP,
     RandomizedResponseEvent,
     RapporEvent,
+    ShuffleEvent,
     event_from_dict,
 )
 from frameldp.accounting.guarantee import PrivacyGuarantee, compose

@@ -35,7 +35,8 @@ import numpy as np
 
 from frameldp._scipy import special
 from frameldp.accounting._binomial import binomial_window
-from frameldp.accounting.events import PrivacyEvent, check_count, check_order
+from frameldp.accounting.checks import check_count, check_order
+from frameldp.accounting.events.base import PrivacyEvent
 from frameldp.accounting.pld import PRUNE_LOG_MASS, PrivacyLossDistribution
 from frameldp.accounting.rounding import round_up
 from frameldp.errors import ParameterError

@@ -1,0 +1,105 @@
+"""The event protocol: what every privacy event answers, the registry that rebuilds events
+from their dicts, and the argument checks they share (see the package docstring).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from frameldp.accounting.checks import check_count, check_order, check_positive
+from frameldp.accounting.pld import PrivacyLossDistribution
+from frameldp.errors import ParameterError
+
+__all__ = ["PrivacyEvent", "check_count", "check_order", "check_positive", "event_from_dict"]
+
+
+_REGISTRY: dict[str, type[PrivacyEvent]] = {}
+
+
+class PrivacyEvent(ABC):
+    """One use of a mechanism on one person's data (immutable, hashable, serializable)."""
+
+    kind: ClassVar[str]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "kind" in cls.__dict__:
+            _REGISTRY[cls.kind] = cls
+
+    @property
+    @abstractmethod
+    def pure_epsilon(self) -> float:
+        """Pure epsilon of one use (``inf`` when the mechanism has none)."""
+
+    @abstractmethod
+    def rdp(self, order: float) -> float:
+        """Rényi divergence bound of one use at ``order > 1`` (padded up)."""
+
+    @property
+    @abstractmethod
+    def rho(self) -> float:
+        """Tight zCDP parameter of one use: ``sup_a rdp(a) / a`` (padded up)."""
+
+    @abstractmethod
+    def privacy_loss(self, count: int = 1) -> PrivacyLossDistribution:
+        """Privacy-loss distribution of ``count`` uses."""
+
+    @abstractmethod
+    def parameters(self) -> dict[str, Any]:
+        """The constructor arguments, JSON-serializable."""
+
+    central: ClassVar[bool] = False
+    """Whether the event is a shuffled (central) release, whose guarantee at a ``delta`` is
+    :meth:`central_epsilon` rather than what its local reports give."""
+
+    def central_epsilon(self, delta: float) -> float:
+        """Central epsilon at ``delta`` of one use (only for ``central`` events)."""
+        raise NotImplementedError(f"{self.kind} is not a central (shuffled) release")
+
+    def central_delta(self, epsilon: float) -> float:
+        """Central delta at ``epsilon`` of one use (only for ``central`` events)."""
+        raise NotImplementedError(f"{self.kind} is not a central (shuffled) release")
+
+    @property
+    def epsilon_infinity(self) -> float | None:
+        """Pure epsilon of any number of uses sharing memoized permanent responses (None when
+        uses share nothing, so that repeated uses compose)."""
+        return None
+
+    def repeated(self, count: int) -> tuple[PrivacyEvent, int]:
+        """``count`` uses of this event as ``(event, independent uses)``.
+
+        Independent by default; events whose uses share randomness (memoized responses) fold
+        the count into a single event instead.
+        """
+        return self, count
+
+    def unit(self) -> tuple[PrivacyEvent, int]:
+        """This event as ``(one use, number of uses)``: how accountants key and count it."""
+        return self, 1
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"kind": ..., **parameters}``; :func:`event_from_dict` rebuilds the event."""
+        return {"kind": self.kind, **self.parameters()}
+
+    def __str__(self) -> str:
+        shown = ", ".join(
+            f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
+            for k, v in self.parameters().items()
+        )
+        return f"{self.kind}({shown})"
+
+
+def event_from_dict(data: Mapping[str, Any]) -> PrivacyEvent:
+    """Rebuild an event from :meth:`PrivacyEvent.to_dict`; unknown kinds raise."""
+    kind = data.get("kind")
+    cls = _REGISTRY.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise ParameterError(f"unknown privacy event kind {kind!r}; known: {sorted(_REGISTRY)}")
+    arguments = {k: v for k, v in data.items() if k != "kind"}
+    try:
+        return cls(**arguments)
+    except TypeError as error:
+        raise ParameterError(f"privacy event {kind!r}: bad parameters {arguments!r}") from error

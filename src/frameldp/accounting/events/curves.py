@@ -1,0 +1,63 @@
+"""Closed-form curves shared by several events: k-ary randomized response's Rényi curve and
+cumulant [1]_, and pure epsilon's tight zCDP rho [2]_ (references in the package docstring).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from functools import lru_cache
+
+import numpy as np
+
+from frameldp.accounting._orders import minimize_over_orders
+from frameldp.accounting.rounding import pad_up
+
+__all__ = ["kary_rho", "pure_rho", "rr_cumulant", "rr_rdp", "sup_over_orders"]
+
+
+def rr_cumulant(t: float, epsilon: float, k: int) -> float:
+    """``ln E_P[e^{t L}]`` of k-ary RR, without cancellation for any ``t > 0``.
+
+    ``E_P[e^{tL}] - 1 = (e^eps expm1(t eps) + expm1(-t eps)) / (e^eps + k - 1)``
+    ``= expm1(t eps) e^{-t eps} expm1(eps + t eps) / (e^eps + k - 1)``: a product of positive
+    factors, evaluated in log space.
+    """
+    if epsilon == 0.0:
+        return 0.0
+    d = t * epsilon
+    log_x = (
+        math.log(-math.expm1(-d))
+        + (epsilon + d)
+        + math.log(-math.expm1(-(epsilon + d)))
+        - (epsilon + math.log1p((k - 1) * math.exp(-epsilon)))
+    )
+    return float(np.logaddexp(0.0, log_x))
+
+
+def rr_rdp(order: float, epsilon: float, k: int) -> float:
+    if math.isinf(order):
+        return epsilon
+    return rr_cumulant(order - 1.0, epsilon, k) / (order - 1.0)
+
+
+def sup_over_orders(curve: Callable[[float], float], limit_at_one: float) -> float:
+    """``sup_{a > 1} curve(a) / a``, never below its limit at ``a -> 1``.
+
+    Padded up by a relative 1e-9, which covers the distance between the located maximum and the
+    true supremum of these smooth unimodal ratios.
+    """
+    value, _ = minimize_over_orders(lambda a: -curve(a) / a)
+    return pad_up(max(-value, limit_at_one), 1e-9)
+
+
+def pure_rho(epsilon: float) -> float:
+    """Steinke's tight conversion: pure epsilon-DP implies ``eps tanh(eps / 2)``-zCDP."""
+    return pad_up(epsilon * math.tanh(epsilon / 2.0))
+
+
+@lru_cache(maxsize=1024)
+def kary_rho(epsilon: float, k: int) -> float:
+    kl = epsilon * math.expm1(epsilon) / (math.exp(epsilon) + k - 1)
+    value = sup_over_orders(lambda a: rr_rdp(a, epsilon, k), kl)
+    return min(value, pure_rho(epsilon))

@@ -1,0 +1,156 @@
+"""Events of local randomizers: k-ary randomized response, RAPPOR (bit-vector RR) and any other
+pure epsilon-DP mechanism (closed forms and references in the package docstring).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from frameldp.accounting.events.base import (
+    PrivacyEvent,
+    check_count,
+    check_order,
+    check_positive,
+)
+from frameldp.accounting.events.curves import (
+    kary_rho,
+    pure_rho,
+    rr_rdp,
+)
+from frameldp.accounting.pld import PrivacyLossDistribution
+from frameldp.accounting.rounding import pad_up, sum_up
+
+__all__ = ["PureDP", "RandomizedResponseEvent", "RapporEvent"]
+
+
+@dataclass(frozen=True)
+class RandomizedResponseEvent(PrivacyEvent):
+    """k-ary randomized response at ``epsilon`` (binary RR when ``k = 2``).
+
+    Privacy: ``epsilon``-DP; the Rényi curve and the loss distribution in the module docstring
+    are exact for the worst pair of inputs, so compositions of these events are accounted
+    optimally (Kairouz–Oh–Viswanath).
+    """
+
+    epsilon: float
+    k: int = 2
+    kind: ClassVar[str] = "randomized_response"
+
+    def __post_init__(self) -> None:
+        owner = "randomized response event"
+        object.__setattr__(
+            self, "epsilon", check_positive(owner, "epsilon", self.epsilon, allow_zero=True)
+        )
+        object.__setattr__(self, "k", check_count(owner, "k", self.k, 2))
+
+    @property
+    def pure_epsilon(self) -> float:
+        """``epsilon``."""
+        return self.epsilon
+
+    def rdp(self, order: float) -> float:
+        """Exact Rényi divergence of the worst pair (Mironov 2017 Prop. 5 for ``k = 2``)."""
+        return pad_up(rr_rdp(check_order(order), self.epsilon, self.k))
+
+    @property
+    def rho(self) -> float:
+        """``eps tanh(eps/2)`` for binary RR; the numerical ``sup_a RDP(a)/a`` for ``k > 2``."""
+        if self.k == 2 or self.epsilon == 0.0:
+            return pure_rho(self.epsilon)
+        return kary_rho(self.epsilon, self.k)
+
+    def privacy_loss(self, count: int = 1) -> PrivacyLossDistribution:
+        """Exact: ``count``-fold composition of the three-atom loss (two atoms when ``k = 2``)."""
+        return PrivacyLossDistribution.randomized_response(self.epsilon, self.k, count)
+
+    def parameters(self) -> dict[str, Any]:
+        """``epsilon`` and ``k``."""
+        return {"epsilon": self.epsilon, "k": self.k}
+
+
+@dataclass(frozen=True)
+class RapporEvent(PrivacyEvent):
+    """Bit-vector randomized response (RAPPOR): ``max_weight`` ones, each bit at ``bit_epsilon``.
+
+    Privacy: ``2 m bit_epsilon``-DP; two inputs differ in at most ``2m`` bits and the bits are
+    flipped independently, so the loss is exactly that of ``2m`` binary RR at ``bit_epsilon``.
+    """
+
+    bit_epsilon: float
+    max_weight: int = 1
+    kind: ClassVar[str] = "rappor"
+
+    def __post_init__(self) -> None:
+        owner = "RAPPOR event"
+        object.__setattr__(
+            self,
+            "bit_epsilon",
+            check_positive(owner, "bit_epsilon", self.bit_epsilon, allow_zero=True),
+        )
+        object.__setattr__(self, "max_weight", check_count(owner, "max_weight", self.max_weight, 1))
+
+    @property
+    def _flips(self) -> int:
+        return 2 * self.max_weight
+
+    @property
+    def epsilon(self) -> float:
+        """``2m bit_epsilon``, rounded up."""
+        return sum_up([(self.bit_epsilon, self._flips)])
+
+    @property
+    def pure_epsilon(self) -> float:
+        """``2m bit_epsilon``, rounded up."""
+        return self.epsilon
+
+    def rdp(self, order: float) -> float:
+        """``2m RDP_RR(bit_epsilon)`` (exact)."""
+        return pad_up(self._flips * rr_rdp(check_order(order), self.bit_epsilon, 2))
+
+    @property
+    def rho(self) -> float:
+        """``2m bit_epsilon tanh(bit_epsilon / 2)`` (tight)."""
+        return pad_up(self._flips * pure_rho(self.bit_epsilon))
+
+    def privacy_loss(self, count: int = 1) -> PrivacyLossDistribution:
+        """Exact: ``2m count`` binary RR at ``bit_epsilon``."""
+        return PrivacyLossDistribution.randomized_response(self.bit_epsilon, 2, self._flips * count)
+
+    def parameters(self) -> dict[str, Any]:
+        """``bit_epsilon`` and ``max_weight``."""
+        return {"bit_epsilon": self.bit_epsilon, "max_weight": self.max_weight}
+
+
+@dataclass(frozen=True)
+class PureDP(PrivacyEvent):
+    """Any pure ``epsilon``-DP mechanism, accounted as the binary RR that dominates it."""
+
+    epsilon: float
+    kind: ClassVar[str] = "pure_dp"
+
+    def __post_init__(self) -> None:
+        value = check_positive("pure DP event", "epsilon", self.epsilon, allow_zero=True)
+        object.__setattr__(self, "epsilon", value)
+
+    @property
+    def pure_epsilon(self) -> float:
+        """``epsilon``."""
+        return self.epsilon
+
+    def rdp(self, order: float) -> float:
+        """The binary RR curve: the largest Rényi divergence any epsilon-DP pair can have."""
+        return pad_up(rr_rdp(check_order(order), self.epsilon, 2))
+
+    @property
+    def rho(self) -> float:
+        """``eps tanh(eps / 2)`` (Steinke 2024)."""
+        return pure_rho(self.epsilon)
+
+    def privacy_loss(self, count: int = 1) -> PrivacyLossDistribution:
+        """Binary RR's loss: exact for RR, an upper bound for every other epsilon-DP mechanism."""
+        return PrivacyLossDistribution.randomized_response(self.epsilon, 2, count).dominated()
+
+    def parameters(self) -> dict[str, Any]:
+        """``epsilon``."""
+        return {"epsilon": self.epsilon}
