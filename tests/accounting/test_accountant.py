@@ -353,3 +353,11 @@ def test_guarantee_from_json_rejects_unknown_event_kinds() -> None:
     data["events"][0]["event"]["kind"] = "mystery"
     with pytest.raises(ParameterError):
         PrivacyGuarantee.from_dict(data)
+
+
+def test_compose_refuses_an_object_whose_accountant_is_not_one() -> None:
+    class Pretender:
+        accountant = "not an accountant"
+
+    with pytest.raises(frameldp.ParameterError, match="compose expects"):
+        frameldp.Accountant().compose(Pretender())  # type: ignore[arg-type]

@@ -260,8 +260,22 @@ def test_a_mechanism_other_than_the_recorded_one_is_refused() -> None:
         reports["carrier"].ldp.debias(other)
     with pytest.raises(frameldp.ParameterError, match="'carrier'"):
         reports.ldp.validate({"carrier": other, "dest": RAPPOR}, release=True)
+    with pytest.raises(frameldp.ParameterError, match="'carrier'") as caught:
+        reports.ldp.validate({"carrier": other.to_spec(), "dest": RAPPOR}, release=True)
+    assert caught.value.column == "carrier"
+    assert caught.value.parameter == "mechanism"
     # The recorded mechanism itself is accepted.
     assert reports.ldp.debias("carrier", KRR).n == N
+
+
+def test_decode_refuses_a_bloom_mechanism_other_than_the_recorded_one() -> None:
+    shape = {"num_bits": 32, "num_hashes": 2, "num_cohorts": 4}
+    made = frameldp.BloomRappor(f=0.5, p=0.25, q=0.75, **shape)
+    reports = _data().ldp.privatize({"carrier": made}, key=KEY)
+    weaker = frameldp.BloomRappor(f=0.9, p=0.45, q=0.55, **shape)
+    with pytest.raises(frameldp.ParameterError, match="not of the mechanism given"):
+        reports.ldp.decode("carrier", candidates=list(CARRIERS), mechanism=weaker)
+    assert reports.ldp.decode("carrier", candidates=list(CARRIERS), mechanism=made).n == N
 
 
 def _two_releases(directory: Path) -> Path:

@@ -167,7 +167,7 @@ class Accountant:
             added: Iterable[tuple[PrivacyEvent, int]] = [(item, count)]
         elif isinstance(item, Accountant):
             added = [(event, n * count) for event, n in item.entries]
-        elif isinstance(item, Accounted):
+        elif isinstance(item, Accounted) and isinstance(item.accountant, Accountant):
             added = [(event, n * count) for event, n in item.accountant.entries]
         else:
             raise ParameterError(

@@ -18,6 +18,7 @@ from frameldp.core.mechanisms import (
     Mechanism,
     is_mechanism,
     mechanism_class,
+    mechanism_from_spec,
 )
 from frameldp.core.randomness import (
     permutation,
@@ -62,6 +63,24 @@ __all__ = ["Encoding", "FrameMethods", "ValueShortcuts"]
 
 
 Encoding = Literal["onehot", "bloom"]
+
+
+def _as_mechanism(column: str, given: Any) -> Mechanism:
+    """A mechanism given as itself, its spec or the spec's JSON text."""
+    if is_mechanism(given):
+        mechanism: Mechanism = given
+        return mechanism
+    if isinstance(given, str | Mapping):
+        with column_context(column):
+            rebuilt: Mechanism = mechanism_from_spec(
+                given if isinstance(given, str) else dict(given)
+            )
+        return rebuilt
+    raise ParameterError(
+        f"column {shown(column)}: expected a frameldp mechanism or its spec, got "
+        f"{type(given).__name__}",
+        column=column,
+    )
 
 
 class FrameMethods:
@@ -345,8 +364,8 @@ class FrameMethods:
             )
         recorded = self._specs()
         for column, given in (mechanisms or {}).items():
-            if column in recorded and is_mechanism(given):
-                refuse_other_mechanism(column, given, recorded[column])
+            if column in recorded:
+                refuse_other_mechanism(column, _as_mechanism(column, given), recorded[column])
         found = recorded if mechanisms is None else mechanisms
         if not found:
             raise MechanismNotFoundError(

@@ -45,7 +45,9 @@ def require_column(columns: list[Any], column: Any) -> None:
     if column not in columns:
         listed = ", ".join(shown(name) for name in columns[:20])
         more = f", … ({len(columns)} columns)" if len(columns) > 20 else ""
-        raise ParameterError(f"column {shown(column)} not found; columns are [{listed}{more}]")
+        raise ParameterError(
+            f"column {shown(column)} not found; columns are [{listed}{more}]", column=column
+        )
     if columns.count(column) > 1:
         raise ParameterError(
             f"column {shown(column)}: the frame has {columns.count(column)} columns of that "

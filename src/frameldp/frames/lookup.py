@@ -89,7 +89,9 @@ def refuse_other_mechanism(column: Any, given: Mechanism, spec: Mapping[str, Any
         raise ParameterError(
             f"column {shown(column)}: holds reports of {_described(spec)}, not of the "
             f"mechanism given ({_described(given.to_spec())}); drop mechanism= to use the "
-            "recorded one"
+            "recorded one",
+            column=column,
+            parameter="mechanism",
         )
 
 
@@ -136,6 +138,8 @@ def find_decoder(
                 f"column {shown(column)}: decode needs a mechanism decoded against candidates "
                 f"(BloomRappor), got {type(given).__name__}"
             )
+        if spec:
+            refuse_other_mechanism(column, given, spec)
         mechanism = given
     elif spec:
         mechanism = mechanism_from_spec(spec)

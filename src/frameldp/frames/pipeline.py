@@ -49,8 +49,8 @@ def column_context(column: Any) -> Iterator[None]:
     try:
         yield
     except FrameLDPError as error:
-        if error.column is None and not str(error).startswith("column "):
-            error.column = column
+        if error.column is None:
+            error.column = column  # its message then starts with "column '...':" (once)
         raise
 
 
