@@ -27,6 +27,7 @@ import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +49,8 @@ from frameldp.frames.report_type import (
     as_reports,
     legacy_report_columns,
     metadata_of,
+    recorded_shuffle,
     recorded_specs,
-    shuffle_record,
     storage_of,
 )
 from frameldp.frames.shuffling import SHUFFLED_KEY
@@ -313,15 +314,22 @@ class ReportWriter:
         self._writer.write_batch(batch)
         self.rows += batch.num_rows
 
-    def _typed(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        """Parquet columns: every report column of the report type, recording its spec (and
-        the shuffle), whatever the batch was read from."""
+    @cached_property
+    def _report_types(self) -> dict[str, ReportMetadata]:
+        """What each report column's type records (its spec and the shuffle), by column name:
+        the same for every batch."""
         shuffled = self.metadata.get(SHUFFLED_KEY) or {}
         types: dict[str, ReportMetadata] = {}
         for column, spec in self.metadata["mechanisms"].items():
             names = report_names(column, mechanism_from_spec(spec), spec)
             for part, name in enumerate(names):
                 types[name] = ReportMetadata(dict(spec), column, part, dict(shuffled))
+        return types
+
+    def _typed(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """Parquet columns: every report column of the report type, whatever the batch was
+        read from."""
+        types = self._report_types
         arrays = [
             as_reports(array, types[name]) if name in types else array
             for name, array in zip(batch.schema.names, batch.columns, strict=True)
@@ -571,7 +579,7 @@ def _parquet_metadata(path: Path) -> dict[str, Any] | None:
                     "mechanisms (columns replaced after it was written?); write the release again"
                 )
         elif typed:
-            data = {"mechanisms": recorded_specs(typed), SHUFFLED_KEY: shuffle_record(typed)}
+            data = {"mechanisms": recorded_specs(typed), SHUFFLED_KEY: recorded_shuffle(typed)}
         else:
             legacy = legacy_report_columns(attrs, list(schema.names))
             data = {"mechanisms": recorded_specs(legacy)}

@@ -50,10 +50,8 @@ from frameldp.frames.release import (
 )
 from frameldp.frames.report_type import (
     ReportMetadata,
+    recorded_shuffle,
     recorded_specs,
-)
-from frameldp.frames.report_type import (
-    shuffle_record as shuffled_record,
 )
 from frameldp.frames.shuffling import (
     shuffled_privacy,
@@ -114,7 +112,7 @@ class FrameMethods:
 
     def _shuffled(self) -> dict[str, Any]:
         """What ``shuffle`` recorded (empty when the frame was not shuffled)."""
-        return shuffled_record(self._report_columns())
+        return recorded_shuffle(self._report_columns())
 
     def _num_rows(self) -> int:
         raise NotImplementedError

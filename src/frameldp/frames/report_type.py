@@ -44,9 +44,9 @@ __all__ = [
     "empty_reports",
     "legacy_report_columns",
     "metadata_of",
+    "recorded_shuffle",
     "recorded_specs",
     "report_types",
-    "shuffle_record",
     "storage_of",
     "with_shuffle",
 ]
@@ -183,15 +183,10 @@ def _register() -> None:
 
 def _storage(array: pa.Array) -> pa.Array:
     """The storage a report array is kept in (see the module docstring)."""
-    kind = array.type
-    if pa.types.is_dictionary(kind):
+    if pa.types.is_dictionary(array.type):
         array = array.dictionary_decode()
-        kind = array.type
-    if pa.types.is_fixed_size_binary(kind) or pa.types.is_binary(kind):
-        return array.cast(pa.large_binary())
-    if pa.types.is_string(kind):
-        return array.cast(pa.large_string())
-    return array
+    kind = _storage_type(array.type)
+    return array if kind == array.type else array.cast(kind)
 
 
 def as_reports(array: pa.Array, metadata: ReportMetadata) -> pa.ExtensionArray:
@@ -248,7 +243,7 @@ def recorded_specs(columns: Mapping[str, ReportMetadata]) -> dict[str, dict[str,
     return specs
 
 
-def shuffle_record(columns: Mapping[str, ReportMetadata]) -> dict[str, Any]:
+def recorded_shuffle(columns: Mapping[str, ReportMetadata]) -> dict[str, Any]:
     """What ``shuffle`` recorded on a frame's report columns: one record when every report
     column carries the same one, else none (a frame assembled from parts of several
     collections is not one shuffled collection)."""
