@@ -1,8 +1,9 @@
 """The ``.ldp`` accessor on Dask DataFrames.
 
-Plumbing only: every partition goes through the pandas kernel (``privatize_rows``, and the
-mechanism's ``statistic``); this module only decides which rows a partition holds and
-how partial counts are added up.
+Plumbing only: every partition is a pandas frame and goes through the one pipeline
+(:func:`~frameldp.frames.pipeline.privatize_frame` with the pandas adapter, and the mechanism's
+``statistic``); this module only decides which rows a partition holds and how partial counts
+are added up.
 
 **Rows are addressed globally.** A report's noise is a pure function of (key, stream label,
 global row id), the row id being the row's position in the whole frame (``ddf.compute()``), so
@@ -17,7 +18,7 @@ graph, are not trusted. Instead :func:`_pinned` lowers the frame once
 builds one task graph over those keys in which
 
     start[0] = 0,  start[i] = start[i - 1] + len(part[i - 1]),
-    out[i] = privatize_rows(part[i], row_start=start[i]).
+    out[i] = privatize_frame(part[i], row_start=start[i]).
 
 Lengths and reports come from the same task (the same key) of one graph, so the row ids are the
 exact prefix sums of the partitions actually privatized, in every computation; nothing is read
@@ -47,9 +48,10 @@ same: the ledger errs on the side of spending.)
 report columns are never collected on one machine. Debiasing the summed counts gives exactly the
 pandas estimate.
 
-Dask frames cannot carry metadata reliably: the mechanisms are recorded for the very frame
-``privatize`` returned (by identity, as for polars); on a frame derived from it, pass the
-mechanism. ``shuffle`` and ``balcer_cheu`` permute every report together and need one machine:
+Report columns carry their mechanism in their type (as on pandas), in the frame's meta and in
+every partition, so derived frames and Parquet datasets are debiased without ``mechanism=``; a
+partition whose types differ from the meta's (a dataset of several releases) is refused.
+``shuffle`` and ``balcer_cheu`` permute every report together and need one machine:
 they raise, asking to compute the frame to pandas first.
 """
 
@@ -77,20 +79,20 @@ from frameldp.core.mechanisms import Capability, Mechanism, Statistic
 from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.errors import ParameterError, shown
 from frameldp.frames._methods import FrameMethods
-from frameldp.frames._pandas import _arrow, _unpack, privatize_rows, report_columns_of
+from frameldp.frames._pandas import _unpack
+from frameldp.frames.adapters import adapter_for, register_adapter
 from frameldp.frames.inputs import check_columns, require_column
-from frameldp.frames.lookup import find_decoder, find_mechanism, report_names, unpack_reports
-from frameldp.frames.pipeline import add_statistics, column_context, statistic_of
+from frameldp.frames.lookup import find_mechanism, unpack_reports
+from frameldp.frames.pipeline import add_statistics, column_context, privatize_frame, statistic_of
 from frameldp.frames.release import (
     LedgerLike,
     ReleasePlan,
     charging,
     check_budget,
-    is_seeded,
     plan_release,
 )
 from frameldp.frames.report_type import ReportMetadata
-from frameldp.frames.table import FrequencyTable
+from frameldp.frames.table import Backend
 
 __all__ = ["SPLIT_EVERY", "DaskFrameAccessor"]
 
@@ -208,17 +210,19 @@ def _privatize_partition(
     mechanisms: Mapping[str, Mechanism],
     shipped: _ShippedSource,
     memo: _ShippedSource,
-    release: ReleasePlan,
+    specs: Mapping[str, Mapping[str, Any]],
     user: str | None,
 ) -> pd.DataFrame:
-    return privatize_rows(
+    out: pd.DataFrame = privatize_frame(
         frame,
         mechanisms,
+        specs=specs,
         source=shipped.source(),
-        release=dataclasses.replace(release, memo=memo.optional()),
-        user=user,
         row_start=int(row_start),
+        user=user,
+        memo=memo.optional(),
     )
+    return out
 
 
 def _statistic(
@@ -233,19 +237,20 @@ def _statistic(
     types must be the frame's (``expected``, from its meta): a Parquet dataset whose files hold
     different releases gives partitions of other types, which are refused rather than debiased
     (and their guarantee stated) as the first file's."""
-    found = report_columns_of(frame[names])
+    adapter = adapter_for(frame)
+    found = adapter.report_columns(frame[names])
     if any(found.get(name) != expected.get(name) for name in names):
         raise ParameterError(
             f"column {shown(column)}: a partition holds reports of another release than the "
             "frame's first one (a dataset of several releases?); debias each release on its own"
         )
     with column_context(column):
-        return statistic_of([_arrow(frame[name]) for name in names], mechanism, column)
+        return statistic_of([adapter.to_arrow(frame, name) for name in names], mechanism, column)
 
 
 def _distinct(series: pd.Series) -> pa.Array:
     """Distinct non-null values of a partition (items of set-valued cells)."""
-    array = _arrow(series)
+    array = adapter_for(series).to_arrow(series, series.name)
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
     if pa.types.is_dictionary(array.type):
@@ -273,6 +278,42 @@ def _meta_input(meta: pd.DataFrame, mechanisms: Mapping[str, Mechanism]) -> pd.D
     return meta
 
 
+@register_adapter(dd.DataFrame)
+class DaskAdapter:
+    """Dask frames: their meta's columns and report types (the first partition's, for a dataset
+    read from files; every partition is checked against them when its reports are read).
+    Partitions are pandas frames, privatized and counted by the pandas adapter."""
+
+    backend: Backend = "pandas"
+    in_memory = False
+
+    def columns(self, frame: dd.DataFrame) -> list[Any]:
+        return list(frame.columns)
+
+    def report_columns(self, frame: dd.DataFrame) -> dict[Any, ReportMetadata]:
+        reports: dict[Any, ReportMetadata] = adapter_for(frame._meta).report_columns(frame._meta)
+        return reports
+
+    def num_rows(self, frame: dd.DataFrame) -> int:
+        return len(frame)
+
+    def to_arrow(self, frame: dd.DataFrame, column: Any) -> pa.Array | pa.ChunkedArray:
+        computed = frame[[column]].compute()
+        return adapter_for(computed).to_arrow(computed, column)
+
+    def from_arrow(self, columns: Mapping[Any, pa.Array]) -> dd.DataFrame:
+        pandas_frame = adapter_for(pd.DataFrame()).from_arrow(columns)
+        out: dd.DataFrame = dd.from_pandas(pandas_frame, npartitions=1)
+        return out
+
+    def storage_view(self, frame: dd.DataFrame) -> dd.DataFrame:
+        pandas = adapter_for(frame._meta)
+        view: dd.DataFrame = frame.map_partitions(
+            pandas.storage_view, meta=pandas.storage_view(frame._meta)
+        )
+        return view
+
+
 @dd.extensions.register_dataframe_accessor("ldp")
 class DaskFrameAccessor(FrameMethods):
     """``ddf.ldp``: privatize columns of a Dask DataFrame lazily and debias its reports with
@@ -280,23 +321,9 @@ class DaskFrameAccessor(FrameMethods):
 
     _frame: dd.DataFrame
 
-    def __init__(self, frame: dd.DataFrame) -> None:
-        self._frame = frame
-
-    def _report_columns(self) -> dict[str, ReportMetadata]:
-        """From the frame's meta (its first partition's types, for a dataset read from
-        files); every partition is checked against it when its reports are read."""
-        return report_columns_of(self._frame._meta)
-
     def _typed(self, names: list[str]) -> dict[str, ReportMetadata]:
         reports = self._report_columns()
         return {name: reports[name] for name in names if name in reports}
-
-    def _columns(self) -> list[Any]:
-        return list(self._frame.columns)
-
-    def _num_rows(self) -> int:
-        return len(self._frame)
 
     def _column_arrow(self, column: str) -> pa.Array | pa.ChunkedArray:
         """The distinct values of ``column`` (all ``domain="infer"`` reads), by tree union."""
@@ -356,7 +383,7 @@ class DaskFrameAccessor(FrameMethods):
             mechanisms=dict(mechanisms),
             shipped=_ShippedSource(keyed),
             memo=_ShippedSource(release.memo),
-            release=dataclasses.replace(release, memo=None),
+            specs=release.specs,
             user=user,
         )
         check_budget(ledger, budget, release)
@@ -366,70 +393,22 @@ class DaskFrameAccessor(FrameMethods):
         meta = privatize(_meta_input(self._frame._meta, mechanisms), 0)
         parts, divisions = _pinned(self._frame)
         outputs = _row_addressed(parts, privatize, first_row)
-        # Keep every column's dtype as privatize_rows made it (no object -> string cast).
+        # Keep every column's dtype as privatize_frame made it (no object -> string cast).
         with dask.config.set({"dataframe.convert-string": False}):
             out: dd.DataFrame = dd.from_delayed(
                 outputs, meta=meta, divisions=divisions, verify_meta=False
             )
         return out
 
-    def debias(
-        self, column: str, mechanism: Mechanism | None = None, *, level: float = 0.95
-    ) -> FrequencyTable:
-        """Debiased frequency table of a report column (a pandas table): per-partition counts
-        summed in a tree, then debiased once."""
-        require_column(self._columns(), column)
-        found = find_mechanism(column, mechanism, self._specs())
-        names = report_names(column, found, self._specs().get(column))
-        for name in names:
-            require_column(self._columns(), name)
+    def _statistic(self, column: str, names: list[Any], mechanism: Mechanism) -> Statistic:
+        """Per-partition statistics summed in a tree (report columns never meet on one
+        machine); debiasing the sum gives exactly the pandas estimate."""
         parts, _ = _pinned(self._frame[names])
         chunk = functools.partial(
-            _statistic, mechanism=found, column=column, names=names, expected=self._typed(names)
+            _statistic, mechanism=mechanism, column=column, names=names, expected=self._typed(names)
         )
-        statistic = _tree_reduce(parts, chunk, add_statistics)
-        with column_context(column):
-            estimate = found.debias(statistic)
-            return FrequencyTable.build(
-                estimate,
-                found,
-                column=column,
-                level=level,
-                backend="pandas",
-                privacy=self._table_privacy(found, column),
-            )
-
-    def decode(
-        self,
-        column: str | None = None,
-        *,
-        candidates: Sequence[object],
-        mechanism: Mechanism | None = None,
-        significance: float = 0.05,
-        level: float = 0.95,
-    ) -> FrequencyTable:
-        """Decode Bloom RAPPOR reports against candidate strings (as the pandas accessor):
-        per-cohort bit sums are added up in a tree, then decoded once."""
-        column, found, names, memo = find_decoder(column, mechanism, self._specs())
-        for name in names:
-            require_column(self._columns(), name)
-        parts, _ = _pinned(self._frame[names])
-        chunk = functools.partial(
-            _statistic, mechanism=found, column=column, names=names, expected=self._typed(names)
-        )
-        statistic = _tree_reduce(parts, chunk, add_statistics)
-        with column_context(column):
-            return FrequencyTable.decoded(
-                found,
-                statistic,
-                candidates,
-                memo=memo,
-                significance=significance,
-                column=column,
-                level=level,
-                backend="pandas",
-                seeded=is_seeded(self._specs(), column),
-            )
+        statistic: Statistic = _tree_reduce(parts, chunk, add_statistics)
+        return statistic
 
     def unpack(self, column: str, mechanism: Mechanism | None = None) -> dd.DataFrame:
         """RAPPOR reports as one 0/1 ``uint8`` column per bucket, named ``column=label``

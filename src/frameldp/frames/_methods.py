@@ -1,12 +1,14 @@
-"""What every frame accessor shares: the shortcuts (``rappor``, ``krr``, ``balcer_cheu``), the
-recorded mechanisms, ``privacy`` and ``validate``; the adapters provide the rest.
+"""The ``.ldp`` methods, written once for every frame library.
 
-Plumbing only: no formula lives here.
+:class:`FrameMethods` works on any frame through its adapter (:mod:`frameldp.frames.adapters`),
+which converts the frame's columns to Arrow and back; :class:`ValueShortcuts` gives a column of
+values (a pandas Series, a polars expression) the ``rappor`` / ``krr`` shortcuts. Plumbing only:
+no formula lives here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import pyarrow as pa
@@ -16,6 +18,7 @@ from frameldp.core.encoding import HashScheme, NullPolicy, UnknownPolicy
 from frameldp.core.mechanisms import (
     Capability,
     Mechanism,
+    Statistic,
     is_mechanism,
     mechanism_class,
     mechanism_from_spec,
@@ -29,33 +32,44 @@ from frameldp.errors import (
     ParameterError,
     shown,
 )
+from frameldp.frames.adapters import InMemoryAdapter, adapter_for, in_memory_adapter_for
 from frameldp.frames.inputs import (
     _domain,
     build_krr,
     build_rappor,
+    check_columns,
     require_column,
 )
 from frameldp.frames.lookup import (
+    find_decoder,
+    find_mechanism,
     mechanisms_of,
     refuse_other_mechanism,
+    report_names,
 )
-from frameldp.frames.pipeline import column_context, privatize_columns
+from frameldp.frames.pipeline import (
+    column_context,
+    privatize_columns,
+    privatize_frame,
+    statistic_of,
+)
 from frameldp.frames.release import (
     LedgerLike,
     ReleasePlan,
     _marked,
     charging,
     is_seeded,
+    plan_release,
     recorded_spec,
 )
 from frameldp.frames.report_type import (
     ReportMetadata,
     recorded_shuffle,
     recorded_specs,
+    with_shuffle,
 )
-from frameldp.frames.shuffling import (
-    shuffled_privacy,
-)
+from frameldp.frames.shuffling import plan_shuffle, shuffle_order, shuffled_privacy
+from frameldp.frames.table import FrequencyTable
 
 __all__ = ["Encoding", "FrameMethods", "ValueShortcuts"]
 
@@ -82,18 +96,36 @@ def _as_mechanism(column: str, given: Any) -> Mechanism:
 
 
 class FrameMethods:
-    """What every frame accessor shares: ``rappor`` / ``krr`` and the recorded mechanisms.
+    """Every frame accessor: ``rappor`` / ``krr`` / ``privatize``, ``debias`` / ``decode``,
+    ``shuffle``, ``validate`` and the recorded mechanisms, on any frame the adapter registry
+    (:mod:`frameldp.frames.adapters`) adapts.
 
-    The pandas accessor and the polars namespaces provide the column names, a column as Arrow
-    (only read for ``domain="infer"``), the recorded specs, and ``privatize``.
+    What is written here runs on an in-memory frame. The accessors of deferred frames (polars
+    LazyFrame, Dask) replace how reports are produced (:meth:`privatize`, :meth:`shuffle`) and
+    how their additive statistic is gathered (:meth:`_statistic`), and nothing else.
     """
 
-    _frame: Any
-    """The native frame the accessor was created on."""
+    def __init__(self, frame: Any) -> None:
+        self._frame = frame
+        self._adapter = adapter_for(frame)
 
-    def _report_columns(self) -> dict[str, ReportMetadata]:
+    @property
+    def _in_memory(self) -> InMemoryAdapter:
+        return in_memory_adapter_for(self._frame)
+
+    def _report_columns(self) -> dict[Any, ReportMetadata]:
         """``{name: metadata}`` of the frame's report columns (read from their types)."""
-        raise NotImplementedError
+        return self._adapter.report_columns(self._frame)
+
+    def _columns(self) -> list[Any]:
+        return self._adapter.columns(self._frame)
+
+    def _num_rows(self) -> int:
+        return self._adapter.num_rows(self._frame)
+
+    def _column_arrow(self, column: Any) -> pa.Array | pa.ChunkedArray:
+        """The column as Arrow (read for ``domain="infer"`` only)."""
+        return self._adapter.to_arrow(self._frame, column)
 
     def _specs(self) -> dict[str, Any]:
         """``{column: spec}`` of the frame's report columns."""
@@ -114,9 +146,6 @@ class FrameMethods:
         """What ``shuffle`` recorded (empty when the frame was not shuffled)."""
         return recorded_shuffle(self._report_columns())
 
-    def _num_rows(self) -> int:
-        raise NotImplementedError
-
     @property
     def privacy(self) -> PrivacyGuarantee | None:
         """Per-person guarantee of all recorded report columns (basic composition); for a
@@ -135,9 +164,135 @@ class FrameMethods:
             return shuffled_privacy(specs, shuffled, self._num_rows())
         return mechanism.privacy.insecure() if is_seeded(self._specs(), column) else None
 
-    def _messages_frame(self, column: str, messages: pa.ExtensionArray) -> Any:
-        """A frame of one column, ``column``, holding ``messages``."""
-        raise NotImplementedError
+    # -- privatizing ---------------------------------------------------------------------------
+
+    def privatize(
+        self,
+        mechanisms: Mapping[str, Mechanism],
+        *,
+        key: bytes | None = None,
+        seed: int | None = None,
+        ledger: LedgerLike | None = None,
+        budget: str | None = None,
+        user: str | None = None,
+        memo_key: bytes | None = None,
+    ) -> Any:
+        """Replace each column by its reports; one fresh key for the call unless given.
+
+        Every column is randomized before anything is assembled, so a bad column raises
+        without producing any output. The returned frame's report columns record their
+        mechanisms in their type. With ``ledger`` and ``budget``, the release is checked
+        against the budget first and recorded once the reports exist. Bloom RAPPOR columns
+        also get a ``{column}_cohort`` column; ``user`` and ``memo_key`` are described in
+        :meth:`rappor`.
+        """
+        columns = self._columns()
+        check_columns(columns, mechanisms, reports=self._report_columns())
+        source = resolve_source(key, seed)
+        release = plan_release(columns, mechanisms, source=source, user=user, memo_key=memo_key)
+        with charging(ledger, budget, release):
+            return privatize_frame(
+                self._frame,
+                mechanisms,
+                specs=release.specs,
+                source=source,
+                user=user,
+                memo=release.memo,
+            )
+
+    def shuffle(
+        self, *, keep: Sequence[Any] | str = (), key: bytes | None = None, seed: int | None = None
+    ) -> Any:
+        """The report columns only, rows in a keyed uniformly random order (index reset).
+
+        Every column that is not a recorded report column is dropped (a pandas index too: it
+        may identify people), unless named in ``keep``, which voids the shuffle guarantee (the
+        frame then keeps its local guarantee; a warning says so). ``ldp.privacy`` of the result
+        is amplified by shuffling its rows, one per person
+        (:func:`frameldp.amplify_by_shuffling`). The same key gives the same order on every
+        backend.
+        """
+        adapter = self._in_memory
+        reports = self._report_columns()
+        num_rows = self._num_rows()
+        columns, record = plan_shuffle(
+            self._columns(), recorded_specs(reports), keep, num_rows, seed=seed
+        )
+        arrays = [adapter.to_arrow(self._frame, name) for name in columns]
+        order = shuffle_order(arrays, num_rows, key, seed)
+        shuffled = {
+            name: with_shuffle(array.take(order), reports[name], record)
+            for name, array in zip(columns, arrays, strict=True)
+            if name in reports
+        }
+        return adapter.with_arrow(adapter.take(self._frame, columns, order), shuffled)
+
+    # -- estimating ----------------------------------------------------------------------------
+
+    def _statistic(self, column: str, names: list[Any], mechanism: Mechanism) -> Statistic:
+        """The additive statistic of the report columns ``names`` of ``column``."""
+        return statistic_of(
+            [self._adapter.to_arrow(self._frame, name) for name in names], mechanism, column
+        )
+
+    def debias(
+        self, column: str, mechanism: Mechanism | None = None, *, level: float = 0.95
+    ) -> FrequencyTable:
+        """Debiased frequency table of a report column (or of Balcer–Cheu messages), with
+        standard errors and intervals at ``level``; ``mechanism`` defaults to the recorded
+        one (another one is refused)."""
+        columns = self._columns()
+        require_column(columns, column)
+        recorded = self._specs()
+        found = find_mechanism(column, mechanism, recorded)
+        names = report_names(column, found, recorded.get(column))
+        for name in names:
+            require_column(columns, name)
+        with column_context(column):
+            estimate = found.debias(self._statistic(column, names, found))
+            return FrequencyTable.build(
+                estimate,
+                found,
+                column=column,
+                level=level,
+                backend=self._adapter.backend,
+                privacy=self._table_privacy(found, column),
+            )
+
+    def decode(
+        self,
+        column: str | None = None,
+        *,
+        candidates: Sequence[object],
+        mechanism: Mechanism | None = None,
+        significance: float = 0.05,
+        level: float = 0.95,
+    ) -> FrequencyTable:
+        """Decode Bloom RAPPOR reports against candidate strings (see
+        :func:`frameldp.core.estimation.decode_bloom`).
+
+        The table lists the detected candidates with counts, standard errors, intervals at
+        ``level`` and p-values; ``table.decoding.unexplained`` is the share of reports they do
+        not explain. ``column`` may be omitted when the frame holds one Bloom report column.
+        """
+        recorded = self._specs()
+        column, found, names, memo = find_decoder(column, mechanism, recorded)
+        for name in names:
+            require_column(self._columns(), name)
+        with column_context(column):
+            return FrequencyTable.decoded(
+                found,
+                self._statistic(column, names, found),
+                candidates,
+                memo=memo,
+                significance=significance,
+                column=column,
+                level=level,
+                backend=self._adapter.backend,
+                seeded=is_seeded(recorded, column),
+            )
+
+    # -- shortcuts -----------------------------------------------------------------------------
 
     def balcer_cheu(
         self,
@@ -190,26 +345,7 @@ class FrameMethods:
                 source=source,
             )[column]
             messages = messages.take(permutation(source.stream(column, "shuffle"), len(messages)))
-        return self._messages_frame(column, messages)
-
-    def _column_arrow(self, column: str) -> pa.Array | pa.ChunkedArray:
-        raise NotImplementedError
-
-    def _columns(self) -> list[Any]:
-        raise NotImplementedError
-
-    def privatize(
-        self,
-        mechanisms: Mapping[str, Mechanism],
-        *,
-        key: bytes | None = None,
-        seed: int | None = None,
-        ledger: LedgerLike | None = None,
-        budget: str | None = None,
-        user: str | None = None,
-        memo_key: bytes | None = None,
-    ) -> Any:
-        raise NotImplementedError
+        return self._adapter.from_arrow({column: messages})
 
     def rappor(
         self,

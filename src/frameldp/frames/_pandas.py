@@ -1,7 +1,8 @@
-"""The ``.ldp`` accessor on pandas DataFrame and Series.
+"""pandas: the adapter of DataFrame and Series, and their ``.ldp`` accessors.
 
-Plumbing only: columns -> Arrow -> the privatize pipeline -> pandas columns. The input is never
-modified; a new frame is returned. Report columns are ``ArrowDtype`` columns of the
+Plumbing only: :class:`PandasAdapter` converts columns to Arrow and report columns back, and
+:class:`~frameldp.frames._methods.FrameMethods` does the rest. The input is never modified; a
+new frame is returned. Report columns are ``ArrowDtype`` columns of the
 ``frameldp.reports`` extension type (:mod:`frameldp.frames.report_type`), which carries the
 mechanism: ``debias`` finds it after merges, filters, ``concat`` and Parquet round trips. Frames
 read from Parquet files of earlier releases carry it in ``attrs`` instead, which is still read.
@@ -13,25 +14,26 @@ import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
+from numpy.typing import NDArray
 
 from frameldp.accounting import PrivacyGuarantee
 from frameldp.core.mechanisms import Mechanism
-from frameldp.core.randomness import RandomSource, resolve_source
+from frameldp.core.randomness import resolve_source
 from frameldp.errors import DomainError, shown
 from frameldp.frames._methods import FrameMethods, ValueShortcuts
+from frameldp.frames.adapters import register_adapter
 from frameldp.frames.inputs import METADATA_KEY, check_columns, require_column
-from frameldp.frames.lookup import find_decoder, find_mechanism, report_names, unpack_reports
+from frameldp.frames.lookup import find_mechanism, unpack_reports
 from frameldp.frames.pipeline import (
     column_context,
     estimate_reports,
     privatize_columns,
-    statistic_of,
 )
 from frameldp.frames.release import (
     LedgerLike,
-    ReleasePlan,
     charging,
     guarantee_of,
     is_seeded,
@@ -41,16 +43,15 @@ from frameldp.frames.report_type import (
     ReportMetadata,
     ReportType,
     legacy_report_columns,
-    recorded_specs,
-    with_shuffle,
+    storage_of,
 )
-from frameldp.frames.shuffling import SHUFFLED_KEY, plan_shuffle, shuffle_order
-from frameldp.frames.table import FrequencyTable
+from frameldp.frames.shuffling import SHUFFLED_KEY
+from frameldp.frames.table import Backend, FrequencyTable
 
 __all__ = [
+    "PandasAdapter",
     "PandasFrameAccessor",
     "PandasSeriesAccessor",
-    "privatize_rows",
     "report_columns_of",
 ]
 
@@ -94,14 +95,24 @@ def _native(array: pa.Array) -> pd.arrays.ArrowExtensionArray:
     return pd.arrays.ArrowExtensionArray(array)
 
 
+def _is_report_dtype(dtype: object) -> bool:
+    return isinstance(dtype, pd.ArrowDtype) and isinstance(dtype.pyarrow_dtype, ReportType)
+
+
+def _storage_series(series: pd.Series) -> pd.Series:
+    """A report column as its storage values; any other as it is."""
+    if not _is_report_dtype(series.dtype):
+        return series
+    storage = storage_of(pa.Array.from_pandas(series))
+    return pd.Series(_native(storage), index=series.index, name=series.name)
+
+
 def report_columns_of(obj: pd.DataFrame | pd.Series) -> dict[Any, ReportMetadata]:
     """The report columns of a frame (a Series: itself, under its name), from their types;
     for untyped columns, what a frame read from an earlier release's file holds in ``attrs``."""
     dtypes = list(obj.dtypes.items()) if isinstance(obj, pd.DataFrame) else [(obj.name, obj.dtype)]
     typed = {
-        name: dtype.pyarrow_dtype.metadata
-        for name, dtype in dtypes
-        if isinstance(dtype, pd.ArrowDtype) and isinstance(dtype.pyarrow_dtype, ReportType)
+        name: dtype.pyarrow_dtype.metadata for name, dtype in dtypes if _is_report_dtype(dtype)
     }
     names = [name for name, _ in dtypes]
     for name in typed:
@@ -112,38 +123,50 @@ def report_columns_of(obj: pd.DataFrame | pd.Series) -> dict[Any, ReportMetadata
     return {**legacy, **typed}
 
 
-def privatize_rows(
-    frame: pd.DataFrame,
-    mechanisms: Mapping[str, Mechanism],
-    *,
-    source: RandomSource,
-    release: ReleasePlan,
-    user: str | None = None,
-    row_start: int = 0,
-) -> pd.DataFrame:
-    """``frame`` with each column replaced by its report columns, its first row being row
-    ``row_start`` of the whole input (a chunk or a Dask partition gets exactly the reports of
-    the in-memory call). Every column is randomized before anything is assembled."""
-    needed = [*mechanisms, *([] if user is None else [user])]
-    produced = privatize_columns(
-        {column: _arrow(frame[column]) for column in needed},
-        mechanisms,
-        specs=release.specs,
-        source=source,
-        row_start=row_start,
-        user=user,
-        memo=release.memo,
-    )
-    out = frame.copy(deep=False)
-    for name, array in produced.items():
-        out[name] = pd.Series(_native(array), index=frame.index, name=name)
-    return out
+@register_adapter(pd.DataFrame, pd.Series)
+class PandasAdapter:
+    """pandas frames (a Series: one column, under its name) to and from Arrow. Report columns
+    are ``ArrowDtype`` columns of their report type; other columns stay as they are."""
 
+    backend: Backend = "pandas"
+    in_memory = True
 
-def _reports(frame: pd.DataFrame, names: list[Any]) -> list[pa.Array | pa.ChunkedArray]:
-    for name in names:
-        require_column(list(frame.columns), name)
-    return [_arrow(frame[name]) for name in names]
+    def columns(self, frame: pd.DataFrame | pd.Series) -> list[Any]:
+        return list(frame.columns) if isinstance(frame, pd.DataFrame) else [frame.name]
+
+    def report_columns(self, frame: pd.DataFrame | pd.Series) -> dict[Any, ReportMetadata]:
+        return report_columns_of(frame)
+
+    def num_rows(self, frame: pd.DataFrame | pd.Series) -> int:
+        return len(frame)
+
+    def to_arrow(self, frame: pd.DataFrame | pd.Series, column: Any) -> pa.Array | pa.ChunkedArray:
+        return _arrow(frame[column] if isinstance(frame, pd.DataFrame) else frame)
+
+    def from_arrow(self, columns: Mapping[Any, pa.Array]) -> pd.DataFrame:
+        return pd.DataFrame({name: _native(array) for name, array in columns.items()})
+
+    def storage_view(self, frame: pd.DataFrame | pd.Series) -> pd.DataFrame | pd.Series:
+        if isinstance(frame, pd.Series):
+            return _storage_series(frame)
+        view = frame.copy(deep=False)
+        for i in range(frame.shape[1]):  # by position: names may repeat
+            view.isetitem(i, _storage_series(frame.iloc[:, i]))
+        return view
+
+    def with_arrow(self, frame: pd.DataFrame, columns: Mapping[Any, pa.Array]) -> pd.DataFrame:
+        out = frame.copy(deep=False)
+        for name, array in columns.items():
+            out[name] = pd.Series(_native(array), index=frame.index, name=name)
+        return out
+
+    def take(
+        self, frame: pd.DataFrame, columns: Sequence[Any], order: NDArray[np.int64]
+    ) -> pd.DataFrame:
+        out = frame[list(columns)].iloc[order].reset_index(drop=True)
+        # What an earlier release recorded in attrs describes the frame before the shuffle.
+        out.attrs = {k: v for k, v in out.attrs.items() if k != METADATA_KEY}
+        return out
 
 
 def _unpack(series: pd.Series, mechanism: Mechanism, column: str) -> pd.DataFrame:
@@ -155,11 +178,7 @@ def _unpack(series: pd.Series, mechanism: Mechanism, column: str) -> pd.DataFram
 class PandasFrameAccessor(FrameMethods):
     """``df.ldp``: privatize columns and debias reports of a pandas DataFrame."""
 
-    def __init__(self, frame: pd.DataFrame) -> None:
-        self._frame = frame
-
-    def _report_columns(self) -> dict[str, ReportMetadata]:
-        return report_columns_of(self._frame)
+    _frame: pd.DataFrame
 
     def _shuffled(self) -> dict[str, Any]:
         # A file of plain columns shuffled by the command line records its shuffle in the
@@ -167,121 +186,6 @@ class PandasFrameAccessor(FrameMethods):
         if self._report_columns():
             return super()._shuffled()
         return dict((self._frame.attrs.get(METADATA_KEY) or {}).get(SHUFFLED_KEY) or {})
-
-    def _columns(self) -> list[Any]:
-        return list(self._frame.columns)
-
-    def _column_arrow(self, column: str) -> pa.Array | pa.ChunkedArray:
-        return _arrow(self._frame[column])
-
-    def _num_rows(self) -> int:
-        return len(self._frame)
-
-    def shuffle(
-        self, *, keep: Sequence[Any] | str = (), key: bytes | None = None, seed: int | None = None
-    ) -> pd.DataFrame:
-        """The report columns only, rows in a keyed uniformly random order, index reset.
-
-        Every column that is not a recorded report column is dropped (the index too: it may
-        identify people), unless named in ``keep``, which voids the shuffle guarantee (the frame
-        then keeps its local guarantee; a warning says so). ``ldp.privacy`` of the result is
-        amplified by shuffling its rows, one per person (:func:`frameldp.amplify_by_shuffling`).
-        """
-        reports = self._report_columns()
-        columns, record = plan_shuffle(
-            self._columns(), recorded_specs(reports), keep, len(self._frame), seed=seed
-        )
-        selected = self._frame[columns]
-        arrays = [_arrow(selected.iloc[:, i]) for i in range(selected.shape[1])]
-        order = shuffle_order(arrays, len(self._frame), key, seed)
-        out = selected.iloc[order].reset_index(drop=True)
-        for name in columns:
-            if name in reports:
-                out[name] = _native(with_shuffle(_arrow(out[name]), reports[name], record))
-        out.attrs = {k: v for k, v in out.attrs.items() if k != METADATA_KEY}
-        return out
-
-    def _messages_frame(self, column: str, messages: pa.ExtensionArray) -> pd.DataFrame:
-        return pd.DataFrame({column: _native(messages)})
-
-    def privatize(
-        self,
-        mechanisms: Mapping[str, Mechanism],
-        *,
-        key: bytes | None = None,
-        seed: int | None = None,
-        ledger: LedgerLike | None = None,
-        budget: str | None = None,
-        user: str | None = None,
-        memo_key: bytes | None = None,
-    ) -> pd.DataFrame:
-        """Replace each column by its reports; one fresh key for the call unless given.
-
-        Every column is randomized before anything is assembled, so a bad column raises
-        without producing any output. The returned frame records the mechanisms. With
-        ``ledger`` and ``budget``, the release is checked against the budget first and recorded
-        once the reports exist. Bloom RAPPOR columns also get a ``{column}_cohort`` column;
-        ``user`` and ``memo_key`` are described in :meth:`rappor`.
-        """
-        columns = list(self._frame.columns)
-        check_columns(columns, mechanisms, reports=self._report_columns())
-        source = resolve_source(key, seed)
-        release = plan_release(columns, mechanisms, source=source, user=user, memo_key=memo_key)
-        with charging(ledger, budget, release):
-            return privatize_rows(
-                self._frame, mechanisms, source=source, release=release, user=user
-            )
-
-    def debias(
-        self, column: str, mechanism: Mechanism | None = None, *, level: float = 0.95
-    ) -> FrequencyTable:
-        """Debiased frequency table of a report column (or of Balcer–Cheu messages)."""
-        require_column(self._columns(), column)
-        recorded = self._specs()
-        found = find_mechanism(column, mechanism, recorded)
-        names = report_names(column, found, recorded.get(column))
-        with column_context(column):
-            estimate = estimate_reports(_reports(self._frame, names), found, column=column)
-            return FrequencyTable.build(
-                estimate,
-                found,
-                column=column,
-                level=level,
-                backend="pandas",
-                privacy=self._table_privacy(found, column),
-            )
-
-    def decode(
-        self,
-        column: str | None = None,
-        *,
-        candidates: Sequence[object],
-        mechanism: Mechanism | None = None,
-        significance: float = 0.05,
-        level: float = 0.95,
-    ) -> FrequencyTable:
-        """Decode Bloom RAPPOR reports against candidate strings (see
-        :func:`frameldp.core.estimation.decode_bloom`).
-
-        The table lists the detected candidates with counts, standard errors, intervals at
-        ``level`` and p-values; ``table.decoding.unexplained`` is the share of reports they do
-        not explain. ``column`` may be omitted when the frame holds one Bloom report column.
-        """
-        column, found, names, memo = find_decoder(column, mechanism, self._specs())
-        require_column(self._columns(), column)
-        with column_context(column):
-            statistic = statistic_of(_reports(self._frame, names), found, column)
-            return FrequencyTable.decoded(
-                found,
-                statistic,
-                candidates,
-                memo=memo,
-                significance=significance,
-                column=column,
-                level=level,
-                backend="pandas",
-                seeded=is_seeded(self._specs(), column),
-            )
 
     def unpack(self, column: str, mechanism: Mechanism | None = None) -> pd.DataFrame:
         """RAPPOR reports as one 0/1 ``uint8`` column per bucket, named ``column=label``."""

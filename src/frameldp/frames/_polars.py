@@ -31,30 +31,26 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pyarrow as pa
+from numpy.typing import NDArray
 from polars.io.plugins import register_io_source
 
-from frameldp.core.mechanisms import Mechanism
+from frameldp.core.mechanisms import Mechanism, Statistic
 from frameldp.core.randomness import (
     RandomSource,
     resolve_source,
 )
 from frameldp.errors import DomainError, ParameterError, shown
 from frameldp.frames._methods import FrameMethods, ValueShortcuts
+from frameldp.frames.adapters import register_adapter
 from frameldp.frames.inputs import check_columns, refuse_reports, require_column
-from frameldp.frames.lookup import find_decoder, find_mechanism, report_names, unpack_reports
-from frameldp.frames.pipeline import (
-    column_context,
-    estimate_reports,
-    privatize_columns,
-    statistic_of,
-)
+from frameldp.frames.lookup import find_mechanism, unpack_reports
+from frameldp.frames.pipeline import privatize_columns, privatize_frame
 from frameldp.frames.release import (
     LedgerLike,
     ReleasePlan,
     charging,
     check_budget,
     companion_columns,
-    is_seeded,
     plan_release,
     recorded_spec,
 )
@@ -68,10 +64,12 @@ from frameldp.frames.report_type import (
     storage_of,
     with_shuffle,
 )
-from frameldp.frames.shuffling import plan_shuffle, shuffle_keys, shuffle_order
-from frameldp.frames.table import FrequencyTable
+from frameldp.frames.shuffling import plan_shuffle, shuffle_keys
+from frameldp.frames.table import Backend
 
 __all__ = [
+    "LazyFrameAdapter",
+    "PolarsAdapter",
     "PolarsExprNamespace",
     "PolarsFrameNamespace",
     "PolarsLazyFrameNamespace",
@@ -120,6 +118,14 @@ def _report_columns(schema: Mapping[str, pl.DataType]) -> dict[str, ReportMetada
     return {name: meta for name, meta in found.items() if meta is not None}
 
 
+def _storage_view(frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFrame:
+    """``frame`` with each report column holding its storage values; lazily for a LazyFrame."""
+    typed = _report_columns(frame.collect_schema())
+    if not typed:
+        return frame
+    return frame.with_columns(pl.col(name).ext.storage() for name in typed)
+
+
 def _arrow_of(series: pl.Series, column: str) -> pa.Array | pa.ChunkedArray:
     """The column as Arrow; a polars type Arrow cannot take (``Int128``, ``Object``) raises a
     :class:`DomainError` naming the column."""
@@ -142,7 +148,7 @@ def _native(array: pa.Array, name: str) -> pl.Series:
     return pl.Series(name, array)
 
 
-def _privatize_frame(
+def _privatize_batch(
     frame: pl.DataFrame,
     mechanisms: Mapping[str, Mechanism],
     *,
@@ -151,11 +157,8 @@ def _privatize_frame(
     user: str | None,
     row_start: int,
 ) -> pl.DataFrame:
-    """``frame`` (rows ``row_start, ...`` of the whole input) with each column replaced by its
-    report columns. Every column is randomized before anything is assembled."""
-    needed = [*mechanisms, *([] if user is None else [user])]
-    produced = privatize_columns(
-        {column: _arrow_of(frame[column], column) for column in needed},
+    out: pl.DataFrame = privatize_frame(
+        frame,
         mechanisms,
         specs=release.specs,
         source=source,
@@ -163,7 +166,7 @@ def _privatize_frame(
         user=user,
         memo=release.memo,
     )
-    return frame.with_columns([_native(array, name) for name, array in produced.items()])
+    return out
 
 
 def _privatized_scan(
@@ -179,7 +182,7 @@ def _privatized_scan(
     """A LazyFrame whose every execution privatizes ``frame`` afresh (see the module
     docstring): a fresh key per execution unless ``keyed``, rows numbered by the scan, one
     ledger charge per execution."""
-    privatize = partial(_privatize_frame, release=release, user=user)
+    privatize = partial(_privatize_batch, release=release, user=user)
     empty = frame.clear().collect()
     schema = privatize(
         empty, mechanisms=mechanisms, source=RandomSource.fresh(), row_start=0
@@ -228,60 +231,6 @@ def _privatized_scan(
     return register_io_source(scan, schema=schema, explain_name="frameldp privatize")
 
 
-def _decode(
-    frame: pl.DataFrame,
-    column: str | None,
-    candidates: Sequence[object],
-    mechanism: Mechanism | None,
-    recorded: dict[str, Any],
-    significance: float,
-    level: float,
-) -> FrequencyTable:
-    column, found, names, memo = find_decoder(column, mechanism, recorded)
-    with column_context(column):
-        statistic = statistic_of(_reports(frame, names), found, column)
-        return FrequencyTable.decoded(
-            found,
-            statistic,
-            candidates,
-            memo=memo,
-            significance=significance,
-            column=column,
-            level=level,
-            backend="polars",
-            seeded=is_seeded(recorded, column),
-        )
-
-
-def _reports(frame: pl.DataFrame, names: list[str]) -> list[pa.Array | pa.ChunkedArray]:
-    for name in names:
-        require_column(frame.columns, name)
-    return [frame[name].to_arrow() for name in names]
-
-
-def _debias(
-    frame: pl.DataFrame,
-    column: str,
-    mechanism: Mechanism | None,
-    recorded: dict[str, Any],
-    level: float,
-    namespace: FrameMethods,
-) -> FrequencyTable:
-    require_column(frame.columns, column)
-    found = find_mechanism(column, mechanism, recorded)
-    names = report_names(column, found, recorded.get(column))
-    with column_context(column):
-        estimate = estimate_reports(_reports(frame, names), found, column=column)
-        return FrequencyTable.build(
-            estimate,
-            found,
-            column=column,
-            level=level,
-            backend="polars",
-            privacy=namespace._table_privacy(found, column),
-        )
-
-
 def _collected(frame: pl.LazyFrame, names: list[str], column: str) -> pl.DataFrame:
     """The report columns ``names`` of a plan, collected (streaming). A scan of files that
     hold different releases (whose types differ from the plan's, taken from the first file)
@@ -319,102 +268,76 @@ def _shuffled_types(
     return dtypes
 
 
+@register_adapter(pl.DataFrame)
+class PolarsAdapter:
+    """polars DataFrames to and from Arrow. Report columns are of :class:`ReportsDtype`."""
+
+    backend: Backend = "polars"
+    in_memory = True
+
+    def columns(self, frame: pl.DataFrame) -> list[Any]:
+        return frame.columns
+
+    def report_columns(self, frame: pl.DataFrame) -> dict[Any, ReportMetadata]:
+        return _report_columns(frame.schema)
+
+    def num_rows(self, frame: pl.DataFrame) -> int:
+        return frame.height
+
+    def to_arrow(self, frame: pl.DataFrame, column: Any) -> pa.Array | pa.ChunkedArray:
+        return _arrow_of(frame[column], column)
+
+    def from_arrow(self, columns: Mapping[Any, pa.Array]) -> pl.DataFrame:
+        return pl.DataFrame([_native(array, name) for name, array in columns.items()])
+
+    def storage_view(self, frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFrame:
+        return _storage_view(frame)
+
+    def with_arrow(self, frame: pl.DataFrame, columns: Mapping[Any, pa.Array]) -> pl.DataFrame:
+        return frame.with_columns([_native(array, name) for name, array in columns.items()])
+
+    def take(
+        self, frame: pl.DataFrame, columns: Sequence[Any], order: NDArray[np.int64]
+    ) -> pl.DataFrame:
+        return frame.select(columns)[order]
+
+
+@register_adapter(pl.LazyFrame)
+class LazyFrameAdapter:
+    """polars LazyFrames: their schema's columns and report types; a column is collected
+    (streaming) when it is read. Their batches are privatized by :class:`PolarsAdapter`."""
+
+    backend: Backend = "polars"
+    in_memory = False
+
+    def columns(self, frame: pl.LazyFrame) -> list[Any]:
+        return frame.collect_schema().names()
+
+    def report_columns(self, frame: pl.LazyFrame) -> dict[Any, ReportMetadata]:
+        return _report_columns(frame.collect_schema())
+
+    def num_rows(self, frame: pl.LazyFrame) -> int:
+        return int(frame.select(pl.len()).collect(engine="streaming").item())
+
+    def to_arrow(self, frame: pl.LazyFrame, column: Any) -> pa.Array | pa.ChunkedArray:
+        return _arrow_of(frame.select(column).collect(engine="streaming").to_series(), column)
+
+    def from_arrow(self, columns: Mapping[Any, pa.Array]) -> pl.LazyFrame:
+        return PolarsAdapter().from_arrow(columns).lazy()
+
+    def storage_view(self, frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFrame:
+        return _storage_view(frame)
+
+
 @pl.api.register_dataframe_namespace("ldp")
 class PolarsFrameNamespace(FrameMethods):
     """``df.ldp`` on a polars DataFrame."""
 
     _frame: pl.DataFrame
 
-    def __init__(self, frame: pl.DataFrame) -> None:
-        self._frame = frame
-
-    def _report_columns(self) -> dict[str, ReportMetadata]:
-        return _report_columns(self._frame.schema)
-
-    def _num_rows(self) -> int:
-        return self._frame.height
-
-    def shuffle(
-        self, *, keep: Sequence[str] | str = (), key: bytes | None = None, seed: int | None = None
-    ) -> pl.DataFrame:
-        """The report columns only, rows in a keyed uniformly random order (see the pandas
-        accessor's ``shuffle``; the same key gives the same order on every backend)."""
-        reports = self._report_columns()
-        columns, record = plan_shuffle(
-            self._frame.columns, recorded_specs(reports), keep, self._frame.height, seed=seed
-        )
-        selected = self._frame.select(columns)
-        arrays = [series.to_arrow() for series in selected.get_columns()]
-        order = shuffle_order(arrays, selected.height, key, seed)
-        dtypes = _shuffled_types(reports, selected.schema, record)
-        return selected[order].with_columns(
-            pl.col(name).ext.storage().ext.to(dtype) for name, dtype in dtypes.items()
-        )
-
-    def _messages_frame(self, column: str, messages: pa.ExtensionArray) -> pl.DataFrame:
-        return pl.DataFrame([_native(messages, column)])
-
-    def _column_arrow(self, column: str) -> pa.Array | pa.ChunkedArray:
-        return self._frame[column].to_arrow()
-
-    def _columns(self) -> list[str]:
-        return self._frame.columns
-
-    def privatize(
-        self,
-        mechanisms: Mapping[str, Mechanism],
-        *,
-        key: bytes | None = None,
-        seed: int | None = None,
-        ledger: LedgerLike | None = None,
-        budget: str | None = None,
-        user: str | None = None,
-        memo_key: bytes | None = None,
-    ) -> pl.DataFrame:
-        """Replace each column by its reports; one fresh key for the call unless given.
-
-        With ``ledger`` and ``budget``, the release is checked against the budget first and
-        recorded once the reports exist. Bloom RAPPOR columns also get a ``{column}_cohort``
-        column (see :meth:`rappor` for ``user`` and ``memo_key``).
-        """
-        check_columns(self._frame.columns, mechanisms, reports=self._report_columns())
-        source = resolve_source(key, seed)
-        release = plan_release(
-            self._frame.columns, mechanisms, source=source, user=user, memo_key=memo_key
-        )
-        with charging(ledger, budget, release):
-            return _privatize_frame(
-                self._frame, mechanisms, source=source, release=release, user=user, row_start=0
-            )
-
-    def decode(
-        self,
-        column: str | None = None,
-        *,
-        candidates: Sequence[object],
-        mechanism: Mechanism | None = None,
-        significance: float = 0.05,
-        level: float = 0.95,
-    ) -> FrequencyTable:
-        """Decode Bloom RAPPOR reports against candidate strings (as the pandas accessor)."""
-        return _decode(
-            self._frame,
-            column,
-            candidates,
-            mechanism,
-            self._specs(),
-            significance,
-            level,
-        )
-
-    def debias(
-        self, column: str, mechanism: Mechanism | None = None, *, level: float = 0.95
-    ) -> FrequencyTable:
-        """Debiased frequency table of a report column."""
-        return _debias(self._frame, column, mechanism, self._specs(), level, self)
-
     def unpack(self, column: str, mechanism: Mechanism | None = None) -> pl.DataFrame:
         """RAPPOR reports as one 0/1 ``uint8`` column per bucket, named ``column=label``."""
+        require_column(self._columns(), column)
         found = find_mechanism(column, mechanism, self._specs())
         bits, names = unpack_reports(self._frame[column].to_arrow(), found, column)
         return pl.DataFrame(bits, schema=names, orient="row")
@@ -426,18 +349,6 @@ class PolarsLazyFrameNamespace(FrameMethods):
     is a release of its own (fresh noise unless ``key=``)."""
 
     _frame: pl.LazyFrame
-
-    def __init__(self, frame: pl.LazyFrame) -> None:
-        self._frame = frame
-
-    def _report_columns(self) -> dict[str, ReportMetadata]:
-        return _report_columns(self._frame.collect_schema())
-
-    def _column_arrow(self, column: str) -> pa.Array | pa.ChunkedArray:
-        return self._frame.select(column).collect(engine="streaming").to_series().to_arrow()
-
-    def _num_rows(self) -> int:
-        return int(self._frame.select(pl.len()).collect(engine="streaming").item())
 
     def shuffle(
         self, *, keep: Sequence[str] | str = (), key: bytes | None = None, seed: int | None = None
@@ -474,13 +385,6 @@ class PolarsLazyFrameNamespace(FrameMethods):
             )
         )
         return out
-
-    def _messages_frame(self, column: str, messages: pa.ExtensionArray) -> pl.LazyFrame:
-        # The messages of all people are permuted together: there is nothing to stream.
-        return pl.DataFrame([_native(messages, column)]).lazy()
-
-    def _columns(self) -> list[str]:
-        return self._frame.collect_schema().names()
 
     def privatize(
         self,
@@ -525,35 +429,10 @@ class PolarsLazyFrameNamespace(FrameMethods):
         )
         return out
 
-    def decode(
-        self,
-        column: str | None = None,
-        *,
-        candidates: Sequence[object],
-        mechanism: Mechanism | None = None,
-        significance: float = 0.05,
-        level: float = 0.95,
-    ) -> FrequencyTable:
-        """Collect the report and cohort columns (streaming) and decode them."""
-        recorded = self._specs()
-        column, found, names, _ = find_decoder(column, mechanism, recorded)
-        for name in names:
-            require_column(self._columns(), name)
+    def _statistic(self, column: str, names: list[Any], mechanism: Mechanism) -> Statistic:
+        """Collect only the report columns (streaming), then count them."""
         frame = _collected(self._frame, names, column)
-        return _decode(frame, column, candidates, found, recorded, significance, level)
-
-    def debias(
-        self, column: str, mechanism: Mechanism | None = None, *, level: float = 0.95
-    ) -> FrequencyTable:
-        """Collect only ``column`` (streaming) and debias it."""
-        require_column(self._columns(), column)
-        recorded = self._specs()
-        found = find_mechanism(column, mechanism, recorded)
-        names = report_names(column, found, recorded.get(column))
-        for name in names:
-            require_column(self._columns(), name)
-        frame = _collected(self._frame, names, column)
-        return _debias(frame, column, found, recorded, level, self)
+        return PolarsFrameNamespace(frame)._statistic(column, names, mechanism)
 
     def unpack(self, column: str, mechanism: Mechanism | None = None) -> pl.DataFrame:
         """Collect ``column`` (streaming) as one 0/1 ``uint8`` column per bucket."""

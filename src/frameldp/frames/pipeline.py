@@ -29,6 +29,7 @@ from frameldp.errors import (
     caller_stacklevel,
     shown,
 )
+from frameldp.frames.adapters import in_memory_adapter_for
 from frameldp.frames.report_type import ReportMetadata, as_reports, storage_of
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "estimate_reports",
     "infer_domain",
     "privatize_columns",
+    "privatize_frame",
     "row_content",
     "statistic_of",
 ]
@@ -147,6 +149,34 @@ def privatize_columns(
         for part, (name, array) in enumerate(produced.items()):
             out[name] = as_reports(array, ReportMetadata(spec, str(column), part))
     return out
+
+
+def privatize_frame(
+    frame: Any,
+    mechanisms: Mapping[Any, Mechanism],
+    *,
+    specs: Mapping[Any, Mapping[str, Any]],
+    source: RandomSource,
+    row_start: int = 0,
+    user: Any = None,
+    memo: RandomSource | None = None,
+) -> Any:
+    """:func:`privatize_columns` on an in-memory frame of any library: ``frame`` (rows
+    ``row_start, ...`` of the whole input) with each privatized column replaced by its report
+    columns. pandas and polars frames, every polars LazyFrame batch and every Dask partition go
+    through here; their adapters (:mod:`frameldp.frames.adapters`) convert, nothing else."""
+    adapter = in_memory_adapter_for(frame)
+    needed = [*mechanisms, *([] if user is None else [user])]
+    produced = privatize_columns(
+        {column: adapter.to_arrow(frame, column) for column in needed},
+        mechanisms,
+        specs=specs,
+        source=source,
+        row_start=row_start,
+        user=user,
+        memo=memo,
+    )
+    return adapter.with_arrow(frame, produced)
 
 
 def statistic_of(

@@ -34,6 +34,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal, TypeVar
 
 from frameldp.errors import ParameterError
+from frameldp.frames.adapters import adapter_for
 from frameldp.schemas._declare import (
     ColumnDeclaration,
     Failure,
@@ -97,20 +98,21 @@ def release_schema(
 
 
 def _run(frame: Any, declaration: SchemaDeclaration, lazy: bool) -> list[Failure]:
-    module = type(frame).__module__.partition(".")[0]
-    if module == "pandas":
-        from frameldp.schemas import pandas
-
-        return pandas.run_schema(frame, declaration, lazy=lazy)
-    if module == "polars":
+    kind = f"{type(frame).__module__}.{type(frame).__qualname__}"
+    expected = "validation takes a pandas DataFrame or a polars DataFrame or LazyFrame"
+    try:
+        adapter = adapter_for(frame)  # the frame's library, by its registered native type
+    except ParameterError:
+        raise ParameterError(f"{expected}, got {kind}") from None
+    if adapter.backend == "polars":
         from frameldp.schemas import polars
 
         return polars.run_schema(frame, declaration, lazy=lazy)
-    kind = f"{type(frame).__module__}.{type(frame).__qualname__}"
-    hint = "; validate a computed partition or chunk instead" if module == "dask" else ""
-    raise ParameterError(
-        f"validation takes a pandas DataFrame or a polars DataFrame or LazyFrame, got {kind}" + hint
-    )
+    if adapter.in_memory:
+        from frameldp.schemas import pandas
+
+        return pandas.run_schema(frame, declaration, lazy=lazy)
+    raise ParameterError(f"{expected}, got {kind}; validate a computed partition or chunk instead")
 
 
 def _validate(frame: _Frame, declaration: SchemaDeclaration, lazy: bool) -> _Frame:

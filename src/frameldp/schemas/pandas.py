@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 from pandera.config import ValidationDepth, config_context
 from pandera.errors import SchemaError, SchemaErrorReason, SchemaErrors
 
-from frameldp.frames.report_type import ReportType, storage_of
+from frameldp.frames.adapters import adapter_for
 from frameldp.schemas._declare import (
     MAX_LISTED,
     STRUCTURAL,
@@ -331,16 +331,7 @@ _FUNCTIONS: dict[type[Rule], Callable[[Any], Callable[[pd.Series], Any]]] = {
 
 def _function(rule: Rule) -> Callable[[pd.Series], Any]:
     check = _FUNCTIONS[type(rule)](rule)
-    return lambda series: check(_storage_series(series))
-
-
-def _storage_series(series: pd.Series) -> pd.Series:
-    """A report column (``frameldp.reports``) as its storage values; any other as it is."""
-    dtype = series.dtype
-    if not (isinstance(dtype, pd.ArrowDtype) and isinstance(dtype.pyarrow_dtype, ReportType)):
-        return series
-    storage = storage_of(pa.Array.from_pandas(series))
-    return pd.Series(pd.arrays.ArrowExtensionArray(storage), index=series.index, name=series.name)
+    return lambda series: check(adapter_for(series).storage_view(series))
 
 
 def _check(rule: Rule) -> pandera_pandas.Check:
@@ -469,20 +460,12 @@ def _run(frame: pd.DataFrame, declaration: SchemaDeclaration, lazy: bool) -> lis
     return []
 
 
-def _storage_view(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with each report column (``frameldp.reports``) holding its storage values."""
-    view = frame.copy(deep=False)
-    for i in range(frame.shape[1]):
-        view.isetitem(i, _storage_series(frame.iloc[:, i]))
-    return view
-
-
 def run_schema(frame: pd.DataFrame, declaration: SchemaDeclaration, *, lazy: bool) -> list[Failure]:
     """Every failure of ``frame`` against the declaration (the first one when not ``lazy``).
 
     Report columns are checked on their storage values (Arrow has no kernels for extension
     types); the frame itself is not modified."""
-    frame = _storage_view(frame)
+    frame = adapter_for(frame).storage_view(frame)
     try:
         return _run(frame, declaration, lazy)
     except Exception:  # pandera could not build its report: run the checks one at a time

@@ -21,7 +21,7 @@ from pandera.constants import CHECK_OUTPUT_KEY
 from pandera.errors import SchemaError, SchemaErrorReason, SchemaErrors
 from polars.datatypes import DataTypeClass
 
-from frameldp.frames.report_type import EXTENSION_NAME
+from frameldp.frames.adapters import adapter_for
 from frameldp.schemas._declare import (
     MAX_LISTED,
     STRUCTURAL,
@@ -274,17 +274,10 @@ def _run(
 
 
 def _storage_view(frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFrame:
-    """``frame`` with each report column (``frameldp.reports``) holding its storage values
-    (polars cannot compare extension values); lazily for a LazyFrame."""
-    schema = frame.collect_schema()
-    typed = [
-        name
-        for name, dtype in schema.items()
-        if isinstance(dtype, pl.BaseExtension) and dtype.ext_name() == EXTENSION_NAME
-    ]
-    if not typed:
-        return frame
-    return frame.with_columns(pl.col(name).ext.storage() for name in typed)
+    """``frame`` with its report columns as their storage values (polars cannot compare
+    extension values); lazily for a LazyFrame."""
+    view: pl.DataFrame | pl.LazyFrame = adapter_for(frame).storage_view(frame)
+    return view
 
 
 def run_schema(

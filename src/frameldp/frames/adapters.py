@@ -1,0 +1,145 @@
+"""Frame adapters, registered by the native type they adapt (as pandera registers its backends).
+
+An adapter converts one library's frames to and from Arrow, and does nothing else: every
+privatization, statistic and table is computed by the one pipeline
+(:mod:`frameldp.frames.pipeline`) on Arrow columns. ``.ldp`` accessors, pandera schemas and the
+Dask partitions find the adapter of whatever frame they are given with :func:`adapter_for`, which
+walks the type's method resolution order, so a subclass of a registered type is adapted too.
+
+Two kinds:
+
+* :class:`FrameAdapter`, every frame: its column names, its report columns (read from their
+  ``frameldp.reports`` types, :mod:`frameldp.frames.report_type`), its length and a column as
+  Arrow (a deferred frame computes it).
+* :class:`InMemoryAdapter`, frames whose rows are all in memory (pandas DataFrame and Series,
+  polars DataFrame): also report columns written back, a new frame of Arrow columns, and rows
+  taken in a given order. Deferred frames (polars LazyFrame, Dask) privatize and count batch by
+  batch through the in-memory adapter of their batches.
+
+The adapter modules (``frameldp.frames._pandas``, ``_polars``, ``_dask``) register themselves
+when their library is imported (:func:`frameldp.frames.register_accessors`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+
+from frameldp.errors import ParameterError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+    from numpy.typing import NDArray
+
+    from frameldp.frames.report_type import ReportMetadata
+    from frameldp.frames.table import Backend
+
+__all__ = [
+    "FrameAdapter",
+    "InMemoryAdapter",
+    "adapter_for",
+    "in_memory_adapter_for",
+    "register_adapter",
+    "registered_types",
+]
+
+
+class FrameAdapter(Protocol):
+    """Reads a frame of one library as Arrow."""
+
+    backend: Backend
+    """The library of the tables estimated from such frames (``"pandas"`` or ``"polars"``)."""
+
+    in_memory: bool
+    """Whether the adapter is an :class:`InMemoryAdapter` (its frames' rows are in memory)."""
+
+    def columns(self, frame: Any) -> list[Any]:
+        """The frame's column names, in order."""
+        ...
+
+    def report_columns(self, frame: Any) -> dict[Any, ReportMetadata]:
+        """``{name: metadata}`` of the frame's report columns, read from their types."""
+        ...
+
+    def num_rows(self, frame: Any) -> int:
+        """The number of rows (a deferred frame counts them)."""
+        ...
+
+    def to_arrow(self, frame: Any, column: Any) -> pa.Array | pa.ChunkedArray:
+        """One column as Arrow; a type Arrow cannot hold raises a
+        :class:`~frameldp.errors.DomainError` naming the column."""
+        ...
+
+    def from_arrow(self, columns: Mapping[Any, pa.Array]) -> Any:
+        """A new frame of the library holding ``columns``."""
+        ...
+
+    def storage_view(self, frame: Any) -> Any:
+        """``frame`` with each report column holding its storage values (binary, text), as
+        value checks see them (neither Arrow nor polars compares extension values)."""
+        ...
+
+
+class InMemoryAdapter(FrameAdapter, Protocol):
+    """Reads and writes a frame whose rows are in memory."""
+
+    def with_arrow(self, frame: Any, columns: Mapping[Any, pa.Array]) -> Any:
+        """A new frame: ``frame`` with ``columns`` replacing (or added after) its own, rows
+        aligned; ``frame`` itself is not modified."""
+        ...
+
+    def take(self, frame: Any, columns: Sequence[Any], order: NDArray[np.int64]) -> Any:
+        """A new frame of ``columns`` holding rows ``order`` of ``frame`` (index reset)."""
+        ...
+
+
+_Adapter = TypeVar("_Adapter", bound=type)
+
+_REGISTRY: dict[type, FrameAdapter] = {}
+
+
+def register_adapter(*native_types: type) -> Any:
+    """Class decorator: an instance of the decorated adapter class adapts ``native_types``."""
+
+    def register(adapter: _Adapter) -> _Adapter:
+        instance = adapter()
+        for native in native_types:
+            _REGISTRY[native] = instance
+        return adapter
+
+    return register
+
+
+def registered_types() -> tuple[type, ...]:
+    """The native types adapted so far (their libraries have been imported)."""
+    return tuple(_REGISTRY)
+
+
+def adapter_for(frame: object) -> FrameAdapter:
+    """The adapter registered for the type of ``frame`` (or the nearest base class)."""
+    for kind in type(frame).__mro__:
+        if kind in _REGISTRY:
+            return _REGISTRY[kind]
+    names = ", ".join(sorted({_library_name(kind) for kind in _REGISTRY}))
+    kind = type(frame)
+    raise ParameterError(
+        f"frameldp has no adapter for {kind.__module__}.{kind.__qualname__} "
+        f"(adapted: {names or 'none: import pandas, polars or dask.dataframe'})"
+    )
+
+
+def _library_name(kind: type) -> str:
+    """``pandas DataFrame``, ``polars LazyFrame``: a type as its users know it."""
+    return f"{kind.__module__.partition('.')[0]} {kind.__qualname__}"
+
+
+def in_memory_adapter_for(frame: object) -> InMemoryAdapter:
+    """The adapter of ``frame``, whose rows must be in memory (pandas, a polars DataFrame)."""
+    adapter = adapter_for(frame)
+    if not adapter.in_memory:
+        kind = type(frame)
+        raise ParameterError(
+            f"{kind.__module__}.{kind.__qualname__} is deferred; compute or collect it first"
+        )
+    return cast(InMemoryAdapter, adapter)  # as it declares
