@@ -185,8 +185,8 @@ def simulation(tmp_path_factory: pytest.TempPathFactory) -> Simulation:
 
 
 def test_the_md5_hash_matches_the_reference_client() -> None:
-    """``hash="rappor"`` sets exactly the reference client's Bloom bits in every cohort."""
-    encoder = frameldp.BloomEncoder(32, num_hashes=4, num_cohorts=16, hash="rappor")
+    """``hash_scheme="rappor"`` sets exactly the reference client's Bloom bits in every cohort."""
+    encoder = frameldp.BloomEncoder(32, num_hashes=4, num_cohorts=16, hash_scheme="rappor")
     words = [*CANDIDATES[:5], "", "é", "日本語"]
     cohorts = np.arange(len(words)) % 16
 
@@ -228,9 +228,9 @@ def test_reference_client_reports_decode_to_the_planted_frequencies(
 
 
 def test_params_may_be_given_as_a_mechanism(simulation: Simulation) -> None:
-    """``params=BloomRappor(..., hash="rappor")`` reads the same frame as the params file."""
+    """``params=BloomRappor(..., hash_scheme="rappor")`` reads the same frame as the params file."""
     mechanism = frameldp.BloomRappor(
-        f=SIM.f, p=SIM.p, q=SIM.q, num_bits=32, num_hashes=2, num_cohorts=16, hash="rappor"
+        f=SIM.f, p=SIM.p, q=SIM.q, num_bits=32, num_hashes=2, num_cohorts=16, hash_scheme="rappor"
     )
 
     by_path = read_rappor_reports(simulation.reports_path, params=simulation.params_path)
@@ -269,7 +269,7 @@ def _frameldp_reports(n: int = 400) -> pd.DataFrame:
     urls = pd.Series([URLS[(3 * i) % len(URLS)] for i in range(n)], dtype=object)
     frame = pd.DataFrame({"user_id": users, "url": urls})
     return frame.ldp.rappor(
-        "url", encoding="bloom", hash="rappor", user="user_id", memo_key=bytes(32), seed=8,
+        "url", encoding="bloom", hash_scheme="rappor", user="user_id", memo_key=bytes(32), seed=8,
         **ROUND,
     )  # fmt: skip
 
@@ -315,9 +315,15 @@ def test_clients_default_to_row_positions(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "mechanism",
     [
-        frameldp.BloomRappor(f=0.5, p=0.5, q=0.75, num_bits=16, num_cohorts=64, hash="rappor"),
-        frameldp.BloomRappor(f=0.3, p=0.1, q=0.9, num_bits=256, num_hashes=16, hash="rappor"),
-        frameldp.BloomRappor(1.0, epsilon_infinity=3.0, num_bits=32, num_cohorts=4, hash="rappor"),
+        frameldp.BloomRappor(
+            f=0.5, p=0.5, q=0.75, num_bits=16, num_cohorts=64, hash_scheme="rappor"
+        ),
+        frameldp.BloomRappor(
+            f=0.3, p=0.1, q=0.9, num_bits=256, num_hashes=16, hash_scheme="rappor"
+        ),
+        frameldp.BloomRappor(
+            1.0, epsilon_infinity=3.0, num_bits=32, num_cohorts=4, hash_scheme="rappor"
+        ),
     ],
     ids=["paper", "widest", "by-epsilon"],
 )
@@ -332,7 +338,7 @@ def test_params_round_trip(tmp_path: Path, mechanism: frameldp.BloomRappor) -> N
     lines = path.read_text().splitlines()
     assert lines[0] == "k,h,m,p,q,f"
     assert len(lines) == 2
-    assert back.hash == "rappor"
+    assert back.hash_scheme == "rappor"
     assert (back.num_bits, back.num_hashes, back.num_cohorts) == (
         mechanism.num_bits,
         mechanism.num_hashes,
@@ -352,17 +358,17 @@ def test_reference_params_file_reads_as_the_paper_mechanism(tmp_path: Path) -> N
     mechanism = read_rappor_params(path)
 
     assert mechanism == frameldp.BloomRappor(
-        f=0.5, p=0.5, q=0.75, num_bits=16, num_hashes=2, num_cohorts=64, hash="rappor"
+        f=0.5, p=0.5, q=0.75, num_bits=16, num_hashes=2, num_cohorts=64, hash_scheme="rappor"
     )
 
 
 def test_params_of_a_fast_hash_mechanism_are_refused(tmp_path: Path) -> None:
-    """The params format has no hash field and means MD5 (``hash="rappor"``): writing a
-    ``hash="fast"`` mechanism would give a file whose reports decode against the wrong hashes,
-    so it is refused (ParameterError naming ``hash``) and nothing is written."""
-    mechanism = frameldp.BloomRappor(f=0.5, p=0.5, q=0.75, num_bits=16, hash="fast")
+    """The params format has no hash field and means MD5 (``hash_scheme="rappor"``): writing
+    a ``hash_scheme="fast"`` mechanism would give a file whose reports decode against the wrong
+    hashes, so it is refused (ParameterError naming ``hash_scheme``) and nothing is written."""
+    mechanism = frameldp.BloomRappor(f=0.5, p=0.5, q=0.75, num_bits=16, hash_scheme="fast")
 
-    with pytest.raises(frameldp.ParameterError, match="hash"):
+    with pytest.raises(frameldp.ParameterError, match="hash_scheme"):
         write_rappor_params(mechanism, tmp_path / "params.csv")
 
     assert files_in(tmp_path) == []
@@ -538,7 +544,7 @@ def test_malformed_reports_raise_naming_the_file_and_row(
 
 
 GOOD_PARAMS_MECHANISM = frameldp.BloomRappor(
-    f=0.5, p=0.5, q=0.75, num_bits=8, num_hashes=2, num_cohorts=4, hash="rappor"
+    f=0.5, p=0.5, q=0.75, num_bits=8, num_hashes=2, num_cohorts=4, hash_scheme="rappor"
 )
 
 

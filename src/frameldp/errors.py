@@ -8,6 +8,7 @@ before any output is produced: a failed call writes nothing and leaves the input
 from __future__ import annotations
 
 import sys
+import warnings
 
 __all__ = [
     "BudgetExceededError",
@@ -23,6 +24,8 @@ __all__ = [
     "UnknownBudgetError",
     "ValidationError",
     "caller_stacklevel",
+    "renamed",
+    "renamed_property",
     "shown",
 ]
 
@@ -159,3 +162,23 @@ def caller_stacklevel() -> int:
         frame = frame.f_back
         level += 1
     return level
+
+
+def renamed(owner: str, old: str, new: str) -> None:
+    """Warn (``DeprecationWarning``, at the caller's line) that ``owner``'s ``old`` is now
+    called ``new``; the old name keeps working until it is removed in a later release."""
+    warnings.warn(
+        f"{owner}: {old} is renamed {new} (the old name will be removed in a later release)",
+        DeprecationWarning,
+        stacklevel=caller_stacklevel(),
+    )
+
+
+def renamed_property(owner: str, old: str, new: str) -> property:
+    """A read-only attribute ``old`` that warns (see :func:`renamed`) and returns ``new``."""
+
+    def read(self: object) -> object:
+        renamed(owner, old, new)
+        return getattr(self, new)
+
+    return property(read, doc=f"Deprecated name of ``{new}``.")

@@ -9,9 +9,9 @@
   filter and permanent response: then ``irr`` is read and the other two are dropped.
 
 Reports read here decode with ``reports.ldp.decode(candidates=...)`` exactly like reports
-produced by ``df.ldp.rappor(..., encoding="bloom", hash="rappor")``; the frame knows its
-mechanism (``hash="rappor"``, the params) and carries the guarantee of one report. Files are
-written atomically: to a temporary file in the same directory, then renamed.
+produced by ``df.ldp.rappor(..., encoding="bloom", hash_scheme="rappor")``; the frame knows
+its mechanism (``hash_scheme="rappor"``, the params) and carries the guarantee of one report.
+Files are written atomically: to a temporary file in the same directory, then renamed.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ _PARAMS_HEADER = ["k", "h", "m", "p", "q", "f"]
 
 
 def read_rappor_params(path: PathLike) -> BloomRappor:
-    """The :class:`BloomRappor` (``hash="rappor"``) described by a reference params CSV."""
+    """The :class:`BloomRappor` (``hash_scheme="rappor"``) described by a reference params CSV."""
     rows = _read_rows(path)
     if not rows or [cell.strip() for cell in rows[0]] != _PARAMS_HEADER:
         raise ParameterError(
@@ -65,7 +65,9 @@ def read_rappor_params(path: PathLike) -> BloomRappor:
     except ValueError as error:
         raise ParameterError(f"params file {path}: {error}") from None
     try:
-        return BloomRappor(f=f, p=p, q=q, num_bits=k, num_hashes=h, num_cohorts=m, hash="rappor")
+        return BloomRappor(
+            f=f, p=p, q=q, num_bits=k, num_hashes=h, num_cohorts=m, hash_scheme="rappor"
+        )
     except ParameterError as error:
         raise ParameterError(f"params file {path}: {error}") from None
 
@@ -198,10 +200,11 @@ def write_rappor_reports(
 
 def _check_reference_hash(mechanism: BloomRappor, what: str) -> None:
     """The reference formats cannot say which hashes were used: only MD5 can be written."""
-    if mechanism.hash != "rappor":
+    if mechanism.hash_scheme != "rappor":
         raise ParameterError(
             f"{what} are read as the reference client's MD5 hashes, but this mechanism has "
-            f"hash={mechanism.hash!r}; privatize with hash='rappor' to exchange reports with it"
+            f"hash_scheme={mechanism.hash_scheme!r}; privatize with hash_scheme='rappor' to "
+            "exchange reports with it"
         )
 
 

@@ -143,7 +143,7 @@ def test_composition_never_decreases_privacy_loss(
 
 
 def test_compose_accepts_events_guarantees_and_accountants() -> None:
-    rr = RandomizedResponseEvent(0.5, k=4)
+    rr = RandomizedResponseEvent(0.5, num_buckets=4)
     guarantee = frameldp.Rappor(epsilon=1.0, domain=["a", "b", "c"]).privacy
     [(rappor_event, uses)] = guarantee.events
     assert uses == 1
@@ -197,7 +197,7 @@ def test_gaussian_only_accountant_has_no_pure_epsilon() -> None:
 
 
 def test_explain_lists_every_method_and_names_the_winner() -> None:
-    accountant = Accountant().compose(RandomizedResponseEvent(2.0, k=5), count=3)
+    accountant = Accountant().compose(RandomizedResponseEvent(2.0, num_buckets=5), count=3)
     explanation = accountant.explain(1e-5)
     assert explanation.delta == 1e-5
     assert explanation.best in explanation.conversions
@@ -215,7 +215,7 @@ def test_explain_lists_every_method_and_names_the_winner() -> None:
 def test_accountant_round_trips_through_dict_and_json() -> None:
     accountant = (
         Accountant()
-        .compose(RandomizedResponseEvent(0.7, k=3), count=4)
+        .compose(RandomizedResponseEvent(0.7, num_buckets=3), count=4)
         .compose(RapporEvent(0.2, max_weight=2))
         .compose(PureDP(1.5), count=2)
         .compose(LaplaceEvent(3.0, 0.5))

@@ -262,7 +262,7 @@ def test_zero_epsilon_events_are_free() -> None:
 
 ALL_KINDS: list[PrivacyEvent] = [
     RandomizedResponseEvent(0.8),
-    RandomizedResponseEvent(1.5, k=7),
+    RandomizedResponseEvent(1.5, num_buckets=7),
     RapporEvent(0.25, max_weight=3),
     PureDP(2.0),
     LaplaceEvent(2.0, sensitivity=0.5),
@@ -302,9 +302,9 @@ BAD_PARAMETERS = [
     (RandomizedResponseEvent, {"epsilon": math.inf}, "epsilon", math.inf),
     (RandomizedResponseEvent, {"epsilon": True}, "epsilon", True),
     (RandomizedResponseEvent, {"epsilon": "1"}, "epsilon", "1"),
-    (RandomizedResponseEvent, {"epsilon": 1.0, "k": 1}, "k", 1),
-    (RandomizedResponseEvent, {"epsilon": 1.0, "k": 2.5}, "k", 2.5),
-    (RandomizedResponseEvent, {"epsilon": 1.0, "k": True}, "k", True),
+    (RandomizedResponseEvent, {"epsilon": 1.0, "num_buckets": 1}, "num_buckets", 1),
+    (RandomizedResponseEvent, {"epsilon": 1.0, "num_buckets": 2.5}, "num_buckets", 2.5),
+    (RandomizedResponseEvent, {"epsilon": 1.0, "num_buckets": True}, "num_buckets", True),
     (RapporEvent, {"bit_epsilon": -0.5}, "bit_epsilon", -0.5),
     (RapporEvent, {"bit_epsilon": math.nan}, "bit_epsilon", math.nan),
     (RapporEvent, {"bit_epsilon": 1.0, "max_weight": 0}, "max_weight", 0),

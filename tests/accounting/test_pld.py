@@ -308,7 +308,7 @@ def test_coarsening_is_reported_by_the_accountant(monkeypatch: pytest.MonkeyPatc
     accountant = (
         Accountant()
         .compose(RandomizedResponseEvent(0.3), 40)
-        .compose(RandomizedResponseEvent(0.7, k=3), 25)
+        .compose(RandomizedResponseEvent(0.7, num_buckets=3), 25)
     )
     pld = [c for c in accountant.explain(1e-6).conversions if c.method == "pld"]
     assert len(pld) == 1

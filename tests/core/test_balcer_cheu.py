@@ -371,7 +371,7 @@ def test_total_noise_messages_are_binomial_n_k_p(noise_run: tuple[BalcerCheu, np
     absolute shift of gamma by 1.2e-3 (0.93% of gamma = 0.130; 4e6 bits) or 2.8e-4 (0.91% of
     gamma = 0.030; 2e7 bits)."""
     mech, noise = noise_run
-    assert_binomial(noise.sum(), mech.n * mech.k, mech.noise_probability, p_fail=P_FAIL)
+    assert_binomial(noise.sum(), mech.n * mech.num_buckets, mech.noise_probability, p_fail=P_FAIL)
 
 
 def test_noise_messages_per_bucket_are_binomial_n_p(
@@ -383,7 +383,7 @@ def test_noise_messages_per_bucket_are_binomial_n_p(
     mech, noise = noise_run
     pvalues = _binomial_pvalues(noise, mech.n, mech.noise_probability)
     worst = int(np.argmin(pvalues))
-    assert pvalues[worst] > P_FAIL / mech.k, (
+    assert pvalues[worst] > P_FAIL / mech.num_buckets, (
         f"bucket {worst}: {int(noise[worst])} noise messages, p-value {pvalues[worst]:.3g}"
     )
 
@@ -543,7 +543,7 @@ def test_spec_round_trip_realizes_identical_messages(domain: object) -> None:
         mechanism_from_spec(json.dumps(spec)),
         mechanism_from_spec(json.loads(json.dumps(spec))),
     ]
-    codes = _codes(mech.n, mech.k)
+    codes = _codes(mech.n, mech.num_buckets)
 
     def messages(m: BalcerCheu) -> np.ndarray:
         return m.randomize(codes, source=RandomSource.from_seed(SEED), label="col")

@@ -1,11 +1,11 @@
 """Bloom filters of strings (``BloomEncoder``) and the content-addressed randomness of Bloom RAPPOR.
 
-* ``hash="rappor"`` is checked bit for bit against the reference client's hash, recomputed here
-  with :mod:`hashlib` (google/rappor ``client/python/rappor.py``, ``get_bloom_bits``): hash ``i``
-  of ``v`` in cohort ``c`` is byte ``i`` of ``MD5(c as 4 bytes big-endian || UTF-8 of v)``
-  modulo ``num_bits``.
-* ``hash="fast"`` is pinned to the formula of its docstring, recomputed in plain Python integers,
-  and tested for uniformity and for independence across hashes and cohorts.
+* ``hash_scheme="rappor"`` is checked bit for bit against the reference client's hash,
+  recomputed here with :mod:`hashlib` (google/rappor ``client/python/rappor.py``,
+  ``get_bloom_bits``): hash ``i`` of ``v`` in cohort ``c`` is byte ``i`` of
+  ``MD5(c as 4 bytes big-endian || UTF-8 of v)`` modulo ``num_bits``.
+* ``hash_scheme="fast"`` is pinned to the formula of its docstring, recomputed in plain Python
+  integers, and tested for uniformity and for independence across hashes and cohorts.
 * :func:`bernoulli_packed_at`, :func:`digests` and :meth:`KeyedStream.prf` are the memoization
   machinery: exact Bernoulli bits addressed by a PRF of (user, value).
 
@@ -332,18 +332,21 @@ def test_encode_hashes_each_distinct_value_once(
         ({"num_cohorts": 4.0}, r"num_cohorts must be an integer in \[1, 4294967295\], got 4\.0$"),
         ({"num_cohorts": True}, r"num_cohorts must be an integer in \[1, 4294967295\], got True$"),
         (
-            {"num_bits": 257, "hash": "rappor"},
+            {"num_bits": 257, "hash_scheme": "rappor"},
             r"num_bits must be an integer in \[1, 256\], got 257$",
         ),
         (
-            {"num_bits": 64, "num_hashes": 17, "hash": "rappor"},
+            {"num_bits": 64, "num_hashes": 17, "hash_scheme": "rappor"},
             r"num_hashes must be an integer in \[1, 16\], got 17$",
         ),
         ({"num_bits": 4, "num_hashes": 5}, r"num_hashes must be at most num_bits=4, got 5$"),
         ({"num_bits": 1, "num_hashes": 2}, r"num_hashes must be at most num_bits=1, got 2$"),
-        ({"hash": "md5"}, r"hash must be one of \('fast', 'rappor'\), got 'md5'$"),
-        ({"hash": "RAPPOR"}, r"hash must be one of \('fast', 'rappor'\), got 'RAPPOR'$"),
-        ({"hash": None}, r"hash must be one of \('fast', 'rappor'\), got None$"),
+        ({"hash_scheme": "md5"}, r"hash_scheme must be one of \('fast', 'rappor'\), got 'md5'$"),
+        (
+            {"hash_scheme": "RAPPOR"},
+            r"hash_scheme must be one of \('fast', 'rappor'\), got 'RAPPOR'$",
+        ),
+        ({"hash_scheme": None}, r"hash_scheme must be one of \('fast', 'rappor'\), got None$"),
     ],
     ids=str,
 )

@@ -235,7 +235,7 @@ def test_bad_epsilon_infinity_raises_naming_it(epsilon_infinity: object, shown: 
 
 def test_bad_encoder_parameters_raise_through_the_mechanism() -> None:
     with pytest.raises(ParameterError, match="BloomEncoder: num_bits must be an integer"):
-        BloomRappor(f=0.5, p=0.5, q=0.75, num_bits=300, hash="rappor")
+        BloomRappor(f=0.5, p=0.5, q=0.75, num_bits=300, hash_scheme="rappor")
     with pytest.raises(ParameterError, match="BloomEncoder: num_hashes must be at most"):
         BloomRappor(f=0.5, p=0.5, q=0.75, num_bits=2, num_hashes=3)
 
@@ -243,7 +243,7 @@ def test_bad_encoder_parameters_raise_through_the_mechanism() -> None:
 @pytest.mark.parametrize(
     "kwargs",
     [
-        {"f": 0.5, "p": 0.5, "q": 0.75, "num_bits": 16, "num_cohorts": 4, "hash": "rappor"},
+        {"f": 0.5, "p": 0.5, "q": 0.75, "num_bits": 16, "num_cohorts": 4, "hash_scheme": "rappor"},
         {"epsilon": 1.0, "epsilon_infinity": 3.0, "num_hashes": 3},
     ],
     ids=str,
@@ -335,7 +335,7 @@ def _permanent_only(hash_scheme: str = "fast") -> BloomRappor:
         num_bits=NUM_BITS,
         num_hashes=2,
         num_cohorts=NUM_COHORTS,
-        hash=hash_scheme,  # type: ignore[arg-type]
+        hash_scheme=hash_scheme,  # type: ignore[arg-type]
     )
     assert (mech.zero_probability, mech.one_probability) == (0.0, 1.0)
     return mech
@@ -542,7 +542,7 @@ def _noisy(hash_scheme: str = "fast") -> BloomRappor:
         num_bits=100,
         num_hashes=3,
         num_cohorts=8,
-        hash=hash_scheme,  # type: ignore[arg-type]
+        hash_scheme=hash_scheme,  # type: ignore[arg-type]
     )
 
 
@@ -621,7 +621,7 @@ def test_report_bits_follow_q_star_and_p_star(hash_scheme: str, with_users: bool
         num_bits=20,
         num_hashes=3,
         num_cohorts=8,
-        hash=hash_scheme,  # type: ignore[arg-type]
+        hash_scheme=hash_scheme,  # type: ignore[arg-type]
     )
     one, zero = _report_probabilities(mech)
     np.testing.assert_allclose(mech.report_probabilities, (float(one), float(zero)), rtol=1e-14)
@@ -746,7 +746,7 @@ def _decoder(hash_scheme: str = "fast") -> BloomRappor:
         num_bits=128,
         num_hashes=2,
         num_cohorts=32,
-        hash=hash_scheme,  # type: ignore[arg-type]
+        hash_scheme=hash_scheme,  # type: ignore[arg-type]
     )
 
 

@@ -150,7 +150,7 @@ def test_a_set_domain_error_says_what_to_pass() -> None:
         lambda: Domain(["a", "b"], unknown=HUGE),  # type: ignore[arg-type]
         lambda: Domain(["a", "b"], nulls=HUGE),  # type: ignore[arg-type]
         lambda: BloomEncoder(HUGE),  # type: ignore[arg-type]
-        lambda: BloomEncoder(16, hash=HUGE),  # type: ignore[arg-type]
+        lambda: BloomEncoder(16, hash_scheme=HUGE),  # type: ignore[arg-type]
         lambda: BloomEncoder(16).positions([HUGE.encode(), 5], np.zeros(2, dtype=np.int64)),  # type: ignore[list-item]
         lambda: Rappor(HUGE, domain=["a", "b"]),  # type: ignore[arg-type]
         lambda: Rappor(f=HUGE, domain=["a", "b"]),  # type: ignore[arg-type]

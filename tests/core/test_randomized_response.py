@@ -29,7 +29,7 @@ def _domain(k: int) -> list[str]:
 def _realized(mech: RandomizedResponse) -> tuple[Fraction, Fraction]:
     """Exact realized (p, q): keep the value, report one given other value."""
     move = Fraction(mech._move_numerator, ONE)
-    return 1 - move, move / (mech.k - 1)
+    return 1 - move, move / (mech.num_buckets - 1)
 
 
 def _codes(counts: list[int]) -> np.ndarray:
@@ -95,7 +95,7 @@ def test_realized_epsilon_at_most_requested_and_equal_to_mpmath(k: int, epsilon:
         assert (mpmath.mpf(reported) - exact) / math.ulp(reported) <= 8
     assert reported <= epsilon
     assert mech.privacy.mechanism == "randomized_response"
-    assert mech.privacy.parameters == {"k": k, "keep_probability": mech.keep_probability}
+    assert mech.privacy.parameters == {"num_buckets": k, "keep_probability": mech.keep_probability}
 
 
 @pytest.mark.parametrize(("k", "epsilon"), [(2, 1.0), (3, 0.5), (1000, 5.0), (7, 20.0)])
@@ -308,7 +308,7 @@ def test_spec_round_trip_realizes_identical_reports(mech: RandomizedResponse) ->
     assert isinstance(rebuilt, RandomizedResponse)
     assert rebuilt == mech
     assert rebuilt.privacy == mech.privacy
-    codes = np.arange(2000, dtype=np.int64) % mech.k
+    codes = np.arange(2000, dtype=np.int64) % mech.num_buckets
     source = RandomSource.from_seed(SEED)
     np.testing.assert_array_equal(
         rebuilt.randomize(codes, source=source, label="c"),

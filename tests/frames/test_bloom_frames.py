@@ -73,7 +73,7 @@ CALLS: dict[str, dict[str, Any]] = {
     "user-memo-key": {"user": "user_id", "memo_key": MEMO, "key": KEY},
     "user-memo-seed": {"user": "user_id", "memo_key": MEMO, "seed": 17},
     "no-user-key": {"key": KEY},
-    "no-user-seed-rappor-hash": {"seed": 17, "hash": "rappor"},
+    "no-user-seed-rappor-hash": {"seed": 17, "hash_scheme": "rappor"},
 }
 
 
@@ -626,15 +626,15 @@ ERRORS: dict[str, Any] = {
     ),
     "reference-hash-too-wide": (
         BASE,
-        _bloom(num_bits=512, hash="rappor"),
+        _bloom(num_bits=512, hash_scheme="rappor"),
         frameldp.ParameterError,
         ["column 'url'", "num_bits", "512"],
     ),
     "bad-hash": (
         BASE,
-        _bloom(hash="sha1"),
+        _bloom(hash_scheme="sha1"),
         frameldp.ParameterError,
-        ["column 'url'", "hash", "'sha1'"],
+        ["column 'url'", "hash_scheme", "'sha1'"],
     ),
     "p-equals-q": (
         BASE,

@@ -43,6 +43,7 @@ from numpy.typing import NDArray
 
 from frameldp._scipy import special
 from frameldp.accounting.rounding import round_up
+from frameldp.errors import renamed
 
 __all__ = ["PrivacyLossDistribution"]
 
@@ -106,9 +107,10 @@ class PrivacyLossDistribution:
 
     @classmethod
     def randomized_response(
-        cls, epsilon: float, k: int = 2, count: int = 1
+        cls, epsilon: float, num_buckets: int = 2, count: int = 1, *, k: int | None = None
     ) -> PrivacyLossDistribution:
-        """``count``-fold composition of k-ary randomized response at ``epsilon``.
+        """``count``-fold composition of k-ary randomized response at ``epsilon`` over
+        ``k = num_buckets`` outputs (``k=`` is the deprecated keyword).
 
         One use has losses ``+epsilon`` (the true value reported, probability
         ``e^eps / (e^eps + k - 1)``), ``-epsilon`` (the neighbour's value reported, probability
@@ -116,6 +118,10 @@ class PrivacyLossDistribution:
         ``count``-fold composition is a binomial in closed form [1]_; otherwise a lattice
         convolution power.
         """
+        if k is None:
+            k = num_buckets
+        else:
+            renamed("PrivacyLossDistribution.randomized_response", "k", "num_buckets")
         if epsilon == 0.0:
             return cls(np.zeros(1), np.zeros(1))
         if k == 2:

@@ -28,14 +28,14 @@ import hashlib
 import math
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from numbers import Number
 from typing import Any, Final, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
-from frameldp.errors import DomainError, ParameterError, shown
+from frameldp.errors import DomainError, ParameterError, renamed, renamed_property, shown
 
 __all__ = [
     "HASH_SCHEMES",
@@ -523,6 +523,19 @@ def _check_size(owner: str, name: str, value: object, low: int, high: int) -> in
     return int(value)
 
 
+def renamed_hash_scheme(owner: str, hash_scheme: HashScheme, hash: HashScheme) -> HashScheme:
+    """The hash scheme given under its earlier name ``hash=`` (warned), unless it contradicts
+    ``hash_scheme=``."""
+    renamed(owner, "hash", "hash_scheme")
+    if hash_scheme not in ("fast", hash):
+        raise ParameterError(
+            f"{owner}: hash_scheme={shown(hash_scheme)} and hash={shown(hash)} disagree; pass "
+            "hash_scheme only",
+            parameter="hash_scheme",
+        )
+    return hash
+
+
 @dataclass(frozen=True)
 class BloomEncoder:
     """Bloom filters of strings, with hash functions that differ per cohort (RAPPOR Sec. 3).
@@ -539,7 +552,7 @@ class BloomEncoder:
     num_cohorts
         Number of cohorts ``m``; each has its own hash functions, so that two strings that
         collide in one cohort are told apart by the others.
-    hash
+    hash_scheme
         ``"fast"`` (default): one BLAKE2b digest per distinct string, then
         ``H_i(c, v) = mix(d(v) XOR mix(c * 2**16 + i)) mod k`` with the SplitMix64 finalizer
         ``mix``, vectorized. ``"rappor"``: the reference client (google/rappor,
@@ -553,15 +566,23 @@ class BloomEncoder:
     num_bits: int
     num_hashes: int = 2
     num_cohorts: int = 1
-    hash: HashScheme = "fast"
+    hash_scheme: HashScheme = "fast"
+    hash: InitVar[HashScheme | None] = field(default=None, kw_only=True)
+    """Deprecated name of ``hash_scheme``."""
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, hash: HashScheme | None) -> None:
         owner = "BloomEncoder"
-        if self.hash not in HASH_SCHEMES:
-            raise ParameterError(
-                f"{owner}: hash must be one of {HASH_SCHEMES}, got {shown(self.hash)}"
+        if hash is not None:
+            object.__setattr__(
+                self, "hash_scheme", renamed_hash_scheme(owner, self.hash_scheme, hash)
             )
-        reference = self.hash == "rappor"
+        if self.hash_scheme not in HASH_SCHEMES:
+            raise ParameterError(
+                f"{owner}: hash_scheme must be one of {HASH_SCHEMES}, got "
+                f"{shown(self.hash_scheme)}",
+                parameter="hash_scheme",
+            )
+        reference = self.hash_scheme == "rappor"
         max_bits = 256 if reference else 1 << 20
         max_hashes = _MD5_BYTES if reference else 64
         bits = _check_size(owner, "num_bits", self.num_bits, 1, max_bits)
@@ -586,7 +607,7 @@ class BloomEncoder:
             "num_bits": self.num_bits,
             "num_hashes": self.num_hashes,
             "num_cohorts": self.num_cohorts,
-            "hash": self.hash,
+            "hash": self.hash_scheme,  # the key of earlier releases' specs: fingerprinted
         }
 
     def positions(
@@ -598,7 +619,7 @@ class BloomEncoder:
             raise ParameterError(
                 f"cohorts must have one entry per value ({len(values)}), got shape {cohorts.shape}"
             )
-        if self.hash == "rappor":
+        if self.hash_scheme == "rappor":
             return self._md5_positions(values, cohorts)
         return self._fast_positions(self._fast_digests(values), cohorts)
 
@@ -606,7 +627,7 @@ class BloomEncoder:
         """Bit positions ``(len(candidates), num_cohorts, num_hashes)`` of every candidate."""
         count, m = len(candidates), self.num_cohorts
         cohorts = np.tile(np.arange(m, dtype=np.int64), count)
-        if self.hash == "rappor":
+        if self.hash_scheme == "rappor":
             repeated = [value for value in candidates for _ in range(m)]
             flat = self._md5_positions(repeated, cohorts)
         else:
@@ -634,7 +655,7 @@ class BloomEncoder:
             )
         if codes.size and (codes.min() < 0 or codes.max() >= len(values)):
             raise ParameterError(f"codes must index the {len(values)} distinct values")
-        if self.hash == "rappor":
+        if self.hash_scheme == "rappor":
             pairs, inverse = np.unique(codes * self.num_cohorts + cohorts, return_inverse=True)
             value_of, cohort_of = np.divmod(pairs, self.num_cohorts)
             distinct = self._md5_positions([values[i] for i in value_of.tolist()], cohort_of)
@@ -686,3 +707,6 @@ class BloomEncoder:
         salts = salts + np.arange(1, self.num_hashes + 1, dtype=np.uint64)[None, :]
         mixed = _mix64(digests[:, None] ^ _mix64(salts))
         return (mixed % np.uint64(self.num_bits)).astype(np.int64)
+
+
+setattr(BloomEncoder, "hash", renamed_property("BloomEncoder", "hash", "hash_scheme"))  # noqa: B010

@@ -14,7 +14,7 @@ from typing import Any, Literal
 import pyarrow as pa
 
 from frameldp.accounting import PrivacyGuarantee
-from frameldp.core.encoding import HashScheme, NullPolicy, UnknownPolicy
+from frameldp.core.encoding import HashScheme, NullPolicy, UnknownPolicy, renamed_hash_scheme
 from frameldp.core.mechanisms import (
     Capability,
     Mechanism,
@@ -364,25 +364,28 @@ class FrameMethods:
         p: float | None = None,
         q: float | None = None,
         epsilon_infinity: float | None = None,
-        hash: HashScheme = "fast",
+        hash_scheme: HashScheme = "fast",
         user: str | None = None,
         memo_key: bytes | None = None,
         key: bytes | None = None,
         seed: int | None = None,
         ledger: LedgerLike | None = None,
         budget: str | None = None,
+        hash: HashScheme | None = None,
     ) -> Any:
         """Replace ``column`` by RAPPOR reports.
 
         ``encoding="onehot"`` (default): bit-vector RAPPOR over the public ``domain`` (see
         :class:`frameldp.Rappor`). ``encoding="bloom"``: Bloom-filter RAPPOR for open domains
         (see :class:`frameldp.BloomRappor`), with ``num_bits``, ``num_hashes``,
-        ``num_cohorts``, ``hash`` and either ``f``, ``p``, ``q`` or ``epsilon`` (one report)
-        with ``epsilon_infinity``; ``user`` names the column identifying users (stable cohorts
-        and memoized permanent responses under ``memo_key``), and a ``{column}_cohort`` column
-        is written beside the reports.
+        ``num_cohorts``, ``hash_scheme`` (``hash=`` is its deprecated name) and either ``f``,
+        ``p``, ``q`` or ``epsilon`` (one report) with ``epsilon_infinity``; ``user`` names the
+        column identifying users (stable cohorts and memoized permanent responses under
+        ``memo_key``), and a ``{column}_cohort`` column is written beside the reports.
         """
         require_column(self._columns(), column)
+        if hash is not None:
+            hash_scheme = renamed_hash_scheme("rappor", hash_scheme, hash)
         if encoding == "bloom":
             if domain is not None or max_weight != 1 or unknown is not None or nulls is not None:
                 raise ParameterError(
@@ -399,7 +402,7 @@ class FrameMethods:
                     num_bits=num_bits,
                     num_hashes=num_hashes,
                     num_cohorts=num_cohorts,
-                    hash=hash,
+                    hash_scheme=hash_scheme,
                 )
             return self.privatize(
                 {column: bloom},

@@ -22,6 +22,8 @@ class PrivacyEvent(ABC):
     """One use of a mechanism on one person's data (immutable, hashable, serializable)."""
 
     kind: ClassVar[str]
+    renamed_parameters: ClassVar[Mapping[str, str]] = {}
+    """``{earlier name: name}`` of parameters renamed since a release that stored them."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -98,7 +100,9 @@ def event_from_dict(data: Mapping[str, Any]) -> PrivacyEvent:
     cls = _REGISTRY.get(kind) if isinstance(kind, str) else None
     if cls is None:
         raise ParameterError(f"unknown privacy event kind {kind!r}; known: {sorted(_REGISTRY)}")
-    arguments = {k: v for k, v in data.items() if k != "kind"}
+    # Parameters stored under an earlier name (a ledger or file written by an earlier release).
+    renamed = cls.renamed_parameters
+    arguments = {renamed.get(k, k): v for k, v in data.items() if k != "kind"}
     try:
         return cls(**arguments)
     except TypeError as error:

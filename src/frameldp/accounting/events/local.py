@@ -4,6 +4,7 @@ pure epsilon-DP mechanism (closed forms and references in the package docstring)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -20,13 +21,15 @@ from frameldp.accounting.events.curves import (
 )
 from frameldp.accounting.pld import PrivacyLossDistribution
 from frameldp.accounting.rounding import pad_up, sum_up
+from frameldp.errors import ParameterError, renamed, shown
 
 __all__ = ["PureDP", "RandomizedResponseEvent", "RapporEvent"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class RandomizedResponseEvent(PrivacyEvent):
-    """k-ary randomized response at ``epsilon`` (binary RR when ``k = 2``).
+    """k-ary randomized response at ``epsilon`` over ``num_buckets`` outputs (binary RR when
+    ``num_buckets = 2``; the literature's ``k``).
 
     Privacy: ``epsilon``-DP; the Rényi curve and the loss distribution in the module docstring
     are exact for the worst pair of inputs, so compositions of these events are accounted
@@ -34,15 +37,30 @@ class RandomizedResponseEvent(PrivacyEvent):
     """
 
     epsilon: float
-    k: int = 2
+    num_buckets: int = 2
     kind: ClassVar[str] = "randomized_response"
+    renamed_parameters: ClassVar[Mapping[str, str]] = {"k": "num_buckets"}
 
-    def __post_init__(self) -> None:
+    def __init__(self, epsilon: float, num_buckets: int = 2, *, k: int | None = None) -> None:
         owner = "randomized response event"
-        object.__setattr__(
-            self, "epsilon", check_positive(owner, "epsilon", self.epsilon, allow_zero=True)
-        )
-        object.__setattr__(self, "k", check_count(owner, "k", self.k, 2))
+        if k is not None:  # the name of earlier releases
+            renamed("RandomizedResponseEvent", "k", "num_buckets")
+            if num_buckets not in (2, k):
+                raise ParameterError(
+                    f"{owner}: num_buckets={shown(num_buckets)} and k={shown(k)} disagree; "
+                    "pass num_buckets only",
+                    parameter="num_buckets",
+                )
+            num_buckets = k
+        epsilon = check_positive(owner, "epsilon", epsilon, allow_zero=True)
+        object.__setattr__(self, "epsilon", epsilon)
+        object.__setattr__(self, "num_buckets", check_count(owner, "num_buckets", num_buckets, 2))
+
+    @property
+    def k(self) -> int:
+        """Deprecated name of :attr:`num_buckets`."""
+        renamed("RandomizedResponseEvent", "k", "num_buckets")
+        return self.num_buckets
 
     @property
     def pure_epsilon(self) -> float:
@@ -50,23 +68,25 @@ class RandomizedResponseEvent(PrivacyEvent):
         return self.epsilon
 
     def rdp(self, order: float) -> float:
-        """Exact Rényi divergence of the worst pair (Mironov 2017 Prop. 5 for ``k = 2``)."""
-        return pad_up(rr_rdp(check_order(order), self.epsilon, self.k))
+        """Exact Rényi divergence of the worst pair (Mironov 2017 Prop. 5 for two buckets)."""
+        return pad_up(rr_rdp(check_order(order), self.epsilon, self.num_buckets))
 
     @property
     def rho(self) -> float:
-        """``eps tanh(eps/2)`` for binary RR; the numerical ``sup_a RDP(a)/a`` for ``k > 2``."""
-        if self.k == 2 or self.epsilon == 0.0:
+        """``eps tanh(eps/2)`` for binary RR; the numerical ``sup_a RDP(a)/a`` for more
+        buckets."""
+        if self.num_buckets == 2 or self.epsilon == 0.0:
             return pure_rho(self.epsilon)
-        return kary_rho(self.epsilon, self.k)
+        return kary_rho(self.epsilon, self.num_buckets)
 
     def privacy_loss(self, count: int = 1) -> PrivacyLossDistribution:
-        """Exact: ``count``-fold composition of the three-atom loss (two atoms when ``k = 2``)."""
-        return PrivacyLossDistribution.randomized_response(self.epsilon, self.k, count)
+        """Exact: ``count``-fold composition of the three-atom loss (two atoms for two
+        buckets)."""
+        return PrivacyLossDistribution.randomized_response(self.epsilon, self.num_buckets, count)
 
     def parameters(self) -> dict[str, Any]:
-        """``epsilon`` and ``k``."""
-        return {"epsilon": self.epsilon, "k": self.k}
+        """``epsilon`` and ``num_buckets``."""
+        return {"epsilon": self.epsilon, "num_buckets": self.num_buckets}
 
 
 @dataclass(frozen=True)

@@ -61,7 +61,7 @@ from frameldp.core.randomness import (
     code_bytes,
     dyadic_at_least,
 )
-from frameldp.errors import ParameterError, shown
+from frameldp.errors import ParameterError, renamed, shown
 
 __all__ = ["BalcerCheu", "binary_sum_analyze", "binary_sum_gamma"]
 
@@ -215,9 +215,15 @@ class BalcerCheu:
         }
 
     @property
-    def k(self) -> int:
+    def num_buckets(self) -> int:
         """Number of buckets."""
         return self.domain.size
+
+    @property
+    def k(self) -> int:
+        """Deprecated name of :attr:`num_buckets`."""
+        renamed("BalcerCheu", "k", "num_buckets")
+        return self.num_buckets
 
     @property
     def absent_probability(self) -> float:
@@ -233,7 +239,7 @@ class BalcerCheu:
     @property
     def messages_per_person(self) -> float:
         """Expected messages each person sends: their value's, plus ``k p`` noise messages."""
-        return 1.0 + self.k * self.noise_probability
+        return 1.0 + self.num_buckets * self.noise_probability
 
     @cached_property
     def privacy(self) -> PrivacyGuarantee:
@@ -260,7 +266,7 @@ class BalcerCheu:
         function of (key, ``label``, spec, global row ``row_start + i``, and under a caller's
         key or a seed the person's code) only (see :class:`~frameldp.core.randomness.Rows`).
         """
-        step = max(1, _CHUNK_BITS // self.k)
+        step = max(1, _CHUNK_BITS // self.num_buckets)
         for offset in range(0, codes.size, step):
             chunk = codes[offset : offset + step]
             rows = source.rows(
@@ -269,8 +275,8 @@ class BalcerCheu:
                 chunk.size,
                 partial(code_bytes, chunk),
             )
-            absent = rows.bernoulli("absent", self._absent_numerator, self.k)
-            yield offset, 1 - np.unpackbits(absent, axis=1, count=self.k)
+            absent = rows.bernoulli("absent", self._absent_numerator, self.num_buckets)
+            yield offset, 1 - np.unpackbits(absent, axis=1, count=self.num_buckets)
 
     def randomize(
         self,
@@ -286,12 +292,12 @@ class BalcerCheu:
         ``p``. The result is *not* shuffled: the shuffler (``frame.ldp.shuffle``, or the frame
         accessor ``balcer_cheu``, which shuffles) must permute it before anyone sees it.
         """
-        codes = check_codes(codes, self.k)
+        codes = check_codes(codes, self.num_buckets)
         parts: list[NDArray[np.int64]] = []
         for offset, noise in self._noise_chunks(codes, source, label, row_start):
             rows = noise.shape[0]
             noise[np.arange(rows), codes[offset : offset + rows]] += 1
-            buckets = np.broadcast_to(np.arange(self.k, dtype=np.int64), noise.shape)
+            buckets = np.broadcast_to(np.arange(self.num_buckets, dtype=np.int64), noise.shape)
             parts.append(np.repeat(buckets.ravel(), noise.ravel()))
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
@@ -305,8 +311,8 @@ class BalcerCheu:
     ) -> NDArray[np.int64]:
         """Messages per bucket that :meth:`randomize` would send (the same keyed draws), in
         memory bounded by one chunk: what the shuffler's output reveals."""
-        codes = check_codes(codes, self.k)
-        counts = np.bincount(codes, minlength=self.k).astype(np.int64)
+        codes = check_codes(codes, self.num_buckets)
+        counts = np.bincount(codes, minlength=self.num_buckets).astype(np.int64)
         for _, noise in self._noise_chunks(codes, source, label, row_start):
             counts += noise.sum(axis=0, dtype=np.int64)
         return counts
@@ -348,17 +354,19 @@ class BalcerCheu:
     def estimate(self, messages: NDArray[np.int64]) -> FrequencyEstimate:
         """Debiased counts from the shuffled messages (bucket codes)."""
         messages = np.asarray(messages, dtype=np.int64)
-        counts = np.bincount(messages, minlength=self.k).astype(np.int64)
+        counts = np.bincount(messages, minlength=self.num_buckets).astype(np.int64)
         return self.debias(Statistic((counts,), messages.size))
 
     def debias(self, statistic: Statistic) -> FrequencyEstimate:
         """Unbiased counts ``M_j - n p``, variance ``n p (1 - p)`` each (``M_j``: the messages
         per bucket in ``statistic``; ``n`` is the number of people, not of messages)."""
         counts = np.asarray(statistic.parts[0], dtype=np.float64)
-        if counts.shape != (self.k,):
-            raise ParameterError(f"message_counts must have shape ({self.k},), got {counts.shape}")
+        if counts.shape != (self.num_buckets,):
+            raise ParameterError(
+                f"message_counts must have shape ({self.num_buckets},), got {counts.shape}"
+            )
         p = self.noise_probability
-        variances = np.full(self.k, self.n * p * self.absent_probability)
+        variances = np.full(self.num_buckets, self.n * p * self.absent_probability)
         return FrequencyEstimate(counts - self.n * p, variances, self.n)
 
     def zero_sum(self, message_counts: NDArray[np.int64]) -> NDArray[np.float64]:

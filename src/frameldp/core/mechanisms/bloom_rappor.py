@@ -6,7 +6,7 @@ import hashlib
 import hmac
 import math
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from fractions import Fraction
 from functools import cached_property
 from typing import Any, ClassVar, Final
@@ -17,7 +17,13 @@ from numpy.typing import NDArray
 
 from frameldp.accounting import BloomRapporEvent, PrivacyGuarantee
 from frameldp.core.columns import bits_array, combined, distinct_codes, packed_bits
-from frameldp.core.encoding import BloomEncoder, HashScheme, count_bits, packed_width
+from frameldp.core.encoding import (
+    BloomEncoder,
+    HashScheme,
+    count_bits,
+    packed_width,
+    renamed_hash_scheme,
+)
 from frameldp.core.estimation import (
     BloomDecoding,
     FrequencyEstimate,
@@ -41,7 +47,7 @@ from frameldp.core.randomness import (
     dyadic_at_most,
     label_bytes,
 )
-from frameldp.errors import DomainError, ParameterError, shown
+from frameldp.errors import DomainError, ParameterError, renamed_property, shown
 
 __all__ = ["BloomRappor"]
 
@@ -103,7 +109,7 @@ class BloomRappor:
         ``epsilon_1``. Either both, or all of ``f``, ``p`` and ``q``.
     f, p, q
         RAPPOR's parameters: ``f`` in ``(0, 1]``, ``p != q`` in ``[0, 1]``.
-    num_bits, num_hashes, num_cohorts, hash
+    num_bits, num_hashes, num_cohorts, hash_scheme
         The Bloom filter (see :class:`~frameldp.core.encoding.BloomEncoder`).
 
     Privacy
@@ -159,15 +165,21 @@ class BloomRappor:
     num_bits: int = field(default=128, kw_only=True)
     num_hashes: int = field(default=2, kw_only=True)
     num_cohorts: int = field(default=64, kw_only=True)
-    hash: HashScheme = field(default="fast", kw_only=True)
+    hash_scheme: HashScheme = field(default="fast", kw_only=True)
+    hash: InitVar[HashScheme | None] = field(default=None, kw_only=True)
+    """Deprecated name of ``hash_scheme``."""
     encoder: BloomEncoder = field(init=False, repr=False, compare=False)
     _flip: int = field(init=False, repr=False, compare=False)
     _zero: int = field(init=False, repr=False, compare=False)
     _one: int = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, hash: HashScheme | None) -> None:
         owner = "BloomRappor"
-        encoder = BloomEncoder(self.num_bits, self.num_hashes, self.num_cohorts, self.hash)
+        if hash is not None:
+            object.__setattr__(
+                self, "hash_scheme", renamed_hash_scheme(owner, self.hash_scheme, hash)
+            )
+        encoder = BloomEncoder(self.num_bits, self.num_hashes, self.num_cohorts, self.hash_scheme)
         object.__setattr__(self, "encoder", encoder)
         for name in ("num_bits", "num_hashes", "num_cohorts"):
             object.__setattr__(self, name, getattr(encoder, name))
@@ -260,7 +272,7 @@ class BloomRappor:
             num_bits=spec["num_bits"],
             num_hashes=spec["num_hashes"],
             num_cohorts=spec["num_cohorts"],
-            hash=spec.get("hash", "fast"),
+            hash_scheme=spec.get("hash", "fast"),
         )
 
     def to_spec(self) -> dict[str, Any]:
@@ -533,3 +545,6 @@ class BloomRappor:
         """:meth:`decode` of a summed :meth:`statistic`."""
         counts, sizes = statistic.parts
         return self.decode(counts, sizes, candidates, significance=significance)
+
+
+setattr(BloomRappor, "hash", renamed_property("BloomRappor", "hash", "hash_scheme"))  # noqa: B010

@@ -38,7 +38,7 @@ from frameldp.core.randomness import (
     code_bytes,
     dyadic_at_least,
 )
-from frameldp.errors import ParameterError
+from frameldp.errors import ParameterError, renamed
 
 __all__ = ["RandomizedResponse"]
 
@@ -105,7 +105,7 @@ class RandomizedResponse:
         object.__setattr__(self, "domain", Domain.coerce(self.domain))
         epsilon = check_epsilon(self.epsilon, owner)
         object.__setattr__(self, "epsilon", epsilon)
-        k = self.k
+        k = self.num_buckets
         if k > 1 << 32:
             raise ParameterError(f"{owner}: domain size must be at most 2**32, got {k}")
         # P[move] = (k - 1) / (e^eps + k - 1) = (k - 1) e^-eps / (1 + (k - 1) e^-eps)
@@ -138,15 +138,21 @@ class RandomizedResponse:
         return {"mechanism": self.name, "epsilon": self.epsilon, "domain": self.domain.to_json()}
 
     @property
-    def k(self) -> int:
+    def num_buckets(self) -> int:
         """Number of buckets (reserved buckets included)."""
         return self.domain.size
+
+    @property
+    def k(self) -> int:
+        """Deprecated name of :attr:`num_buckets`."""
+        renamed("RandomizedResponse", "k", "num_buckets")
+        return self.num_buckets
 
     @property
     def _ratio(self) -> Fraction:
         """Realized ``p / q`` as an exact rational."""
         move = self._move_numerator
-        return Fraction((_ONE - move) * (self.k - 1), move)
+        return Fraction((_ONE - move) * (self.num_buckets - 1), move)
 
     @property
     def keep_probability(self) -> float:
@@ -156,20 +162,21 @@ class RandomizedResponse:
     @property
     def other_probability(self) -> float:
         """Realized ``q``: probability of reporting one given other bucket."""
-        return self._move_numerator / 2.0**PRECISION_BITS / (self.k - 1)
+        return self._move_numerator / 2.0**PRECISION_BITS / (self.num_buckets - 1)
 
     @cached_property
     def privacy(self) -> PrivacyGuarantee:
         """Pure epsilon ``ln(p / q)`` of the realized probabilities, rounded up.
 
         The guarantee holds one :class:`~frameldp.accounting.RandomizedResponseEvent` at that
-        epsilon and ``k``: the exact Rényi curve, the tight zCDP rho and exact composition.
+        epsilon and ``num_buckets``: the exact Rényi curve, the tight zCDP rho and exact
+        composition.
         """
-        event = RandomizedResponseEvent(log_upper(self._ratio), self.k)
+        event = RandomizedResponseEvent(log_upper(self._ratio), self.num_buckets)
         return PrivacyGuarantee(
             event.epsilon,
             self.name,
-            {"k": self.k, "keep_probability": self.keep_probability},
+            {"num_buckets": self.num_buckets, "keep_probability": self.keep_probability},
             events=((event, 1),),
         )
 
@@ -193,15 +200,15 @@ class RandomizedResponse:
         under a caller's key or a seed the row's code) only (see
         :class:`~frameldp.core.randomness.Rows`).
         """
-        codes = check_codes(codes, self.k)
+        codes = check_codes(codes, self.num_buckets)
         rows = source.rows(
             (label, self._stream_suffix), row_start, codes.size, lambda: code_bytes(codes)
         )
         moves = rows.bernoulli("move", self._move_numerator, 1).ravel().astype(bool)
-        if self.k == 2:
+        if self.num_buckets == 2:
             others = 1 - codes
         else:
-            shift = rows.uniform("other", self.k - 1)
+            shift = rows.uniform("other", self.num_buckets - 1)
             others = shift + (shift >= codes)
         return np.where(moves, others, codes)
 
@@ -242,7 +249,7 @@ class RandomizedResponse:
     def estimate(self, reports: NDArray[np.int64]) -> FrequencyEstimate:
         """Debiased counts from report codes."""
         reports = np.asarray(reports, dtype=np.int64)
-        counts = np.bincount(reports, minlength=self.k).astype(np.int64)
+        counts = np.bincount(reports, minlength=self.num_buckets).astype(np.int64)
         return self.debias(Statistic((counts,), reports.size))
 
     def debias(self, statistic: Statistic) -> FrequencyEstimate:

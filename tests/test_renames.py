@@ -1,0 +1,99 @@
+"""Public names renamed by issue 14 (``num_buckets`` for ``k``, ``hash_scheme`` for ``hash``)
+keep working under their earlier names with a ``DeprecationWarning`` at the caller's line, and
+what earlier releases stored (ledgers, files, report types) reads back silently and unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import pandas as pd
+import pytest
+
+import frameldp
+from frameldp.accounting import PrivacyLossDistribution, event_from_dict
+from frameldp.core.encoding import BloomEncoder
+
+DOMAIN = ("AA", "DL", "UA", "WN")
+
+
+def _renamed(old: str, new: str) -> pytest.WarningsChecker:
+    return pytest.warns(DeprecationWarning, match=f"{old} is renamed {new}")
+
+
+def test_randomized_response_event_takes_k_as_num_buckets() -> None:
+    with _renamed("k", "num_buckets") as caught:
+        event = frameldp.RandomizedResponseEvent(1.0, k=4)
+    assert caught[0].filename == __file__  # the warning names the caller's line
+    assert event == frameldp.RandomizedResponseEvent(1.0, num_buckets=4)
+    assert event.parameters() == {"epsilon": 1.0, "num_buckets": 4}
+    with _renamed("k", "num_buckets"):
+        assert event.k == 4
+    with pytest.raises(frameldp.ParameterError, match="disagree") as refused, _renamed("k", "n"):
+        frameldp.RandomizedResponseEvent(1.0, 3, k=4)
+    assert refused.value.parameter == "num_buckets"
+
+
+def test_stored_events_of_earlier_releases_read_back_silently() -> None:
+    stored = {"kind": "randomized_response", "epsilon": 1.5, "k": 7}  # as a ledger holds it
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        event = event_from_dict(stored)
+        guarantee = frameldp.PrivacyGuarantee.from_json(
+            json.dumps(
+                {
+                    "epsilon": 1.5,
+                    "mechanism": "randomized_response",
+                    "parameters": {"k": 7},
+                    "events": [{"event": stored, "count": 2}],
+                }
+            )
+        )
+    assert event == frameldp.RandomizedResponseEvent(1.5, 7)
+    assert guarantee.accountant.entries == ((event, 2),)
+
+
+def test_mechanisms_call_their_domain_size_num_buckets() -> None:
+    krr = frameldp.RandomizedResponse(1.0, domain=DOMAIN)
+    shuffler = frameldp.BalcerCheu(1.0, 1e-6, n=10_000, domain=DOMAIN)
+    assert krr.num_buckets == shuffler.num_buckets == 4
+    assert krr.privacy.parameters["num_buckets"] == 4
+    for mechanism in (krr, shuffler):
+        with _renamed("k", "num_buckets"):
+            assert mechanism.k == 4
+    with _renamed("k", "num_buckets"):
+        old = PrivacyLossDistribution.randomized_response(1.0, k=4, count=3)
+    assert old.delta(0.5) == PrivacyLossDistribution.randomized_response(1.0, 4, 3).delta(0.5)
+
+
+def test_bloom_takes_hash_as_hash_scheme() -> None:
+    with _renamed("hash", "hash_scheme"):
+        old = frameldp.BloomRappor(f=0.5, p=0.5, q=0.75, num_bits=16, hash="rappor")  # type: ignore[call-arg]
+    new = frameldp.BloomRappor(f=0.5, p=0.5, q=0.75, num_bits=16, hash_scheme="rappor")
+    assert old == new
+    assert old.encoder == new.encoder
+    with _renamed("hash", "hash_scheme"):
+        assert new.hash == "rappor"  # type: ignore[attr-defined]
+    with _renamed("hash", "hash_scheme"):
+        assert BloomEncoder(16, hash="rappor") == BloomEncoder(16, hash_scheme="rappor")  # type: ignore[call-arg]
+    with pytest.raises(frameldp.ParameterError, match="disagree"), _renamed("hash", "hash_scheme"):
+        frameldp.BloomRappor(1.0, epsilon_infinity=2.0, hash_scheme="rappor", hash="fast")  # type: ignore[call-arg]
+
+
+def test_the_spec_keeps_its_key_so_reports_for_a_key_do_not_change() -> None:
+    """``"hash"`` is the spec's key in files and report types of earlier releases and is part
+    of the stream fingerprint: renaming it would change every Bloom report drawn for a key."""
+    mechanism = frameldp.BloomRappor(1.0, epsilon_infinity=2.0, hash_scheme="rappor")
+    assert mechanism.to_spec()["hash"] == "rappor"
+    assert frameldp.mechanism_from_spec(mechanism.to_spec()) == mechanism
+
+
+def test_the_rappor_shortcut_takes_hash_as_hash_scheme() -> None:
+    frame = pd.DataFrame({"url": [f"u{i % 5}" for i in range(50)]})
+    common = {"encoding": "bloom", "epsilon": 1.0, "epsilon_infinity": 2.0, "seed": 3}
+    with _renamed("hash", "hash_scheme"):
+        old = frame.ldp.rappor("url", hash="rappor", **common)
+    new = frame.ldp.rappor("url", hash_scheme="rappor", **common)
+    pd.testing.assert_frame_equal(old, new)
+    assert new.ldp.mechanisms["url"].hash_scheme == "rappor"
