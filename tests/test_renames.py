@@ -5,6 +5,7 @@ what earlier releases stored (ledgers, files, report types) reads back silently 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import warnings
 
@@ -30,9 +31,17 @@ def test_randomized_response_event_takes_k_as_num_buckets() -> None:
     assert event.parameters() == {"epsilon": 1.0, "num_buckets": 4}
     with _renamed("k", "num_buckets"):
         assert event.k == 4
-    with pytest.raises(frameldp.ParameterError, match="disagree") as refused, _renamed("k", "n"):
-        frameldp.RandomizedResponseEvent(1.0, 3, k=4)
-    assert refused.value.parameter == "num_buckets"
+    for explicit in (3, 2):  # 2 is the default, but given: a caller's own value is kept
+        with (
+            pytest.raises(frameldp.ParameterError, match="disagree") as refused,
+            _renamed("k", "num_buckets"),
+        ):
+            frameldp.RandomizedResponseEvent(1.0, explicit, k=50)
+        assert refused.value.parameter == "num_buckets"
+    with pytest.raises(frameldp.ParameterError, match="disagree"), _renamed("k", "num_buckets"):
+        PrivacyLossDistribution.randomized_response(1.0, 2, k=50)
+    with pytest.raises(frameldp.ParameterError, match="num_buckets must be an integer >= 2"):
+        PrivacyLossDistribution.randomized_response(1.0, True)
 
 
 def test_stored_events_of_earlier_releases_read_back_silently() -> None:
@@ -52,6 +61,11 @@ def test_stored_events_of_earlier_releases_read_back_silently() -> None:
         )
     assert event == frameldp.RandomizedResponseEvent(1.5, 7)
     assert guarantee.accountant.entries == ((event, 2),)
+    # ... and are stored under the earlier name still: a ledger shared with a process of an
+    # earlier release stays readable by it.
+    assert event.to_dict() == stored
+    with pytest.raises(frameldp.ParameterError, match="given twice"):
+        event_from_dict({**stored, "num_buckets": 7})
 
 
 def test_mechanisms_call_their_domain_size_num_buckets() -> None:
@@ -69,24 +83,47 @@ def test_mechanisms_call_their_domain_size_num_buckets() -> None:
 
 def test_bloom_takes_hash_as_hash_scheme() -> None:
     with _renamed("hash", "hash_scheme"):
-        old = frameldp.BloomRappor(f=0.5, p=0.5, q=0.75, num_bits=16, hash="rappor")  # type: ignore[call-arg]
+        old = frameldp.BloomRappor(f=0.5, p=0.5, q=0.75, num_bits=16, hash="rappor")
     new = frameldp.BloomRappor(f=0.5, p=0.5, q=0.75, num_bits=16, hash_scheme="rappor")
     assert old == new
     assert old.encoder == new.encoder
     with _renamed("hash", "hash_scheme"):
-        assert new.hash == "rappor"  # type: ignore[attr-defined]
+        assert new.hash == "rappor"
     with _renamed("hash", "hash_scheme"):
-        assert BloomEncoder(16, hash="rappor") == BloomEncoder(16, hash_scheme="rappor")  # type: ignore[call-arg]
-    with pytest.raises(frameldp.ParameterError, match="disagree"), _renamed("hash", "hash_scheme"):
-        frameldp.BloomRappor(1.0, epsilon_infinity=2.0, hash_scheme="rappor", hash="fast")  # type: ignore[call-arg]
+        assert BloomEncoder(16, hash="rappor") == BloomEncoder(16, hash_scheme="rappor")
+    for explicit, other in (("rappor", "fast"), ("fast", "rappor")):  # "fast" is the default
+        with (
+            pytest.raises(frameldp.ParameterError, match="disagree"),
+            _renamed("hash", "hash_scheme"),
+        ):
+            frameldp.BloomRappor(1.0, epsilon_infinity=2.0, hash_scheme=explicit, hash=other)
+
+
+def test_bloom_mechanisms_are_replaced_field_by_field() -> None:
+    fast = frameldp.BloomRappor(f=0.5, p=0.5, q=0.75, num_bits=16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        reference = dataclasses.replace(fast, hash_scheme="rappor")
+        back = dataclasses.replace(reference, hash_scheme="fast")
+        encoder = dataclasses.replace(BloomEncoder(16), hash_scheme="rappor")
+    assert (reference.hash_scheme, reference.encoder.hash_scheme) == ("rappor", "rappor")
+    assert back == fast
+    assert encoder.hash_scheme == "rappor"
+    assert type(fast.hash_scheme) is str  # the default marker never leaves the constructor
 
 
 def test_the_spec_keeps_its_key_so_reports_for_a_key_do_not_change() -> None:
     """``"hash"`` is the spec's key in files and report types of earlier releases and is part
     of the stream fingerprint: renaming it would change every Bloom report drawn for a key."""
     mechanism = frameldp.BloomRappor(1.0, epsilon_infinity=2.0, hash_scheme="rappor")
-    assert mechanism.to_spec()["hash"] == "rappor"
-    assert frameldp.mechanism_from_spec(mechanism.to_spec()) == mechanism
+    spec = mechanism.to_spec()
+    assert spec["hash"] == "rappor"
+    assert "hash_scheme" not in spec
+    assert frameldp.mechanism_from_spec(spec) == mechanism
+    renamed_key = {k: v for k, v in spec.items() if k != "hash"} | {"hash_scheme": "rappor"}
+    assert frameldp.mechanism_from_spec(renamed_key) == mechanism  # the public name reads too
+    with pytest.raises(frameldp.ParameterError, match="disagree"):
+        frameldp.mechanism_from_spec({**spec, "hash_scheme": "fast"})
 
 
 def test_the_rappor_shortcut_takes_hash_as_hash_scheme() -> None:
@@ -97,3 +134,8 @@ def test_the_rappor_shortcut_takes_hash_as_hash_scheme() -> None:
     new = frame.ldp.rappor("url", hash_scheme="rappor", **common)
     pd.testing.assert_frame_equal(old, new)
     assert new.ldp.mechanisms["url"].hash_scheme == "rappor"
+    with (
+        pytest.raises(frameldp.ParameterError, match=r"df\.ldp\.rappor: hash_scheme='fast' and"),
+        _renamed("hash", "hash_scheme"),
+    ):
+        frame.ldp.rappor("url", hash_scheme="fast", hash="rappor", **common)

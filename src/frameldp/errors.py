@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import warnings
+from typing import Any, TypeVar
 
 __all__ = [
     "BudgetExceededError",
@@ -24,8 +25,9 @@ __all__ = [
     "UnknownBudgetError",
     "ValidationError",
     "caller_stacklevel",
+    "default_marker",
     "renamed",
-    "renamed_property",
+    "renamed_argument",
     "shown",
 ]
 
@@ -174,11 +176,33 @@ def renamed(owner: str, old: str, new: str) -> None:
     )
 
 
-def renamed_property(owner: str, old: str, new: str) -> property:
-    """A read-only attribute ``old`` that warns (see :func:`renamed`) and returns ``new``."""
+_T = TypeVar("_T")
 
-    def read(self: object) -> object:
-        renamed(owner, old, new)
-        return getattr(self, new)
 
-    return property(read, doc=f"Deprecated name of ``{new}``.")
+def default_marker(value: _T) -> _T:
+    """``value`` as an object of its own (of a subclass of its type): equal to it and shown
+    like it in signatures, but told apart with ``is`` from the same value passed by a caller,
+    so that :func:`renamed_argument` knows whether the new name was given."""
+    kind = type(f"Default{type(value).__name__.title()}", (type(value),), {})
+    marker: _T = kind(value)
+    return marker
+
+
+def renamed_argument(
+    owner: str, old: str, new: str, *, old_value: Any, new_value: Any, default: Any
+) -> Any:
+    """The value of argument ``new`` when a caller may have used its earlier name ``old``
+    (``old_value`` None: not used). The old name is warned about (:func:`renamed`); given
+    together with a different value under the new name (``new_value`` is not ``default``, a
+    :func:`default_marker`), it is refused. The marker itself becomes a plain value."""
+    given = new_value is not default
+    if old_value is None:
+        return new_value if given else type(default).__mro__[1](default)
+    renamed(owner, old, new)
+    if given and new_value != old_value:
+        raise ParameterError(
+            f"{owner}: {new}={shown(new_value)} and {old}={shown(old_value)} disagree; pass "
+            f"{new} only",
+            parameter=new,
+        )
+    return old_value

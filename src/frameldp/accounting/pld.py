@@ -42,14 +42,18 @@ import numpy as np
 from numpy.typing import NDArray
 
 from frameldp._scipy import special
+from frameldp.accounting.checks import check_count
 from frameldp.accounting.rounding import round_up
-from frameldp.errors import renamed
+from frameldp.errors import default_marker, renamed_argument
 
 __all__ = ["PrivacyLossDistribution"]
 
 # Atoms are merged after rounding their losses up to a multiple of this grid: fine enough that an
 # "exact" epsilon moves by far less than its reported precision. Sums that equal a grid point in
 # real arithmetic (3e - 3e = 0) but carry float noise merge onto it (_MERGE_TOLERANCE).
+TWO_BUCKETS = default_marker(2)
+"""The default number of buckets of randomized response (binary), told apart from a given 2."""
+
 EXACT_GRID = 2.0**-32
 # Above this many atoms the grid is coarsened (doubling) until the support fits; the result is then
 # a pessimistic upper bound, not the exact curve, and says so (its ``grid``).
@@ -107,7 +111,12 @@ class PrivacyLossDistribution:
 
     @classmethod
     def randomized_response(
-        cls, epsilon: float, num_buckets: int = 2, count: int = 1, *, k: int | None = None
+        cls,
+        epsilon: float,
+        num_buckets: int = TWO_BUCKETS,
+        count: int = 1,
+        *,
+        k: int | None = None,
     ) -> PrivacyLossDistribution:
         """``count``-fold composition of k-ary randomized response at ``epsilon`` over
         ``k = num_buckets`` outputs (``k=`` is the deprecated keyword).
@@ -118,10 +127,15 @@ class PrivacyLossDistribution:
         ``count``-fold composition is a binomial in closed form [1]_; otherwise a lattice
         convolution power.
         """
-        if k is None:
-            k = num_buckets
-        else:
-            renamed("PrivacyLossDistribution.randomized_response", "k", "num_buckets")
+        k = renamed_argument(
+            "PrivacyLossDistribution.randomized_response",
+            "k",
+            "num_buckets",
+            old_value=k,
+            new_value=num_buckets,
+            default=TWO_BUCKETS,
+        )
+        k = check_count("randomized response", "num_buckets", k, 2)
         if epsilon == 0.0:
             return cls(np.zeros(1), np.zeros(1))
         if k == 2:

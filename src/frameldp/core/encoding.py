@@ -28,14 +28,21 @@ import hashlib
 import math
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import InitVar, dataclass, field
+from dataclasses import dataclass, field
 from numbers import Number
 from typing import Any, Final, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
-from frameldp.errors import DomainError, ParameterError, renamed, renamed_property, shown
+from frameldp.errors import (
+    DomainError,
+    ParameterError,
+    default_marker,
+    renamed,
+    renamed_argument,
+    shown,
+)
 
 __all__ = [
     "HASH_SCHEMES",
@@ -523,20 +530,20 @@ def _check_size(owner: str, name: str, value: object, low: int, high: int) -> in
     return int(value)
 
 
-def renamed_hash_scheme(owner: str, hash_scheme: HashScheme, hash: HashScheme) -> HashScheme:
-    """The hash scheme given under its earlier name ``hash=`` (warned), unless it contradicts
-    ``hash_scheme=``."""
-    renamed(owner, "hash", "hash_scheme")
-    if hash_scheme not in ("fast", hash):
-        raise ParameterError(
-            f"{owner}: hash_scheme={shown(hash_scheme)} and hash={shown(hash)} disagree; pass "
-            "hash_scheme only",
-            parameter="hash_scheme",
-        )
-    return hash
+FAST_HASHES: HashScheme = default_marker("fast")
+"""The default hash scheme, told apart from a given ``"fast"``."""
 
 
-@dataclass(frozen=True)
+def chosen_hash_scheme(owner: str, hash_scheme: HashScheme, hash: HashScheme | None) -> HashScheme:
+    """``hash_scheme``, or the scheme given under its earlier name ``hash=`` (warned; refused
+    when both are given and differ)."""
+    chosen: HashScheme = renamed_argument(
+        owner, "hash", "hash_scheme", old_value=hash, new_value=hash_scheme, default=FAST_HASHES
+    )
+    return chosen
+
+
+@dataclass(frozen=True, init=False)
 class BloomEncoder:
     """Bloom filters of strings, with hash functions that differ per cohort (RAPPOR Sec. 3).
 
@@ -567,15 +574,18 @@ class BloomEncoder:
     num_hashes: int = 2
     num_cohorts: int = 1
     hash_scheme: HashScheme = "fast"
-    hash: InitVar[HashScheme | None] = field(default=None, kw_only=True)
-    """Deprecated name of ``hash_scheme``."""
 
-    def __post_init__(self, hash: HashScheme | None) -> None:
+    def __init__(
+        self,
+        num_bits: int,
+        num_hashes: int = 2,
+        num_cohorts: int = 1,
+        hash_scheme: HashScheme = FAST_HASHES,
+        *,
+        hash: HashScheme | None = None,
+    ) -> None:
         owner = "BloomEncoder"
-        if hash is not None:
-            object.__setattr__(
-                self, "hash_scheme", renamed_hash_scheme(owner, self.hash_scheme, hash)
-            )
+        object.__setattr__(self, "hash_scheme", chosen_hash_scheme(owner, hash_scheme, hash))
         if self.hash_scheme not in HASH_SCHEMES:
             raise ParameterError(
                 f"{owner}: hash_scheme must be one of {HASH_SCHEMES}, got "
@@ -585,9 +595,9 @@ class BloomEncoder:
         reference = self.hash_scheme == "rappor"
         max_bits = 256 if reference else 1 << 20
         max_hashes = _MD5_BYTES if reference else 64
-        bits = _check_size(owner, "num_bits", self.num_bits, 1, max_bits)
-        hashes = _check_size(owner, "num_hashes", self.num_hashes, 1, max_hashes)
-        cohorts = _check_size(owner, "num_cohorts", self.num_cohorts, 1, (1 << 32) - 1)
+        bits = _check_size(owner, "num_bits", num_bits, 1, max_bits)
+        hashes = _check_size(owner, "num_hashes", num_hashes, 1, max_hashes)
+        cohorts = _check_size(owner, "num_cohorts", num_cohorts, 1, (1 << 32) - 1)
         if hashes > bits:
             raise ParameterError(
                 f"{owner}: num_hashes must be at most num_bits={bits}, got {hashes}"
@@ -595,6 +605,12 @@ class BloomEncoder:
         object.__setattr__(self, "num_bits", bits)
         object.__setattr__(self, "num_hashes", hashes)
         object.__setattr__(self, "num_cohorts", cohorts)
+
+    @property
+    def hash(self) -> HashScheme:
+        """Deprecated name of :attr:`hash_scheme`."""
+        renamed("BloomEncoder", "hash", "hash_scheme")
+        return self.hash_scheme
 
     @property
     def width(self) -> int:
@@ -707,6 +723,3 @@ class BloomEncoder:
         salts = salts + np.arange(1, self.num_hashes + 1, dtype=np.uint64)[None, :]
         mixed = _mix64(digests[:, None] ^ _mix64(salts))
         return (mixed % np.uint64(self.num_bits)).astype(np.int64)
-
-
-setattr(BloomEncoder, "hash", renamed_property("BloomEncoder", "hash", "hash_scheme"))  # noqa: B010

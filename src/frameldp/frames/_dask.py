@@ -78,11 +78,11 @@ from dask.task_spec import Task, TaskRef
 from frameldp.core.mechanisms import Capability, Mechanism, Statistic
 from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.errors import ParameterError, shown
-from frameldp.frames._methods import FrameMethods
 from frameldp.frames._pandas import _unpack
 from frameldp.frames.adapters import adapter_for, register_adapter
 from frameldp.frames.inputs import check_columns, require_column
 from frameldp.frames.lookup import find_mechanism, unpack_reports
+from frameldp.frames.methods import FrameMethods
 from frameldp.frames.pipeline import add_statistics, column_context, privatize_frame, statistic_of
 from frameldp.frames.release import (
     LedgerLike,
@@ -282,7 +282,8 @@ def _meta_input(meta: pd.DataFrame, mechanisms: Mapping[str, Mechanism]) -> pd.D
 class DaskAdapter:
     """Dask frames: their meta's columns and report types (the first partition's, for a dataset
     read from files; every partition is checked against them when its reports are read).
-    Partitions are pandas frames, privatized and counted by the pandas adapter."""
+    Partitions are pandas frames, privatized and counted by the pandas adapter; nothing here
+    gathers a column on one machine (those calls refuse)."""
 
     backend: Backend = "pandas"
     in_memory = False
@@ -298,20 +299,18 @@ class DaskAdapter:
         return len(frame)
 
     def to_arrow(self, frame: dd.DataFrame, column: Any) -> pa.Array | pa.ChunkedArray:
-        computed = frame[[column]].compute()
-        return adapter_for(computed).to_arrow(computed, column)
+        raise ParameterError(
+            f"column {shown(column)}: reading a whole Dask column needs one machine; compute "
+            "the frame to pandas first, or work partition by partition"
+        )
 
     def from_arrow(self, columns: Mapping[Any, pa.Array]) -> dd.DataFrame:
-        pandas_frame = adapter_for(pd.DataFrame()).from_arrow(columns)
-        out: dd.DataFrame = dd.from_pandas(pandas_frame, npartitions=1)
-        return out
+        raise ParameterError("a Dask frame is not built from Arrow columns on one machine")
 
     def storage_view(self, frame: dd.DataFrame) -> dd.DataFrame:
-        pandas = adapter_for(frame._meta)
-        view: dd.DataFrame = frame.map_partitions(
-            pandas.storage_view, meta=pandas.storage_view(frame._meta)
+        raise ParameterError(
+            "validation takes a pandas or polars frame; validate a computed partition or chunk"
         )
-        return view
 
 
 @dd.extensions.register_dataframe_accessor("ldp")
@@ -325,7 +324,7 @@ class DaskFrameAccessor(FrameMethods):
         reports = self._report_columns()
         return {name: reports[name] for name in names if name in reports}
 
-    def _column_arrow(self, column: str) -> pa.Array | pa.ChunkedArray:
+    def _domain_values(self, column: str) -> pa.Array | pa.ChunkedArray:
         """The distinct values of ``column`` (all ``domain="infer"`` reads), by tree union."""
         parts, _ = _pinned(self._frame[column])
         return _tree_reduce(parts, _distinct, _union)

@@ -1,7 +1,7 @@
 """pandas: the adapter of DataFrame and Series, and their ``.ldp`` accessors.
 
 Plumbing only: :class:`PandasAdapter` converts columns to Arrow and report columns back, and
-:class:`~frameldp.frames._methods.FrameMethods` does the rest. The input is never modified; a
+:class:`~frameldp.frames.methods.FrameMethods` does the rest. The input is never modified; a
 new frame is returned. Report columns are ``ArrowDtype`` columns of the
 ``frameldp.reports`` extension type (:mod:`frameldp.frames.report_type`), which carries the
 mechanism: ``debias`` finds it after merges, filters, ``concat`` and Parquet round trips. Frames
@@ -23,14 +23,14 @@ from frameldp.accounting import PrivacyGuarantee
 from frameldp.core.mechanisms import Mechanism
 from frameldp.core.randomness import resolve_source
 from frameldp.errors import DomainError, shown
-from frameldp.frames._methods import FrameMethods, ValueShortcuts
 from frameldp.frames.adapters import register_adapter
 from frameldp.frames.inputs import METADATA_KEY, check_columns, require_column
 from frameldp.frames.lookup import find_mechanism, unpack_reports
+from frameldp.frames.methods import FrameMethods, ValueShortcuts
 from frameldp.frames.pipeline import (
     column_context,
-    estimate_reports,
     privatize_columns,
+    statistic_of,
 )
 from frameldp.frames.release import (
     LedgerLike,
@@ -123,32 +123,31 @@ def report_columns_of(obj: pd.DataFrame | pd.Series) -> dict[Any, ReportMetadata
     return {**legacy, **typed}
 
 
-@register_adapter(pd.DataFrame, pd.Series)
+@register_adapter(pd.DataFrame)
 class PandasAdapter:
-    """pandas frames (a Series: one column, under its name) to and from Arrow. Report columns
-    are ``ArrowDtype`` columns of their report type; other columns stay as they are."""
+    """pandas DataFrames to and from Arrow. Report columns are ``ArrowDtype`` columns of their
+    report type; other columns stay as they are (they never cross to Arrow)."""
 
     backend: Backend = "pandas"
     in_memory = True
 
-    def columns(self, frame: pd.DataFrame | pd.Series) -> list[Any]:
-        return list(frame.columns) if isinstance(frame, pd.DataFrame) else [frame.name]
+    def columns(self, frame: pd.DataFrame) -> list[Any]:
+        return list(frame.columns)
 
-    def report_columns(self, frame: pd.DataFrame | pd.Series) -> dict[Any, ReportMetadata]:
+    def report_columns(self, frame: pd.DataFrame) -> dict[Any, ReportMetadata]:
         return report_columns_of(frame)
 
-    def num_rows(self, frame: pd.DataFrame | pd.Series) -> int:
+    def num_rows(self, frame: pd.DataFrame) -> int:
         return len(frame)
 
-    def to_arrow(self, frame: pd.DataFrame | pd.Series, column: Any) -> pa.Array | pa.ChunkedArray:
-        return _arrow(frame[column] if isinstance(frame, pd.DataFrame) else frame)
+    def to_arrow(self, frame: pd.DataFrame, column: Any) -> pa.Array | pa.ChunkedArray:
+        require_column(list(frame.columns), column)
+        return _arrow(frame[column])
 
     def from_arrow(self, columns: Mapping[Any, pa.Array]) -> pd.DataFrame:
         return pd.DataFrame({name: _native(array) for name, array in columns.items()})
 
-    def storage_view(self, frame: pd.DataFrame | pd.Series) -> pd.DataFrame | pd.Series:
-        if isinstance(frame, pd.Series):
-            return _storage_series(frame)
+    def storage_view(self, frame: pd.DataFrame) -> pd.DataFrame:
         view = frame.copy(deep=False)
         for i in range(frame.shape[1]):  # by position: names may repeat
             view.isetitem(i, _storage_series(frame.iloc[:, i]))
@@ -163,10 +162,35 @@ class PandasAdapter:
     def take(
         self, frame: pd.DataFrame, columns: Sequence[Any], order: NDArray[np.int64]
     ) -> pd.DataFrame:
-        out = frame[list(columns)].iloc[order].reset_index(drop=True)
-        # What an earlier release recorded in attrs describes the frame before the shuffle.
-        out.attrs = {k: v for k, v in out.attrs.items() if k != METADATA_KEY}
-        return out
+        return frame[list(columns)].iloc[order].reset_index(drop=True)
+
+
+@register_adapter(pd.Series)
+class PandasSeriesAdapter:
+    """A pandas Series: one column, under its name; read, never written into."""
+
+    backend: Backend = "pandas"
+    in_memory = False
+
+    def columns(self, frame: pd.Series) -> list[Any]:
+        return [frame.name]
+
+    def report_columns(self, frame: pd.Series) -> dict[Any, ReportMetadata]:
+        return report_columns_of(frame)
+
+    def num_rows(self, frame: pd.Series) -> int:
+        return len(frame)
+
+    def to_arrow(self, frame: pd.Series, column: Any) -> pa.Array | pa.ChunkedArray:
+        require_column([frame.name], column)
+        return _arrow(frame)
+
+    def from_arrow(self, columns: Mapping[Any, pa.Array]) -> pd.Series:
+        ((name, array),) = columns.items()
+        return pd.Series(_native(array), name=name)
+
+    def storage_view(self, frame: pd.Series) -> pd.Series:
+        return _storage_series(frame)
 
 
 def _unpack(series: pd.Series, mechanism: Mechanism, column: str) -> pd.DataFrame:
@@ -186,6 +210,14 @@ class PandasFrameAccessor(FrameMethods):
         if self._report_columns():
             return super()._shuffled()
         return dict((self._frame.attrs.get(METADATA_KEY) or {}).get(SHUFFLED_KEY) or {})
+
+    def shuffle(
+        self, *, keep: Sequence[Any] | str = (), key: bytes | None = None, seed: int | None = None
+    ) -> pd.DataFrame:
+        out: pd.DataFrame = super().shuffle(keep=keep, key=key, seed=seed)
+        # What an earlier release recorded in attrs describes the frame before the shuffle.
+        out.attrs = {k: v for k, v in out.attrs.items() if k != METADATA_KEY}
+        return out
 
     def unpack(self, column: str, mechanism: Mechanism | None = None) -> pd.DataFrame:
         """RAPPOR reports as one 0/1 ``uint8`` column per bucket, named ``column=label``."""
@@ -246,7 +278,7 @@ class PandasSeriesAccessor(ValueShortcuts):
         found = find_mechanism(self._name, mechanism, recorded)
         privacy = found.privacy.insecure() if is_seeded(recorded, self._name) else None
         with column_context(self._name):
-            estimate = estimate_reports([_arrow(self._series)], found, column=self._name)
+            estimate = found.debias(statistic_of([_arrow(self._series)], found, self._name))
             return FrequencyTable.build(
                 estimate, found, column=self._name, level=level, backend="pandas", privacy=privacy
             )

@@ -40,10 +40,10 @@ from frameldp.core.randomness import (
     resolve_source,
 )
 from frameldp.errors import DomainError, ParameterError, shown
-from frameldp.frames._methods import FrameMethods, ValueShortcuts
 from frameldp.frames.adapters import register_adapter
-from frameldp.frames.inputs import check_columns, refuse_reports, require_column
+from frameldp.frames.inputs import check_columns, require_column
 from frameldp.frames.lookup import find_mechanism, unpack_reports
+from frameldp.frames.methods import FrameMethods, ValueShortcuts
 from frameldp.frames.pipeline import privatize_columns, privatize_frame
 from frameldp.frames.release import (
     LedgerLike,
@@ -60,6 +60,7 @@ from frameldp.frames.report_type import (
     ReportType,
     empty_reports,
     recorded_specs,
+    refuse_reports,
     report_types,
     storage_of,
     with_shuffle,
@@ -128,8 +129,11 @@ def _storage_view(frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyF
 
 def _arrow_of(series: pl.Series, column: str) -> pa.Array | pa.ChunkedArray:
     """The column as Arrow; a polars type Arrow cannot take (``Int128``, ``Object``) raises a
-    :class:`DomainError` naming the column."""
+    :class:`DomainError` naming the column. (polars hands an ``Object`` column to Arrow as
+    8-byte pointers: it is refused rather than read as values.)"""
     try:
+        if series.dtype == pl.Object:
+            raise pa.ArrowInvalid("Python objects have no Arrow type")
         return series.to_arrow()
     except (pa.ArrowException, pl.exceptions.PolarsError, UnicodeEncodeError) as error:
         raise DomainError(
@@ -146,6 +150,11 @@ def _dtype_of(kind: ReportType) -> pl.DataType:
 def _native(array: pa.Array, name: str) -> pl.Series:
     """The polars Series of an Arrow report column."""
     return pl.Series(name, array)
+
+
+def _frame_of(columns: Mapping[Any, pa.Array]) -> pl.DataFrame:
+    """A DataFrame of Arrow columns."""
+    return pl.DataFrame([_native(array, name) for name, array in columns.items()])
 
 
 def _privatize_batch(
@@ -285,10 +294,11 @@ class PolarsAdapter:
         return frame.height
 
     def to_arrow(self, frame: pl.DataFrame, column: Any) -> pa.Array | pa.ChunkedArray:
+        require_column(frame.columns, column)
         return _arrow_of(frame[column], column)
 
     def from_arrow(self, columns: Mapping[Any, pa.Array]) -> pl.DataFrame:
-        return pl.DataFrame([_native(array, name) for name, array in columns.items()])
+        return _frame_of(columns)
 
     def storage_view(self, frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFrame:
         return _storage_view(frame)
@@ -320,10 +330,11 @@ class LazyFrameAdapter:
         return int(frame.select(pl.len()).collect(engine="streaming").item())
 
     def to_arrow(self, frame: pl.LazyFrame, column: Any) -> pa.Array | pa.ChunkedArray:
+        require_column(self.columns(frame), column)
         return _arrow_of(frame.select(column).collect(engine="streaming").to_series(), column)
 
     def from_arrow(self, columns: Mapping[Any, pa.Array]) -> pl.LazyFrame:
-        return PolarsAdapter().from_arrow(columns).lazy()
+        return _frame_of(columns).lazy()
 
     def storage_view(self, frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFrame:
         return _storage_view(frame)

@@ -9,12 +9,14 @@ walks the type's method resolution order, so a subclass of a registered type is 
 Two kinds:
 
 * :class:`FrameAdapter`, every frame: its column names, its report columns (read from their
-  ``frameldp.reports`` types, :mod:`frameldp.frames.report_type`), its length and a column as
-  Arrow (a deferred frame computes it).
-* :class:`InMemoryAdapter`, frames whose rows are all in memory (pandas DataFrame and Series,
-  polars DataFrame): also report columns written back, a new frame of Arrow columns, and rows
-  taken in a given order. Deferred frames (polars LazyFrame, Dask) privatize and count batch by
-  batch through the in-memory adapter of their batches.
+  ``frameldp.reports`` types, :mod:`frameldp.frames.report_type`), its length, a column as
+  Arrow (a polars LazyFrame collects it; a Dask frame refuses, as nothing may gather a column
+  on one machine), a new frame of Arrow columns, and a view with report columns as their
+  storage values (for pandera's checks).
+* :class:`InMemoryAdapter`, frames whose rows are all in memory and that take columns (pandas
+  and polars DataFrames): also report columns written back, and rows taken in a given order.
+  Deferred frames (polars LazyFrame, Dask) privatize and count batch by batch through the
+  in-memory adapter of their batches; a pandas Series is one column, read but never written.
 
 The adapter modules (``frameldp.frames._pandas``, ``_polars``, ``_dask``) register themselves
 when their library is imported (:func:`frameldp.frames.register_accessors`).
@@ -22,7 +24,7 @@ when their library is imported (:func:`frameldp.frames.register_accessors`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from frameldp.errors import ParameterError
@@ -52,7 +54,7 @@ class FrameAdapter(Protocol):
     """The library of the tables estimated from such frames (``"pandas"`` or ``"polars"``)."""
 
     in_memory: bool
-    """Whether the adapter is an :class:`InMemoryAdapter` (its frames' rows are in memory)."""
+    """Whether the adapter is an :class:`InMemoryAdapter` (declared, not probed)."""
 
     def columns(self, frame: Any) -> list[Any]:
         """The frame's column names, in order."""
@@ -94,15 +96,16 @@ class InMemoryAdapter(FrameAdapter, Protocol):
         ...
 
 
-_Adapter = TypeVar("_Adapter", bound=type)
+_Adapter = TypeVar("_Adapter", bound=FrameAdapter)
 
 _REGISTRY: dict[type, FrameAdapter] = {}
 
 
-def register_adapter(*native_types: type) -> Any:
-    """Class decorator: an instance of the decorated adapter class adapts ``native_types``."""
+def register_adapter(*native_types: type) -> Callable[[type[_Adapter]], type[_Adapter]]:
+    """Class decorator: an instance of the decorated adapter class adapts ``native_types``
+    (and their subclasses). mypy checks that the class answers :class:`FrameAdapter`."""
 
-    def register(adapter: _Adapter) -> _Adapter:
+    def register(adapter: type[_Adapter]) -> type[_Adapter]:
         instance = adapter()
         for native in native_types:
             _REGISTRY[native] = instance
@@ -135,11 +138,12 @@ def _library_name(kind: type) -> str:
 
 
 def in_memory_adapter_for(frame: object) -> InMemoryAdapter:
-    """The adapter of ``frame``, whose rows must be in memory (pandas, a polars DataFrame)."""
+    """The adapter of ``frame``, which must be an in-memory frame of columns (a pandas or
+    polars DataFrame)."""
     adapter = adapter_for(frame)
     if not adapter.in_memory:
-        kind = type(frame)
         raise ParameterError(
-            f"{kind.__module__}.{kind.__qualname__} is deferred; compute or collect it first"
+            f"{_library_name(type(frame))} is not an in-memory frame of columns; compute or "
+            "collect it (a Series: put it in a frame) first"
         )
     return cast(InMemoryAdapter, adapter)  # as it declares

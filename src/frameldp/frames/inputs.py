@@ -22,16 +22,13 @@ from frameldp.errors import (
     shown,
 )
 from frameldp.frames.pipeline import column_context, infer_domain
-from frameldp.frames.report_type import (
-    ReportMetadata,
-)
+from frameldp.frames.report_type import ReportMetadata, refuse_reports
 
 __all__ = [
     "METADATA_KEY",
     "build_krr",
     "build_rappor",
     "check_columns",
-    "refuse_reports",
     "require_column",
 ]
 
@@ -98,22 +95,23 @@ def check_columns(
                 f"{', '.join(list(mechanism.report_columns(column))[1:])}; apply it to a frame "
                 f"(df.ldp.privatize({{{column!r}: ...}}))"
             )
+    _check_written_names(mechanisms)
 
 
-def refuse_reports(column: Any, metadata: ReportMetadata) -> None:
-    """Refuse to privatize a column whose type says it holds reports already."""
-    raise ParameterError(
-        f"column {shown(column)}: already holds frameldp reports "
-        f"({_described(metadata.spec)}); privatizing them again would bias debias "
-        "and release the column twice. Privatize the raw column instead"
-    )
-
-
-def _described(spec: Mapping[str, Any]) -> str:
-    """``mechanism=..., epsilon=...`` of a recorded spec, for messages."""
-    kind = spec.get("mechanism", "a mechanism")
-    epsilon = spec.get("epsilon")
-    return f"{kind}, epsilon={epsilon:.4g}" if isinstance(epsilon, float) else str(kind)
+def _check_written_names(mechanisms: Mapping[str, Any]) -> None:
+    """No two privatized columns write a column of one name (a Bloom cohort column and another
+    column's reports); a cohort column that would overwrite a column of the frame is refused by
+    :func:`~frameldp.frames.release.plan_release`."""
+    writer: dict[Any, Any] = {}
+    for column, mechanism in mechanisms.items():
+        for name in mechanism.report_columns(column):
+            if name in writer:
+                raise ParameterError(
+                    f"column {shown(column)}: its reports need a column {shown(name)}, which "
+                    f"column {shown(writer[name])}'s reports need too; rename one of them first",
+                    column=column,
+                )
+            writer[name] = column
 
 
 def _domain(

@@ -27,13 +27,8 @@ from frameldp.errors import (
     ParameterError,
     shown,
 )
-from frameldp.frames.inputs import (
-    _described,
-)
 from frameldp.frames.pipeline import column_context
-from frameldp.frames.report_type import (
-    storage_of,
-)
+from frameldp.frames.report_type import described, storage_of
 
 __all__ = [
     "find_decoder",
@@ -87,8 +82,8 @@ def refuse_other_mechanism(column: Any, given: Mechanism, spec: Mapping[str, Any
     recorded = {k: v for k, v in spec.items() if k not in _RELEASE_KEYS}
     if given.to_spec() != recorded:
         raise ParameterError(
-            f"column {shown(column)}: holds reports of {_described(spec)}, not of the "
-            f"mechanism given ({_described(given.to_spec())}); drop mechanism= to use the "
+            f"column {shown(column)}: holds reports of {described(spec)}, not of the "
+            f"mechanism given ({described(given.to_spec())}); drop mechanism= to use the "
             "recorded one",
             column=column,
             parameter="mechanism",

@@ -19,7 +19,6 @@ import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from frameldp.core.columns import combined
-from frameldp.core.estimation import FrequencyEstimate
 from frameldp.core.mechanisms import Capability, Mechanism, Statistic
 from frameldp.core.randomness import RandomSource, label_bytes
 from frameldp.errors import (
@@ -30,12 +29,17 @@ from frameldp.errors import (
     shown,
 )
 from frameldp.frames.adapters import in_memory_adapter_for
-from frameldp.frames.report_type import ReportMetadata, as_reports, storage_of
+from frameldp.frames.report_type import (
+    ReportMetadata,
+    as_reports,
+    metadata_of,
+    refuse_reports,
+    storage_of,
+)
 
 __all__ = [
     "add_statistics",
     "column_context",
-    "estimate_reports",
     "infer_domain",
     "privatize_columns",
     "privatize_frame",
@@ -128,9 +132,15 @@ def privatize_columns(
     same reports. Every frame library calls this, converting its columns to Arrow and the
     result back and nothing else. Each mechanism writes its report columns
     (``mechanism.report_columns``), typed :class:`~frameldp.frames.report_type.ReportType` with
-    ``specs[column]`` recorded. Every column is randomized before anything is returned.
+    ``specs[column]`` recorded. Every column is randomized before anything is returned; a
+    column of the batch that already holds reports is refused (whatever its frame's schema
+    said: a dataset can mix raw and privatized files).
     """
     out: dict[Any, pa.ExtensionArray] = {}
+    for column in mechanisms:
+        held = metadata_of(columns[column].type)
+        if held is not None:  # a batch of reports (a file of a dataset, a Dask partition)
+            refuse_reports(column, held)
     for column, mechanism in mechanisms.items():
         users = None
         if user is not None and Capability.MEMOIZATION in mechanism.capabilities:
@@ -192,10 +202,3 @@ def statistic_of(
 def add_statistics(*partials: Statistic) -> Statistic:
     """The statistic of the union of disjoint runs of rows."""
     return sum(partials[1:], partials[0])
-
-
-def estimate_reports(
-    reports: Sequence[pa.Array | pa.ChunkedArray], mechanism: Mechanism, *, column: str
-) -> FrequencyEstimate:
-    """Debiased estimate from the report columns of ``column``."""
-    return mechanism.debias(statistic_of(reports, mechanism, column))

@@ -41,11 +41,13 @@ __all__ = [
     "ReportMetadata",
     "ReportType",
     "as_reports",
+    "described",
     "empty_reports",
     "legacy_report_columns",
     "metadata_of",
     "recorded_shuffle",
     "recorded_specs",
+    "refuse_reports",
     "report_types",
     "storage_of",
     "with_shuffle",
@@ -308,3 +310,19 @@ def report_types(mechanism: Any, column: str, spec: Mapping[str, Any]) -> dict[s
 
 
 _register()
+
+
+def refuse_reports(column: Any, metadata: ReportMetadata) -> None:
+    """Refuse to privatize a column whose type says it holds reports already."""
+    raise ParameterError(
+        f"column {shown(column)}: already holds frameldp reports "
+        f"({described(metadata.spec)}); privatizing them again would bias debias "
+        "and release the column twice. Privatize the raw column instead"
+    )
+
+
+def described(spec: Mapping[str, Any]) -> str:
+    """``mechanism=..., epsilon=...`` of a recorded spec, for messages."""
+    kind = spec.get("mechanism", "a mechanism")
+    epsilon = spec.get("epsilon")
+    return f"{kind}, epsilon={epsilon:.4g}" if isinstance(epsilon, float) else str(kind)

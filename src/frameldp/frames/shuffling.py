@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import secrets
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -92,9 +92,18 @@ def plan_shuffle(
         reports += report_names(column, mechanism, spec)
     for column in reports:
         require_column(columns, column)
-    kept = [keep] if isinstance(keep, str) else list(keep)
-    for column in kept:
+    if isinstance(keep, str):
+        kept = [keep]
+    elif isinstance(keep, Iterable):
+        kept = list(keep)
+    else:
+        raise ParameterError(
+            f"keep= takes a column name or a list of names, got {shown(keep)}", parameter="keep"
+        )
+    for i, column in enumerate(kept):
         require_column(columns, column)
+        if column in kept[:i]:
+            raise ParameterError(f"keep= names column {shown(column)} twice", parameter="keep")
     extra = [column for column in kept if column not in reports]
     if extra:
         warnings.warn(

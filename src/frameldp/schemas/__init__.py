@@ -104,15 +104,18 @@ def _run(frame: Any, declaration: SchemaDeclaration, lazy: bool) -> list[Failure
         adapter = adapter_for(frame)  # the frame's library, by its registered native type
     except ParameterError:
         raise ParameterError(f"{expected}, got {kind}") from None
-    if adapter.backend == "polars":
+    if adapter.backend == "polars":  # a DataFrame or a LazyFrame (streamed)
         from frameldp.schemas import polars
 
         return polars.run_schema(frame, declaration, lazy=lazy)
-    if adapter.in_memory:
+    if adapter.backend == "pandas" and adapter.in_memory:  # a DataFrame
         from frameldp.schemas import pandas
 
         return pandas.run_schema(frame, declaration, lazy=lazy)
-    raise ParameterError(f"{expected}, got {kind}; validate a computed partition or chunk instead")
+    raise ParameterError(
+        f"{expected}, got {kind}; validate a DataFrame (of a Dask frame: a computed partition "
+        "or chunk) instead"
+    )
 
 
 def _validate(frame: _Frame, declaration: SchemaDeclaration, lazy: bool) -> _Frame:

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 from frameldp.accounting.checks import check_count, check_order, check_positive
 from frameldp.accounting.pld import PrivacyLossDistribution
-from frameldp.errors import ParameterError
+from frameldp.errors import ParameterError, shown
 
 __all__ = ["PrivacyEvent", "check_count", "check_order", "check_positive", "event_from_dict"]
 
@@ -23,7 +23,9 @@ class PrivacyEvent(ABC):
 
     kind: ClassVar[str]
     renamed_parameters: ClassVar[Mapping[str, str]] = {}
-    """``{earlier name: name}`` of parameters renamed since a release that stored them."""
+    """``{earlier name: name}`` of parameters renamed since a release that stored them: they
+    are stored under the earlier name still (a ledger may be shared by processes running
+    different releases), and read under either."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -83,8 +85,10 @@ class PrivacyEvent(ABC):
         return self, 1
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"kind": ..., **parameters}``; :func:`event_from_dict` rebuilds the event."""
-        return {"kind": self.kind, **self.parameters()}
+        """``{"kind": ..., **parameters}`` (renamed parameters under their earlier, stored
+        name); :func:`event_from_dict` rebuilds the event."""
+        stored = {new: old for old, new in self.renamed_parameters.items()}
+        return {"kind": self.kind, **{stored.get(k, k): v for k, v in self.parameters().items()}}
 
     def __str__(self) -> str:
         shown = ", ".join(
@@ -103,6 +107,8 @@ def event_from_dict(data: Mapping[str, Any]) -> PrivacyEvent:
     # Parameters stored under an earlier name (a ledger or file written by an earlier release).
     renamed = cls.renamed_parameters
     arguments = {renamed.get(k, k): v for k, v in data.items() if k != "kind"}
+    if len(arguments) < len(data) - 1:
+        raise ParameterError(f"privacy event {kind!r}: a parameter given twice in {shown(data)}")
     try:
         return cls(**arguments)
     except TypeError as error:

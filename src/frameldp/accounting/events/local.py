@@ -19,9 +19,9 @@ from frameldp.accounting.events.curves import (
     pure_rho,
     rr_rdp,
 )
-from frameldp.accounting.pld import PrivacyLossDistribution
+from frameldp.accounting.pld import TWO_BUCKETS, PrivacyLossDistribution
 from frameldp.accounting.rounding import pad_up, sum_up
-from frameldp.errors import ParameterError, renamed, shown
+from frameldp.errors import renamed, renamed_argument
 
 __all__ = ["PureDP", "RandomizedResponseEvent", "RapporEvent"]
 
@@ -41,17 +41,18 @@ class RandomizedResponseEvent(PrivacyEvent):
     kind: ClassVar[str] = "randomized_response"
     renamed_parameters: ClassVar[Mapping[str, str]] = {"k": "num_buckets"}
 
-    def __init__(self, epsilon: float, num_buckets: int = 2, *, k: int | None = None) -> None:
+    def __init__(
+        self, epsilon: float, num_buckets: int = TWO_BUCKETS, *, k: int | None = None
+    ) -> None:
         owner = "randomized response event"
-        if k is not None:  # the name of earlier releases
-            renamed("RandomizedResponseEvent", "k", "num_buckets")
-            if num_buckets not in (2, k):
-                raise ParameterError(
-                    f"{owner}: num_buckets={shown(num_buckets)} and k={shown(k)} disagree; "
-                    "pass num_buckets only",
-                    parameter="num_buckets",
-                )
-            num_buckets = k
+        num_buckets = renamed_argument(
+            "RandomizedResponseEvent",
+            "k",
+            "num_buckets",
+            old_value=k,
+            new_value=num_buckets,
+            default=TWO_BUCKETS,
+        )
         epsilon = check_positive(owner, "epsilon", epsilon, allow_zero=True)
         object.__setattr__(self, "epsilon", epsilon)
         object.__setattr__(self, "num_buckets", check_count(owner, "num_buckets", num_buckets, 2))

@@ -6,7 +6,7 @@ import hashlib
 import hmac
 import math
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import InitVar, dataclass, field
+from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
 from typing import Any, ClassVar, Final
@@ -18,11 +18,12 @@ from numpy.typing import NDArray
 from frameldp.accounting import BloomRapporEvent, PrivacyGuarantee
 from frameldp.core.columns import bits_array, combined, distinct_codes, packed_bits
 from frameldp.core.encoding import (
+    FAST_HASHES,
     BloomEncoder,
     HashScheme,
+    chosen_hash_scheme,
     count_bits,
     packed_width,
-    renamed_hash_scheme,
 )
 from frameldp.core.estimation import (
     BloomDecoding,
@@ -47,7 +48,7 @@ from frameldp.core.randomness import (
     dyadic_at_most,
     label_bytes,
 )
-from frameldp.errors import DomainError, ParameterError, renamed_property, shown
+from frameldp.errors import DomainError, ParameterError, renamed, shown
 
 __all__ = ["BloomRappor"]
 
@@ -80,8 +81,20 @@ def _probability(owner: str, name: str, value: object, *, low_open: bool = False
     return Fraction(number)
 
 
+def _spec_hash_scheme(spec: dict[str, Any]) -> Any:
+    """The hash scheme of a spec: stored under ``"hash"`` (its key since the first release, and
+    part of the stream fingerprint), read under ``"hash_scheme"`` too (the public name)."""
+    given = [spec[key] for key in ("hash", "hash_scheme") if key in spec]
+    if len(given) == 2 and given[0] != given[1]:
+        raise ParameterError(
+            f"BloomRappor spec: hash={shown(given[0])} and hash_scheme={shown(given[1])} disagree",
+            parameter="hash_scheme",
+        )
+    return given[0] if given else "fast"
+
+
 @register("bloom_rappor")
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class BloomRappor:
     r"""Bloom-filter RAPPOR: strings from an open domain, decoded against candidate strings.
 
@@ -166,19 +179,48 @@ class BloomRappor:
     num_hashes: int = field(default=2, kw_only=True)
     num_cohorts: int = field(default=64, kw_only=True)
     hash_scheme: HashScheme = field(default="fast", kw_only=True)
-    hash: InitVar[HashScheme | None] = field(default=None, kw_only=True)
-    """Deprecated name of ``hash_scheme``."""
     encoder: BloomEncoder = field(init=False, repr=False, compare=False)
     _flip: int = field(init=False, repr=False, compare=False)
     _zero: int = field(init=False, repr=False, compare=False)
     _one: int = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self, hash: HashScheme | None) -> None:
-        owner = "BloomRappor"
-        if hash is not None:
-            object.__setattr__(
-                self, "hash_scheme", renamed_hash_scheme(owner, self.hash_scheme, hash)
-            )
+    def __init__(
+        self,
+        epsilon: float | None = None,
+        *,
+        epsilon_infinity: float | None = None,
+        f: float | None = None,
+        p: float | None = None,
+        q: float | None = None,
+        num_bits: int = 128,
+        num_hashes: int = 2,
+        num_cohorts: int = 64,
+        hash_scheme: HashScheme = FAST_HASHES,
+        hash: HashScheme | None = None,
+    ) -> None:
+        # Written out (rather than generated) for ``hash=``, the earlier name of hash_scheme.
+        given = {
+            "epsilon": epsilon,
+            "epsilon_infinity": epsilon_infinity,
+            "f": f,
+            "p": p,
+            "q": q,
+            "num_bits": num_bits,
+            "num_hashes": num_hashes,
+            "num_cohorts": num_cohorts,
+            "hash_scheme": chosen_hash_scheme("BloomRappor", hash_scheme, hash),
+        }
+        for name, value in given.items():
+            object.__setattr__(self, name, value)
+        self._realize("BloomRappor")
+
+    @property
+    def hash(self) -> HashScheme:
+        """Deprecated name of :attr:`hash_scheme`."""
+        renamed("BloomRappor", "hash", "hash_scheme")
+        return self.hash_scheme
+
+    def _realize(self, owner: str) -> None:
         encoder = BloomEncoder(self.num_bits, self.num_hashes, self.num_cohorts, self.hash_scheme)
         object.__setattr__(self, "encoder", encoder)
         for name in ("num_bits", "num_hashes", "num_cohorts"):
@@ -272,7 +314,7 @@ class BloomRappor:
             num_bits=spec["num_bits"],
             num_hashes=spec["num_hashes"],
             num_cohorts=spec["num_cohorts"],
-            hash_scheme=spec.get("hash", "fast"),
+            hash_scheme=_spec_hash_scheme(spec),
         )
 
     def to_spec(self) -> dict[str, Any]:
@@ -545,6 +587,3 @@ class BloomRappor:
         """:meth:`decode` of a summed :meth:`statistic`."""
         counts, sizes = statistic.parts
         return self.decode(counts, sizes, candidates, significance=significance)
-
-
-setattr(BloomRappor, "hash", renamed_property("BloomRappor", "hash", "hash_scheme"))  # noqa: B010

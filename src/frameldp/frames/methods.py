@@ -14,7 +14,13 @@ from typing import Any, Literal
 import pyarrow as pa
 
 from frameldp.accounting import PrivacyGuarantee
-from frameldp.core.encoding import HashScheme, NullPolicy, UnknownPolicy, renamed_hash_scheme
+from frameldp.core.encoding import (
+    FAST_HASHES,
+    HashScheme,
+    NullPolicy,
+    UnknownPolicy,
+    chosen_hash_scheme,
+)
 from frameldp.core.mechanisms import (
     Capability,
     Mechanism,
@@ -66,6 +72,7 @@ from frameldp.frames.report_type import (
     ReportMetadata,
     recorded_shuffle,
     recorded_specs,
+    refuse_reports,
     with_shuffle,
 )
 from frameldp.frames.shuffling import plan_shuffle, shuffle_order, shuffled_privacy
@@ -101,8 +108,10 @@ class FrameMethods:
     (:mod:`frameldp.frames.adapters`) adapts.
 
     What is written here runs on an in-memory frame. The accessors of deferred frames (polars
-    LazyFrame, Dask) replace how reports are produced (:meth:`privatize`, :meth:`shuffle`) and
-    how their additive statistic is gathered (:meth:`_statistic`), and nothing else.
+    LazyFrame, Dask) replace how reports are produced (:meth:`privatize`, :meth:`shuffle`), how
+    their additive statistic is gathered (:meth:`_statistic`) and, on Dask, how a domain is
+    inferred (:meth:`_domain_values`) and what needs one machine (``balcer_cheu``, which
+    refuses); every accessor adds its own ``unpack``. No formula is written here.
     """
 
     def __init__(self, frame: Any) -> None:
@@ -123,8 +132,9 @@ class FrameMethods:
     def _num_rows(self) -> int:
         return self._adapter.num_rows(self._frame)
 
-    def _column_arrow(self, column: Any) -> pa.Array | pa.ChunkedArray:
-        """The column as Arrow (read for ``domain="infer"`` only)."""
+    def _domain_values(self, column: Any) -> pa.Array | pa.ChunkedArray:
+        """Values of ``column`` whose distinct ones are its inferred domain
+        (``domain="infer"``); a deferred frame may give the distinct values only."""
         return self._adapter.to_arrow(self._frame, column)
 
     def _specs(self) -> dict[str, Any]:
@@ -277,8 +287,9 @@ class FrameMethods:
         """
         recorded = self._specs()
         column, found, names, memo = find_decoder(column, mechanism, recorded)
+        columns = self._columns()
         for name in names:
-            require_column(self._columns(), name)
+            require_column(columns, name)
         with column_context(column):
             return FrequencyTable.decoded(
                 found,
@@ -318,12 +329,18 @@ class FrameMethods:
         central ``(epsilon, delta)`` guarantee attached.
         """
         require_column(self._columns(), column)
+        reports = self._report_columns()
+        if column in reports:
+            refuse_reports(column, reports[column])
+        # One read: the people counted (n) are the people whose messages are sent, even for a
+        # LazyFrame whose source could change between two executions.
+        values = self._adapter.to_arrow(self._frame, column)
         with column_context(column):
             mechanism = mechanism_class("balcer_cheu")(
                 epsilon,
                 delta,
-                n=self._num_rows(),
-                domain=_domain(domain, unknown, nulls, column, lambda: self._column_arrow(column)),
+                n=len(values),
+                domain=_domain(domain, unknown, nulls, column, lambda: values),
             )
         if key is not None and Capability.CALLER_KEY not in mechanism.capabilities:
             # Everyone's noise messages would repeat in a re-run: the difference of two runs
@@ -339,7 +356,7 @@ class FrameMethods:
         release = ReleasePlan({column: spec}, {column: _marked(mechanism, spec)}, None)
         with charging(ledger, budget, release):
             messages = privatize_columns(
-                {column: self._column_arrow(column)},
+                {column: values},
                 {column: mechanism},
                 specs=release.specs,
                 source=source,
@@ -364,7 +381,7 @@ class FrameMethods:
         p: float | None = None,
         q: float | None = None,
         epsilon_infinity: float | None = None,
-        hash_scheme: HashScheme = "fast",
+        hash_scheme: HashScheme = FAST_HASHES,
         user: str | None = None,
         memo_key: bytes | None = None,
         key: bytes | None = None,
@@ -384,8 +401,7 @@ class FrameMethods:
         ``memo_key``), and a ``{column}_cohort`` column is written beside the reports.
         """
         require_column(self._columns(), column)
-        if hash is not None:
-            hash_scheme = renamed_hash_scheme("rappor", hash_scheme, hash)
+        hash_scheme = chosen_hash_scheme("df.ldp.rappor", hash_scheme, hash)
         if encoding == "bloom":
             if domain is not None or max_weight != 1 or unknown is not None or nulls is not None:
                 raise ParameterError(
@@ -426,7 +442,7 @@ class FrameMethods:
             )
         mechanism = build_rappor(
             column,
-            lambda: self._column_arrow(column),
+            lambda: self._domain_values(column),
             epsilon,
             f=f,
             domain=domain,
@@ -453,7 +469,7 @@ class FrameMethods:
         require_column(self._columns(), column)
         mechanism = build_krr(
             column,
-            lambda: self._column_arrow(column),
+            lambda: self._domain_values(column),
             epsilon,
             domain=domain,
             unknown=unknown,
