@@ -643,8 +643,11 @@ def _report_file(job: Estimate, folder: Path, releases: dict[str, Path]) -> Path
         shutil.copy(original, path)
         if original.suffix == ".csv" and job.source != "no-sidecar":
             shutil.copy(csv.with_name(csv.name + ".frameldp.json"), folder)
-        if job.source == "tampered-csv":
-            path.write_text(path.read_text().replace('"AA"', '"DL"', 1))
+        if job.source == "tampered-csv":  # one report changed, whichever labels were drawn
+            text = path.read_text()
+            label = next(f'"{c}"' for c in ("AA", "DL", "UA") if f'"{c}"' in text)
+            other = '"DL"' if label == '"AA"' else '"AA"'
+            path.write_text(text.replace(label, other, 1))
         return path
     path = folder / ("plain.parquet" if job.source == "plain-parquet" else "plain.csv")
     if job.source == "plain-parquet":
