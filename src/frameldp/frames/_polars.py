@@ -157,27 +157,6 @@ def _frame_of(columns: Mapping[Any, pa.Array]) -> pl.DataFrame:
     return pl.DataFrame([_native(array, name) for name, array in columns.items()])
 
 
-def _privatize_batch(
-    frame: pl.DataFrame,
-    mechanisms: Mapping[str, Mechanism],
-    *,
-    source: RandomSource,
-    release: ReleasePlan,
-    user: str | None,
-    row_start: int,
-) -> pl.DataFrame:
-    out: pl.DataFrame = privatize_frame(
-        frame,
-        mechanisms,
-        specs=release.specs,
-        source=source,
-        row_start=row_start,
-        user=user,
-        memo=release.memo,
-    )
-    return out
-
-
 def _privatized_scan(
     frame: pl.LazyFrame,
     mechanisms: Mapping[str, Mechanism],
@@ -191,7 +170,7 @@ def _privatized_scan(
     """A LazyFrame whose every execution privatizes ``frame`` afresh (see the module
     docstring): a fresh key per execution unless ``keyed``, rows numbered by the scan, one
     ledger charge per execution."""
-    privatize = partial(_privatize_batch, release=release, user=user)
+    privatize = partial(privatize_frame, specs=release.specs, user=user, memo=release.memo)
     empty = frame.clear().collect()
     schema = privatize(
         empty, mechanisms=mechanisms, source=RandomSource.fresh(), row_start=0
