@@ -8,8 +8,10 @@ mechanism's class.
 
 Probabilistic claims: two draws of ``ROWS`` reports under different keys (or stream labels) are
 compared whole. For every example here, two independent draws of one row's report agree with
-probability at most 0.9 (k-RR at epsilon 1 over 4 labels: 0.32; RAPPOR over 4 bits: 0.08; the
-Bloom and Balcer-Cheu reports less), so two independent draws agree on all ``ROWS`` = 800 rows
+probability at most 0.9 (k-RR at epsilon 1 over 4 labels: 0.32; RAPPOR over 4 bits: 0.08; OUE
+over 4 bits below 0.4; local hashing, a seed of 9 and one of 3 hash values, below 0.2; subset
+selection, 2 of 4 values, below 0.6; Hadamard response, one of 8 columns, below 0.35; the Bloom
+and Balcer-Cheu reports less), so two independent draws agree on all ``ROWS`` = 800 rows
 with probability below 0.9**800 < 1e-36, far below ``P_FAIL``.
 """
 
@@ -68,6 +70,18 @@ EXAMPLES: dict[str, Callable[[], Example]] = {
     ),
     "balcer_cheu": lambda: Example(
         frameldp.BalcerCheu(2.0, 1e-2, n=ROWS, domain=CATEGORIES), _values(), "XX"
+    ),
+    "optimized_unary_encoding": lambda: Example(
+        frameldp.OptimizedUnaryEncoding(1.0, domain=CATEGORIES), _values(), "XX"
+    ),
+    "local_hashing": lambda: Example(
+        frameldp.LocalHashing(1.0, domain=CATEGORIES), _values(), "XX"
+    ),
+    "subset_selection": lambda: Example(
+        frameldp.SubsetSelection(1.0, domain=CATEGORIES, subset_size=2), _values(), "XX"
+    ),
+    "hadamard_response": lambda: Example(
+        frameldp.HadamardResponse(1.0, domain=CATEGORIES), _values(), "XX"
     ),
 }
 

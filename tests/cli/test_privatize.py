@@ -459,7 +459,7 @@ D = "DOMAIN"  # placeholder for a domain file in the parametrizations below
         ("--column dest --mechanism krr --domain-file DOMAIN", ["--epsilon is required"]),
         (
             "--column dest --mechanism laplace --epsilon 1 --domain-file DOMAIN",
-            ["column 'dest'", "rappor, krr, bloom", "'laplace'"],
+            ["column 'dest'", "auto, bloom, hadamard_response, krr", "'laplace'"],
         ),
         (
             "--column dest --mechanism bloom --epsilon 1",

@@ -77,9 +77,13 @@ from frameldp.core import (
     BalcerCheu,
     BloomRappor,
     Domain,
+    HadamardResponse,
+    LocalHashing,
+    OptimizedUnaryEncoding,
     RandomizedResponse,
     RandomSource,
     Rappor,
+    SubsetSelection,
 )
 from frameldp.core.mechanisms._spec import _REGISTRY
 
@@ -91,7 +95,17 @@ LABEL: Final = "audit"
 Counts = NDArray[np.integer[Any]]  # how often each event was seen
 
 # Mechanisms with a local epsilon, each audited below, and those that claim none.
-AUDITED: Final = frozenset({"randomized_response", "rappor", "bloom_rappor"})
+AUDITED: Final = frozenset(
+    {
+        "randomized_response",
+        "rappor",
+        "bloom_rappor",
+        "optimized_unary_encoding",
+        "subset_selection",
+        "hadamard_response",
+        "local_hashing",
+    }
+)
 NO_LOCAL_EPSILON: Final = frozenset({"balcer_cheu"})
 
 
@@ -250,6 +264,104 @@ def test_k_rappor_audit(epsilon: float) -> None:
     counts = [_pattern_counts(reports(values), [0, 1, 2, 3]) for values in ([0, 1], [2, 3])]
     flip = 1 / (1 + math.exp(epsilon / 4))
     _assert_audit(counts[0], counts[1], mech.privacy.epsilon, ((1 - flip) ** 4, flip**4))
+
+
+# --- the frequency oracles at the variance frontier ----------------------------------------------
+
+
+def _pattern(first: NDArray[np.bool_], second: NDArray[np.bool_]) -> Counts:
+    """How many reports fall in each of the 4 events (``first``, ``second``)."""
+    return np.bincount(2 * first.astype(np.int64) + second.astype(np.int64), minlength=4)
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 4.0])
+def test_optimized_unary_encoding_audit(epsilon: float) -> None:
+    """OUE is ``ln((1 - q)/q)``-LDP (Wang et al., USENIX Security 2017, Sec. 4.4).
+
+    Inputs ``x = 0``, ``x' = 1`` of 3 values; events: the 4 patterns of bits 0 and 1 (the other
+    bit has one law under both). Pattern (1, 0) is tight: ``(1 - q)/2`` under ``x``, ``q/2``
+    under ``x'``, ``q = 1/(e^eps + 1)``.
+    """
+    mech = OptimizedUnaryEncoding(epsilon, domain=_domain(3))
+    source = RandomSource.from_seed(SEED)
+    counts = [
+        _pattern_counts(
+            mech.randomize(np.full(N, code, dtype=np.int64), source=source, label=LABEL), [0, 1]
+        )
+        for code in (0, 1)
+    ]
+    q = 1 / (math.exp(epsilon) + 1)
+    _assert_audit(counts[0], counts[1], mech.privacy.epsilon, ((1 - q) / 2, q / 2))
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 4.0])
+def test_subset_selection_audit(epsilon: float) -> None:
+    """Subset selection is ``ln(p (k - d) / ((1 - p) d))``-LDP (Ye & Barg 2018).
+
+    Inputs ``x = 0``, ``x' = 1`` of 5 values, ``d = 2``; events: whether the subset holds 0 and
+    whether it holds 1 (given those, the rest is uniform under both). (holds 0, not 1) is
+    tight: ``p (k - d)/(k - 1)`` under ``x``, ``(1 - p) d/(k - 1)`` under ``x'``.
+    """
+    k, d = 5, 2
+    mech = SubsetSelection(epsilon, domain=_domain(k), subset_size=d)
+    source = RandomSource.from_seed(SEED)
+    counts = [
+        _pattern_counts(
+            mech.randomize(np.full(N, code, dtype=np.int64), source=source, label=LABEL), [0, 1]
+        )
+        for code in (0, 1)
+    ]
+    p = d * math.exp(epsilon) / (d * math.exp(epsilon) + k - d)
+    tight = (p * (k - d) / (k - 1), (1 - p) * d / (k - 1))
+    _assert_audit(counts[0], counts[1], mech.privacy.epsilon, tight)
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 4.0])
+def test_hadamard_response_audit(epsilon: float) -> None:
+    """Hadamard response is ``ln(p/(1 - p))``-LDP (Acharya, Sun, Zhang, AISTATS 2019).
+
+    Inputs ``x = 0``, ``x' = 1`` of 3 values (``K = 4``); events: whether ``y`` is in ``C_0``
+    and whether in ``C_1`` (within each event every ``y`` has one probability under each
+    input). (in ``C_0``, not ``C_1``) is tight: ``p/2`` under ``x``, ``(1 - p)/2`` under ``x'``.
+    """
+    mech = HadamardResponse(epsilon, domain=_domain(3))
+    source = RandomSource.from_seed(SEED)
+
+    def half(y: NDArray[np.int64], row: int) -> NDArray[np.bool_]:
+        parity = np.array([bin(row & v).count("1") % 2 for v in range(mech.num_columns)])
+        return np.asarray(parity[y] == 0)
+
+    counts = []
+    for code in (0, 1):
+        y = mech.randomize(np.full(N, code, dtype=np.int64), source=source, label=LABEL)
+        counts.append(_pattern(half(y, 1), half(y, 2)))
+    p = math.exp(epsilon) / (math.exp(epsilon) + 1)
+    _assert_audit(counts[0], counts[1], mech.privacy.epsilon, (p / 2, (1 - p) / 2))
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 4.0])
+def test_local_hashing_audit(epsilon: float) -> None:
+    """Local hashing is ``ln(p/q)``-LDP over its ``g`` buckets (Wang et al. 2017, Sec. 4.4).
+
+    Inputs ``x = 0``, ``x' = 1`` of 9 values; events: whether ``y = h_s(x)`` and whether
+    ``y = h_s(x')`` (the seed is independent of the value; within each event the report has one
+    likelihood ratio). (``h_s(x)``, not ``h_s(x')``) is tight: ``(1 - 1/g) p`` under ``x``,
+    ``(1 - 1/g) q`` under ``x'``.
+    """
+    mech = LocalHashing(epsilon, domain=_domain(9))
+    g = mech.num_buckets
+    assert g is not None
+    source = RandomSource.from_seed(SEED)
+    counts = []
+    for code in (0, 1):
+        reports = mech.randomize(np.full(N, code, dtype=np.int64), source=source, label=LABEL)
+        seeds, y = np.divmod(reports.astype(np.int64), g)
+        on_x = mech.hash_values(seeds, np.zeros(N, dtype=np.int64)) == y
+        on_other = mech.hash_values(seeds, np.ones(N, dtype=np.int64)) == y
+        counts.append(_pattern(on_x, on_other))
+    p = math.exp(epsilon) / (math.exp(epsilon) + g - 1)
+    q = 1 / (math.exp(epsilon) + g - 1)
+    _assert_audit(counts[0], counts[1], mech.privacy.epsilon, ((1 - 1 / g) * p, (1 - 1 / g) * q))
 
 
 # --- Bloom-filter RAPPOR --------------------------------------------------------------------------

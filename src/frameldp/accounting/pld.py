@@ -136,13 +136,25 @@ class PrivacyLossDistribution:
             default=TWO_BUCKETS,
         )
         k = check_count("randomized response", "num_buckets", k, 2)
+        return cls.three_atom(epsilon, float(k - 2), count)
+
+    @classmethod
+    def three_atom(
+        cls, epsilon: float, neutral_weight: float, count: int = 1
+    ) -> PrivacyLossDistribution:
+        """``count``-fold composition of the loss ``+epsilon``, ``-epsilon``, 0 in proportions
+        ``e^epsilon : 1 : neutral_weight`` (k-ary RR has ``neutral_weight = k - 2``).
+
+        Optimized unary encoding, subset selection and Hadamard response have this loss with a
+        non-integer weight (:mod:`frameldp.accounting.events.ternary`).
+        """
         if epsilon == 0.0:
             return cls(np.zeros(1), np.zeros(1))
-        if k == 2:
+        if neutral_weight == 0.0:
             return cls._binary_power(epsilon, count)
-        # log of (e^eps, k - 2, 1) / (e^eps + k - 1) on the lattice (-1, 0, +1) * epsilon.
-        log_norm = epsilon + math.log1p((k - 1) * math.exp(-epsilon))
-        step = np.array([-log_norm, math.log(k - 2) - log_norm, epsilon - log_norm])
+        # log of (1, w, e^eps) / (e^eps + w + 1) on the lattice (-1, 0, +1) * epsilon.
+        log_norm = epsilon + math.log1p((neutral_weight + 1.0) * math.exp(-epsilon))
+        step = np.array([-log_norm, math.log(neutral_weight) - log_norm, epsilon - log_norm])
         log_masses, lost, error = _lattice_power(step, count)
         offsets = np.arange(-count, count + 1, dtype=np.float64)
         keep = np.isfinite(log_masses)

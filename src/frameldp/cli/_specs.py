@@ -2,11 +2,15 @@
 
 On the command line, ``--column`` may be repeated; ``--mechanism`` and ``--epsilon`` are given
 once (for every column) or once per column, in order, and ``--domain-file`` once or once per
-column that needs a domain (RAPPOR and k-RR; Bloom RAPPOR has an open domain). A spec file
+column that needs a domain (every mechanism but Bloom RAPPOR, whose domain is open).
+``--mechanism`` is ``auto`` (the frequency oracle with the smallest variance at that epsilon and
+domain), a registered frequency oracle's name (``rappor``, ``optimized_unary_encoding``,
+``local_hashing``, ...), ``krr`` or ``bloom``. A spec file
 (``--spec job.json``) says the same per column::
 
     {"dest": {"mechanism": "rappor", "epsilon": 1.0, "domain_file": "dests.txt"},
      "carrier": {"mechanism": "krr", "epsilon": 2.0, "domain": ["AA", "DL", "UA"]},
+     "origin": {"mechanism": "auto", "epsilon": 4.0, "domain_file": "airports.txt"},
      "url": {"mechanism": "bloom", "epsilon": 1.0, "epsilon_infinity": 4.0}}
 
 A domain file holds one value per line (blank lines are skipped), or a JSON list (``.json``).
@@ -27,13 +31,27 @@ import pyarrow as pa
 
 from frameldp.cli._files import read_text
 from frameldp.core.encoding import Domain
-from frameldp.core.mechanisms import Mechanism, mechanism_class
+from frameldp.core.mechanisms import Capability, Mechanism, mechanism_class, mechanism_names
+from frameldp.core.mechanisms.choice import choose_mechanism
 from frameldp.errors import DomainError, ParameterError, shown
 from frameldp.frames.pipeline import column_context
 
 __all__ = ["ColumnSpec", "build_mechanism", "specs_from_file", "specs_from_options"]
 
-MECHANISMS = ("rappor", "krr", "bloom")
+SHORT_NAMES = {"krr": "randomized_response", "bloom": "bloom_rappor"}
+"""Command-line names of registered mechanisms (every registered name is accepted too)."""
+AUTOMATIC = "auto"
+
+
+def mechanism_choices() -> list[str]:
+    """What ``--mechanism`` accepts: ``auto`` (the smallest variance), the frequency oracles by
+    their spec names, ``krr`` and ``bloom``."""
+    oracles = [
+        name
+        for name in mechanism_names()
+        if Capability.FREQUENCY_ORACLE in mechanism_class(name).capabilities
+    ]
+    return [AUTOMATIC, *sorted({*oracles, *SHORT_NAMES})]
 
 
 @dataclass(frozen=True)
@@ -55,8 +73,8 @@ class ColumnSpec:
 
     @property
     def needs_domain(self) -> bool:
-        """RAPPOR and k-RR take a public domain; Bloom RAPPOR's is open."""
-        return self.mechanism != "bloom"
+        """Frequency oracles take a public domain; Bloom RAPPOR's is open."""
+        return SHORT_NAMES.get(self.mechanism, self.mechanism) != "bloom_rappor"
 
 
 def _paired(name: str, values: Sequence[Any], count: int, what: str) -> list[Any]:
@@ -87,7 +105,7 @@ def specs_from_options(
         twice = sorted({c for c in columns if list(columns).count(c) > 1})
         raise ParameterError(f"--column {twice[0]!r} is given more than once")
     if not mechanisms:
-        raise ParameterError("--mechanism is required: one of " + ", ".join(MECHANISMS))
+        raise ParameterError("--mechanism is required: one of " + ", ".join(mechanism_choices()))
     if not epsilons:
         raise ParameterError("--epsilon is required")
     kinds = _paired("--mechanism", mechanisms, len(columns), "columns")
@@ -165,9 +183,10 @@ def specs_from_file(path: Path) -> list[ColumnSpec]:
 
 
 def _check_kind(spec: ColumnSpec) -> None:
-    if spec.mechanism not in MECHANISMS:
+    choices = mechanism_choices()
+    if spec.mechanism not in choices and spec.mechanism != "bloom_rappor":
         raise ParameterError(
-            f"column {shown(spec.column)}: mechanism must be one of {', '.join(MECHANISMS)}, got "
+            f"column {shown(spec.column)}: mechanism must be one of {', '.join(choices)}, got "
             f"{shown(spec.mechanism)}"
         )
 
@@ -232,7 +251,8 @@ def build_mechanism(spec: ColumnSpec, kind: pa.DataType) -> Mechanism:
             raise ParameterError(
                 f"--max-weight must be an integer >= 1, got {shown(spec.max_weight)}"
             )
-        if spec.mechanism == "bloom":
+        name = SHORT_NAMES.get(spec.mechanism, spec.mechanism)
+        if name == "bloom_rappor":
             bloom: Mechanism = mechanism_class("bloom_rappor")(
                 spec.epsilon,
                 epsilon_infinity=spec.epsilon_infinity,
@@ -255,10 +275,16 @@ def build_mechanism(spec: ColumnSpec, kind: pa.DataType) -> Mechanism:
             unknown=spec.unknown,  # type: ignore[arg-type]
             nulls=spec.nulls,  # type: ignore[arg-type]
         )
-        if spec.mechanism == "rappor":
+        if name == AUTOMATIC:
+            return choose_mechanism(spec.epsilon, domain=domain)
+        if name == "rappor":
             rappor: Mechanism = mechanism_class("rappor")(
                 spec.epsilon, domain=domain, max_weight=spec.max_weight
             )
             return rappor
-        krr: Mechanism = mechanism_class("randomized_response")(spec.epsilon, domain=domain)
-        return krr
+        if spec.max_weight != 1:
+            raise ParameterError(
+                f"--max-weight applies to rappor only (set-valued cells), not to {spec.mechanism}"
+            )
+        oracle: Mechanism = mechanism_class(name)(spec.epsilon, domain=domain)
+        return oracle

@@ -112,7 +112,10 @@ def privatize(
     mechanisms: Annotated[
         list[str] | None,
         typer.Option(
-            "--mechanism", help="rappor, krr or bloom: once for all columns, or once per column."
+            "--mechanism",
+            help="auto (smallest variance), rappor, krr, optimized_unary_encoding, local_hashing, "
+            "subset_selection, hadamard_response or bloom: once for all columns, or once per "
+            "column.",
         ),
     ] = None,
     epsilons: Annotated[

@@ -5,10 +5,19 @@ from frameldp.core.estimation import BloomDecoding, FrequencyEstimate
 from frameldp.core.mechanisms import (
     BalcerCheu,
     BloomRappor,
+    HadamardResponse,
+    LocalHashing,
     Mechanism,
+    OptimizedUnaryEncoding,
     RandomizedResponse,
     Rappor,
+    SubsetSelection,
     mechanism_from_spec,
+)
+from frameldp.core.mechanisms.choice import (
+    MechanismComparison,
+    choose_mechanism,
+    compare_mechanisms,
 )
 from frameldp.core.randomness import RandomSource
 
@@ -20,9 +29,16 @@ __all__ = [
     "BloomRappor",
     "Domain",
     "FrequencyEstimate",
+    "HadamardResponse",
+    "LocalHashing",
     "Mechanism",
+    "MechanismComparison",
+    "OptimizedUnaryEncoding",
     "RandomSource",
     "RandomizedResponse",
     "Rappor",
+    "SubsetSelection",
+    "choose_mechanism",
+    "compare_mechanisms",
     "mechanism_from_spec",
 ]

@@ -397,6 +397,11 @@ class Domain:
             codes[unknown] = self.other_code
         return codes
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Domain:
+        """Rebuild a domain from :meth:`to_json`."""
+        return cls.coerce(data["categories"], unknown=data["unknown"], nulls=data["nulls"])
+
     def to_json(self) -> dict[str, Any]:
         """A JSON-serializable description (categories must be JSON scalars)."""
         return {"categories": list(self.categories), "unknown": self.unknown, "nulls": self.nulls}

@@ -83,11 +83,16 @@ class FrequencyEstimate:
         Variance of each estimate (exact, or plug-in where it depends on the truth).
     n
         Number of reports.
+    support
+        For frequency oracles, ``(P[a report supports bucket j | the value is j],
+        P[... | it is another])``: the channel iterative Bayesian update inverts
+        (:func:`~frameldp.core.consistency.consistent_counts`); None for other estimates.
     """
 
     counts: FloatArray
     variances: FloatArray
     n: int
+    support: tuple[float, float] | None = None
 
     @property
     def std_errors(self) -> FloatArray:
@@ -135,7 +140,7 @@ def debias_unary_counts(
         )
     counts = (np.asarray(bit_sums, dtype=np.float64) - n * q) / (1 - 2 * q)
     variances = np.full(counts.shape, unary_variance(n, q))
-    return FrequencyEstimate(counts, variances, n)
+    return FrequencyEstimate(counts, variances, n, (1 - q, q))
 
 
 def direct_variance(
@@ -150,7 +155,19 @@ def direct_variance(
 def debias_direct_counts(
     report_counts: NDArray[np.int64], n: int, keep: float, other: float
 ) -> FrequencyEstimate:
-    """Debias the histogram of ``n`` k-RR reports (``keep`` = P[report j | j], ``other`` else)."""
+    """Debias the support counts of ``n`` reports: ``report_counts[j]`` reports support bucket
+    ``j``, each with probability ``keep`` when the value is ``j`` and ``other`` when it is not
+    (for k-RR, the report histogram; for OUE, subset selection, local hashing and Hadamard
+    response, the number of reports whose set holds ``j``) [1]_.
+
+    ``ĉ_j = (C_j - n other) / (keep - other)``, with variance
+    ``(c_j keep (1 - keep) + (n - c_j) other (1 - other)) / (keep - other)^2`` (plug-in ``c_j``).
+
+    References
+    ----------
+    .. [1] T. Wang, J. Blocki, N. Li, S. Jha, "Locally Differentially Private Protocols for
+       Frequency Estimation", USENIX Security 2017 (Thm. 2, "pure" protocols).
+    """
     _check_n(n)
     if not keep > other:
         raise ParameterError(
@@ -159,7 +176,9 @@ def debias_direct_counts(
         )
     counts = (np.asarray(report_counts, dtype=np.float64) - n * other) / (keep - other)
     plug_in = np.clip(counts, 0.0, float(n))
-    return FrequencyEstimate(counts, direct_variance(plug_in, n, keep, other), n)
+    return FrequencyEstimate(
+        counts, direct_variance(plug_in, n, keep, other), n, (float(keep), float(other))
+    )
 
 
 # ---------------------------------------------------------------------- Bloom-filter RAPPOR

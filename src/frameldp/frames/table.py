@@ -8,14 +8,16 @@ operations): ``table.frame`` is a plain native frame, ``table.privacy`` the guar
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
 
 from frameldp.accounting import PrivacyGuarantee
+from frameldp.core.consistency import ConsistencyMethod, consistent_counts
 from frameldp.core.estimation import BloomDecoding, FrequencyEstimate
 from frameldp.core.mechanisms import Decoder, Mechanism, Statistic
+from frameldp.errors import ParameterError
 
 __all__ = ["TABLE_COLUMNS", "FrequencyTable"]
 
@@ -54,6 +56,8 @@ class FrequencyTable:
         For Bloom RAPPOR, the :class:`~frameldp.core.estimation.BloomDecoding`: the table lists
         the detected candidates only (with a ``p_value`` column), and
         ``decoding.unexplained`` is the share of reports no detected string explains.
+    consistency
+        ``None`` for the unbiased table; the method of :meth:`consistent` for a consistent one.
     """
 
     frame: Any
@@ -64,6 +68,7 @@ class FrequencyTable:
     level: float
     estimate: FrequencyEstimate
     decoding: BloomDecoding | None = None
+    consistency: str | None = None
 
     @classmethod
     def build(
@@ -113,6 +118,39 @@ class FrequencyTable:
             frame, privacy, mechanism, decoding.n, column, level, decoding.estimate, decoding
         )
 
+    def consistent(self, method: ConsistencyMethod = "norm_sub") -> FrequencyTable:
+        """A new table whose counts are non-negative and sum to ``n``; this one is unchanged.
+
+        ``method`` is ``"norm_sub"`` (Wang et al., NDSS 2020), ``"simplex"`` (the projection
+        weighted by the variances) or ``"ibu"`` (iterative Bayesian update, for frequency
+        oracles); :mod:`frameldp.core.consistency` says what each costs. The consistent table
+        has no standard errors or intervals (NaN): they are not those of the unbiased one. A
+        decoded Bloom RAPPOR table lists only the strings found, so its counts are made
+        non-negative and at most ``n`` in total.
+        """
+        if self.consistency is not None:
+            raise ParameterError(
+                f"this table is already consistent ({self.consistency!r}); call consistent() on "
+                "the unbiased table"
+            )
+        counts = consistent_counts(
+            self.estimate.counts,
+            self.n,
+            method,
+            variances=self.estimate.variances,
+            support=self.estimate.support,
+            at_most=self.decoding is not None,
+        )
+        nothing = np.full(counts.shape, np.nan)
+        estimate = FrequencyEstimate(counts, nothing, self.n, self.estimate.support)
+        table = replace(self, estimate=estimate, consistency=method)
+        backend: Backend = (
+            "polars" if type(self.frame).__module__.startswith("polars") else "pandas"
+        )
+        data = table._data()
+        frame = _to_polars(data) if backend == "polars" else _to_pandas(data)
+        return replace(table, frame=frame)
+
     def _data(self) -> dict[str, Any]:
         if self.decoding is not None:
             return _columns(self.estimate, self.decoding.labels, self.level, self.decoding.p_values)
@@ -127,9 +165,10 @@ class FrequencyTable:
         return _to_polars(self._data())
 
     def __repr__(self) -> str:
+        consistency = "" if self.consistency is None else f", consistency={self.consistency!r}"
         return (
             f"FrequencyTable(column={self.column!r}, n={self.n}, level={self.level}, "
-            f"privacy={self.privacy})\n{self.frame}"
+            f"privacy={self.privacy}{consistency})\n{self.frame}"
         )
 
 

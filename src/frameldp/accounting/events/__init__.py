@@ -29,6 +29,8 @@ Closed forms (all for a worst-case pair of neighbouring inputs):
   number of ones among the ``r`` reports, a mixture of two binomials [6]_. One report has
   ``epsilon_1 = h ln(q*(1 - p*) / (p*(1 - q*)))`` and any number of them at most
   ``epsilon_inf = 2h ln((1 - f/2) / (f/2))``.
+* Optimized unary encoding, subset selection and Hadamard response (:mod:`.ternary`): the loss
+  of k-ary RR with a real ``k - 2``, the neutral weight each derives from its probabilities.
 * Any other pure epsilon-DP mechanism (:class:`PureDP`): dominated by binary RR at epsilon [1]_,
   so it is accounted as that (the tightest statement valid for every epsilon-DP mechanism).
 
@@ -57,17 +59,27 @@ from frameldp.accounting.events.binomial import BinomialCountsEvent
 from frameldp.accounting.events.bloom import BloomRapporEvent
 from frameldp.accounting.events.local import PureDP, RandomizedResponseEvent, RapporEvent
 from frameldp.accounting.events.shuffle import ShuffleEvent
+from frameldp.accounting.events.ternary import (
+    HadamardResponseEvent,
+    OptimizedUnaryEncodingEvent,
+    SubsetSelectionEvent,
+    TernaryLossEvent,
+)
 
 __all__ = [
     "BinomialCountsEvent",
     "BloomRapporEvent",
     "GaussianEvent",
+    "HadamardResponseEvent",
     "LaplaceEvent",
+    "OptimizedUnaryEncodingEvent",
     "PrivacyEvent",
     "PureDP",
     "RandomizedResponseEvent",
     "RapporEvent",
     "ShuffleEvent",
+    "SubsetSelectionEvent",
+    "TernaryLossEvent",
     "check_count",
     "check_order",
     "check_positive",

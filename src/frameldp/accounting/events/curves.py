@@ -16,8 +16,12 @@ from frameldp.accounting.rounding import pad_up
 __all__ = ["kary_rho", "pure_rho", "rr_cumulant", "rr_rdp", "sup_over_orders"]
 
 
-def rr_cumulant(t: float, epsilon: float, k: int) -> float:
+def rr_cumulant(t: float, epsilon: float, k: float) -> float:
     """``ln E_P[e^{t L}]`` of k-ary RR, without cancellation for any ``t > 0``.
+
+    ``k`` may be any real ``>= 2``: the three-atom losses (``+eps``, ``-eps``, 0 in proportions
+    ``e^eps : 1 : k - 2``) of optimized unary encoding, subset selection and Hadamard response
+    have the same cumulant with a non-integer ``k`` (:mod:`.ternary`).
 
     ``E_P[e^{tL}] - 1 = (e^eps expm1(t eps) + expm1(-t eps)) / (e^eps + k - 1)``
     ``= expm1(t eps) e^{-t eps} expm1(eps + t eps) / (e^eps + k - 1)``: a product of positive
@@ -35,7 +39,7 @@ def rr_cumulant(t: float, epsilon: float, k: int) -> float:
     return float(np.logaddexp(0.0, log_x))
 
 
-def rr_rdp(order: float, epsilon: float, k: int) -> float:
+def rr_rdp(order: float, epsilon: float, k: float) -> float:
     if math.isinf(order):
         return epsilon
     return rr_cumulant(order - 1.0, epsilon, k) / (order - 1.0)
@@ -57,7 +61,7 @@ def pure_rho(epsilon: float) -> float:
 
 
 @lru_cache(maxsize=1024)
-def kary_rho(epsilon: float, k: int) -> float:
+def kary_rho(epsilon: float, k: float) -> float:
     kl = epsilon * math.expm1(epsilon) / (math.exp(epsilon) + k - 1)
     value = sup_over_orders(lambda a: rr_rdp(a, epsilon, k), kl)
     return min(value, pure_rho(epsilon))

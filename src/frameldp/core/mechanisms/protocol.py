@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from frameldp.core.estimation import BloomDecoding, FrequencyEstimate
     from frameldp.core.randomness import RandomSource
 
-__all__ = ["Capability", "Decoder", "Mechanism", "Memoizing", "Statistic"]
+__all__ = ["Capability", "Decoder", "FrequencyOracle", "Mechanism", "Memoizing", "Statistic"]
 
 
 class Capability(enum.Enum):
@@ -59,6 +59,11 @@ class Capability(enum.Enum):
     SHUFFLER_MESSAGES = "shuffler_messages"
     """The shuffle model's messages: a person sends several, the frame holds the shuffler's
     output (not one report per row), and there is no local guarantee to amplify."""
+    FREQUENCY_ORACLE = "frequency_oracle"
+    """A frequency oracle over a public domain, built as ``cls(epsilon, domain=...)`` at its
+    variance-optimal settings, whose debiased counts are those of support counts
+    (:class:`FrequencyOracle`): a candidate of :func:`~frameldp.core.mechanisms.choose_mechanism`
+    and a ``--mechanism`` name on the command line."""
     CALLER_KEY = "caller_key"
     """A caller's key (``key=``) may be reused across runs: its guarantee holds for any one
     run's reports of a row, whoever else's rows change."""
@@ -161,4 +166,26 @@ class Decoder(Mechanism, Protocol):
 
     def guarantee(self, memo: str | None = None) -> PrivacyGuarantee:
         """One report's guarantee; ``memo`` names its memoized permanent responses."""
+        ...
+
+
+class FrequencyOracle(Mechanism, Protocol):
+    """A mechanism with :data:`Capability.FREQUENCY_ORACLE`.
+
+    A report *supports* a set of buckets (the reported one for k-RR, the set bits for unary
+    encodings and subset selection, the preimage of the hash value for local hashing, the
+    Hadamard half for Hadamard response); every bucket is supported with probability
+    ``p`` by a report of its own value and ``q`` by a report of any other, so the debiased
+    count ``(C_j - n q) / (p - q)`` has variance
+    ``(c_j p (1 - p) + (n - c_j) q (1 - q)) / (p - q)^2`` (Wang et al., USENIX Security 2017).
+    """
+
+    @property
+    def support_probabilities(self) -> tuple[float, float]:
+        """The realized ``(p, q)``."""
+        ...
+
+    @property
+    def report_bits(self) -> int:
+        """Bits one report takes (the tie-break of the automatic choice)."""
         ...

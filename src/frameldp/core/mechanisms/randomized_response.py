@@ -94,7 +94,9 @@ class RandomizedResponse:
 
     name: ClassVar[str] = "randomized_response"
     title: ClassVar[str] = "k-ary randomized response"
-    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.CALLER_KEY})
+    capabilities: ClassVar[frozenset[Capability]] = frozenset(
+        {Capability.CALLER_KEY, Capability.FREQUENCY_ORACLE}
+    )
 
     epsilon: float
     domain: Domain = field(kw_only=True)
@@ -163,6 +165,16 @@ class RandomizedResponse:
     def other_probability(self) -> float:
         """Realized ``q``: probability of reporting one given other bucket."""
         return self._move_numerator / 2.0**PRECISION_BITS / (self.num_buckets - 1)
+
+    @property
+    def support_probabilities(self) -> tuple[float, float]:
+        """``(p, q)``: a bucket is reported for a value of it, and for one given other."""
+        return self.keep_probability, self.other_probability
+
+    @property
+    def report_bits(self) -> int:
+        """``ceil(log2 k)`` bits a report."""
+        return max(1, (self.num_buckets - 1).bit_length())
 
     @cached_property
     def privacy(self) -> PrivacyGuarantee:

@@ -96,7 +96,12 @@ class Rappor:
     name: ClassVar[str] = "rappor"
     title: ClassVar[str] = "RAPPOR"
     capabilities: ClassVar[frozenset[Capability]] = frozenset(
-        {Capability.SETS, Capability.BIT_VECTORS, Capability.CALLER_KEY}
+        {
+            Capability.SETS,
+            Capability.BIT_VECTORS,
+            Capability.CALLER_KEY,
+            Capability.FREQUENCY_ORACLE,
+        }
     )
 
     epsilon: float | None = None
@@ -180,6 +185,16 @@ class Rappor:
     def flip_probability(self) -> float:
         """Realized probability ``f/2`` that a bit is flipped (exactly a multiple of 2**-64)."""
         return self._flip_numerator / 2.0**PRECISION_BITS
+
+    @property
+    def support_probabilities(self) -> tuple[float, float]:
+        """``(1 - f/2, f/2)``: a bucket's bit is 1 for a report of it, and of another value."""
+        return 1.0 - self.flip_probability, self.flip_probability
+
+    @property
+    def report_bits(self) -> int:
+        """``k`` bits a report."""
+        return self.num_bits
 
     @cached_property
     def privacy(self) -> PrivacyGuarantee:

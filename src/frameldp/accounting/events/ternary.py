@@ -1,0 +1,211 @@
+r"""Events of the frequency oracles whose worst-case privacy loss takes three values.
+
+Optimized unary encoding, subset selection and Hadamard response are, like k-ary randomized
+response, mechanisms whose privacy loss between two inputs ``x != x'`` is ``+epsilon``,
+``-epsilon`` or 0, in proportions ``e^epsilon : 1 : w`` under ``x`` (the proportion of the first
+two is ``e^epsilon`` for every epsilon-DP mechanism of this kind; ``w``, the *neutral weight*, is
+the mechanism's own). Every pair of distinct inputs is a relabelling of every other, so that
+pair is the worst case and its curves are exact:
+
+* Rényi divergence ``1/(a-1) ln((e^{a eps} + e^{(1-a) eps} + w) / (e^eps + 1 + w))``, the
+  k-ary RR curve with ``k = w + 2`` [1]_ [2]_;
+* zCDP ``rho = sup_a RDP(a) / a`` (numerically, never above ``eps tanh(eps/2)`` [3]_);
+* the privacy-loss distribution on the lattice ``{-1, 0, 1} epsilon``
+  (:meth:`~frameldp.accounting.PrivacyLossDistribution.three_atom`).
+
+Derivations (the realized probabilities, not the nominal ones; ``x`` the first input, ``x'``
+the second, ``k`` the domain size):
+
+* **Optimized unary encoding** [4]_: bit ``x`` of the report is 1 with probability ``1/2``,
+  every other bit with ``q``. The two inputs' reports differ in law at bits ``x`` and ``x'``
+  only: the loss is ``ln(1/(2q)) + ln(2q) = 0`` (both bits 1, probability ``q/2``),
+  ``ln(1/(2q)) + ln(2(1-q)) = ln((1-q)/q) = epsilon`` (``(1-q)/2``), ``-epsilon`` (``q/2``) and
+  0 (both 0, ``(1-q)/2``). So ``P[loss 0] = 1/2`` and ``w = e^epsilon + 1``. OUE is asymmetric
+  in its bits, but the *pair* is symmetric (swapping ``x`` and ``x'`` swaps the two bits), so
+  ``D_a(P||Q) = D_a(Q||P)``.
+* **Hadamard response** [5]_: ``y`` is uniform on the half ``C_x`` of ``[K]`` where row ``x + 1``
+  of the Sylvester–Hadamard matrix is +1, with probability ``p = e^epsilon / (e^epsilon + 1)``,
+  else uniform on the other half. Two rows other than row 0 agree on exactly half of the
+  columns, so ``|C_x ∩ C_x'| = K/4``: the loss is ``+epsilon`` on ``C_x \ C_x'`` (probability
+  ``p/2``), ``-epsilon`` on ``C_x' \ C_x`` (``(1-p)/2``) and 0 elsewhere (``1/2``):
+  ``w = e^epsilon + 1``, the loss of OUE.
+* **Subset selection** [6]_ [7]_: a subset of ``d`` of the ``k`` values contains ``x`` with
+  probability ``p = d e^epsilon / (d e^epsilon + k - d)`` and is otherwise uniform. The loss is
+  ``+epsilon`` when it holds ``x`` but not ``x'`` (``p (k-d)/(k-1)``), ``-epsilon`` when it
+  holds ``x'`` but not ``x`` (``(1-p) d / (k-1)``) and 0 otherwise, so
+  ``w = e^epsilon (d - 1)/(k - d) + (k - 1 - d)/d`` (``d = 1`` is k-RR: ``w = k - 2``).
+
+Rounding: each mechanism realizes its probabilities toward more noise and states the epsilon of
+what it realized, rounded up; a larger epsilon with its own ``w`` describes a mechanism of which
+the realized one is a garbling (mix its output with a uniform one), so the curves stay upper
+bounds. ``w`` is computed in floating point and rounded *down* (less neutral mass is a less
+private pair).
+
+References
+----------
+.. [1] P. Kairouz, S. Oh, P. Viswanath, "The Composition Theorem for Differential Privacy",
+   ICML 2015.
+.. [2] I. Mironov, "Rényi Differential Privacy", CSF 2017.
+.. [3] T. Steinke, "Tight bounds on converting pure DP to zCDP", differentialprivacy.org, 2024.
+.. [4] T. Wang, J. Blocki, N. Li, S. Jha, "Locally Differentially Private Protocols for
+   Frequency Estimation", USENIX Security 2017 (Sec. 4.4).
+.. [5] J. Acharya, Z. Sun, H. Zhang, "Hadamard Response: Estimating Distributions Privately,
+   Efficiently, and with Little Communication", AISTATS 2019 (Sec. 4).
+.. [6] M. Ye, A. Barg, "Optimal Schemes for Discrete Distribution Estimation under Locally
+   Differential Privacy", IEEE Trans. Inf. Theory 64(8), 2018.
+.. [7] S. Wang, L. Huang, P. Wang, Y. Nie, H. Xu, W. Yang, X.-Y. Li, C. Qiao, "Mutual
+   Information Optimally Local Private Discrete Distribution Estimation", arXiv:1607.08025, 2016.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from frameldp.accounting.events.base import (
+    PrivacyEvent,
+    check_count,
+    check_order,
+    check_positive,
+)
+from frameldp.accounting.events.curves import kary_rho, pure_rho, rr_rdp
+from frameldp.accounting.pld import PrivacyLossDistribution
+from frameldp.accounting.rounding import pad_up
+from frameldp.errors import ParameterError
+
+__all__ = [
+    "HadamardResponseEvent",
+    "OptimizedUnaryEncodingEvent",
+    "SubsetSelectionEvent",
+    "TernaryLossEvent",
+]
+
+# Relative amount by which a neutral weight computed in floating point is lowered: far above
+# the few-ulp error of the expressions below, so the pair accounted is never more private than
+# the exact one.
+_WEIGHT_MARGIN = 2.0**-40
+
+
+def _exp_down(epsilon: float) -> float:
+    """``e^epsilon``, capped below the float range (a smaller weight is the safe side)."""
+    return math.exp(min(epsilon, 700.0))
+
+
+class TernaryLossEvent(PrivacyEvent):
+    """A pure epsilon-DP use whose worst-case loss is ``+eps, -eps, 0`` in proportions
+    ``e^eps : 1 : neutral_weight`` (see the module docstring for each mechanism's weight)."""
+
+    epsilon: float
+
+    @property
+    @abstractmethod
+    def _exact_weight(self) -> float:
+        """The neutral weight ``w`` in floating point, before rounding down."""
+
+    @property
+    def neutral_weight(self) -> float:
+        """``w = P[loss 0] / P[loss -eps]`` under the first input, rounded down."""
+        return max(0.0, self._exact_weight * (1.0 - _WEIGHT_MARGIN))
+
+    @property
+    def pure_epsilon(self) -> float:
+        """``epsilon``."""
+        return self.epsilon
+
+    def rdp(self, order: float) -> float:
+        """The exact Rényi divergence: the k-ary RR curve at ``k = w + 2``."""
+        order = check_order(order)
+        if math.isinf(order):
+            return self.epsilon
+        return pad_up(rr_rdp(order, self.epsilon, self.neutral_weight + 2.0))
+
+    @property
+    def rho(self) -> float:
+        """The numerical ``sup_a RDP(a) / a``, never above ``eps tanh(eps / 2)``."""
+        if self.epsilon == 0.0 or self.neutral_weight == 0.0:
+            return pure_rho(self.epsilon)
+        return kary_rho(self.epsilon, self.neutral_weight + 2.0)
+
+    def privacy_loss(self, count: int = 1) -> PrivacyLossDistribution:
+        """Exact: the ``count``-fold composition of the three-atom loss."""
+        return PrivacyLossDistribution.three_atom(self.epsilon, self.neutral_weight, count)
+
+
+def _epsilon(owner: str, value: Any) -> float:
+    return check_positive(owner, "epsilon", value, allow_zero=True)
+
+
+@dataclass(frozen=True)
+class OptimizedUnaryEncodingEvent(TernaryLossEvent):
+    """Optimized unary encoding at ``epsilon = ln((1 - q) / q)`` (the bit of the true value
+    kept with probability 1/2): the loss is 0 with probability 1/2, else binary RR at epsilon."""
+
+    epsilon: float
+    kind: ClassVar[str] = "optimized_unary_encoding"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", _epsilon("OUE event", self.epsilon))
+
+    @property
+    def _exact_weight(self) -> float:
+        return _exp_down(self.epsilon) + 1.0
+
+    def parameters(self) -> dict[str, Any]:
+        """``epsilon``."""
+        return {"epsilon": self.epsilon}
+
+
+@dataclass(frozen=True)
+class HadamardResponseEvent(TernaryLossEvent):
+    """Hadamard response at ``epsilon`` (``y`` in the true value's half of the Hadamard columns
+    with probability ``e^eps / (e^eps + 1)``): the loss of OUE (``w = e^eps + 1``)."""
+
+    epsilon: float
+    kind: ClassVar[str] = "hadamard_response"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", _epsilon("Hadamard response event", self.epsilon))
+
+    @property
+    def _exact_weight(self) -> float:
+        return _exp_down(self.epsilon) + 1.0
+
+    def parameters(self) -> dict[str, Any]:
+        """``epsilon``."""
+        return {"epsilon": self.epsilon}
+
+
+@dataclass(frozen=True)
+class SubsetSelectionEvent(TernaryLossEvent):
+    """Subset selection of ``subset_size = d`` of ``num_buckets = k`` values at ``epsilon``:
+    ``w = e^eps (d - 1) / (k - d) + (k - 1 - d) / d``."""
+
+    epsilon: float
+    num_buckets: int
+    subset_size: int
+    kind: ClassVar[str] = "subset_selection"
+
+    def __post_init__(self) -> None:
+        owner = "subset selection event"
+        object.__setattr__(self, "epsilon", _epsilon(owner, self.epsilon))
+        k = check_count(owner, "num_buckets", self.num_buckets, 2)
+        d = check_count(owner, "subset_size", self.subset_size, 1)
+        if d >= k:
+            raise ParameterError(f"{owner}: subset_size must be below num_buckets={k}, got {d}")
+        object.__setattr__(self, "num_buckets", k)
+        object.__setattr__(self, "subset_size", d)
+
+    @property
+    def _exact_weight(self) -> float:
+        k, d = self.num_buckets, self.subset_size
+        return _exp_down(self.epsilon) * (d - 1) / (k - d) + (k - 1 - d) / d
+
+    def parameters(self) -> dict[str, Any]:
+        """``epsilon``, ``num_buckets`` and ``subset_size``."""
+        return {
+            "epsilon": self.epsilon,
+            "num_buckets": self.num_buckets,
+            "subset_size": self.subset_size,
+        }

@@ -1,0 +1,220 @@
+"""Optimized unary encoding (OUE): unary encoding with the bit of the true value kept at 1/2."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import cached_property
+from typing import Any, ClassVar, Final
+
+import numpy as np
+import pyarrow as pa
+from numpy.typing import NDArray
+
+from frameldp.accounting import OptimizedUnaryEncodingEvent, PrivacyGuarantee
+from frameldp.accounting.rounding import log_upper
+from frameldp.core.columns import bits_array, packed_bits, single_codes
+from frameldp.core.encoding import Domain, count_bits, packed_width, xor_one_hot
+from frameldp.core.estimation import FrequencyEstimate, debias_direct_counts
+from frameldp.core.mechanisms._spec import (
+    FLOAT_MARGIN,
+    check_codes,
+    check_epsilon,
+    fingerprint,
+    register,
+)
+from frameldp.core.mechanisms.protocol import Capability, Statistic
+from frameldp.core.randomness import PRECISION_BITS, RandomSource, code_bytes, dyadic_at_least
+from frameldp.errors import ParameterError, shown
+
+__all__ = ["OptimizedUnaryEncoding"]
+
+_ONE: Final = 1 << PRECISION_BITS
+_HALF: Final = _ONE >> 1
+
+
+@register("optimized_unary_encoding")
+@dataclass(frozen=True)
+class OptimizedUnaryEncoding:
+    r"""Optimized unary encoding over a public domain of ``k`` buckets.
+
+    A value is one-hot encoded in ``k`` bits; the bit of the true value is reported as 1 with
+    probability ``1/2`` and every other bit as 1 with probability ``q = 1 / (e^epsilon + 1)``,
+    independently. Reports are packed bit vectors, ``ceil(k / 8)`` bytes, like RAPPOR's.
+
+    Parameters
+    ----------
+    epsilon
+        Target privacy loss (> 0).
+    domain
+        The public domain (list, categorical dtype or :class:`~frameldp.core.encoding.Domain`).
+
+    Privacy
+    -------
+    Two values differ in law at their two bits only; the likelihood ratio of a report is at most
+    ``(1/2)/q * (1 - q)/(1/2) = (1 - q)/q = e^epsilon``, so OUE is epsilon-LDP [1]_. ``q`` is
+    realized exactly as a multiple of ``2**-64`` at least ``1 / (e^epsilon + 1)`` (more noise),
+    and ``privacy`` reports ``ln((1 - q)/q)`` of the realized ``q``, rounded up, with one
+    :class:`~frameldp.accounting.OptimizedUnaryEncodingEvent`: the worst-case loss is 0 with
+    probability 1/2 and otherwise that of binary RR at epsilon, which gives the exact Rényi
+    curve, the tight zCDP rho and exact composition
+    (:mod:`frameldp.accounting.events.ternary`).
+
+    Estimation
+    ----------
+    Bucket ``j``'s bit is set with probability ``p = 1/2`` by a report of ``j`` and ``q`` by any
+    other, so ``ĉ_j = (Y_j - n q) / (1/2 - q)`` is unbiased with variance
+    ``(c_j/4 + (n - c_j) q (1 - q)) / (1/2 - q)^2``; as ``c_j / n -> 0`` this is
+    ``n 4 e^epsilon / (e^epsilon - 1)^2``, the smallest of the unary encodings [1]_ (RAPPOR's is
+    ``e^{epsilon/2} / (e^{epsilon/2} - 1)^2``: 1.06 times OUE's at epsilon 1, 2.4 times at 4).
+
+    References
+    ----------
+    .. [1] T. Wang, J. Blocki, N. Li, S. Jha, "Locally Differentially Private Protocols for
+       Frequency Estimation", USENIX Security 2017 (Sec. 4.4, Eq. 7).
+
+    Examples
+    --------
+    >>> mech = OptimizedUnaryEncoding(2.0, domain=["AA", "DL", "UA"])
+    >>> round(mech.zero_probability, 6)
+    0.119203
+    >>> mech.privacy.epsilon <= 2.0 + 1e-9
+    True
+    """
+
+    name: ClassVar[str] = "optimized_unary_encoding"
+    title: ClassVar[str] = "optimized unary encoding"
+    capabilities: ClassVar[frozenset[Capability]] = frozenset(
+        {Capability.BIT_VECTORS, Capability.CALLER_KEY, Capability.FREQUENCY_ORACLE}
+    )
+
+    epsilon: float
+    domain: Domain = field(kw_only=True)
+    _zero_numerator: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        owner = "OptimizedUnaryEncoding"
+        object.__setattr__(self, "domain", Domain.coerce(self.domain))
+        epsilon = check_epsilon(self.epsilon, owner)
+        object.__setattr__(self, "epsilon", epsilon)
+        tail = math.exp(-epsilon)  # q = 1 / (e^eps + 1) = e^-eps / (1 + e^-eps), no overflow
+        numerator = max(1, dyadic_at_least(tail / (1.0 + tail) * (1 + FLOAT_MARGIN)))
+        if numerator >= _HALF:
+            raise ParameterError(
+                f"{owner}: epsilon={shown(epsilon)} is too small to realize; the reports would "
+                "be uniform noise"
+            )
+        object.__setattr__(self, "_zero_numerator", numerator)
+
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any]) -> OptimizedUnaryEncoding:
+        """Rebuild from :meth:`to_spec`."""
+        return cls(spec["epsilon"], domain=Domain.from_json(spec["domain"]))
+
+    def to_spec(self) -> dict[str, Any]:
+        """JSON-serializable parameters (rebuilding realizes the same noise)."""
+        return {"mechanism": self.name, "epsilon": self.epsilon, "domain": self.domain.to_json()}
+
+    @property
+    def num_bits(self) -> int:
+        """Length ``k`` of the bit vector (the domain size, reserved buckets included)."""
+        return self.domain.size
+
+    @property
+    def zero_probability(self) -> float:
+        """Realized ``q``: probability that a bit other than the true value's is 1."""
+        return self._zero_numerator / 2.0**PRECISION_BITS
+
+    @property
+    def support_probabilities(self) -> tuple[float, float]:
+        """``(1/2, q)``: a bucket's bit is 1 for a report of it, and of another value."""
+        return 0.5, self.zero_probability
+
+    @property
+    def report_bits(self) -> int:
+        """``k`` bits a report."""
+        return self.num_bits
+
+    @cached_property
+    def privacy(self) -> PrivacyGuarantee:
+        """Pure epsilon ``ln((1 - q)/q)`` of the realized ``q``, rounded up, with one
+        :class:`~frameldp.accounting.OptimizedUnaryEncodingEvent`."""
+        q = self._zero_numerator
+        event = OptimizedUnaryEncodingEvent(log_upper(Fraction(_ONE - q, q)))
+        return PrivacyGuarantee(
+            event.epsilon,
+            self.name,
+            {"num_bits": self.num_bits, "zero_probability": self.zero_probability},
+            events=((event, 1),),
+        )
+
+    @cached_property
+    def _stream_suffix(self) -> str:
+        return fingerprint(self.to_spec())
+
+    def randomize(
+        self,
+        codes: NDArray[np.int64],
+        *,
+        source: RandomSource,
+        label: object,
+        row_start: int = 0,
+    ) -> NDArray[np.uint8]:
+        """Packed reports ``(n, ceil(k / 8))`` of integer codes in ``[0, k)``.
+
+        Every bit is drawn 1 with ``q`` ("zero" stream), then the true value's bit is replaced
+        by a fair coin ("one" stream); the noise of row ``i`` is a function of (key, ``label``,
+        spec, global row ``row_start + i``, and under a caller's key or a seed the row's code)
+        only (see :class:`~frameldp.core.randomness.Rows`).
+        """
+        codes = check_codes(codes, self.num_bits)
+        rows = source.rows(
+            (label, self._stream_suffix), row_start, codes.size, lambda: code_bytes(codes)
+        )
+        reports = rows.bernoulli("zero", self._zero_numerator, self.num_bits)
+        coins = rows.bernoulli("one", _HALF, 1).ravel() != 0
+        positions = np.arange(codes.size)
+        shifts = (7 - (codes & 7)).astype(np.uint8)
+        current = ((reports[positions, codes >> 3] >> shifts) & 1) != 0
+        differ = np.flatnonzero(current != coins)
+        reports[differ] = xor_one_hot(reports[differ], codes[differ], self.num_bits)
+        return reports
+
+    # ------------------------------------------------------------------ the protocol
+
+    @property
+    def categories(self) -> list[Hashable]:
+        """Bucket labels, one per bit."""
+        return list(self.domain.labels)
+
+    def report_columns(self, column: str) -> dict[str, pa.DataType]:
+        """One column of packed bit vectors, ``ceil(k / 8)`` bytes each."""
+        return {column: pa.binary(packed_width(self.num_bits))}
+
+    def privatize_column(
+        self,
+        values: pa.Array,
+        *,
+        column: str,
+        source: RandomSource,
+        row_start: int = 0,
+        users: pa.Array | None = None,
+        user_column: str | None = None,
+        memo: RandomSource | None = None,
+    ) -> dict[str, pa.Array]:
+        """Reports of one value per row."""
+        codes = single_codes(values, self.domain, column, row_start, self.title)
+        reports = self.randomize(codes, source=source, label=column, row_start=row_start)
+        return {column: bits_array(reports)}
+
+    def statistic(self, reports: Mapping[str, pa.Array], *, column: str) -> Statistic:
+        """Per-bit sums of the reports."""
+        packed = packed_bits(reports[column], self.num_bits, column)
+        return Statistic((count_bits(packed, self.num_bits),), packed.shape[0])
+
+    def debias(self, statistic: Statistic) -> FrequencyEstimate:
+        """Debiased counts from the per-bit sums of ``statistic.rows`` reports."""
+        (bit_sums,) = statistic.parts
+        return debias_direct_counts(bit_sums, statistic.rows, 0.5, self.zero_probability)

@@ -1,0 +1,315 @@
+"""Subset selection (k-subset): a random subset of ``d`` values, likely holding the true one."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import cached_property
+from typing import Any, ClassVar, Final
+
+import numpy as np
+import pyarrow as pa
+from numpy.typing import NDArray
+
+from frameldp.accounting import PrivacyGuarantee, SubsetSelectionEvent
+from frameldp.accounting.rounding import log_upper
+from frameldp.core.columns import bits_array, packed_bits, single_codes
+from frameldp.core.encoding import Domain, count_bits, packed_width
+from frameldp.core.estimation import FrequencyEstimate, debias_direct_counts
+from frameldp.core.mechanisms._spec import (
+    FLOAT_MARGIN,
+    check_codes,
+    check_epsilon,
+    fingerprint,
+    register,
+)
+from frameldp.core.mechanisms.protocol import Capability, Statistic
+from frameldp.core.randomness import PRECISION_BITS, RandomSource, code_bytes, dyadic_at_least
+from frameldp.errors import ParameterError, shown
+
+__all__ = ["SubsetSelection", "optimal_subset_size"]
+
+_ONE: Final = 1 << PRECISION_BITS
+
+
+def _out_numerator(epsilon: float, k: int, d: int) -> int:
+    """``P[x not in S] = (k - d) / (d e^eps + k - d)`` as a multiple of ``2**-64``, rounded up."""
+    scaled = (k - d) / d * math.exp(-epsilon)
+    return max(1, dyadic_at_least(scaled / (1.0 + scaled) * (1 + FLOAT_MARGIN)))
+
+
+def _support(epsilon: float, k: int, d: int) -> tuple[float, float]:
+    """Realized ``(p, q)``: bucket ``j`` in the subset for a report of ``j``, and of another."""
+    p = 1.0 - _out_numerator(epsilon, k, d) / _ONE
+    return p, (p * (d - 1) + (1.0 - p) * d) / (k - 1)
+
+
+def _variance_factor(epsilon: float, k: int, d: int) -> float:
+    """``Var / n`` of a rare bucket's estimate: ``q (1 - q) / (p - q)^2``."""
+    p, q = _support(epsilon, k, d)
+    return q * (1.0 - q) / (p - q) ** 2
+
+
+def optimal_subset_size(epsilon: float, k: int) -> int:
+    """The ``d`` in ``[1, k - 1]`` with the smallest estimator variance, near
+    ``k / (e^epsilon + 1)`` [1]_ (``d = 1`` is k-ary randomized response).
+
+    References
+    ----------
+    .. [1] M. Ye, A. Barg, "Optimal Schemes for Discrete Distribution Estimation under Locally
+       Differential Privacy", IEEE Trans. Inf. Theory 64(8), 2018 (Sec. III).
+    """
+    if k <= 2:
+        return 1
+    centre = k / (math.exp(min(epsilon, 700.0)) + 1.0)
+    low, high = max(1, math.floor(centre) - 2), min(k - 1, math.ceil(centre) + 2)
+    return min(range(low, high + 1), key=lambda d: _variance_factor(epsilon, k, d))
+
+
+def _set_bits(
+    reports: NDArray[np.uint8], rows: NDArray[np.int64], codes: NDArray[np.int64]
+) -> None:
+    """Set bit ``codes[r]`` of each row ``r`` in ``rows``, in place (one bit per row)."""
+    chosen = codes[rows]
+    reports[rows, chosen >> 3] |= (0x80 >> (chosen & 7)).astype(np.uint8)
+
+
+@register("subset_selection")
+@dataclass(frozen=True)
+class SubsetSelection:
+    r"""Subset selection over a public domain of ``k`` buckets.
+
+    Each report is a subset ``S`` of ``d`` of the ``k`` values: it holds the true value with
+    probability ``p = d e^epsilon / (d e^epsilon + k - d)`` (then ``d - 1`` others, uniformly),
+    and otherwise ``d`` values uniformly from the other ``k - 1``. Reports are packed bit vectors
+    of ``k`` bits with ``d`` ones, ``ceil(k / 8)`` bytes, like RAPPOR's.
+
+    Parameters
+    ----------
+    epsilon
+        Target privacy loss (> 0).
+    domain
+        The public domain (list, categorical dtype or :class:`~frameldp.core.encoding.Domain`).
+    subset_size
+        ``d`` in ``[1, k - 1]``; ``None`` picks the variance-optimal ``d``
+        (:func:`optimal_subset_size`). ``d = 1`` is k-ary randomized response.
+
+    Privacy
+    -------
+    ``P[S | x]`` is ``p / C(k-1, d-1)`` when ``x`` is in ``S`` and ``(1 - p) / C(k-1, d)``
+    otherwise, a ratio of ``p (k - d) / ((1 - p) d) = e^epsilon``: epsilon-LDP [1]_ [2]_. The
+    probability of leaving the true value out is realized exactly as a multiple of ``2**-64``
+    at least as large as requested (more noise); ``privacy`` reports the epsilon of the realized
+    probability, rounded up, with one :class:`~frameldp.accounting.SubsetSelectionEvent`: the
+    worst-case loss is ``+eps, -eps, 0`` in proportions ``e^eps : 1 : w`` (exact Rényi curve,
+    tight zCDP, exact composition; :mod:`frameldp.accounting.events.ternary`).
+
+    Estimation
+    ----------
+    Bucket ``j`` is in a report of ``j`` with probability ``p`` and in a report of another value
+    with ``q = (p (d - 1) + (1 - p) d) / (k - 1)``; ``ĉ_j = (C_j - n q) / (p - q)`` is unbiased
+    with variance ``(c_j p (1 - p) + (n - c_j) q (1 - q)) / (p - q)^2``. At the optimal ``d`` it
+    is order-optimal when ``e^epsilon << k`` [1]_.
+
+    The sampler draws the subset by Floyd's algorithm, ``d`` rounds over all rows [3]_: the
+    client costs ``O(n d)``.
+
+    References
+    ----------
+    .. [1] M. Ye, A. Barg, "Optimal Schemes for Discrete Distribution Estimation under Locally
+       Differential Privacy", IEEE Trans. Inf. Theory 64(8), 2018.
+    .. [2] S. Wang, L. Huang, P. Wang, Y. Nie, H. Xu, W. Yang, X.-Y. Li, C. Qiao, "Mutual
+       Information Optimally Local Private Discrete Distribution Estimation", arXiv:1607.08025,
+       2016 ("k-subset").
+    .. [3] J. Bentley, B. Floyd, "Programming Pearls: A Sample of Brilliance", CACM 30(9), 1987.
+
+    Examples
+    --------
+    >>> mech = SubsetSelection(1.0, domain=list(range(64)))
+    >>> mech.subset_size
+    17
+    >>> mech.privacy.epsilon <= 1.0 + 1e-9
+    True
+    """
+
+    name: ClassVar[str] = "subset_selection"
+    title: ClassVar[str] = "subset selection"
+    capabilities: ClassVar[frozenset[Capability]] = frozenset(
+        {Capability.BIT_VECTORS, Capability.CALLER_KEY, Capability.FREQUENCY_ORACLE}
+    )
+
+    epsilon: float
+    domain: Domain = field(kw_only=True)
+    subset_size: int | None = field(default=None, kw_only=True)
+    _out_numerator: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        owner = "SubsetSelection"
+        object.__setattr__(self, "domain", Domain.coerce(self.domain))
+        epsilon = check_epsilon(self.epsilon, owner)
+        object.__setattr__(self, "epsilon", epsilon)
+        k = self.domain.size
+        d = self.subset_size
+        if d is None:
+            d = optimal_subset_size(epsilon, k)
+        elif isinstance(d, bool) or not isinstance(d, int | np.integer) or not 1 <= d < k:
+            raise ParameterError(
+                f"{owner}: subset_size must be an integer in [1, {k - 1}] (below the domain "
+                f"size {k}) or None, got {shown(d)}"
+            )
+        d = int(d)
+        object.__setattr__(self, "subset_size", d)
+        numerator = _out_numerator(epsilon, k, d)
+        # At the uniform point P[x not in S] = (k - d) / k the reports carry nothing.
+        if Fraction(numerator, _ONE) >= Fraction(k - d, k):
+            raise ParameterError(
+                f"{owner}: epsilon={shown(epsilon)} is too small to realize for k={k}, d={d}; "
+                "the reports would be uniform noise"
+            )
+        object.__setattr__(self, "_out_numerator", numerator)
+
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any]) -> SubsetSelection:
+        """Rebuild from :meth:`to_spec`."""
+        return cls(
+            spec["epsilon"],
+            domain=Domain.from_json(spec["domain"]),
+            subset_size=spec["subset_size"],
+        )
+
+    def to_spec(self) -> dict[str, Any]:
+        """JSON-serializable parameters (rebuilding realizes the same noise)."""
+        return {
+            "mechanism": self.name,
+            "epsilon": self.epsilon,
+            "subset_size": self.subset_size,
+            "domain": self.domain.to_json(),
+        }
+
+    @property
+    def num_bits(self) -> int:
+        """``k``: bits of a report (the domain size, reserved buckets included)."""
+        return self.domain.size
+
+    @property
+    def _d(self) -> int:
+        assert self.subset_size is not None  # set in __post_init__
+        return self.subset_size
+
+    @property
+    def inclusion_probability(self) -> float:
+        """Realized ``p``: probability that the subset holds the true value."""
+        return 1.0 - self._out_numerator / 2.0**PRECISION_BITS
+
+    @property
+    def support_probabilities(self) -> tuple[float, float]:
+        """``(p, q)``: a bucket is in a report of it, and of another value."""
+        return self.inclusion_probability, self._other_probability
+
+    @property
+    def _other_probability(self) -> float:
+        p, k, d = self.inclusion_probability, self.num_bits, self._d
+        return (p * (d - 1) + (1.0 - p) * d) / (k - 1)
+
+    @property
+    def report_bits(self) -> int:
+        """``k`` bits a report."""
+        return self.num_bits
+
+    @cached_property
+    def privacy(self) -> PrivacyGuarantee:
+        """Pure epsilon ``ln(p (k - d) / ((1 - p) d))`` of the realized ``p``, rounded up, with
+        one :class:`~frameldp.accounting.SubsetSelectionEvent`."""
+        out, k, d = self._out_numerator, self.num_bits, self._d
+        event = SubsetSelectionEvent(log_upper(Fraction((_ONE - out) * (k - d), out * d)), k, d)
+        return PrivacyGuarantee(
+            event.epsilon,
+            self.name,
+            {
+                "num_bits": k,
+                "subset_size": d,
+                "inclusion_probability": self.inclusion_probability,
+            },
+            events=((event, 1),),
+        )
+
+    @cached_property
+    def _stream_suffix(self) -> str:
+        return fingerprint(self.to_spec())
+
+    def randomize(
+        self,
+        codes: NDArray[np.int64],
+        *,
+        source: RandomSource,
+        label: object,
+        row_start: int = 0,
+    ) -> NDArray[np.uint8]:
+        """Packed subsets ``(n, ceil(k / 8))`` of integer codes in ``[0, k)``.
+
+        Whether the subset holds the true value is an exact Bernoulli bit ("out" stream); the
+        others are drawn by Floyd's algorithm over the ``k - 1`` other values, round ``j``
+        drawing an exactly uniform integer in ``[0, j]`` ("pick j" stream). All of it is a
+        function of (key, ``label``, spec, global row ``row_start + i``, and under a caller's
+        key or a seed the row's code) only (see :class:`~frameldp.core.randomness.Rows`).
+        """
+        k, d = self.num_bits, self._d
+        codes = check_codes(codes, k)
+        n = codes.size
+        rows = source.rows((label, self._stream_suffix), row_start, n, lambda: code_bytes(codes))
+        out = rows.bernoulli("out", self._out_numerator, 1).ravel() != 0
+        reports = np.zeros((n, packed_width(k)), dtype=np.uint8)
+        _set_bits(reports, np.flatnonzero(~out), codes)
+        # Floyd: choose `wanted` of the N = k - 1 other values (indices 0..N-1, index i being
+        # value i + (i >= code)); a row wanting d - 1 starts one round later than one wanting d.
+        others = k - 1
+        first = others - d
+        everyone = np.arange(n)
+        for j in range(first, others):
+            pick = rows.uniform(f"pick {j}", j + 1)
+            value = pick + (pick >= codes)
+            fallback = j + (j >= codes)
+            taken = (reports[everyone, value >> 3] >> (7 - (value & 7)).astype(np.uint8)) & 1
+            chosen = np.where(taken != 0, fallback, value)
+            _set_bits(reports, everyone if j > first else np.flatnonzero(out), chosen)
+        return reports
+
+    # ------------------------------------------------------------------ the protocol
+
+    @property
+    def categories(self) -> list[Hashable]:
+        """Bucket labels, one per bit."""
+        return list(self.domain.labels)
+
+    def report_columns(self, column: str) -> dict[str, pa.DataType]:
+        """One column of packed subsets, ``ceil(k / 8)`` bytes each."""
+        return {column: pa.binary(packed_width(self.num_bits))}
+
+    def privatize_column(
+        self,
+        values: pa.Array,
+        *,
+        column: str,
+        source: RandomSource,
+        row_start: int = 0,
+        users: pa.Array | None = None,
+        user_column: str | None = None,
+        memo: RandomSource | None = None,
+    ) -> dict[str, pa.Array]:
+        """Reports of one value per row."""
+        codes = single_codes(values, self.domain, column, row_start, self.title)
+        reports = self.randomize(codes, source=source, label=column, row_start=row_start)
+        return {column: bits_array(reports)}
+
+    def statistic(self, reports: Mapping[str, pa.Array], *, column: str) -> Statistic:
+        """How many reports hold each value."""
+        packed = packed_bits(reports[column], self.num_bits, column)
+        return Statistic((count_bits(packed, self.num_bits),), packed.shape[0])
+
+    def debias(self, statistic: Statistic) -> FrequencyEstimate:
+        """Debiased counts from how many of ``statistic.rows`` reports hold each value."""
+        (supports,) = statistic.parts
+        p, q = self.support_probabilities
+        return debias_direct_counts(supports, statistic.rows, p, q)
