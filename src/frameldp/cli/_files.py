@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 from frameldp._atomic import atomic, check_target, replace, temporary
 from frameldp.accounting import PrivacyGuarantee
 from frameldp.core.encoding import packed_width
-from frameldp.core.mechanisms import mechanism_from_spec
+from frameldp.core.mechanisms import Capability, mechanism_from_spec
 from frameldp.core.randomness import KEY_BYTES
 from frameldp.errors import FrameLDPError, ParameterError, shown
 from frameldp.frames.batches import from_hex, to_hex
@@ -513,10 +513,16 @@ class ReportFile:
             yield pa.RecordBatch.from_arrays(arrays, names=batch.schema.names)
 
     def _textual(self, column: str) -> bool:
-        """Whether a CSV column holds text: hex reports, cohorts no, labels when the domain's
-        categories are strings (other domains are read as the values CSV parsing gives)."""
+        """Whether a CSV column holds text: hex reports, cohorts and integer reports no, labels
+        when the domain's categories are strings (other domains are read as the values CSV
+        parsing gives)."""
         if column in self.hex_columns:
             return True
+        spec = self.specs.get(column)
+        if spec is not None:
+            capabilities = mechanism_from_spec(spec).capabilities
+            if Capability.INTEGER_REPORTS in capabilities:  # numbers, whatever the domain
+                return False
         categories = self.specs.get(column, {}).get("domain", {}).get("categories")
         return categories is not None and all(isinstance(c, str) for c in categories)
 

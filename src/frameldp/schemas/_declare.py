@@ -34,6 +34,7 @@ __all__ = [
     "MaxWeight",
     "PackedWidth",
     "PaddingBits",
+    "ReportRange",
     "Rule",
     "SchemaDeclaration",
     "SchemaKind",
@@ -184,6 +185,13 @@ class InRange:
     whole_column: ClassVar[bool] = False
 
 
+@dataclass(frozen=True)
+class ReportRange(InRange):
+    """Integer reports in ``[low, high)`` (local hashing's ``seed * g + y``, Hadamard columns)."""
+
+    name: ClassVar[str] = "report_range"
+
+
 Rule = (
     InDomain
     | MaxWeight
@@ -195,6 +203,7 @@ Rule = (
     | InLabels
     | Integer
     | InRange
+    | ReportRange
 )
 
 CHECK_DESCRIPTIONS: Final[dict[str, str]] = {
@@ -209,8 +218,9 @@ CHECK_DESCRIPTIONS: Final[dict[str, str]] = {
     PackedWidth.name: "report of the wrong width",
     PaddingBits.name: "padding bits set",
     InLabels.name: "value is not a report label",
-    Integer.name: "cohorts must be integers",
+    Integer.name: "cohorts and integer reports must be integers",
     InRange.name: "cohort out of range",
+    ReportRange.name: "report out of range",
 }
 """A few words on each check, for messages (pandera's own checks included)."""
 
@@ -343,8 +353,9 @@ def declare_release(
 
     RAPPOR and Bloom RAPPOR reports are non-null binary values of exactly
     ``ceil(num_bits / 8)`` bytes with zero padding bits; k-RR reports and Balcer–Cheu messages
-    are bucket labels (null only for the null bucket); Bloom cohorts are integers in
-    ``[0, num_cohorts)``. Passthrough columns may be absent.
+    are bucket labels (null only for the null bucket); integer reports (local hashing,
+    Hadamard response) are non-null integers in ``[0, report_range)``; Bloom cohorts are
+    integers in ``[0, num_cohorts)``. Passthrough columns may be absent.
     """
     resolved = _resolve_all(mechanisms_or_specs, "a release schema")
     columns: list[ColumnDeclaration] = []
@@ -362,6 +373,10 @@ def declare_release(
                 columns.append(
                     ColumnDeclaration(cohort, "cohorts", True, False, cohort_rules, name)
                 )
+            continue
+        if Capability.INTEGER_REPORTS in mechanism.capabilities:
+            integer_rules = (Integer(), ReportRange(0, mechanism.report_range))
+            columns.append(ColumnDeclaration(column, "reports", True, False, integer_rules, name))
             continue
         domain: Domain = mechanism.domain
         labels = tuple(label for label in domain.as_reported().labels if label is not None)

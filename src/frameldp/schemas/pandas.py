@@ -34,6 +34,7 @@ from frameldp.schemas._declare import (
     MaxWeight,
     PackedWidth,
     PaddingBits,
+    ReportRange,
     Rule,
     SchemaDeclaration,
     Strings,
@@ -325,6 +326,7 @@ _FUNCTIONS: dict[type[Rule], Callable[[Any], Callable[[pd.Series], Any]]] = {
     InLabels: _in_labels,
     Integer: lambda _: _integer,
     InRange: _in_range,
+    ReportRange: _in_range,
 }
 """Each rule's vectorized check: a boolean per row, or one for the whole column."""
 

@@ -36,6 +36,7 @@ from frameldp.schemas._declare import (
     MaxWeight,
     PackedWidth,
     PaddingBits,
+    ReportRange,
     Rule,
     SchemaDeclaration,
     Strings,
@@ -195,6 +196,7 @@ _FUNCTIONS: dict[type[Rule], Callable[[Any], Callable[[PolarsData], Outcome]]] =
     InLabels: _in_labels,
     Integer: lambda _: _integer,
     InRange: _in_range,
+    ReportRange: _in_range,
 }
 """Each rule's vectorized check: a boolean per row, or one for the whole column."""
 

@@ -115,7 +115,7 @@ class HadamardResponse:
     name: ClassVar[str] = "hadamard_response"
     title: ClassVar[str] = "Hadamard response"
     capabilities: ClassVar[frozenset[Capability]] = frozenset(
-        {Capability.CALLER_KEY, Capability.FREQUENCY_ORACLE}
+        {Capability.CALLER_KEY, Capability.FREQUENCY_ORACLE, Capability.INTEGER_REPORTS}
     )
 
     epsilon: float
@@ -163,6 +163,11 @@ class HadamardResponse:
     def support_probabilities(self) -> tuple[float, float]:
         """``(p, 1/2)``: ``y`` in a value's half for a report of it, and of another value."""
         return self.inside_probability, 0.5
+
+    @property
+    def report_range(self) -> int:
+        """Reports are integers in ``[0, report_range)``."""
+        return self.num_columns
 
     @property
     def report_bits(self) -> int:

@@ -72,14 +72,15 @@ def _move_numerator(epsilon: float, g: int) -> int:
     return max(1, dyadic_at_least(scaled / (1.0 + scaled) * (1 + FLOAT_MARGIN)))
 
 
-def _variance_factor(epsilon: float, g: int) -> float:
-    """``n Var / n`` of a rare bucket's estimate: ``(1/g)(1 - 1/g) / (p - 1/g)^2``."""
+def _mean_variance(epsilon: float, g: int, k: int) -> float:
+    """The estimator variance per report averaged over ``k`` buckets (exact for every
+    distribution): ``(p (1 - p) + (k - 1)(1/g)(1 - 1/g)) / (k (p - 1/g)^2)``."""
     p = 1.0 - _move_numerator(epsilon, g) / _ONE
-    return (1.0 / g) * (1.0 - 1.0 / g) / (p - 1.0 / g) ** 2
+    return (p * (1 - p) + (k - 1) * (1.0 / g) * (1.0 - 1.0 / g)) / (k * (p - 1.0 / g) ** 2)
 
 
-def optimal_hash_buckets(epsilon: float) -> int:
-    """The prime ``g`` with the smallest estimator variance at ``epsilon``.
+def optimal_hash_buckets(epsilon: float, k: int) -> int:
+    """The prime ``g`` with the smallest estimator variance at ``epsilon`` over ``k`` values.
 
     Optimal local hashing takes ``g = e^epsilon + 1`` [1]_; the variance is flat around it, and
     the nearest primes on either side cost at most a few percent (2% at epsilon 1, where
@@ -93,7 +94,7 @@ def optimal_hash_buckets(epsilon: float) -> int:
     while not _is_prime(high):
         high += 1
     candidates = {p for p in (2, low, high) if p <= _MAX_SEEDS}
-    return min(sorted(candidates), key=lambda g: _variance_factor(epsilon, g))
+    return min(sorted(candidates), key=lambda g: _mean_variance(epsilon, g, k))
 
 
 @register("local_hashing")
@@ -154,7 +155,7 @@ class LocalHashing:
     name: ClassVar[str] = "local_hashing"
     title: ClassVar[str] = "local hashing"
     capabilities: ClassVar[frozenset[Capability]] = frozenset(
-        {Capability.CALLER_KEY, Capability.FREQUENCY_ORACLE}
+        {Capability.CALLER_KEY, Capability.FREQUENCY_ORACLE, Capability.INTEGER_REPORTS}
     )
 
     epsilon: float
@@ -170,7 +171,7 @@ class LocalHashing:
         object.__setattr__(self, "epsilon", epsilon)
         g = self.num_buckets
         if g is None:
-            g = optimal_hash_buckets(epsilon)
+            g = optimal_hash_buckets(epsilon, self.domain.size)
         elif isinstance(g, bool) or not isinstance(g, int | np.integer) or not 2 <= g <= 1 << 32:
             raise ParameterError(
                 f"{owner}: num_buckets must be a prime in [2, 2**32] or None, got {shown(g)}"
@@ -239,6 +240,11 @@ class LocalHashing:
     def support_probabilities(self) -> tuple[float, float]:
         """``(p, 1/g)``: a report supports its own value, and any other (exactly)."""
         return self.keep_probability, 1.0 / self._g
+
+    @property
+    def report_range(self) -> int:
+        """Reports are integers in ``[0, report_range)``."""
+        return self.num_seeds * self._g
 
     @property
     def report_bits(self) -> int:

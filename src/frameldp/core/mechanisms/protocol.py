@@ -59,6 +59,9 @@ class Capability(enum.Enum):
     SHUFFLER_MESSAGES = "shuffler_messages"
     """The shuffle model's messages: a person sends several, the frame holds the shuffler's
     output (not one report per row), and there is no local guarantee to amplify."""
+    INTEGER_REPORTS = "integer_reports"
+    """Reports are integers in ``[0, report_range)`` (an attribute of the mechanism): a release
+    schema checks their type and range."""
     FREQUENCY_ORACLE = "frequency_oracle"
     """A frequency oracle over a public domain, built as ``cls(epsilon, domain=...)`` at its
     variance-optimal settings, whose debiased counts are those of support counts

@@ -40,20 +40,9 @@ def _out_numerator(epsilon: float, k: int, d: int) -> int:
     return max(1, dyadic_at_least(scaled / (1.0 + scaled) * (1 + FLOAT_MARGIN)))
 
 
-def _support(epsilon: float, k: int, d: int) -> tuple[float, float]:
-    """Realized ``(p, q)``: bucket ``j`` in the subset for a report of ``j``, and of another."""
-    p = 1.0 - _out_numerator(epsilon, k, d) / _ONE
-    return p, (p * (d - 1) + (1.0 - p) * d) / (k - 1)
-
-
-def _variance_factor(epsilon: float, k: int, d: int) -> float:
-    """``Var / n`` of a rare bucket's estimate: ``q (1 - q) / (p - q)^2``."""
-    p, q = _support(epsilon, k, d)
-    return q * (1.0 - q) / (p - q) ** 2
-
-
 def optimal_subset_size(epsilon: float, k: int) -> int:
-    """The ``d`` in ``[1, k - 1]`` with the smallest estimator variance, near
+    """The ``d`` in ``[1, k - 1]`` with the smallest estimator variance averaged over the
+    buckets (exact for every distribution; :mod:`~frameldp.core.mechanisms.choice`), near
     ``k / (e^epsilon + 1)`` [1]_ (``d = 1`` is k-ary randomized response).
 
     References
@@ -63,9 +52,16 @@ def optimal_subset_size(epsilon: float, k: int) -> int:
     """
     if k <= 2:
         return 1
-    centre = k / (math.exp(min(epsilon, 700.0)) + 1.0)
-    low, high = max(1, math.floor(centre) - 2), min(k - 1, math.ceil(centre) + 2)
-    return min(range(low, high + 1), key=lambda d: _variance_factor(epsilon, k, d))
+    e = math.exp(min(epsilon, 700.0))
+    # The optimum lies near k / (e^eps + 1); the variance is flat around it.
+    centre = k / (e + 1.0)
+    low, high = max(1, math.floor(centre / 2)), min(k - 1, math.ceil(2 * centre) + 8)
+    d = np.arange(low, high + 1, dtype=np.float64)
+    p = d * e / (d * e + k - d)
+    q = (p * (d - 1) + (1 - p) * d) / (k - 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = (p * (1 - p) + (k - 1) * q * (1 - q)) / (p - q) ** 2
+    return int(np.argmin(np.where(p > q, mean, np.inf))) + low
 
 
 def _set_bits(
