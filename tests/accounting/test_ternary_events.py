@@ -133,6 +133,15 @@ LAWS: dict[str, tuple[Callable[[], object], Callable[..., Law]]] = {
     ),
     "hr-eps1-k5": (lambda: frameldp.HadamardResponse(1.0, domain=list("abcde")), hadamard_law),
     "hr-eps4-k3": (lambda: frameldp.HadamardResponse(4.0, domain=list("abc")), hadamard_law),
+    "olh-eps1-k4": (lambda: frameldp.LocalHashing(1.0, domain=list("abcd")), hashing_law),
+    "blh-eps1-k5": (
+        lambda: frameldp.LocalHashing(1.0, domain=list("abcde"), num_buckets=2),
+        hashing_law,
+    ),
+    "lh-eps2-k6-g5": (
+        lambda: frameldp.LocalHashing(2.0, domain=list("abcdef"), num_buckets=5),
+        hashing_law,
+    ),
 }
 
 
@@ -203,20 +212,15 @@ def test_privacy_loss_distribution_gives_the_exact_delta(
         assert stated <= shifted * (1 + PLD_REL) + mpf("1e-15")
 
 
-@mpmath.workdps(oracle.DPS)
-def test_local_hashing_is_bounded_by_randomized_response_over_its_buckets() -> None:
-    """Pure epsilon is attained (some seed separates every pair); the Rényi curve and delta of
-    every pair are at most the stated g-ary RR curve (a colliding seed loses nothing)."""
-    mech = frameldp.LocalHashing(1.0, domain=list("abcd"))
-    laws = [hashing_law(mech, x) for x in range(4)]
-    ((event, _),) = mech.privacy.events
-    exact = max(mpmath.log(laws[a][y] / laws[b][y]) for a, b in _pairs(4) for y in laws[a])
-    assert event.epsilon >= exact
-    assert event.epsilon <= exact * (1 + RDP_REL)
-    for a, b in _pairs(4):
+def test_local_hashing_is_more_private_than_the_randomized_response_it_runs() -> None:
+    """Collisions lose nothing: the exact curve lies below k-ary RR's over ``g`` buckets."""
+    for g in (2, 3, 5):
+        mech = frameldp.LocalHashing(1.0, domain=list(range(9)), num_buckets=g)
+        ((event, _),) = mech.privacy.events
+        rr = frameldp.RandomizedResponseEvent(event.epsilon, g)
         for order in ORDERS:
-            assert event.rdp(order) >= oracle.renyi(_terms(laws[a], laws[b]), order)
-        assert event.privacy_loss(1).delta(0.3) >= hockey_stick(laws[a], laws[b], 0.3, 1)
+            assert event.rdp(order) < rr.rdp(order)
+        assert event.pure_epsilon == rr.pure_epsilon
 
 
 def test_local_hashing_family_is_exactly_universal() -> None:

@@ -91,8 +91,9 @@ def test_every_oracle_by_name_and_auto(
     pd.testing.assert_frame_equal(table.to_pandas(), wanted_table.to_pandas())
 
 
+@pytest.mark.parametrize("name", ["local_hashing", "auto"])
 def test_max_weight_is_refused_outside_rappor(
-    make_input: MakeInput, domains: dict[str, Path], tmp_path: Path
+    name: str, make_input: MakeInput, domains: dict[str, Path], tmp_path: Path
 ) -> None:
     target = tmp_path / "release.parquet"
     run = invoke(
@@ -102,7 +103,7 @@ def test_max_weight_is_refused_outside_rappor(
         "--column",
         "dest",
         "--mechanism",
-        "local_hashing",
+        name,
         "--epsilon",
         1,
         "--domain-file",

@@ -151,3 +151,29 @@ def test_a_table_keeps_its_raw_counts_and_refuses_a_second_pass() -> None:
             consistent.consistent(method)
     np.testing.assert_array_equal(table.estimate.counts, raw)
     assert "consistency='ibu'" in repr(table.consistent("ibu"))
+
+
+def test_set_valued_tables_keep_their_total_and_refuse_ibu() -> None:
+    """Sets of at most ``m`` values: counts add up to at most ``m n``, not ``n``."""
+    import pandas as pd
+
+    services = ["wifi", "meal", "bag", "seat"]
+    frame = pd.DataFrame({"s": [["wifi", "meal", "bag"]] * 4000})
+    table = frame.ldp.privatize(
+        {"s": frameldp.Rappor(4.0, domain=services, max_weight=3)}, seed=4
+    ).ldp.debias("s")
+    for method in ("norm_sub", "simplex"):
+        counts = table.consistent(method).estimate.counts
+        assert (counts >= 0).all()
+        assert counts.sum() <= 3 * 4000 * (1 + 1e-12)
+        assert counts[:3].min() > 3000  # not shrunk to a total of n
+    with pytest.raises(frameldp.ParameterError, match="set-valued"):
+        table.consistent("ibu")
+
+
+def test_degenerate_inputs_are_refused() -> None:
+    for counts, n in ((np.array([]), 3), (np.ones((2, 2)), 3), (np.ones(3), 0), (np.ones(3), True)):
+        with pytest.raises(frameldp.ParameterError):
+            consistent_counts(counts, n, "norm_sub")
+    with pytest.raises(frameldp.ParameterError, match="finite"):
+        consistent_counts(np.array([1e308, 1e308]), 3, "norm_sub")

@@ -325,3 +325,33 @@ def test_bit_vector_oracles_count_bits_like_rappor() -> None:
     reports = mech.randomize(np.arange(11).repeat(50), source=_source(), label=LABEL)
     statistic = mech.statistic({"c": pa.array(list(map(bytes, reports)))}, column="c")
     np.testing.assert_array_equal(statistic.parts[0], count_bits(reports, 11))
+
+
+def test_tampered_subsets_are_refused() -> None:
+    """A report that does not hold exactly ``d`` values (all ones, empty) is not a subset
+    selection report: refused, naming the column and the row."""
+    mech = frameldp.SubsetSelection(1.0, domain=list("abcde"), subset_size=2)
+    good = mech.randomize(np.arange(5), source=_source(), label=LABEL)
+    for tampered in (np.full(1, 0xF8, dtype=np.uint8), np.zeros(1, dtype=np.uint8)):
+        reports = np.vstack([good, tampered[None, :]])
+        with pytest.raises(frameldp.DomainError, match=r"'dest'.*row 5 holds"):
+            mech.statistic({"dest": pa.array(list(map(bytes, reports)))}, column="dest")
+
+
+def test_subset_size_one_ties_with_krr_and_the_shorter_report_wins() -> None:
+    for epsilon in (0.5, 3.0, 15.0):
+        ss = frameldp.SubsetSelection(epsilon, domain=list(range(16)), subset_size=1)
+        rr = frameldp.RandomizedResponse(epsilon, domain=list(range(16)))
+        assert ss.support_probabilities == rr.support_probabilities
+    assert frameldp.choose_mechanism(15.0, domain=list(range(16))).name == "randomized_response"
+
+
+def test_local_hashing_at_huge_epsilon_and_its_server_memory() -> None:
+    """The default hash range stays within what reports can hold, and the server's memory
+    does not grow with ``g`` (it used to allocate seeds x g counts)."""
+    for epsilon in (18.0, 25.0, 40.0):
+        mech = frameldp.LocalHashing(epsilon, domain=list("abc"))
+        reports = mech.randomize(np.arange(3).repeat(2000), source=_source(), label=LABEL)
+        estimate = mech.debias(Statistic((mech.support_counts(reports),), 6000))
+        z = (estimate.counts - 2000) / estimate.std_errors
+        assert np.abs(z).max() < z_bound(P_FAIL / 9)

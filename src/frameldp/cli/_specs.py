@@ -275,8 +275,6 @@ def build_mechanism(spec: ColumnSpec, kind: pa.DataType) -> Mechanism:
             unknown=spec.unknown,  # type: ignore[arg-type]
             nulls=spec.nulls,  # type: ignore[arg-type]
         )
-        if name == AUTOMATIC:
-            return choose_mechanism(spec.epsilon, domain=domain)
         if name == "rappor":
             rappor: Mechanism = mechanism_class("rappor")(
                 spec.epsilon, domain=domain, max_weight=spec.max_weight
@@ -286,5 +284,7 @@ def build_mechanism(spec: ColumnSpec, kind: pa.DataType) -> Mechanism:
             raise ParameterError(
                 f"--max-weight applies to rappor only (set-valued cells), not to {spec.mechanism}"
             )
+        if name == AUTOMATIC:
+            return choose_mechanism(spec.epsilon, domain=domain)
         oracle: Mechanism = mechanism_class(name)(spec.epsilon, domain=domain)
         return oracle

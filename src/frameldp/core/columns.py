@@ -158,13 +158,16 @@ def bits_array(packed: NDArray[np.uint8]) -> pa.FixedSizeBinaryArray:
     return pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), rows, [None, buffer])
 
 
-def packed_bits(array: pa.Array | pa.ChunkedArray, num_bits: int, column: str) -> NDArray[np.uint8]:
-    """Packed ``(n, ceil(k/8))`` bits of a binary report column (fixed or variable width)."""
+def packed_bits(
+    array: pa.Array | pa.ChunkedArray, num_bits: int, column: str, owner: str = "RAPPOR"
+) -> NDArray[np.uint8]:
+    """Packed ``(n, ceil(k/8))`` bits of a binary report column (fixed or variable width);
+    errors name the column and the mechanism (``owner``)."""
     array = combined(array)
     width = packed_width(num_bits)
     if array.null_count:
         raise DomainError(
-            f"column {shown(column)}: RAPPOR reports contain {array.null_count} nulls"
+            f"column {shown(column)}: {owner} reports contain {array.null_count} nulls"
         )
     if pa.types.is_fixed_size_binary(array.type):
         if array.type.byte_width != width:
@@ -181,7 +184,7 @@ def packed_bits(array: pa.Array | pa.ChunkedArray, num_bits: int, column: str) -
         or pa.types.is_binary_view(array.type)
     ):
         raise DomainError(
-            f"column {shown(column)}: expected binary RAPPOR reports, got {array.type}"
+            f"column {shown(column)}: expected binary {owner} reports, got {array.type}"
         )
     large = array.cast(pa.large_binary())
     lengths = pc.binary_length(large).to_numpy(zero_copy_only=False)

@@ -111,19 +111,20 @@ def _ibu(support_counts: FloatArray, p: float, q: float) -> FloatArray:
 
 def consistent_counts(
     counts: FloatArray,
-    n: int,
+    n: float,
     method: str,
     *,
     variances: FloatArray | None = None,
     support: tuple[float, float] | None = None,
-    at_most: bool = False,
+    at_most: float | None = None,
 ) -> FloatArray:
     """Non-negative counts summing to ``n`` from the unbiased ``counts`` (module docstring).
 
     ``variances`` weigh ``"simplex"``; ``support`` (``(p, q)``) is the channel ``"ibu"``
-    inverts. With ``at_most`` (a table listing only some strings of an open domain) the total
-    may be below ``n``: negatives are cleared and the counts scaled down only when they exceed
-    it (``"ibu"`` does not apply).
+    inverts. With ``at_most`` (a table listing only some strings of an open domain: ``n``;
+    set-valued cells of at most ``m`` values: ``m n``) the total may be below it: negatives
+    are cleared, and the counts projected onto that total only when they exceed it
+    (``"ibu"`` does not apply).
     """
     if method not in CONSISTENCY_METHODS:
         raise ParameterError(
@@ -131,8 +132,14 @@ def consistent_counts(
             f"{shown(method)}"
         )
     estimates = np.asarray(counts, dtype=np.float64)
-    if not np.all(np.isfinite(estimates)):
-        raise ParameterError("consistent: the counts must be finite")
+    if estimates.ndim != 1 or estimates.size == 0:
+        raise ParameterError(
+            f"consistent: expected a non-empty list of counts, got shape {estimates.shape}"
+        )
+    if isinstance(n, bool) or not isinstance(n, int | float | np.number) or not 0 < n < 1e300:
+        raise ParameterError(f"consistent: n must be a positive count, got {shown(n)}")
+    if not np.all(np.isfinite(estimates)) or np.abs(estimates).max() > 1e300:
+        raise ParameterError("consistent: the counts must be finite (and below 1e300)")
     weights = None
     if method == "simplex":
         if variances is None or not np.all(np.isfinite(variances)) or np.any(variances <= 0):
@@ -141,16 +148,17 @@ def consistent_counts(
                 "on the unbiased table"
             )
         weights = 1.0 / np.asarray(variances, dtype=np.float64)
-    if at_most:
+    if at_most is not None:
         if method == "ibu":
             raise ParameterError(
-                "consistent('ibu') needs the channel of every bucket of a public domain; a "
-                "decoded open-domain table lists only the strings it detected"
+                "consistent('ibu') needs one value's channel per report over a public domain; "
+                "this table lists only the strings decoding found, or set-valued cells: use "
+                "'norm_sub' or 'simplex'"
             )
         clipped = np.maximum(estimates, 0.0)
-        if clipped.sum() <= n:
+        if clipped.sum() <= at_most:
             return clipped
-        return project_to_simplex(estimates, float(n), weights)
+        return project_to_simplex(estimates, float(at_most), weights)
     if method == "ibu":
         if support is None:
             raise ParameterError(

@@ -87,12 +87,16 @@ class FrequencyEstimate:
         For frequency oracles, ``(P[a report supports bucket j | the value is j],
         P[... | it is another])``: the channel iterative Bayesian update inverts
         (:func:`~frameldp.core.consistency.consistent_counts`); None for other estimates.
+    items_per_report
+        The most buckets one report's true value may hold (RAPPOR's ``max_weight`` for
+        set-valued cells): the counts add up to at most ``items_per_report * n``.
     """
 
     counts: FloatArray
     variances: FloatArray
     n: int
     support: tuple[float, float] | None = None
+    items_per_report: int = 1
 
     @property
     def std_errors(self) -> FloatArray:

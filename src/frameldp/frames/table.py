@@ -126,7 +126,8 @@ class FrequencyTable:
         oracles); :mod:`frameldp.core.consistency` says what each costs. The consistent table
         has no standard errors or intervals (NaN): they are not those of the unbiased one. A
         decoded Bloom RAPPOR table lists only the strings found, so its counts are made
-        non-negative and at most ``n`` in total.
+        non-negative and at most ``n`` in total; a table of sets of at most ``m`` values, at
+        most ``m n``.
         """
         if self.consistency is not None:
             raise ParameterError(
@@ -139,10 +140,10 @@ class FrequencyTable:
             method,
             variances=self.estimate.variances,
             support=self.estimate.support,
-            at_most=self.decoding is not None,
+            at_most=self._most_counted(),
         )
         nothing = np.full(counts.shape, np.nan)
-        estimate = FrequencyEstimate(counts, nothing, self.n, self.estimate.support)
+        estimate = replace(self.estimate, counts=counts, variances=nothing)
         table = replace(self, estimate=estimate, consistency=method)
         backend: Backend = (
             "polars" if type(self.frame).__module__.startswith("polars") else "pandas"
@@ -150,6 +151,15 @@ class FrequencyTable:
         data = table._data()
         frame = _to_polars(data) if backend == "polars" else _to_pandas(data)
         return replace(table, frame=frame)
+
+    def _most_counted(self) -> float | None:
+        """The largest total the counts may have when it is not exactly ``n``: ``n`` for a
+        decoded open domain (strings not found), ``m n`` for sets of at most ``m`` values."""
+        if self.decoding is not None:
+            return float(self.n)
+        if self.estimate.items_per_report > 1:
+            return float(self.estimate.items_per_report * self.n)
+        return None
 
     def _data(self) -> dict[str, Any]:
         if self.decoding is not None:

@@ -61,6 +61,7 @@ from frameldp.accounting.events.local import PureDP, RandomizedResponseEvent, Ra
 from frameldp.accounting.events.shuffle import ShuffleEvent
 from frameldp.accounting.events.ternary import (
     HadamardResponseEvent,
+    LocalHashingEvent,
     OptimizedUnaryEncodingEvent,
     SubsetSelectionEvent,
     TernaryLossEvent,
@@ -72,6 +73,7 @@ __all__ = [
     "GaussianEvent",
     "HadamardResponseEvent",
     "LaplaceEvent",
+    "LocalHashingEvent",
     "OptimizedUnaryEncodingEvent",
     "PrivacyEvent",
     "PureDP",

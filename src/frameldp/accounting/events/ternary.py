@@ -35,6 +35,14 @@ the second, ``k`` the domain size):
   holds ``x'`` but not ``x`` (``(1-p) d / (k-1)``) and 0 otherwise, so
   ``w = e^epsilon (d - 1)/(k - d) + (k - 1 - d)/d`` (``d = 1`` is k-RR: ``w = k - 2``).
 
+* **Local hashing** [4]_: a public seed picks ``h`` from a family in which every pair of values
+  collides with probability exactly ``1/g``, then ``y`` is k-ary RR over ``g`` buckets applied
+  to ``h(x)`` (``p = e^eps / (e^eps + g - 1)``, ``q = 1 / (e^eps + g - 1)``). Under a colliding
+  seed the loss is 0; otherwise it is ``+eps`` (``y = h(x)``), ``-eps`` (``y = h(x')``) or 0.
+  So ``P[+eps] = (1 - 1/g) p``, ``P[-eps] = (1 - 1/g) q`` and
+  ``w = (g - 1) + e^eps / (g - 1)``, below the ``g - 2`` of k-ary RR over ``g`` buckets:
+  collisions make local hashing more private than the RR it runs.
+
 Rounding: each mechanism realizes its probabilities toward more noise and states the epsilon of
 what it realized, rounded up; a larger epsilon with its own ``w`` describes a mechanism of which
 the realized one is a garbling (mix its output with a uniform one), so the curves stay upper
@@ -77,6 +85,7 @@ from frameldp.errors import ParameterError
 
 __all__ = [
     "HadamardResponseEvent",
+    "LocalHashingEvent",
     "OptimizedUnaryEncodingEvent",
     "SubsetSelectionEvent",
     "TernaryLossEvent",
@@ -88,9 +97,14 @@ __all__ = [
 _WEIGHT_MARGIN = 2.0**-40
 
 
+# Beyond this epsilon e^epsilon leaves the float range: weights are capped (the safe side) and
+# rho and the loss distribution are those of binary RR (which dominates every eps-DP pair).
+_HUGE = 700.0
+
+
 def _exp_down(epsilon: float) -> float:
     """``e^epsilon``, capped below the float range (a smaller weight is the safe side)."""
-    return math.exp(min(epsilon, 700.0))
+    return math.exp(min(epsilon, _HUGE))
 
 
 class TernaryLossEvent(PrivacyEvent):
@@ -124,12 +138,15 @@ class TernaryLossEvent(PrivacyEvent):
     @property
     def rho(self) -> float:
         """The numerical ``sup_a RDP(a) / a``, never above ``eps tanh(eps / 2)``."""
-        if self.epsilon == 0.0 or self.neutral_weight == 0.0:
+        if self.epsilon == 0.0 or self.neutral_weight == 0.0 or self.epsilon > _HUGE:
             return pure_rho(self.epsilon)
         return kary_rho(self.epsilon, self.neutral_weight + 2.0)
 
     def privacy_loss(self, count: int = 1) -> PrivacyLossDistribution:
-        """Exact: the ``count``-fold composition of the three-atom loss."""
+        """Exact: the ``count``-fold composition of the three-atom loss (beyond
+        ``epsilon = 700``, binary RR's, which dominates every epsilon-DP mechanism)."""
+        if self.epsilon > _HUGE:
+            return PrivacyLossDistribution.randomized_response(self.epsilon, 2, count).dominated()
         return PrivacyLossDistribution.three_atom(self.epsilon, self.neutral_weight, count)
 
 
@@ -209,3 +226,29 @@ class SubsetSelectionEvent(TernaryLossEvent):
             "num_buckets": self.num_buckets,
             "subset_size": self.subset_size,
         }
+
+
+@dataclass(frozen=True)
+class LocalHashingEvent(TernaryLossEvent):
+    """Local hashing at ``epsilon`` over ``num_buckets = g`` hash values, with an exactly
+    universal family: ``w = (g - 1) + e^eps / (g - 1)``."""
+
+    epsilon: float
+    num_buckets: int
+    kind: ClassVar[str] = "local_hashing"
+
+    def __post_init__(self) -> None:
+        owner = "local hashing event"
+        object.__setattr__(self, "epsilon", _epsilon(owner, self.epsilon))
+        object.__setattr__(
+            self, "num_buckets", check_count(owner, "num_buckets", self.num_buckets, 2)
+        )
+
+    @property
+    def _exact_weight(self) -> float:
+        g = self.num_buckets
+        return (g - 1) + _exp_down(self.epsilon) / (g - 1)
+
+    def parameters(self) -> dict[str, Any]:
+        """``epsilon`` and ``num_buckets``."""
+        return {"epsilon": self.epsilon, "num_buckets": self.num_buckets}

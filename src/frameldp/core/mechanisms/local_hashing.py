@@ -34,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from frameldp.accounting import PrivacyGuarantee, RandomizedResponseEvent
+from frameldp.accounting import LocalHashingEvent, PrivacyGuarantee
 from frameldp.accounting.rounding import log_upper
 from frameldp.core.columns import combined, single_codes
 from frameldp.core.encoding import Domain
@@ -79,6 +79,27 @@ def _mean_variance(epsilon: float, g: int, k: int) -> float:
     return (p * (1 - p) + (k - 1) * (1.0 / g) * (1.0 - 1.0 / g)) / (k * (p - 1.0 / g) ** 2)
 
 
+def _num_digits(g: int, k: int) -> int:
+    """``m``: the fewest base-``g`` digits that write every value of ``[0, k)``."""
+    digits = 1
+    while g**digits < k:
+        digits += 1
+    return digits
+
+
+def _fits(g: int, k: int) -> bool:
+    """Whether the family's seeds fit the uniform sampler (``g^m <= 2**32``) and reports
+    ``seed * g + y`` fit 62 bits."""
+    digits = _num_digits(g, k)
+    return bool(g**digits <= _MAX_SEEDS and g ** (digits + 1) <= 1 << 62)
+
+
+def _prime_at_most(value: int) -> int:
+    while value > 2 and not _is_prime(value):
+        value -= 1
+    return max(value, 2)
+
+
 def optimal_hash_buckets(epsilon: float, k: int) -> int:
     """The prime ``g`` with the smallest estimator variance at ``epsilon`` over ``k`` values.
 
@@ -87,13 +108,13 @@ def optimal_hash_buckets(epsilon: float, k: int) -> int:
     ``round(e + 1) = 4`` would be the composite choice).
     """
     target = math.exp(min(epsilon, 22.0)) + 1.0
-    low = max(2, math.floor(target))
-    while low > 2 and not _is_prime(low):
-        low -= 1
+    low = _prime_at_most(max(2, math.floor(target)))
+    while not _fits(low, k):  # very large epsilon: the largest prime the reports can hold
+        low = _prime_at_most(low // 2)
     high = math.ceil(target)
     while not _is_prime(high):
         high += 1
-    candidates = {p for p in (2, low, high) if p <= _MAX_SEEDS}
+    candidates = {g for g in (2, low, high) if _fits(g, k)}
     return min(sorted(candidates), key=lambda g: _mean_variance(epsilon, g, k))
 
 
@@ -124,9 +145,10 @@ class LocalHashing:
     ``y`` is k-ary randomized response over ``g`` values, epsilon-LDP [1]_. The move probability
     is realized exactly as a multiple of ``2**-64`` at least as large as requested (more noise),
     and ``privacy`` reports ``ln(p / q)`` of the realized probabilities, rounded up, with one
-    :class:`~frameldp.accounting.RandomizedResponseEvent` over ``g`` buckets. That is exact for
-    a pair of values that some seed does not collide; pairs that collide under a seed lose
-    nothing under it, so the true curve of the pair is at most this one.
+    :class:`~frameldp.accounting.LocalHashingEvent`: every pair of values collides under
+    exactly ``1/g`` of the seeds (and then loses nothing), so the worst-case loss is
+    three-valued with the neutral weight ``(g - 1) + e^epsilon / (g - 1)``, and its Rényi curve,
+    zCDP and composition are exact (:mod:`frameldp.accounting.events.ternary`).
 
     Estimation
     ----------
@@ -186,10 +208,8 @@ class LocalHashing:
             )
         g = int(g)
         object.__setattr__(self, "num_buckets", g)
-        digits = 1
-        while g**digits < self.domain.size:
-            digits += 1
-        if g**digits > _MAX_SEEDS or g ** (digits + 1) > 1 << 62:
+        digits = _num_digits(g, self.domain.size)
+        if not _fits(g, self.domain.size):
             raise ParameterError(
                 f"{owner}: the hash family for k={self.domain.size} values and {g} buckets has "
                 f"{g**digits} members: reports of seed * g + y would not fit in 62 bits"
@@ -254,9 +274,9 @@ class LocalHashing:
     @cached_property
     def privacy(self) -> PrivacyGuarantee:
         """Pure epsilon ``ln(p / q)`` of the realized probabilities over ``g`` buckets, rounded
-        up, with one :class:`~frameldp.accounting.RandomizedResponseEvent` at ``g``."""
+        up, with one :class:`~frameldp.accounting.LocalHashingEvent` at ``g``."""
         move, g = self._move_numerator, self._g
-        event = RandomizedResponseEvent(log_upper(Fraction((_ONE - move) * (g - 1), move)), g)
+        event = LocalHashingEvent(log_upper(Fraction((_ONE - move) * (g - 1), move)), g)
         return PrivacyGuarantee(
             event.epsilon,
             self.name,
@@ -318,24 +338,27 @@ class LocalHashing:
     def support_counts(self, reports: NDArray[np.uint64]) -> NDArray[np.int64]:
         """``C_v``: how many reports support each value ``v`` (``h_seed(v) = y``).
 
-        Reports are counted per (seed, y); then, one block of present seeds at a time, every
-        value's hash under those seeds is looked up in the counts (module docstring).
+        The distinct reports are counted (sorted); then, one block of the seeds present at a
+        time, every value's hash under those seeds is looked up among them (module
+        docstring). Memory is ``O(n + block k)`` whatever ``g`` is.
         """
         g, k = self._g, self.domain.size
-        reports = np.asarray(reports, dtype=np.int64)
-        seeds, reported = np.divmod(reports, g)
-        present, inverse = np.unique(seeds, return_inverse=True)
-        table = np.bincount(inverse * g + reported, minlength=present.size * g)
-        table = table.reshape(present.size, g)
-        value_digits = self._digits(np.arange(k, dtype=np.int64)).T.astype(np.float64)
+        keys, counts = np.unique(np.asarray(reports, dtype=np.int64), return_counts=True)
+        present = np.unique(keys // g)
+        value_digits = self._digits(np.arange(k, dtype=np.int64))
         totals = np.zeros(k, dtype=np.int64)
         block = max(1, _TABLE_BLOCK // max(k, 1))
         for start in range(0, present.size, block):
-            seed_digits = self._digits(present[start : start + block]).astype(np.float64)
-            # Exact in float64: every product is below g^2 and the sum below m g^2 < 2**53.
-            hashes = (seed_digits @ value_digits).astype(np.int64) % g
-            counts = np.take_along_axis(table[start : start + block], hashes, axis=1)
-            totals += counts.sum(axis=0)
+            seeds = present[start : start + block]
+            seed_digits = self._digits(seeds)
+            hashes = np.zeros((seeds.size, k), dtype=np.int64)
+            for j in range(self._num_digits):
+                # Each product is below g^2 <= 2**62 (g^2 > 2**32 only when m = 1).
+                hashes += np.multiply.outer(seed_digits[:, j], value_digits[:, j]) % g
+                hashes %= g
+            wanted = seeds[:, None] * g + hashes
+            found = np.minimum(np.searchsorted(keys, wanted), keys.size - 1)
+            totals += np.where(keys[found] == wanted, counts[found], 0).sum(axis=0)
         return totals
 
     # ------------------------------------------------------------------ the protocol

@@ -211,7 +211,7 @@ class OptimizedUnaryEncoding:
 
     def statistic(self, reports: Mapping[str, pa.Array], *, column: str) -> Statistic:
         """Per-bit sums of the reports."""
-        packed = packed_bits(reports[column], self.num_bits, column)
+        packed = packed_bits(reports[column], self.num_bits, column, self.title)
         return Statistic((count_bits(packed, self.num_bits),), packed.shape[0])
 
     def debias(self, statistic: Statistic) -> FrequencyEstimate:

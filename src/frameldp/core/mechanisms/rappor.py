@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import cached_property
 from typing import Any, ClassVar, Final
@@ -345,4 +345,9 @@ class Rappor:
     def debias(self, statistic: Statistic) -> FrequencyEstimate:
         """Debiased counts from the per-bit sums of ``statistic.rows`` reports."""
         (bit_sums,) = statistic.parts
-        return debias_unary_counts(bit_sums, statistic.rows, self.flip_probability)
+        estimate = debias_unary_counts(bit_sums, statistic.rows, self.flip_probability)
+        if self.max_weight == 1:
+            return estimate
+        # A set of up to m values a row: counts add up to at most m n, and a report is not one
+        # value's channel (no iterative Bayesian update).
+        return replace(estimate, support=None, items_per_report=self.max_weight)

@@ -27,11 +27,12 @@ from frameldp.core.mechanisms._spec import (
 )
 from frameldp.core.mechanisms.protocol import Capability, Statistic
 from frameldp.core.randomness import PRECISION_BITS, RandomSource, code_bytes, dyadic_at_least
-from frameldp.errors import ParameterError, shown
+from frameldp.errors import DomainError, ParameterError, shown
 
 __all__ = ["SubsetSelection", "optimal_subset_size"]
 
 _ONE: Final = 1 << PRECISION_BITS
+_POPCOUNT: Final = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).sum(axis=1)
 
 
 def _out_numerator(epsilon: float, k: int, d: int) -> int:
@@ -197,7 +198,7 @@ class SubsetSelection:
     @property
     def inclusion_probability(self) -> float:
         """Realized ``p``: probability that the subset holds the true value."""
-        return 1.0 - self._out_numerator / 2.0**PRECISION_BITS
+        return (_ONE - self._out_numerator) / 2.0**PRECISION_BITS
 
     @property
     def support_probabilities(self) -> tuple[float, float]:
@@ -206,8 +207,10 @@ class SubsetSelection:
 
     @property
     def _other_probability(self) -> float:
-        p, k, d = self.inclusion_probability, self.num_bits, self._d
-        return (p * (d - 1) + (1.0 - p) * d) / (k - 1)
+        # q = (p (d - 1) + (1 - p) d) / (k - 1) = (d - 1 + (1 - p)) / (k - 1), with 1 - p exact
+        # (for d = 1 the very expression of k-RR's q: equal mechanisms, equal variances).
+        out = self._out_numerator / 2.0**PRECISION_BITS
+        return ((self._d - 1) + out) / (self.num_bits - 1)
 
     @property
     def report_bits(self) -> int:
@@ -300,8 +303,17 @@ class SubsetSelection:
         return {column: bits_array(reports)}
 
     def statistic(self, reports: Mapping[str, pa.Array], *, column: str) -> Statistic:
-        """How many reports hold each value."""
-        packed = packed_bits(reports[column], self.num_bits, column)
+        """How many reports hold each value (every report must hold exactly ``d``)."""
+        packed = packed_bits(reports[column], self.num_bits, column, self.title)
+        sizes = _POPCOUNT[packed].sum(axis=1, dtype=np.int64)
+        wrong = np.flatnonzero(sizes != self._d)
+        if wrong.size:
+            row = int(wrong[0])
+            raise DomainError(
+                f"column {shown(column)}: report at row {row} holds {int(sizes[row])} values, not "
+                f"subset_size={self._d} ({wrong.size} such reports; wrong mechanism or a "
+                "tampered file?)"
+            )
         return Statistic((count_bits(packed, self.num_bits),), packed.shape[0])
 
     def debias(self, statistic: Statistic) -> FrequencyEstimate:
