@@ -102,3 +102,18 @@ def test_import_benchmark_quick_run(tmp_path: Path) -> None:
     assert by_case["import frameldp"]["added_cpu_s"] is not None
     assert all(row["cpu_s"] > 0 for row in rows)
     assert "added CPU s" in stdout
+
+
+def test_frequency_oracles_benchmark_quick_run(tmp_path: Path) -> None:
+    rows, stdout = _quick_run("bench_frequency_oracles.py", tmp_path)
+    mechanisms = {row.get("mechanism") for row in rows if row.get("table") == "frameldp"}
+    assert {
+        "randomized_response",
+        "rappor",
+        "optimized_unary_encoding",
+        "local_hashing",
+        "subset_selection",
+        "hadamard_response",
+    } <= mechanisms
+    assert "norm_sub" in stdout
+    assert "ibu" in stdout
