@@ -479,6 +479,8 @@ def _pure_ldp(mechanism: str, k: int, epsilon: float) -> PeerOracle:
 def _report_bytes(report: Any) -> int:
     """Memory of one report object, with the list slot holding it."""
     size = sys.getsizeof(report) + 8
+    if isinstance(report, np.ndarray) and not report.flags.owndata:
+        size += report.nbytes  # numba's arrays own no data: getsizeof leaves the buffer out
     if isinstance(report, tuple | list):
         size += sum(sys.getsizeof(item) for item in report)
     return size
@@ -733,7 +735,8 @@ def _ratio(row: dict[str, Any]) -> tuple[str, str, str]:
     ratio, sd = row.get("ratio"), row.get("ratio_sd")
     if ratio is None or sd is None:
         return "-", "-", ""
-    flag = "!" if abs(ratio - 1.0) > SD_FLAG * sd else ""
+    unbiased = row.get("estimator", "unbiased") == "unbiased"
+    flag = "!" if unbiased and abs(ratio - 1.0) > SD_FLAG * sd else ""
     return f"{ratio:.3f}", f"{sd:.3f}", flag
 
 
@@ -816,7 +819,8 @@ def format_peers(
         "  x fl = CPU over frameldp's protocol path; est = clip+norm (negative estimates "
         "clipped, renormalized) or unbiased;",
         "  MSE over the reports the server saw ('sv n'), theory = mean variance for the peer's "
-        "own (p, q) at that n; ratio, sd, ! as in table 1",
+        "own (p, q) at that n; ratio, sd, ! as in table 1 (no ! for clip+norm, which is "
+        "biased)",
         "",
     ]
     by_case = {(r["mechanism"], r["k"], r["epsilon"]): r for r in ours}

@@ -32,7 +32,11 @@ from frameldp.errors import DomainError, ParameterError, shown
 __all__ = ["SubsetSelection", "optimal_subset_size"]
 
 _ONE: Final = 1 << PRECISION_BITS
-_POPCOUNT: Final = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).sum(axis=1)
+_POPCOUNT: Final = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).sum(
+    axis=1, dtype=np.uint8
+)
+# Rows whose set sizes are counted at once (a uint8 temporary of this many rows x ceil(k/8)).
+_SIZE_BLOCK: Final = 1 << 15
 
 
 def _out_numerator(epsilon: float, k: int, d: int) -> int:
@@ -305,7 +309,13 @@ class SubsetSelection:
     def statistic(self, reports: Mapping[str, pa.Array], *, column: str) -> Statistic:
         """How many reports hold each value (every report must hold exactly ``d``)."""
         packed = packed_bits(reports[column], self.num_bits, column, self.title)
-        sizes = _POPCOUNT[packed].sum(axis=1, dtype=np.int64)
+        sizes = np.concatenate(
+            [
+                _POPCOUNT[packed[start : start + _SIZE_BLOCK]].sum(axis=1, dtype=np.int64)
+                for start in range(0, packed.shape[0], _SIZE_BLOCK)
+            ]
+            or [np.zeros(0, dtype=np.int64)]
+        )
         wrong = np.flatnonzero(sizes != self._d)
         if wrong.size:
             row = int(wrong[0])
