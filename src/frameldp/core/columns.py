@@ -27,6 +27,7 @@ __all__ = [
     "check_report_labels",
     "combined",
     "distinct_codes",
+    "integer_reports",
     "label_array",
     "label_type",
     "packed_bits",
@@ -197,6 +198,30 @@ def packed_bits(
     first = int(offsets[0]) if offsets.size else 0
     data = np.frombuffer(large.buffers()[2], dtype=np.uint8)[first : first + len(large) * width]
     return data.reshape(len(large), width)
+
+
+def integer_reports(
+    array: pa.Array | pa.ChunkedArray, high: int, column: str, owner: str
+) -> NDArray[np.int64]:
+    """A report column of integers in ``[0, high)`` (local hashing, Hadamard response) as
+    int64; nulls, other types and values outside are refused, naming the column, the
+    mechanism (``owner``) and the first row outside."""
+    array = combined(array)
+    if array.null_count or not pa.types.is_integer(array.type):
+        raise DomainError(
+            f"column {shown(column)}: expected {owner} reports (integers without nulls), got "
+            f"{array.type} with {array.null_count} nulls"
+        )
+    # uint64 values from 2**63 wrap to negative int64: refused as outside below.
+    values = np.asarray(array.to_numpy(zero_copy_only=False), dtype=np.int64)
+    outside = (values < 0) | (values >= high)
+    if outside.any():
+        first = int(np.flatnonzero(outside)[0])
+        raise DomainError(
+            f"column {shown(column)}: report {int(values[first])} at row {first} is outside "
+            f"[0, {high}) (wrong mechanism or domain?)"
+        )
+    return values
 
 
 def distinct_codes(

@@ -57,6 +57,7 @@ __all__ = [
     "debias_unary_counts",
     "decode_bloom",
     "direct_variance",
+    "mean_direct_variance",
     "normal_quantile",
     "unary_variance",
 ]
@@ -154,6 +155,16 @@ def direct_variance(
     c = np.asarray(true_counts, dtype=np.float64)
     spread = keep - other
     return (c * keep * (1 - keep) + (n - c) * other * (1 - other)) / spread**2
+
+
+def mean_direct_variance(keep: Any, other: Any, k: int, n: int = 1) -> Any:
+    """The variance of a debiased support count averaged over the ``k`` buckets, for ``n``
+    reports: ``n (keep (1 - keep) + (k - 1) other (1 - other)) / (k (keep - other)^2)``.
+
+    :func:`direct_variance` summed over buckets whose true counts add up to ``n``, so it is
+    exact for every distribution. Plain arithmetic: ``keep`` and ``other`` may be arrays.
+    """
+    return n * (keep * (1 - keep) + (k - 1) * other * (1 - other)) / (k * (keep - other) ** 2)
 
 
 def debias_direct_counts(

@@ -17,6 +17,7 @@ from typing import Any, Final, TypeVar, cast
 import numpy as np
 from numpy.typing import NDArray
 
+from frameldp.core.randomness import dyadic_at_least
 from frameldp.errors import ParameterError, shown
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "is_mechanism",
     "mechanism_class",
     "mechanism_from_spec",
+    "noise_numerator",
     "register",
 ]
 
@@ -36,6 +38,17 @@ FLOAT_MARGIN: Final = 2.0**-40
 """Relative margin added toward more noise to a probability computed in floating point before
 it is rounded to the sampler's grid: far above the few-ulp error of expressions such as
 ``1 / (1 + exp(x))``, so the realized probability is never less noisy than the exact one."""
+
+
+def noise_numerator(weight: float, epsilon: float) -> int:
+    """``P = w e^-eps / (1 + w e^-eps)``, the probability of a noisy outcome of total weight
+    ``w`` against the true one's ``e^eps`` (k-RR's move: ``w = k - 1``; OUE's other bit:
+    ``w = 1``), as a multiple of ``2**-64`` at least as large (more noise; never 0).
+
+    Written with ``e^-eps`` so it neither overflows nor cancels for any epsilon.
+    """
+    scaled = weight * math.exp(-epsilon)
+    return max(1, dyadic_at_least(scaled / (1.0 + scaled) * (1 + FLOAT_MARGIN)))
 
 
 def check_number(value: object, owner: str, name: str) -> float:

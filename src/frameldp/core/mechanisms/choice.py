@@ -29,7 +29,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from frameldp.core.encoding import Domain
-from frameldp.core.mechanisms._spec import _REGISTRY, check_epsilon
+from frameldp.core.estimation import mean_direct_variance
+from frameldp.core.mechanisms._spec import (
+    check_epsilon,
+    mechanism_class,
+    mechanism_names,
+)
 from frameldp.core.mechanisms.protocol import Capability, FrequencyOracle
 from frameldp.errors import FrameLDPError, ParameterError, shown
 
@@ -43,7 +48,7 @@ def mean_variance(mechanism: FrequencyOracle, k: int, n: int = 1) -> float:
     """The exact variance of a debiased count averaged over the ``k`` buckets, for ``n``
     reports (module docstring)."""
     p, q = mechanism.support_probabilities
-    return n * (p * (1 - p) + (k - 1) * q * (1 - q)) / (k * (p - q) ** 2)
+    return float(mean_direct_variance(p, q, k, n))
 
 
 @dataclass(frozen=True)
@@ -148,7 +153,8 @@ def compare_mechanisms(
         raise ParameterError(f"compare_mechanisms: n must be an integer >= 1, got {shown(n)}")
     k = domain.size
     candidates = []
-    for name, cls in sorted(_REGISTRY.items()):
+    for name in mechanism_names():
+        cls = mechanism_class(name)
         if Capability.FREQUENCY_ORACLE not in cls.capabilities:
             continue
         try:

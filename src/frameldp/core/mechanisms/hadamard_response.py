@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -15,19 +14,19 @@ from numpy.typing import NDArray
 
 from frameldp.accounting import HadamardResponseEvent, PrivacyGuarantee
 from frameldp.accounting.rounding import log_upper
-from frameldp.core.columns import combined, single_codes
+from frameldp.core.columns import integer_reports, single_codes
 from frameldp.core.encoding import Domain
 from frameldp.core.estimation import FrequencyEstimate, debias_direct_counts
 from frameldp.core.mechanisms._spec import (
-    FLOAT_MARGIN,
     check_codes,
     check_epsilon,
     fingerprint,
+    noise_numerator,
     register,
 )
 from frameldp.core.mechanisms.protocol import Capability, Statistic
-from frameldp.core.randomness import PRECISION_BITS, RandomSource, code_bytes, dyadic_at_least
-from frameldp.errors import DomainError, ParameterError, shown
+from frameldp.core.randomness import PRECISION_BITS, RandomSource, code_bytes
+from frameldp.errors import ParameterError, shown
 
 __all__ = ["HadamardResponse", "walsh_hadamard"]
 
@@ -131,8 +130,7 @@ class HadamardResponse:
             raise ParameterError(
                 f"{owner}: domain size must be below 2**31, got {self.domain.size}"
             )
-        tail = math.exp(-epsilon)  # 1 - p = 1 / (e^eps + 1), without overflow
-        numerator = max(1, dyadic_at_least(tail / (1.0 + tail) * (1 + FLOAT_MARGIN)))
+        numerator = noise_numerator(1.0, epsilon)  # 1 - p = 1 / (e^eps + 1)
         if numerator >= _HALF:
             raise ParameterError(
                 f"{owner}: epsilon={shown(epsilon)} is too small to realize; the reports would "
@@ -253,20 +251,7 @@ class HadamardResponse:
 
     def statistic(self, reports: Mapping[str, pa.Array], *, column: str) -> Statistic:
         """Reports per column ``y`` of ``[0, K)``."""
-        array = combined(reports[column])
-        if array.null_count or not pa.types.is_integer(array.type):
-            raise DomainError(
-                f"column {shown(column)}: expected Hadamard response reports (integers without "
-                f"nulls), got {array.type} with {array.null_count} nulls"
-            )
-        values = array.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-        outside = (values < 0) | (values >= self.num_columns)
-        if outside.any():
-            first = int(np.flatnonzero(outside)[0])
-            raise DomainError(
-                f"column {shown(column)}: report {int(values[first])} at row {first} is outside "
-                f"[0, {self.num_columns}) (wrong mechanism or domain?)"
-            )
+        values = integer_reports(reports[column], self.num_columns, column, self.title)
         histogram = np.bincount(values, minlength=self.num_columns).astype(np.int64)
         return Statistic((histogram,), values.size)
 

@@ -36,19 +36,23 @@ from numpy.typing import NDArray
 
 from frameldp.accounting import LocalHashingEvent, PrivacyGuarantee
 from frameldp.accounting.rounding import log_upper
-from frameldp.core.columns import combined, single_codes
+from frameldp.core.columns import integer_reports, single_codes
 from frameldp.core.encoding import Domain
-from frameldp.core.estimation import FrequencyEstimate, debias_direct_counts
+from frameldp.core.estimation import (
+    FrequencyEstimate,
+    debias_direct_counts,
+    mean_direct_variance,
+)
 from frameldp.core.mechanisms._spec import (
-    FLOAT_MARGIN,
     check_codes,
     check_epsilon,
     fingerprint,
+    noise_numerator,
     register,
 )
 from frameldp.core.mechanisms.protocol import Capability, Statistic
-from frameldp.core.randomness import PRECISION_BITS, RandomSource, code_bytes, dyadic_at_least
-from frameldp.errors import DomainError, ParameterError, shown
+from frameldp.core.randomness import PRECISION_BITS, RandomSource, code_bytes
+from frameldp.errors import ParameterError, shown
 
 __all__ = ["LocalHashing", "optimal_hash_buckets"]
 
@@ -68,15 +72,14 @@ def _is_prime(value: int) -> bool:
 
 def _move_numerator(epsilon: float, g: int) -> int:
     """``P[move] = (g - 1) / (e^eps + g - 1)`` as a multiple of ``2**-64``, rounded up."""
-    scaled = (g - 1) * math.exp(-epsilon)
-    return max(1, dyadic_at_least(scaled / (1.0 + scaled) * (1 + FLOAT_MARGIN)))
+    return noise_numerator(g - 1, epsilon)
 
 
 def _mean_variance(epsilon: float, g: int, k: int) -> float:
     """The estimator variance per report averaged over ``k`` buckets (exact for every
     distribution): ``(p (1 - p) + (k - 1)(1/g)(1 - 1/g)) / (k (p - 1/g)^2)``."""
     p = 1.0 - _move_numerator(epsilon, g) / _ONE
-    return (p * (1 - p) + (k - 1) * (1.0 / g) * (1.0 - 1.0 / g)) / (k * (p - 1.0 / g) ** 2)
+    return float(mean_direct_variance(p, 1.0 / g, k))
 
 
 def _num_digits(g: int, k: int) -> int:
@@ -389,26 +392,9 @@ class LocalHashing:
         return {column: pa.array(reports, type=pa.uint64())}
 
     def statistic(self, reports: Mapping[str, pa.Array], *, column: str) -> Statistic:
-        """Support counts per value of one batch of reports."""
-        array = combined(reports[column])
-        if array.null_count:
-            raise DomainError(
-                f"column {shown(column)}: local hashing reports contain {array.null_count} nulls"
-            )
-        if not pa.types.is_integer(array.type):
-            raise DomainError(
-                f"column {shown(column)}: expected integer local hashing reports, got {array.type}"
-            )
-        values = array.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-        limit = self.num_seeds * self._g
-        outside = (values < 0) | (values >= limit)
-        if outside.any():
-            first = int(np.flatnonzero(outside)[0])
-            raise DomainError(
-                f"column {shown(column)}: report {int(values[first])} at row {first} is not "
-                f"seed * {self._g} + y for one of the {self.num_seeds} seeds (wrong mechanism or "
-                "domain?)"
-            )
+        """Support counts per value of one batch of reports (``seed * g + y``, below
+        ``report_range``)."""
+        values = integer_reports(reports[column], self.report_range, column, self.title)
         return Statistic((self.support_counts(values.astype(np.uint64)),), values.size)
 
     def debias(self, statistic: Statistic) -> FrequencyEstimate:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -19,14 +18,14 @@ from frameldp.core.columns import bits_array, packed_bits, single_codes
 from frameldp.core.encoding import Domain, count_bits, packed_width, xor_one_hot
 from frameldp.core.estimation import FrequencyEstimate, debias_direct_counts
 from frameldp.core.mechanisms._spec import (
-    FLOAT_MARGIN,
     check_codes,
     check_epsilon,
     fingerprint,
+    noise_numerator,
     register,
 )
 from frameldp.core.mechanisms.protocol import Capability, Statistic
-from frameldp.core.randomness import PRECISION_BITS, RandomSource, code_bytes, dyadic_at_least
+from frameldp.core.randomness import PRECISION_BITS, RandomSource, code_bytes
 from frameldp.errors import ParameterError, shown
 
 __all__ = ["OptimizedUnaryEncoding"]
@@ -99,8 +98,7 @@ class OptimizedUnaryEncoding:
         object.__setattr__(self, "domain", Domain.coerce(self.domain))
         epsilon = check_epsilon(self.epsilon, owner)
         object.__setattr__(self, "epsilon", epsilon)
-        tail = math.exp(-epsilon)  # q = 1 / (e^eps + 1) = e^-eps / (1 + e^-eps), no overflow
-        numerator = max(1, dyadic_at_least(tail / (1.0 + tail) * (1 + FLOAT_MARGIN)))
+        numerator = noise_numerator(1.0, epsilon)  # q = 1 / (e^eps + 1)
         if numerator >= _HALF:
             raise ParameterError(
                 f"{owner}: epsilon={shown(epsilon)} is too small to realize; the reports would "

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -25,10 +24,10 @@ from frameldp.core.columns import (
 from frameldp.core.encoding import Domain
 from frameldp.core.estimation import FrequencyEstimate, debias_direct_counts
 from frameldp.core.mechanisms._spec import (
-    FLOAT_MARGIN,
     check_codes,
     check_epsilon,
     fingerprint,
+    noise_numerator,
     register,
 )
 from frameldp.core.mechanisms.protocol import Capability, Statistic
@@ -36,7 +35,6 @@ from frameldp.core.randomness import (
     PRECISION_BITS,
     RandomSource,
     code_bytes,
-    dyadic_at_least,
 )
 from frameldp.errors import ParameterError, renamed
 
@@ -110,10 +108,8 @@ class RandomizedResponse:
         k = self.num_buckets
         if k > 1 << 32:
             raise ParameterError(f"{owner}: domain size must be at most 2**32, got {k}")
-        # P[move] = (k - 1) / (e^eps + k - 1) = (k - 1) e^-eps / (1 + (k - 1) e^-eps)
-        scaled = (k - 1) * math.exp(-epsilon)
-        exact = scaled / (1.0 + scaled)
-        numerator = max(1, dyadic_at_least(exact * (1 + FLOAT_MARGIN)))
+        # P[move] = (k - 1) / (e^eps + k - 1)
+        numerator = noise_numerator(k - 1, epsilon)
         object.__setattr__(self, "_move_numerator", numerator)
         # Rounding toward more noise can pass the uniform point (k - 1) / k, after which the
         # report would favour the *other* values: refuse instead of realizing that.

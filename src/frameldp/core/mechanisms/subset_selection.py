@@ -17,16 +17,20 @@ from frameldp.accounting import PrivacyGuarantee, SubsetSelectionEvent
 from frameldp.accounting.rounding import log_upper
 from frameldp.core.columns import bits_array, packed_bits, single_codes
 from frameldp.core.encoding import Domain, count_bits, packed_width
-from frameldp.core.estimation import FrequencyEstimate, debias_direct_counts
+from frameldp.core.estimation import (
+    FrequencyEstimate,
+    debias_direct_counts,
+    mean_direct_variance,
+)
 from frameldp.core.mechanisms._spec import (
-    FLOAT_MARGIN,
     check_codes,
     check_epsilon,
     fingerprint,
+    noise_numerator,
     register,
 )
 from frameldp.core.mechanisms.protocol import Capability, Statistic
-from frameldp.core.randomness import PRECISION_BITS, RandomSource, code_bytes, dyadic_at_least
+from frameldp.core.randomness import PRECISION_BITS, RandomSource, code_bytes
 from frameldp.errors import DomainError, ParameterError, shown
 
 __all__ = ["SubsetSelection", "optimal_subset_size"]
@@ -41,8 +45,7 @@ _SIZE_BLOCK: Final = 1 << 15
 
 def _out_numerator(epsilon: float, k: int, d: int) -> int:
     """``P[x not in S] = (k - d) / (d e^eps + k - d)`` as a multiple of ``2**-64``, rounded up."""
-    scaled = (k - d) / d * math.exp(-epsilon)
-    return max(1, dyadic_at_least(scaled / (1.0 + scaled) * (1 + FLOAT_MARGIN)))
+    return noise_numerator((k - d) / d, epsilon)
 
 
 def optimal_subset_size(epsilon: float, k: int) -> int:
@@ -65,7 +68,7 @@ def optimal_subset_size(epsilon: float, k: int) -> int:
     p = d * e / (d * e + k - d)
     q = (p * (d - 1) + (1 - p) * d) / (k - 1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        mean = (p * (1 - p) + (k - 1) * q * (1 - q)) / (p - q) ** 2
+        mean = mean_direct_variance(p, q, k)
     return int(np.argmin(np.where(p > q, mean, np.inf))) + low
 
 
