@@ -36,7 +36,7 @@ from frameldp.errors import (
 from frameldp.frames import register_accessors
 
 if TYPE_CHECKING:
-    from frameldp import io
+    from frameldp import io, plot
     from frameldp.accounting import (
         Accountant,
         BinomialCountsEvent,
@@ -76,6 +76,9 @@ if TYPE_CHECKING:
         compare_mechanisms,
         mechanism_from_spec,
     )
+    from frameldp.core.joint import product_domain
+    from frameldp.frames.comparison import Comparison
+    from frameldp.frames.planner import Plan, plan
     from frameldp.frames.table import FrequencyTable
 
 __version__ = "0.1.0"
@@ -127,6 +130,10 @@ _LAZY: dict[str, str] = {
         "frameldp.core",
     ),
     "FrequencyTable": "frameldp.frames.table",
+    "Comparison": "frameldp.frames.comparison",
+    "Plan": "frameldp.frames.planner",
+    "plan": "frameldp.frames.planner",
+    "product_domain": "frameldp.core.joint",
 }
 """Public name -> the module that defines it (imported when the name is first read)."""
 
@@ -140,6 +147,7 @@ __all__ = [
     "BloomRappor",
     "BloomRapporEvent",
     "BudgetExceededError",
+    "Comparison",
     "Domain",
     "DomainError",
     "DomainInferenceWarning",
@@ -162,6 +170,7 @@ __all__ = [
     "OptimizedUnaryEncoding",
     "OptimizedUnaryEncodingEvent",
     "ParameterError",
+    "Plan",
     "PrivacyGuarantee",
     "PureDP",
     "RandomSource",
@@ -182,15 +191,18 @@ __all__ = [
     "errors",
     "io",
     "mechanism_from_spec",
+    "plan",
+    "plot",
+    "product_domain",
 ]
 
 register_accessors()
 
 
 def __getattr__(name: str) -> Any:
-    # frameldp.io reads and writes pandas frames: imported on first use, as every other name.
-    if name == "io":
-        return importlib.import_module("frameldp.io")
+    # frameldp.io (pandas) and frameldp.plot (matplotlib): imported on first use, as every name.
+    if name in ("io", "plot"):  # modules: frameldp.plot.plot_frequencies(...) works directly
+        return importlib.import_module(f"frameldp.{name}")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'frameldp' has no attribute {name!r}")

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -22,9 +23,10 @@ from frameldp.errors import ParameterError
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+    from frameldp.frames.planner import Plan
     from frameldp.frames.table import FrequencyTable
 
-__all__ = ["plot_frequencies", "plot_privacy"]
+__all__ = ["plot_frequencies", "plot_plan", "plot_privacy"]
 
 _STYLES = {
     "basic": ":",
@@ -44,10 +46,18 @@ def _pyplot() -> Any:
 
 
 def plot_frequencies(
-    tables: FrequencyTable | list[FrequencyTable], *, top: int | None = 30, width: float = 8.0
+    tables: FrequencyTable | list[FrequencyTable],
+    *,
+    top: int | None = 30,
+    width: float = 8.0,
+    truth: Any = None,
 ) -> Figure:
-    """One panel per table: estimated counts as horizontal bars with their confidence
-    intervals, largest first (the ``top`` largest; ``None`` for all).
+    """One panel per table (per group of a grouped table): estimated counts as horizontal bars
+    with their confidence intervals, largest first (the ``top`` largest; ``None`` for all).
+
+    ``truth`` (optional) marks the true counts with a red ``x``: a mapping ``{label: count}``
+    or a sequence in bucket order (pairs ``(a, b)`` label a joint table's cells); for a
+    grouped table, a mapping from group key to one of those. Only with one table.
 
     >>> import matplotlib
     >>> matplotlib.use("Agg")
@@ -62,29 +72,75 @@ def plot_frequencies(
     tables = [tables] if not isinstance(tables, list) else tables
     if not tables:
         raise ParameterError("plot_frequencies needs at least one FrequencyTable")
-    shown = [table.to_pandas().sort_values("count", ascending=False) for table in tables]
-    shown = [frame if top is None else frame.head(top) for frame in shown]
-    heights = [max(1.5, 0.25 * len(frame) + 1.0) for frame in shown]
+    if truth is not None and len(tables) > 1:
+        raise ParameterError("plot_frequencies: truth= goes with one table")
+    if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
+        raise ParameterError(f"plot_frequencies: top must be an integer >= 1 or None, got {top!r}")
+    panels = [panel for table in tables for panel in _panels(table, truth)]
+    heights = [max(1.5, 0.25 * min(len(p[0].labels), top or 10**9) + 1.0) for p in panels]
     figure, axes = plt.subplots(
-        len(tables),
+        len(panels),
         1,
         figsize=(width, sum(heights)),
         gridspec_kw={"height_ratios": heights},
         layout="constrained",
         squeeze=False,
     )
-    for axis, table, frame in zip(axes[:, 0], tables, shown, strict=True):
-        labels = [str(label) for label in frame["category"]][::-1]
-        counts = frame["count"].to_numpy()[::-1]
-        low = counts - frame["ci_low"].to_numpy()[::-1]
-        high = frame["ci_high"].to_numpy()[::-1] - counts
-        axis.barh(labels, counts, xerr=[low, high], color="tab:blue", alpha=0.7, capsize=2)
-        axis.axvline(0.0, color="gray", linewidth=0.8)
-        axis.set(
-            xlabel="estimated count",
-            title=f"{table.column} (n = {table.n}, {table.level:.0%} intervals)",
+    for axis, (table, title, true_counts) in zip(axes[:, 0], panels, strict=True):
+        counts = table.estimate.counts
+        order = np.argsort(-counts, kind="stable")[: top or None][::-1]
+        low, high = table.estimate.interval(table.level)
+        labels = [_label(table.labels[i]) for i in order]
+        axis.barh(
+            labels,
+            counts[order],
+            xerr=[counts[order] - low[order], high[order] - counts[order]],
+            color="tab:blue",
+            alpha=0.7,
+            capsize=2,
         )
+        if true_counts is not None:
+            axis.plot(true_counts[order], labels, "x", color="tab:red", label="truth")
+            axis.legend(fontsize="small")
+        axis.axvline(0.0, color="gray", linewidth=0.8)
+        axis.set(xlabel="estimated count", title=title)
     return cast("Figure", figure)
+
+
+def _label(label: Any) -> str:
+    return " × ".join(str(part) for part in label) if isinstance(label, tuple) else str(label)
+
+
+def _panels(table: FrequencyTable, truth: Any) -> list[tuple[FrequencyTable, str, Any]]:
+    """``(flat table, title, true counts or None)`` of every panel of ``table``."""
+    what = " × ".join(table.label_columns) if table.joint else str(table.column)
+    if not table.by:
+        title = f"{what} (n = {table.n}, {table.level:.0%} intervals)"
+        return [(table, title, _truth(table, truth))]
+    panels = []
+    for group in table.groups:
+        flat = table.group(*group.key)
+        key = group.key if len(group.key) > 1 else group.key[0]
+        shown_key = ", ".join(f"{n}={v}" for n, v in zip(table.by, group.key, strict=True))
+        given = None if truth is None else truth.get(key)
+        title = f"{what} | {shown_key} (n = {flat.n}, {table.level:.0%} intervals)"
+        panels.append((flat, title, _truth(flat, given)))
+    return panels
+
+
+def _truth(table: FrequencyTable, truth: Any) -> Any:
+    """True counts in bucket order, from a mapping by label or a sequence (None: none)."""
+    if truth is None:
+        return None
+    labels = table.labels
+    if hasattr(truth, "get") and callable(truth.get):
+        return np.array([float(truth.get(label, 0.0)) for label in labels])
+    values = np.asarray(truth, dtype=np.float64).ravel()
+    if values.size != len(labels):
+        raise ParameterError(
+            f"plot_frequencies: truth has {values.size} counts for {len(labels)} buckets"
+        )
+    return values
 
 
 def plot_privacy(
@@ -137,4 +193,47 @@ def plot_privacy(
     right.set(xscale="log", xlabel="order α", ylabel="Rényi divergence", title="Rényi DP curve")
     right.set_ylim(0.0, max(accountant.rdp(float(orders[-1])), 1e-12) * 1.1)
     right.legend(fontsize="small")
+    return cast("Figure", figure)
+
+
+def plot_plan(
+    plan: Plan, *, epsilons: Any = None, figsize: tuple[float, float] = (8.0, 4.5)
+) -> Figure:
+    """Utility against epsilon: every candidate's standard error of a debiased frequency (per
+    bucket, for the plan's ``n`` and domain) over ``epsilons`` (default: 60 from 0.1 to 10,
+    and the plan's), with the plan's choice marked and its target, if it had one.
+
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import frameldp
+    >>> from frameldp.plot import plot_plan
+    >>> figure = plot_plan(frameldp.plan(domain=20, n=10_000, std_error=0.01))
+    >>> figure.axes[0].get_xlabel()
+    'ε'
+    """
+    from frameldp.core.planning import plan_candidates
+
+    plt = _pyplot()
+    grid = np.geomspace(0.1, 10.0, 60) if epsilons is None else np.asarray(epsilons, dtype=float)
+    if math.isfinite(plan.epsilon):
+        grid = np.unique(np.append(grid, plan.epsilon))
+    curves: dict[str, list[float]] = {}
+    for epsilon in grid:
+        for candidate in plan_candidates(plan.domain, plan.n, float(epsilon)):
+            curves.setdefault(candidate.name, []).append(candidate.std_error)
+    figure, axis = plt.subplots(figsize=figsize, layout="constrained")
+    for name, errors in sorted(curves.items()):
+        axis.plot(grid, errors, label=name)
+    chosen = plan.mechanism if isinstance(plan.mechanism, str) else plan.mechanism.name
+    axis.plot([plan.epsilon], [plan.std_error], "o", color="black", label=f"plan: {chosen}")
+    if plan.target == "std_error":
+        axis.axhline(plan.std_error, color="gray", linestyle=":", label="target")
+    axis.set(
+        xscale="log",
+        yscale="log",
+        xlabel="ε",
+        ylabel="std. error of a frequency (per bucket)",
+        title=f"n = {plan.n:,} reports, {plan.num_buckets} buckets",
+    )
+    axis.legend(fontsize="small")
     return cast("Figure", figure)

@@ -150,7 +150,7 @@ def test_a_table_keeps_its_raw_counts_and_refuses_a_second_pass() -> None:
         with pytest.raises(frameldp.ParameterError, match="already consistent"):
             consistent.consistent(method)
     np.testing.assert_array_equal(table.estimate.counts, raw)
-    assert "consistency='ibu'" in repr(table.consistent("ibu"))
+    assert "consistent (ibu)" in repr(table.consistent("ibu"))
 
 
 def test_set_valued_tables_keep_their_total_and_refuse_ibu() -> None:

@@ -238,6 +238,21 @@ def estimate(
         int | None, typer.Option(help="Rows of each table to print (largest counts first).")
     ] = None,
     delta: Annotated[float, typer.Option(help="Delta at which to report epsilon.")] = 1e-6,
+    by: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--by",
+            help="Public column to group by (repeatable): one table per group. Group sizes are "
+            "released as they are.",
+        ),
+    ] = None,
+    joint: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--joint",
+            help="Two report columns, 'a,b': their joint table over both domains (repeatable).",
+        ),
+    ] = None,
 ) -> None:
     """Debiased frequency tables, with standard errors and intervals, from a report file."""
     from frameldp.cli.commands import run_estimate
@@ -245,10 +260,49 @@ def estimate(
     run_estimate(
         reports,
         columns=columns or [],
+        by=by or [],
+        joint=joint or [],
         out=out,
         plot=plot,
         level=level,
         candidates_file=candidates_file,
         top=top,
         delta=delta,
+    )
+
+
+@app.command()
+def plan(
+    n: Annotated[int, typer.Option("--n", help="Number of reports (people).")],
+    domain_size: Annotated[
+        int | None, typer.Option(help="Number of categories (or give --domain-file).")
+    ] = None,
+    domain_file: Annotated[
+        Path | None, typer.Option(help="The public domain: one category per line.")
+    ] = None,
+    epsilon: Annotated[
+        float | None, typer.Option(help="The budget: report the standard error it buys.")
+    ] = None,
+    std_error: Annotated[
+        float | None,
+        typer.Option(
+            help="Target standard error of a frequency per bucket (0.005 = half a point): "
+            "report the smallest epsilon that reaches it."
+        ),
+    ] = None,
+    plot: Annotated[
+        Path | None, typer.Option(help="Plot standard error against epsilon to this image.")
+    ] = None,
+) -> None:
+    """Which mechanism and which epsilon: the standard error a budget buys, or the budget a
+    standard error needs, for every frequency oracle."""
+    from frameldp.cli.commands import run_plan
+
+    run_plan(
+        n=n,
+        domain_size=domain_size,
+        domain_file=domain_file,
+        epsilon=epsilon,
+        std_error=std_error,
+        plot=plot,
     )

@@ -117,6 +117,8 @@ def run_estimate(
     reports: Path,
     *,
     columns: list[str],
+    by: list[str] | None = None,
+    joint: list[str] | None = None,
     out: Path | None,
     plot: Path | None,
     level: float,
@@ -130,17 +132,20 @@ def run_estimate(
         if out is not None:
             check_out(out, reports)
         if plot is not None:
-            if not plot.parent.is_dir():
-                raise ParameterError(
-                    f"--plot {str(plot)!r}: directory {str(plot.parent)!r} not found"
-                )
-            if plot.suffix.lower() not in (".png", ".svg", ".pdf"):
-                raise ParameterError(f"--plot {str(plot)!r}: expected a .png, .svg or .pdf file")
-            check_target(plot, "--plot")
+            _check_plot(plot)
         candidates = None
         if candidates_file is not None:
             candidates = _read_candidates(candidates_file)
-        found = estimate_file(reports, columns, level=level, candidates=candidates, progress=True)
+        pairs = [_pair(text) for text in joint or []]
+        found = estimate_file(
+            reports,
+            columns,
+            by=by or [],
+            joint=pairs,
+            level=level,
+            candidates=candidates,
+            progress=True,
+        )
         if plot is not None:
             _plot(found.tables, plot)
         if out is not None:
@@ -154,6 +159,14 @@ def run_estimate(
         typer.echo(f"wrote the plot to {plot}")
 
 
+def _pair(text: str) -> tuple[str, str]:
+    """``--joint a,b`` as the pair of column names."""
+    parts = [part.strip() for part in text.split(",")]
+    if len(parts) != 2 or not all(parts):
+        raise ParameterError(f"--joint {shown(text)}: expected two report columns, 'a,b'")
+    return parts[0], parts[1]
+
+
 def _read_candidates(path: Path) -> list[str]:
     """Candidate strings, one per line; errors name the option and the file, not its bytes."""
     text = read_text(path, f"--candidates-file {str(path)!r}")
@@ -165,13 +178,35 @@ def _check_delta(delta: float) -> None:
         raise ParameterError(f"--delta must be in (0, 1), got {delta}")
 
 
+def _check_plot(plot: Path) -> None:
+    """Refuse a ``--plot`` target that cannot be written, before any work."""
+    if not plot.parent.is_dir():
+        raise ParameterError(f"--plot {str(plot)!r}: directory {str(plot.parent)!r} not found")
+    if plot.suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise ParameterError(f"--plot {str(plot)!r}: expected a .png, .svg or .pdf file")
+    check_target(plot, "--plot")
+
+
 def _plot(tables: list[FrequencyTable], target: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     from frameldp.plot import plot_frequencies
 
-    figure = plot_frequencies(tables)
+    _save(plot_frequencies(tables), target)
+
+
+def _plan_figure(chosen: Any) -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from frameldp.plot import plot_plan
+
+    return plot_plan(chosen)
+
+
+def _save(figure: Any, target: Path) -> None:
+    """Write a figure to ``target`` (its type from the suffix) and close it."""
     try:
         figure.savefig(target, dpi=120)
     finally:
@@ -182,26 +217,81 @@ def _plot(tables: list[FrequencyTable], target: Path) -> None:
 
 def _rich_table(table: FrequencyTable, top: int | None, delta: float) -> Table:
     g = table.privacy
-    mechanism = type(table.mechanism).__name__
+    if isinstance(table.mechanism, tuple):
+        mechanism = " × ".join(type(m).__name__ for m in table.mechanism)
+        what = " × ".join(table.label_columns)
+    else:
+        mechanism, what = type(table.mechanism).__name__, str(table.column)
+    grouped = f" by {', '.join(table.by)}" if table.by else ""
     title = (
-        f"{escape(table.column)}: {mechanism}, n = {table.n}, ε = {g.epsilon_at(delta):.4g} "
+        f"{escape(what + grouped)}: {mechanism}, n = {table.n}, ε = {g.epsilon_at(delta):.4g} "
         f"at δ = {delta:g} ({g.model} model){escape(insecure_mark(g))}"
     )
     out = Table(title=title, title_justify="left")
-    out.add_column("category")
+    labels = [*table.by, *table.label_columns]
+    for name in labels:
+        out.add_column(escape(str(name)))
     for name in ("count", "frequency", "std_error", f"ci_low ({table.level:.0%})", "ci_high"):
         out.add_column(name, justify="right")
-    frame = table.to_pandas().sort_values("count", ascending=False, kind="stable")
-    shown = frame if top is None else frame.head(top)
-    for row in shown.itertuples(index=False):
+    frame = table.to_pandas()
+    sort = [*table.by, "count"]
+    ascending = [True] * len(table.by) + [False]
+    frame = frame.sort_values(sort, ascending=ascending, kind="stable", na_position="last")
+    if top is None:
+        shown = frame
+    elif table.by:
+        shown = frame.groupby(list(table.by), dropna=False, sort=False).head(top)
+    else:
+        shown = frame.head(top)
+    for record in shown.to_dict("records"):
         out.add_row(
-            escape(str(row.category)),
-            f"{row.count:,.1f}",
-            f"{row.frequency:.4f}",
-            f"{row.std_error:,.1f}",
-            f"{row.ci_low:,.1f}",
-            f"{row.ci_high:,.1f}",
+            *(escape(_text(record[name])) for name in labels),
+            f"{record['count']:,.1f}",
+            f"{record['frequency']:.4f}",
+            f"{record['std_error']:,.1f}",
+            f"{record['ci_low']:,.1f}",
+            f"{record['ci_high']:,.1f}",
         )
     if len(shown) < len(frame):
         out.caption = f"{len(frame) - len(shown)} more rows (--out writes them all)"
     return out
+
+
+def _text(value: Any) -> str:
+    """A label or group key as printed (a missing one as ``null``)."""
+    import pandas as pd
+
+    return (
+        "null" if value is None or (not isinstance(value, str) and pd.isna(value)) else str(value)
+    )
+
+
+def run_plan(
+    *,
+    n: int,
+    domain_size: int | None,
+    domain_file: Path | None,
+    epsilon: float | None,
+    std_error: float | None,
+    plot: Path | None,
+) -> None:
+    """The ``plan`` command."""
+    with user_errors():
+        if (domain_size is None) == (domain_file is None):
+            raise ParameterError("give the domain as --domain-size or --domain-file (one of them)")
+        if (epsilon is None) == (std_error is None):
+            raise ParameterError("give --epsilon or --std-error (exactly one)")
+        if plot is not None:
+            _check_plot(plot)
+        import frameldp
+
+        domain: Any = domain_size
+        if domain_file is not None:
+            text = read_text(domain_file, f"--domain-file {str(domain_file)!r}")
+            domain = [line for line in text.splitlines() if line.strip()]
+        chosen = frameldp.plan(domain=domain, n=n, epsilon=epsilon, std_error=std_error)
+        if plot is not None:
+            _save(_plan_figure(chosen), plot)
+    typer.echo(repr(chosen))
+    if plot is not None:
+        typer.echo(f"wrote the plot to {plot}")

@@ -11,7 +11,8 @@ tables of a file drawn from a ``--seed`` (or shuffled with one) carry a guarante
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -21,15 +22,26 @@ import pandas as pd
 from frameldp._atomic import atomic, check_target
 from frameldp.cli._files import ReportFile, file_kind, read_report_file, sidecar
 from frameldp.cli._progress import rows_progress
+from frameldp.core.joint import debias_joint
 from frameldp.core.mechanisms import (
     Capability,
     Decoder,
+    FrequencyOracle,
     Mechanism,
     Statistic,
     mechanism_from_spec,
 )
 from frameldp.errors import ParameterError, shown
-from frameldp.frames.batches import counts_of_batch
+from frameldp.frames.grouping import (
+    Grouped,
+    Reduction,
+    check_group_columns,
+    flat_reduction,
+    grouped_statistics,
+    joint_reduction,
+    merge_grouped,
+    table_of,
+)
 from frameldp.frames.inputs import require_column
 from frameldp.frames.lookup import report_names
 from frameldp.frames.shuffling import shuffled_privacy
@@ -79,65 +91,117 @@ def estimate_file(
     path: Path,
     columns: Sequence[str] = (),
     *,
+    by: Sequence[str] = (),
+    joint: Sequence[tuple[str, str]] = (),
     level: float = 0.95,
     candidates: list[str] | None = None,
     chunk_rows: int = 1_000_000,
     progress: bool = False,
 ) -> Estimates:
-    """Debiased tables of the report columns of ``path`` (see the module docstring)."""
+    """Debiased tables of the report columns of ``path`` (see the module docstring): one per
+    column (by the public ``by`` columns when given), and one joint table per pair of
+    ``joint`` columns (then only the columns named with ``columns`` get their own table)."""
     reports = read_report_file(path)
-    chosen = _columns(reports, columns, candidates)
-    mechanisms = {c: mechanism_from_spec(reports.specs[c]) for c in chosen}
+    chosen = [] if joint and not columns else _columns(reports, columns, candidates)
+    paired = [column for pair in joint for column in pair]
+    for column in paired:
+        require_column(list(reports.specs), column)
+    mechanisms = {c: mechanism_from_spec(reports.specs[c]) for c in dict.fromkeys(chosen + paired)}
     for column, mechanism in mechanisms.items():
-        if _decoded(mechanism) and candidates is None:
+        if _decoded(mechanism) and candidates is None and column in chosen:
             raise ParameterError(
                 f"column {shown(column)}: {mechanism.title} reports are decoded against candidate "
                 "strings: pass --candidates-file"
             )
     names = {c: report_names(c, m, reports.specs[c]) for c, m in mechanisms.items()}
-    read = list(dict.fromkeys(name for listed in names.values() for name in listed))
-    sums: dict[str, Statistic] = {}
+    reported = {name for listed in names.values() for name in listed} | set(reports.specs)
+    keys = check_group_columns(list(by) or None, reports.names, reported, chosen + paired)
+    if keys and any(_decoded(mechanisms[c]) for c in chosen):
+        raise ParameterError("--by: Bloom RAPPOR reports are decoded as a whole, not by group")
+    plans = [_flat(c, mechanisms[c], names[c]) for c in chosen]
+    plans += [_joint(pair, mechanisms, names) for pair in joint]
+    read = list(dict.fromkeys([*(n for plan in plans for n in plan.reduction.names), *keys]))
+    sums = [Grouped() for _ in plans]
     rows = 0
     with rows_progress("estimating", reports.rows, show=progress) as advance:
-        for batch in reports.batches(read, chunk_rows=chunk_rows):  # at least one batch
+        for batch in reports.batches(read, chunk_rows=chunk_rows, text=keys):  # >= one batch
             rows += batch.num_rows
-            for column, mechanism in mechanisms.items():
-                statistic = counts_of_batch(batch, column, mechanism, names[column])
-                sums[column] = sums[column] + statistic if column in sums else statistic
+            arrays = {name: batch.column(name) for name in read}
+            for i, plan in enumerate(plans):
+                part = grouped_statistics(arrays, plan.reduction, keys)
+                sums[i] = merge_grouped(sums[i], part)
             advance(batch.num_rows)
     tables = [
-        _table(reports, column, mechanism, sums[column], rows, level, candidates)
-        for column, mechanism in mechanisms.items()
+        _table(reports, plan, grouped, keys, rows, level, candidates)
+        for plan, grouped in zip(plans, sums, strict=True)
     ]
     return Estimates(reports, tables, rows)
 
 
+@dataclass(frozen=True)
+class _Planned:
+    """One table to estimate: its reduction, how it is debiased, and what it is of."""
+
+    reduction: Reduction
+    debias: Callable[[Any], Any]
+    column: str | tuple[str, str]
+    mechanism: Any
+
+
+def _flat(column: str, mechanism: Mechanism, names: list[str]) -> _Planned:
+    return _Planned(flat_reduction(column, names, mechanism), mechanism.debias, column, mechanism)
+
+
+def _joint(
+    pair: tuple[str, str], mechanisms: dict[str, Mechanism], names: dict[str, list[str]]
+) -> _Planned:
+    first, second = (mechanisms[c] for c in pair)
+    if pair[0] == pair[1]:
+        raise ParameterError(f"--joint {pair[0]},{pair[1]}: name two different columns")
+    for column, mechanism in zip(pair, (first, second), strict=True):
+        if Capability.FREQUENCY_ORACLE not in mechanism.capabilities:
+            raise ParameterError(
+                f"--joint: column {shown(column)} holds {mechanism.title} reports; a joint table "
+                "needs frequency-oracle reports"
+            )
+    oracles = (cast(FrequencyOracle, first), cast(FrequencyOracle, second))
+    reduction = joint_reduction(pair, (names[pair[0]], names[pair[1]]), oracles)
+    return _Planned(reduction, functools.partial(debias_joint, *oracles), pair, (first, second))
+
+
 def _table(
     reports: ReportFile,
-    column: str,
-    mechanism: Any,
-    statistic: Statistic,
+    plan: _Planned,
+    grouped: Grouped,
+    by: tuple[str, ...],
     rows: int,
     level: float,
     candidates: list[str] | None,
 ) -> FrequencyTable:
-    """The table of one column; a seeded file's table is marked insecure."""
-    if _decoded(mechanism):
+    """The table of one column or pair; a seeded file's table is marked insecure."""
+    if isinstance(plan.column, str) and _decoded(plan.mechanism):
         table = FrequencyTable.decoded(
-            cast(Decoder, mechanism),
-            statistic,
+            cast(Decoder, plan.mechanism),
+            cast(Statistic, grouped.statistics[()]),
             candidates or [],
-            memo=reports.specs[column].get("memo"),
-            column=column,
+            memo=reports.specs[plan.column].get("memo"),
+            column=plan.column,
             level=level,
             backend="pandas",
         )
     else:
-        estimate = mechanism.debias(statistic)
         shuffled = reports.shuffled
         privacy = shuffled_privacy(reports.specs, shuffled, rows) if shuffled else None
-        table = FrequencyTable.build(
-            estimate, mechanism, column=column, level=level, backend="pandas", privacy=privacy
+        table = table_of(
+            grouped,
+            plan.debias,
+            by,
+            mechanism=plan.mechanism,
+            column=plan.column,
+            label=plan.reduction.label,
+            level=level,
+            backend="pandas",
+            privacy=privacy,
         )
     if reports.seeded and not table.privacy.seeded:
         return dataclasses.replace(table, privacy=table.privacy.insecure())
@@ -145,12 +209,18 @@ def _table(
 
 
 def long_table(tables: Sequence[FrequencyTable]) -> pd.DataFrame:
-    """Every table stacked, with a ``column`` column; categories as text (one type)."""
+    """Every table stacked, with a ``column`` column (``"a,b"`` for a joint table) and the
+    group columns of grouped tables; categories as text (one type: ``"x|y"`` for a pair)."""
     frames = []
     for table in tables:
         frame = table.to_pandas()
+        if table.joint:
+            labels = pd.Series(["|".join(str(v) for v in label) for label in table.labels])
+            frame = frame.drop(columns=list(table.label_columns))
+            frame.insert(len(table.by), "category", labels.iloc[frame.index % len(labels)].array)
         labels = frame["category"].map(lambda v: None if v is None else str(v))
-        frames.append(frame.assign(category=labels.astype("string")).assign(column=table.column))
+        name = ",".join(table.column) if isinstance(table.column, tuple) else table.column
+        frames.append(frame.assign(category=labels.astype("string")).assign(column=name))
     stacked = pd.concat(frames, ignore_index=True)
     return stacked[["column", *(c for c in stacked.columns if c != "column")]]
 

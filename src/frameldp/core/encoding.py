@@ -53,7 +53,9 @@ __all__ = [
     "held_exactly",
     "k_hot_packed",
     "one_hot_packed",
+    "one_hot_rows",
     "packed_width",
+    "report_bits_matrix",
     "unpack_bits",
     "xor_one_hot",
 ]
@@ -407,6 +409,14 @@ class Domain:
         return {"categories": list(self.categories), "unknown": self.unknown, "nulls": self.nulls}
 
 
+def one_hot_rows(codes: NDArray[np.int64], num_bits: int) -> NDArray[np.uint8]:
+    """``(n, num_bits)`` 0/1 rows, one set bit per row at its code in ``[0, num_bits)``."""
+    _check_codes(codes, num_bits)
+    rows = np.zeros((codes.size, num_bits), dtype=np.uint8)
+    rows[np.arange(codes.size), codes] = 1
+    return rows
+
+
 def one_hot_packed(codes: NDArray[np.int64], num_bits: int) -> NDArray[np.uint8]:
     """Bit-packed one-hot vectors ``(n, ceil(num_bits / 8))`` of codes in ``[0, num_bits)``."""
     packed = np.zeros((codes.size, packed_width(num_bits)), dtype=np.uint8)
@@ -470,6 +480,23 @@ def unpack_bits(packed: NDArray[np.uint8], num_bits: int) -> NDArray[np.uint8]:
     return np.unpackbits(packed, axis=1, count=num_bits)
 
 
+def _check_padding(packed: NDArray[np.uint8], num_bits: int) -> None:
+    """Refuse rows with bits set past bit ``num_bits`` (another mechanism's reports)."""
+    if num_bits % 8 and packed.shape[0]:
+        padding = np.uint8(0xFF >> (num_bits % 8))
+        if np.bitwise_and(packed[:, -1], padding).any():
+            raise ParameterError(
+                f"reports have bits set beyond bit {num_bits}: they were not produced by a "
+                f"mechanism with {num_bits} buckets (wrong mechanism or domain?)"
+            )
+
+
+def report_bits_matrix(packed: NDArray[np.uint8], num_bits: int) -> NDArray[np.uint8]:
+    """``(n, k)`` 0/1 of packed report rows whose padding bits are checked to be clear."""
+    _check_padding(packed, num_bits)
+    return unpack_bits(packed, num_bits)
+
+
 def count_bits(packed: NDArray[np.uint8], num_bits: int) -> NDArray[np.int64]:
     """Per-bit totals over the rows of a packed bit matrix, in bounded memory.
 
@@ -481,13 +508,7 @@ def count_bits(packed: NDArray[np.uint8], num_bits: int) -> NDArray[np.int64]:
             f"reports must have shape (n, {packed_width(num_bits)}) for {num_bits} bits, "
             f"got {packed.shape}"
         )
-    if num_bits % 8 and packed.shape[0]:
-        padding = np.uint8(0xFF >> (num_bits % 8))
-        if np.bitwise_and(packed[:, -1], padding).any():
-            raise ParameterError(
-                f"reports have bits set beyond bit {num_bits}: they were not produced by a "
-                f"mechanism with {num_bits} buckets (wrong mechanism or domain?)"
-            )
+    _check_padding(packed, num_bits)
     totals = np.zeros(num_bits, dtype=np.int64)
     for start in range(0, packed.shape[0], _COUNT_BLOCK):
         block = np.unpackbits(packed[start : start + _COUNT_BLOCK], axis=1, count=num_bits)

@@ -75,15 +75,16 @@ from dask.delayed import Delayed
 from dask.highlevelgraph import HighLevelGraph
 from dask.task_spec import Task, TaskRef
 
-from frameldp.core.mechanisms import Capability, Mechanism, Statistic
+from frameldp.core.mechanisms import Capability, Mechanism
 from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.errors import ParameterError, shown
 from frameldp.frames._pandas import _unpack
 from frameldp.frames.adapters import adapter_for, register_adapter
+from frameldp.frames.grouping import Grouped, Reduction, grouped_statistics, merge_grouped
 from frameldp.frames.inputs import check_columns, require_column
 from frameldp.frames.lookup import find_mechanism, unpack_reports
 from frameldp.frames.methods import FrameMethods
-from frameldp.frames.pipeline import add_statistics, column_context, privatize_frame, statistic_of
+from frameldp.frames.pipeline import privatize_frame
 from frameldp.frames.release import (
     LedgerLike,
     ReleasePlan,
@@ -225,27 +226,28 @@ def _privatize_partition(
     return out
 
 
-def _statistic(
+def _grouped_partition(
     frame: pd.DataFrame,
     *,
-    mechanism: Mechanism,
-    column: str,
-    names: list[str],
+    reduction: Reduction,
+    by: tuple[str, ...],
     expected: Mapping[str, ReportMetadata],
-) -> Statistic:
-    """The additive statistic of one partition of the report columns of ``column``, whose
-    types must be the frame's (``expected``, from its meta): a Parquet dataset whose files hold
-    different releases gives partitions of other types, which are refused rather than debiased
-    (and their guarantee stated) as the first file's."""
+) -> Grouped:
+    """The statistics of one partition (by group), whose report columns' types must be the
+    frame's (``expected``, from its meta): a Parquet dataset whose files hold different
+    releases gives partitions of other types, which are refused rather than debiased (and
+    their guarantee stated) as the first file's."""
     adapter = adapter_for(frame)
+    names = list(reduction.names)
     found = adapter.report_columns(frame[names])
     if any(found.get(name) != expected.get(name) for name in names):
         raise ParameterError(
-            f"column {shown(column)}: a partition holds reports of another release than the "
-            "frame's first one (a dataset of several releases?); debias each release on its own"
+            f"column {shown(reduction.label)}: a partition holds reports of another release "
+            "than the frame's first one (a dataset of several releases?); debias each release "
+            "on its own"
         )
-    with column_context(column):
-        return statistic_of([adapter.to_arrow(frame, name) for name in names], mechanism, column)
+    read = dict.fromkeys((*names, *by))
+    return grouped_statistics({name: adapter.to_arrow(frame, name) for name in read}, reduction, by)
 
 
 def _distinct(series: pd.Series) -> pa.Array:
@@ -399,15 +401,18 @@ class DaskFrameAccessor(FrameMethods):
             )
         return out
 
-    def _statistic(self, column: str, names: list[Any], mechanism: Mechanism) -> Statistic:
-        """Per-partition statistics summed in a tree (report columns never meet on one
-        machine); debiasing the sum gives exactly the pandas estimate."""
-        parts, _ = _pinned(self._frame[names])
+    def _grouped(self, reduction: Reduction, by: tuple[str, ...]) -> Grouped:
+        """Per-partition statistics (by group) merged in a tree (report columns never meet on
+        one machine); debiasing the sums gives exactly the pandas estimates."""
+        parts, _ = _pinned(self._frame[list(dict.fromkeys((*reduction.names, *by)))])
         chunk = functools.partial(
-            _statistic, mechanism=mechanism, column=column, names=names, expected=self._typed(names)
+            _grouped_partition,
+            reduction=reduction,
+            by=by,
+            expected=self._typed(list(reduction.names)),
         )
-        statistic: Statistic = _tree_reduce(parts, chunk, add_statistics)
-        return statistic
+        grouped: Grouped = _tree_reduce(parts, chunk, merge_grouped)
+        return grouped
 
     def unpack(self, column: str, mechanism: Mechanism | None = None) -> dd.DataFrame:
         """RAPPOR reports as one 0/1 ``uint8`` column per bucket, named ``column=label``

@@ -34,13 +34,14 @@ import pyarrow as pa
 from numpy.typing import NDArray
 from polars.io.plugins import register_io_source
 
-from frameldp.core.mechanisms import Mechanism, Statistic
+from frameldp.core.mechanisms import Mechanism
 from frameldp.core.randomness import (
     RandomSource,
     resolve_source,
 )
 from frameldp.errors import DomainError, ParameterError, shown
 from frameldp.frames.adapters import register_adapter
+from frameldp.frames.grouping import Grouped, Reduction
 from frameldp.frames.inputs import check_columns, require_column
 from frameldp.frames.lookup import find_mechanism, unpack_reports
 from frameldp.frames.methods import FrameMethods, ValueShortcuts
@@ -419,10 +420,11 @@ class PolarsLazyFrameNamespace(FrameMethods):
         )
         return out
 
-    def _statistic(self, column: str, names: list[Any], mechanism: Mechanism) -> Statistic:
-        """Collect only the report columns (streaming), then count them."""
-        frame = _collected(self._frame, names, column)
-        return PolarsFrameNamespace(frame)._statistic(column, names, mechanism)
+    def _grouped(self, reduction: Reduction, by: tuple[str, ...]) -> Grouped:
+        """Collect only the report and group columns (streaming), then reduce them."""
+        names = list(dict.fromkeys((*reduction.names, *by)))
+        frame = _collected(self._frame, names, reduction.label)
+        return PolarsFrameNamespace(frame)._grouped(reduction, by)
 
     def unpack(self, column: str, mechanism: Mechanism | None = None) -> pl.DataFrame:
         """Collect ``column`` (streaming) as one 0/1 ``uint8`` column per bucket."""

@@ -15,15 +15,14 @@ import pyarrow as pa
 
 from frameldp.core.columns import bits_array, combined
 from frameldp.core.encoding import packed_width
-from frameldp.core.mechanisms import Mechanism, Statistic
+from frameldp.core.mechanisms import Mechanism
 from frameldp.core.randomness import RandomSource
 from frameldp.errors import DomainError, shown
-from frameldp.frames.pipeline import column_context, privatize_columns, statistic_of
+from frameldp.frames.pipeline import privatize_columns
 from frameldp.frames.release import ReleasePlan
 from frameldp.frames.report_type import storage_of
 
 __all__ = [
-    "counts_of_batch",
     "from_hex",
     "privatize_batch",
     "release_columns",
@@ -122,12 +121,3 @@ def from_hex(array: pa.Array | pa.ChunkedArray, num_bits: int, column: str) -> p
         )
     packed = (nibbles[:, 0::2] << 4) | nibbles[:, 1::2]
     return bits_array(np.ascontiguousarray(packed, dtype=np.uint8))
-
-
-def counts_of_batch(
-    batch: pa.RecordBatch, column: str, mechanism: Mechanism, names: Sequence[str]
-) -> Statistic:
-    """The additive statistic of one batch of the report columns of ``column``, read from the
-    batch's columns ``names`` (:func:`~frameldp.frames.lookup.report_names`)."""
-    with column_context(column):
-        return statistic_of([batch.column(name) for name in names], mechanism, column)

@@ -9,11 +9,11 @@ no formula lives here.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import pyarrow as pa
 
-from frameldp.accounting import PrivacyGuarantee
+from frameldp.accounting import PrivacyGuarantee, compose
 from frameldp.core.encoding import (
     FAST_HASHES,
     HashScheme,
@@ -21,6 +21,8 @@ from frameldp.core.encoding import (
     UnknownPolicy,
     chosen_hash_scheme,
 )
+from frameldp.core.estimation import FrequencyEstimate
+from frameldp.core.joint import debias_joint
 from frameldp.core.mechanisms import (
     Capability,
     Mechanism,
@@ -39,6 +41,15 @@ from frameldp.errors import (
     shown,
 )
 from frameldp.frames.adapters import InMemoryAdapter, adapter_for, in_memory_adapter_for
+from frameldp.frames.grouping import (
+    Grouped,
+    Reduction,
+    check_group_columns,
+    flat_reduction,
+    grouped_statistics,
+    joint_reduction,
+    table_of,
+)
 from frameldp.frames.inputs import (
     _domain,
     build_krr,
@@ -57,7 +68,6 @@ from frameldp.frames.pipeline import (
     column_context,
     privatize_columns,
     privatize_frame,
-    statistic_of,
 )
 from frameldp.frames.release import (
     LedgerLike,
@@ -76,7 +86,7 @@ from frameldp.frames.report_type import (
     with_shuffle,
 )
 from frameldp.frames.shuffling import plan_shuffle, shuffle_order, shuffled_privacy
-from frameldp.frames.table import FrequencyTable
+from frameldp.frames.table import STAT_COLUMNS, FrequencyTable
 
 __all__ = ["Encoding", "FrameMethods", "ValueShortcuts"]
 
@@ -109,7 +119,7 @@ class FrameMethods:
 
     What is written here runs on an in-memory frame. The accessors of deferred frames (polars
     LazyFrame, Dask) replace how reports are produced (:meth:`privatize`, :meth:`shuffle`), how
-    their additive statistic is gathered (:meth:`_statistic`) and, on Dask, how a domain is
+    their additive statistics are gathered (:meth:`_grouped`) and, on Dask, how a domain is
     inferred (:meth:`_domain_values`) and what needs one machine (``balcer_cheu``, which
     refuses); every accessor adds its own ``unpack``. No formula is written here.
     """
@@ -239,35 +249,167 @@ class FrameMethods:
 
     # -- estimating ----------------------------------------------------------------------------
 
+    def _grouped(self, reduction: Reduction, by: tuple[str, ...]) -> Grouped:
+        """The statistics of ``reduction`` over the frame, by the values of ``by`` (one
+        statistic under the key ``()`` when ``by`` is empty)."""
+        read = dict.fromkeys((*reduction.names, *by))
+        arrays = {name: self._adapter.to_arrow(self._frame, name) for name in read}
+        return grouped_statistics(arrays, reduction, by)
+
     def _statistic(self, column: str, names: list[Any], mechanism: Mechanism) -> Statistic:
         """The additive statistic of the report columns ``names`` of ``column``."""
-        return statistic_of(
-            [self._adapter.to_arrow(self._frame, name) for name in names], mechanism, column
-        )
+        grouped = self._grouped(flat_reduction(column, names, mechanism), ())
+        return cast(Statistic, grouped.statistics[()])
 
     def debias(
-        self, column: str, mechanism: Mechanism | None = None, *, level: float = 0.95
+        self,
+        column: str | Sequence[str],
+        mechanism: Mechanism | Sequence[Mechanism] | None = None,
+        *,
+        by: str | Sequence[str] | None = None,
+        level: float = 0.95,
     ) -> FrequencyTable:
         """Debiased frequency table of a report column (or of Balcer–Cheu messages), with
         standard errors and intervals at ``level``; ``mechanism`` defaults to the recorded
-        one (another one is refused)."""
+        one (another one is refused).
+
+        ``by`` names public columns (one or several): the table then holds one debiased
+        table per group of rows, each from its own reports and its own ``n``, computed in one
+        pass. The group sizes are released as they are (they are public columns, not
+        privatized); a report column cannot be a group key. Two report columns
+        (``debias(["a", "b"])``, each privatized by any frequency oracle) give their joint
+        table over the product of the two domains (:mod:`frameldp.core.joint`).
+        """
+        if isinstance(column, list | tuple):
+            return self._debias_joint(tuple(column), mechanism, by=by, level=level)
+        column = cast(str, column)
         columns = self._columns()
         require_column(columns, column)
         recorded = self._specs()
-        found = find_mechanism(column, mechanism, recorded)
+        found = find_mechanism(column, cast(Mechanism | None, mechanism), recorded)
         names = report_names(column, found, recorded.get(column))
         for name in names:
             require_column(columns, name)
-        with column_context(column):
-            estimate = found.debias(self._statistic(column, names, found))
-            return FrequencyTable.build(
-                estimate,
-                found,
+        keys = self._group_columns(by, (column,))
+        if keys and Capability.SHUFFLER_MESSAGES in found.capabilities:
+            raise ParameterError(
+                f"column {shown(column)}: {found.title} messages are the shuffler's output, not "
+                "one report per person: they have no groups",
                 column=column,
-                level=level,
-                backend=self._adapter.backend,
-                privacy=self._table_privacy(found, column),
             )
+        return self._table(
+            flat_reduction(column, names, found),
+            found.debias,
+            keys,
+            mechanism=found,
+            column=column,
+            level=level,
+            privacy=self._table_privacy(found, column),
+        )
+
+    def _debias_joint(
+        self,
+        pair: tuple[Any, ...],
+        mechanisms: Any,
+        *,
+        by: str | Sequence[str] | None,
+        level: float,
+    ) -> FrequencyTable:
+        """The joint table of two report columns (:meth:`debias`)."""
+        if len(pair) != 2 or pair[0] == pair[1]:
+            raise ParameterError(
+                f"a joint table needs two different report columns, got {shown(list(pair))}"
+            )
+        given = (None, None) if mechanisms is None else tuple(mechanisms)
+        if len(given) != 2:
+            raise ParameterError("a joint table takes a pair of mechanisms (or none)")
+        columns = self._columns()
+        recorded = self._specs()
+        found = []
+        names = []
+        for column, mechanism in zip(pair, given, strict=True):
+            require_column(columns, column)
+            chosen = find_mechanism(column, mechanism, recorded)
+            if Capability.FREQUENCY_ORACLE not in chosen.capabilities:
+                raise ParameterError(
+                    f"column {shown(column)}: a joint table needs frequency-oracle reports "
+                    f"(k-RR, RAPPOR, OUE, local hashing, subset selection, Hadamard response), "
+                    f"not {chosen.title}",
+                    column=column,
+                )
+            if column in STAT_COLUMNS:
+                raise ParameterError(
+                    f"column {shown(column)}: a joint table names its label columns after the "
+                    "report columns, and this one clashes with its estimate columns; rename it",
+                    column=column,
+                )
+            found.append(chosen)
+            listed = report_names(column, chosen, recorded.get(column))
+            for name in listed:
+                require_column(columns, name)
+            names.append(listed)
+        first, second = found
+        keys = self._group_columns(by, pair)
+        privacy = self._joint_privacy(pair, (first, second))
+
+        def debias(statistic: Any) -> FrequencyEstimate:
+            return debias_joint(first, second, statistic)
+
+        return self._table(
+            joint_reduction((pair[0], pair[1]), (names[0], names[1]), (first, second)),
+            debias,
+            keys,
+            mechanism=(first, second),
+            column=(pair[0], pair[1]),
+            level=level,
+            privacy=privacy,
+        )
+
+    def _joint_privacy(
+        self, pair: tuple[Any, ...], mechanisms: tuple[Mechanism, Mechanism]
+    ) -> PrivacyGuarantee:
+        """Both reports' guarantees composed (the frame's when it was shuffled)."""
+        own = [
+            self._table_privacy(mechanism, column) or mechanism.privacy
+            for column, mechanism in zip(pair, mechanisms, strict=True)
+        ]
+        if self._shuffled():
+            return own[0]  # the frame's shuffled guarantee already covers every column
+        return compose(own)
+
+    def _group_columns(
+        self, by: str | Sequence[str] | None, debiased: Sequence[Any]
+    ) -> tuple[str, ...]:
+        """The public group columns named by ``by``, checked (:func:`check_group_columns`)."""
+        recorded = self._specs()
+        reported = set(self._report_columns())
+        for column, mechanism in self.mechanisms.items():
+            reported.update(report_names(column, mechanism, recorded.get(column)))
+        return check_group_columns(by, self._columns(), reported, debiased)
+
+    def _table(
+        self,
+        reduction: Reduction,
+        debias: Any,
+        by: tuple[str, ...],
+        *,
+        mechanism: Any,
+        column: Any,
+        level: float,
+        privacy: PrivacyGuarantee | None,
+    ) -> FrequencyTable:
+        """Reduce, debias (every group, and all groups together) and assemble the table."""
+        return table_of(
+            self._grouped(reduction, by),
+            debias,
+            by,
+            mechanism=mechanism,
+            column=column,
+            label=reduction.label,
+            level=level,
+            backend=self._adapter.backend,
+            privacy=privacy,
+        )
 
     def decode(
         self,

@@ -11,7 +11,7 @@ import contextlib
 import hashlib
 import warnings
 from collections.abc import Hashable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -46,6 +46,8 @@ __all__ = [
     "row_content",
     "statistic_of",
 ]
+
+_Additive = TypeVar("_Additive", bound=Any)
 
 
 @contextlib.contextmanager
@@ -199,6 +201,9 @@ def statistic_of(
     return mechanism.statistic(arrays, column=column)
 
 
-def add_statistics(*partials: Statistic) -> Statistic:
-    """The statistic of the union of disjoint runs of rows."""
-    return sum(partials[1:], partials[0])
+def add_statistics(*partials: _Additive) -> _Additive:
+    """The statistic of the union of disjoint runs of rows (one column's or a joint one)."""
+    total = partials[0]
+    for partial in partials[1:]:
+        total = total + partial
+    return total

@@ -2,35 +2,63 @@
 
 Metadata lives on this result object, not on ``DataFrame.attrs`` (pandas drops attrs in many
 operations): ``table.frame`` is a plain native frame, ``table.privacy`` the guarantee,
-``table.mechanism`` the mechanism that produced the reports.
+``table.mechanism`` the mechanism that produced the reports. A table may be flat, by public
+groups (``debias(..., by=...)``: the group columns come first) or joint over two privatized
+columns (``debias(["a", "b"])``: one label column per privatized column).
 """
 
 from __future__ import annotations
 
+import html
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
+import pyarrow as pa
 
-from frameldp.accounting import PrivacyGuarantee
+from frameldp.accounting import PrivacyGuarantee, compose
+from frameldp.core.comparison import Scale, difference_of
 from frameldp.core.consistency import ConsistencyMethod, consistent_counts
 from frameldp.core.estimation import BloomDecoding, FrequencyEstimate
 from frameldp.core.mechanisms import Decoder, Mechanism, Statistic
-from frameldp.errors import ParameterError
+from frameldp.errors import ParameterError, shown
 
-__all__ = ["TABLE_COLUMNS", "FrequencyTable"]
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from frameldp.frames.comparison import Comparison
+
+__all__ = ["STAT_COLUMNS", "TABLE_COLUMNS", "FrequencyTable", "TableGroup"]
 
 TABLE_COLUMNS = ("category", "count", "frequency", "std_error", "ci_low", "ci_high")
-"""Columns of ``FrequencyTable.frame``. ``count``, ``std_error`` and the interval are in counts
-(reports); ``frequency`` is ``count / n``. Decoded Bloom RAPPOR tables add ``p_value``."""
+"""Columns of a flat ``FrequencyTable.frame``. ``count``, ``std_error`` and the interval are in
+counts (reports); ``frequency`` is ``count / n`` (``n`` of the group in a grouped table).
+Decoded Bloom RAPPOR tables add ``p_value``; grouped tables put the group columns first; joint
+tables have one label column per privatized column instead of ``category``."""
+
+STAT_COLUMNS = TABLE_COLUMNS[1:]
+"""The estimate columns every table has, after its label columns."""
 
 Backend = Literal["pandas", "polars"]
+
+_SHOWN_ROWS = 40  # rows an HTML or text rendering shows before "... more rows"
+
+
+@dataclass(frozen=True)
+class TableGroup:
+    """One group of a grouped table: its key (one value per ``by`` column, ``None`` for a null
+    key) and the estimate from its ``estimate.n`` reports."""
+
+    key: tuple[Any, ...]
+    estimate: FrequencyEstimate
 
 
 @dataclass(frozen=True, repr=False)
 class FrequencyTable:
-    """Debiased frequency estimates of one privatized column.
+    """Debiased frequency estimates of one privatized column, of one column by public groups,
+    or of two privatized columns jointly.
 
     Attributes
     ----------
@@ -38,58 +66,92 @@ class FrequencyTable:
         Native frame (pandas or polars, as the reports were) with columns
         ``category, count, frequency, std_error, ci_low, ci_high``: the unbiased count
         estimate, its share of ``n``, its standard error and a normal confidence interval at
-        ``level``. Estimates are not clipped, so small counts can be negative.
+        ``level``. Estimates are not clipped, so small counts can be negative. A grouped table
+        starts with its ``by`` columns; a joint table has a label column per privatized column
+        (named after it) instead of ``category``.
     privacy
-        The guarantee each person's report carried; for shuffled reports and Balcer–Cheu
-        messages, the shuffle-model (central) guarantee of the collection.
+        The guarantee each person's report carried (both reports, composed, for a joint
+        table); for shuffled reports and Balcer–Cheu messages, the shuffle-model (central)
+        guarantee of the collection.
     mechanism
-        The mechanism that produced the reports.
+        The mechanism that produced the reports (a pair for a joint table).
     n
-        Number of reports.
+        Number of reports (all groups together).
     column
-        Name of the report column.
+        Name of the report column (a pair for a joint table).
     level
         Confidence level of ``ci_low`` / ``ci_high``.
     estimate
-        The underlying arrays (``frameldp.core.FrequencyEstimate``).
+        The underlying arrays (``frameldp.core.FrequencyEstimate``) of all reports together
+        (for a grouped table, the table that ignores the groups).
     decoding
         For Bloom RAPPOR, the :class:`~frameldp.core.estimation.BloomDecoding`: the table lists
         the detected candidates only (with a ``p_value`` column), and
         ``decoding.unexplained`` is the share of reports no detected string explains.
     consistency
         ``None`` for the unbiased table; the method of :meth:`consistent` for a consistent one.
+    by
+        The public group columns (empty for an ungrouped table).
+    groups
+        The estimate of every group (:class:`TableGroup`), in the frame's order: keys
+        ascending, a null key last. Groups with no reports do not appear.
     """
 
     frame: Any
     privacy: PrivacyGuarantee
     mechanism: Mechanism | Any
     n: int
-    column: str
+    column: str | tuple[str, str]
     level: float
     estimate: FrequencyEstimate
     decoding: BloomDecoding | None = None
     consistency: str | None = None
+    by: tuple[str, ...] = ()
+    groups: tuple[TableGroup, ...] = ()
+    group_types: tuple[Any, ...] = ()
+
+    # -- construction ----------------------------------------------------------------------
 
     @classmethod
     def build(
         cls,
         estimate: FrequencyEstimate,
-        mechanism: Mechanism,
+        mechanism: Mechanism | tuple[Mechanism, Mechanism],
         *,
-        column: str,
+        column: str | tuple[str, str],
         level: float,
         backend: Backend,
         privacy: PrivacyGuarantee | None = None,
+        by: Sequence[str] = (),
+        groups: Sequence[TableGroup] = (),
+        group_types: Sequence[Any] = (),
     ) -> FrequencyTable:
         """Assemble the table from core estimates, in the caller's frame library.
 
         ``privacy`` defaults to the mechanism's (the amplified guarantee of shuffled reports
-        is passed explicitly).
+        is passed explicitly; a joint table's is the composition of its two columns'). A
+        grouped table passes its ``by`` columns, every group's estimate and the Arrow type of
+        each group column.
         """
-        data = _columns(estimate, mechanism.categories, level)
-        frame = _to_polars(data) if backend == "polars" else _to_pandas(data)
-        guarantee = mechanism.privacy if privacy is None else privacy
-        return cls(frame, guarantee, mechanism, estimate.n, column, level, estimate)
+        if privacy is None:
+            privacy = (
+                compose([m.privacy for m in mechanism])
+                if isinstance(mechanism, tuple)
+                else mechanism.privacy
+            )
+        table = cls(
+            None,
+            privacy,
+            mechanism,
+            estimate.n,
+            column,
+            level,
+            estimate,
+            by=tuple(by),
+            groups=tuple(groups),
+            group_types=tuple(group_types),
+        )
+        return table._framed(backend)
 
     @classmethod
     def decoded(
@@ -109,17 +171,134 @@ class FrequencyTable:
         the guarantee of the (``memo``-ized) reports (marked insecure when they were drawn from
         a seed)."""
         decoding = mechanism.decode_statistic(statistic, candidates, significance=significance)
-        data = _columns(decoding.estimate, decoding.labels, level, decoding.p_values)
-        frame = _to_polars(data) if backend == "polars" else _to_pandas(data)
         privacy = mechanism.guarantee(memo)
         if seeded:
             privacy = privacy.insecure()
-        return cls(
-            frame, privacy, mechanism, decoding.n, column, level, decoding.estimate, decoding
+        table = cls(
+            None, privacy, mechanism, decoding.n, column, level, decoding.estimate, decoding
+        )
+        return table._framed(backend)
+
+    def _framed(self, backend: Backend) -> FrequencyTable:
+        return replace(self, frame=self._native(backend))
+
+    def _native(self, backend: Backend, rows: Any = None) -> Any:
+        """The table (its ``rows`` only, when given) as a native frame. Labels of mixed types
+        (integer categories and the ``OTHER`` string) stay Python objects, as given."""
+        table = self._arrow()
+        if rows is not None:
+            table = table.take(pa.array(rows, type=pa.int64()))
+        frame = _native(table, backend)
+        mixed = {
+            name: values
+            for name, values in self._label_values(len(self._blocks())).items()
+            if _mixed(values)
+        }
+        for name, values in mixed.items():
+            chosen = values if rows is None else [values[int(i)] for i in rows]
+            frame = _with_objects(frame, name, chosen, backend)
+        return frame
+
+    @property
+    def _backend(self) -> Backend:
+        return "polars" if type(self.frame).__module__.startswith("polars") else "pandas"
+
+    # -- what the table holds ----------------------------------------------------------------
+
+    @property
+    def joint(self) -> bool:
+        """Whether this is a joint table of two privatized columns."""
+        return isinstance(self.column, tuple)
+
+    @property
+    def label_columns(self) -> tuple[str, ...]:
+        """The frame's label columns: ``("category",)``, or the two privatized columns."""
+        return tuple(self.column) if isinstance(self.column, tuple) else ("category",)
+
+    @property
+    def labels(self) -> list[Any]:
+        """The bucket labels, in estimate order (pairs ``(a, b)`` for a joint table)."""
+        if self.decoding is not None:
+            return list(self.decoding.labels)
+        if isinstance(self.mechanism, tuple):
+            first, second = self.mechanism
+            return [(a, b) for a in first.categories for b in second.categories]
+        return list(self.mechanism.categories)
+
+    def _blocks(self) -> list[tuple[tuple[Any, ...], FrequencyEstimate]]:
+        if self.by:
+            return [(group.key, group.estimate) for group in self.groups]
+        return [((), self.estimate)]
+
+    def _arrow(self) -> pa.Table:
+        """The frame's columns as one Arrow table (group keys keep their Arrow type)."""
+        labels = self.labels
+        blocks = self._blocks()
+        size = len(labels)
+        columns: dict[str, Any] = {}
+        for index, name in enumerate(self.by):
+            values = [key[index] for key, _ in blocks for _ in range(size)]
+            kind = self.group_types[index] if index < len(self.group_types) else None
+            columns[name] = _array(values, kind)
+        for name, values in self._label_values(len(blocks)).items():
+            columns[name] = _array(values)
+        estimates = [estimate for _, estimate in blocks]
+        intervals = [estimate.interval(self.level) for estimate in estimates]
+        columns["count"] = _joined([e.counts for e in estimates])
+        columns["frequency"] = _joined([e.frequencies for e in estimates])
+        columns["std_error"] = _joined([e.std_errors for e in estimates])
+        columns["ci_low"] = _joined([low for low, _ in intervals])
+        columns["ci_high"] = _joined([high for _, high in intervals])
+        if self.decoding is not None:
+            columns["p_value"] = pa.array(np.asarray(self.decoding.p_values, dtype=np.float64))
+        return pa.table(columns)
+
+    def _label_values(self, repeats: int) -> dict[str, list[Any]]:
+        """Every label column's values for ``repeats`` blocks of the labels."""
+        labels = self.labels
+        if self.joint:
+            return {
+                name: [label[index] for label in labels] * repeats
+                for index, name in enumerate(self.label_columns)
+            }
+        return {"category": labels * repeats}
+
+    def to_pandas(self) -> Any:
+        """The table as a pandas DataFrame."""
+        return self._native("pandas")
+
+    def to_polars(self) -> Any:
+        """The table as a polars DataFrame."""
+        return self._native("polars")
+
+    def group(self, *key: Any) -> FrequencyTable:
+        """The flat table of one group of a grouped table (one value per ``by`` column;
+        ``None`` for the null group)."""
+        if not self.by:
+            raise ParameterError("group() needs a table debiased with by=...")
+        wanted = tuple(key)
+        for group in self.groups:
+            if group.key == wanted:
+                flat = replace(
+                    self,
+                    estimate=group.estimate,
+                    n=group.estimate.n,
+                    by=(),
+                    groups=(),
+                    group_types=(),
+                )
+                return flat._framed(self._backend)
+        known = ", ".join(repr(g.key if len(g.key) > 1 else g.key[0]) for g in self.groups[:8])
+        raise ParameterError(
+            f"group {shown(wanted if len(wanted) != 1 else wanted[0])} is not in the table "
+            f"(groups: {known}{', ...' if len(self.groups) > 8 else ''})"
         )
 
+    # -- post-processing ---------------------------------------------------------------------
+
     def consistent(self, method: ConsistencyMethod = "norm_sub") -> FrequencyTable:
-        """A new table whose counts are non-negative and sum to ``n``; this one is unchanged.
+        """A new table whose counts are non-negative and sum to ``n`` (in every group); this
+        one is unchanged.
 
         ``method`` is ``"norm_sub"`` (Wang et al., NDSS 2020), ``"simplex"`` (the projection
         weighted by the variances) or ``"ibu"`` (iterative Bayesian update, for frequency
@@ -134,92 +313,264 @@ class FrequencyTable:
                 f"this table is already consistent ({self.consistency!r}); call consistent() on "
                 "the unbiased table"
             )
-        counts = consistent_counts(
-            self.estimate.counts,
-            self.n,
-            method,
-            variances=self.estimate.variances,
-            support=self.estimate.support,
-            at_most=self._most_counted(),
+        table = replace(
+            self,
+            estimate=self._consistent(self.estimate, method),
+            groups=tuple(
+                TableGroup(g.key, self._consistent(g.estimate, method)) for g in self.groups
+            ),
+            consistency=method,
         )
-        nothing = np.full(counts.shape, np.nan)
-        estimate = replace(self.estimate, counts=counts, variances=nothing)
-        table = replace(self, estimate=estimate, consistency=method)
-        backend: Backend = (
-            "polars" if type(self.frame).__module__.startswith("polars") else "pandas"
-        )
-        data = table._data()
-        frame = _to_polars(data) if backend == "polars" else _to_pandas(data)
-        return replace(table, frame=frame)
+        return table._framed(self._backend)
 
-    def _most_counted(self) -> float | None:
+    def _consistent(
+        self, estimate: FrequencyEstimate, method: ConsistencyMethod
+    ) -> FrequencyEstimate:
+        counts = consistent_counts(
+            estimate.counts,
+            estimate.n,
+            method,
+            variances=estimate.variances,
+            support=estimate.support,
+            at_most=self._most_counted(estimate),
+        )
+        return replace(estimate, counts=counts, variances=np.full(counts.shape, np.nan))
+
+    def _most_counted(self, estimate: FrequencyEstimate) -> float | None:
         """The largest total the counts may have when it is not exactly ``n``: ``n`` for a
         decoded open domain (strings not found), ``m n`` for sets of at most ``m`` values."""
         if self.decoding is not None:
-            return float(self.n)
-        if self.estimate.items_per_report > 1:
-            return float(self.estimate.items_per_report * self.n)
+            return float(estimate.n)
+        if estimate.items_per_report > 1:
+            return float(estimate.items_per_report * estimate.n)
         return None
 
-    def _data(self) -> dict[str, Any]:
-        if self.decoding is not None:
-            return _columns(self.estimate, self.decoding.labels, self.level, self.decoding.p_values)
-        return _columns(self.estimate, self.mechanism.categories, self.level)
+    def top(self, k: int = 10) -> Any:
+        """The ``k`` rows with the largest counts (in each group of a grouped table), largest
+        first, as a native frame."""
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ParameterError(f"top: k must be an integer >= 1, got {shown(k)}")
+        chosen = np.concatenate(
+            [start + _by_count(estimate)[:k] for start, estimate in self._starts()]
+        )
+        return self._native(self._backend, chosen)
 
-    def to_pandas(self) -> Any:
-        """The table as a pandas DataFrame."""
-        return _to_pandas(self._data())
+    def significant(self, level: float | None = None) -> Any:
+        """The rows whose confidence interval at ``level`` (default: the table's) excludes 0,
+        largest count first (in each group), as a native frame. Each row is tested on its own:
+        at level 0.95, about 5% of the buckets whose true count is 0 still show up."""
+        if self.consistency is not None:
+            raise ParameterError(
+                "significant() needs the unbiased table (a consistent table has no standard errors)"
+            )
+        chosen = []
+        for start, estimate in self._starts():
+            low, high = estimate.interval(self.level if level is None else level)
+            order = _by_count(estimate)
+            keep = order[(low[order] > 0) | (high[order] < 0)]
+            chosen.append(start + keep)
+        rows = np.concatenate(chosen) if chosen else np.zeros(0, dtype=np.int64)
+        return self._native(self._backend, rows)
 
-    def to_polars(self) -> Any:
-        """The table as a polars DataFrame."""
-        return _to_polars(self._data())
+    def _starts(self) -> list[tuple[int, FrequencyEstimate]]:
+        size = len(self.labels)
+        return [(index * size, estimate) for index, (_, estimate) in enumerate(self._blocks())]
+
+    def compare(
+        self,
+        other: FrequencyTable | Any,
+        second: Any = None,
+        *,
+        on: Scale = "frequency",
+    ) -> Comparison:
+        """Bucket-by-bucket differences with standard errors, intervals and tests.
+
+        ``first.compare(second_table)`` compares two tables of the same buckets (e.g. two
+        nights); on a grouped table, ``table.compare(a, b)`` compares groups ``a`` and ``b``
+        (a tuple for several ``by`` columns). ``on="frequency"`` (default) compares shares of
+        each table's ``n``, ``on="count"`` counts (:class:`~frameldp.frames.comparison.Comparison`).
+        """
+        from frameldp.frames.comparison import Comparison
+
+        if self.by:
+            first_key = other if isinstance(other, tuple) else (other,)
+            second_key = second if isinstance(second, tuple) else (second,)
+            if first_key == second_key:
+                raise ParameterError(f"compare: both groups are {shown(other)}")
+            first, last = self.group(*first_key), self.group(*second_key)
+            difference = difference_of(first.estimate, last.estimate, scale=on)
+            # Each person is in one group: the table's guarantee covers both.
+            return Comparison.build(
+                first, last, difference, privacy=self.privacy, names=(other, second)
+            )
+        if second is not None:
+            raise ParameterError("compare(a, b) compares two groups of a table debiased with by=")
+        if not isinstance(other, FrequencyTable):
+            raise ParameterError(
+                f"compare: expected another FrequencyTable, got {type(other).__name__}"
+            )
+        if other.by:
+            raise ParameterError("compare: pick one group of the grouped table with .group(...)")
+        if other is self:
+            raise ParameterError("compare: a table compared with itself has no difference")
+        if self.consistency is not None or other.consistency is not None:
+            raise ParameterError("compare needs unbiased tables (consistent ones have no errors)")
+        if self.labels != other.labels:
+            raise ParameterError(
+                "compare: the tables have different buckets (another domain or mechanism?)"
+            )
+        difference = difference_of(self.estimate, other.estimate, scale=on)
+        return Comparison.build(self, other, difference)
+
+    # -- display -----------------------------------------------------------------------------
+
+    def plot(self, *, truth: Any = None, top: int | None = 30, **options: Any) -> Figure:
+        """Estimated counts with their intervals, largest first (matplotlib;
+        :func:`frameldp.plot.plot_frequencies`). ``truth`` (optional) marks the true counts:
+        a mapping ``{label: count}`` or a sequence in bucket order."""
+        from frameldp.plot import plot_frequencies
+
+        return plot_frequencies(self, top=top, truth=truth, **options)
+
+    def _title(self) -> str:
+        what = " × ".join(self.label_columns) if self.joint else str(self.column)
+        grouped = f" by {', '.join(self.by)}" if self.by else ""
+        consistency = f", consistent ({self.consistency})" if self.consistency else ""
+        return f"{what}{grouped}: n = {self.n:,} reports{consistency}"
+
+    def _caption(self) -> str:
+        groups = f", {len(self.groups)} groups" if self.by else ""
+        return f"{self._title()}{groups}; {self.level:.0%} intervals. Privacy: {self.privacy}"
+
+    def _shown(self) -> Any:
+        """The rows a rendering shows: sorted by count (within groups), rounded."""
+        frame = self._arrow()
+        order = np.concatenate(
+            [start + _by_count(estimate) for start, estimate in self._starts()]
+            or [np.zeros(0, dtype=np.int64)]
+        )
+        return frame.take(pa.array(order, type=pa.int64()))
 
     def __repr__(self) -> str:
-        consistency = "" if self.consistency is None else f", consistency={self.consistency!r}"
+        shown = self._shown()
+        lines = [f"FrequencyTable: {self._caption()}"]
+        lines.extend(_text_rows(shown, self._digits()))
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        shown = self._shown()
+        digits = self._digits()
+        names = shown.column_names
+        head = "".join(f"<th>{html.escape(str(name))}</th>" for name in names)
+        body = []
+        for row in _rounded_rows(shown, digits)[:_SHOWN_ROWS]:
+            cells = "".join(
+                f'<td style="text-align:{"left" if i < len(names) - len(digits) else "right"}">'
+                f"{html.escape(cell)}</td>"
+                for i, cell in enumerate(row)
+            )
+            body.append(f"<tr>{cells}</tr>")
+        more = shown.num_rows - _SHOWN_ROWS
+        if more > 0:
+            body.append(f'<tr><td colspan="{len(names)}">… {more:,} more rows</td></tr>')
         return (
-            f"FrequencyTable(column={self.column!r}, n={self.n}, level={self.level}, "
-            f"privacy={self.privacy}{consistency})\n{self.frame}"
+            f"<table><caption>{html.escape(self._caption())}</caption>"
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
         )
 
-
-def _columns(
-    estimate: FrequencyEstimate,
-    labels: list[Any],
-    level: float,
-    p_values: Any = None,
-) -> dict[str, Any]:
-    low, high = estimate.interval(level)
-    data = {
-        "category": labels,
-        "count": estimate.counts,
-        "frequency": estimate.frequencies,
-        "std_error": estimate.std_errors,
-        "ci_low": low,
-        "ci_high": high,
-    }
-    if p_values is not None:
-        data["p_value"] = p_values
-    return data
+    def _digits(self) -> dict[str, int]:
+        """Decimals shown per estimate column: two significant digits of the typical
+        standard error (counts), and of the typical frequency error (frequencies)."""
+        errors = np.concatenate([e.std_errors for _, e in self._blocks()])
+        finite = errors[np.isfinite(errors) & (errors > 0)]
+        typical = float(np.median(finite)) if finite.size else 1.0
+        count_digits = max(0, 1 - math.floor(math.log10(typical)))
+        share = typical / max(min(e.n for _, e in self._blocks()), 1)
+        frequency_digits = min(8, max(2, 1 - math.floor(math.log10(share)))) if share > 0 else 4
+        digits = {name: count_digits for name in ("count", "std_error", "ci_low", "ci_high")}
+        digits["frequency"] = frequency_digits
+        if self.decoding is not None:
+            digits["p_value"] = 3
+        return digits
 
 
-def _to_pandas(data: dict[str, Any]) -> Any:
+def _by_count(estimate: FrequencyEstimate) -> Any:
+    """Bucket indices by decreasing count (ties in bucket order)."""
+    return np.argsort(-estimate.counts, kind="stable")
+
+
+def _rounded_rows(frame: pa.Table, digits: dict[str, int]) -> list[list[str]]:
+    columns = []
+    for name in frame.column_names:
+        values = frame.column(name).to_pylist()
+        if name in digits:
+            places = digits[name]
+            if name == "p_value":
+                columns.append([f"{v:.3g}" for v in values])
+            else:
+                columns.append(
+                    ["" if v is None or math.isnan(v) else f"{v:,.{places}f}" for v in values]
+                )
+        else:
+            columns.append(["null" if v is None else str(v) for v in values])
+    return [list(row) for row in zip(*columns, strict=True)] if columns else []
+
+
+def _text_rows(frame: pa.Table, digits: dict[str, int]) -> list[str]:
+    rows = _rounded_rows(frame, digits)
+    names = frame.column_names
+    shown = rows[:_SHOWN_ROWS]
+    widths = [max([len(name), *(len(row[i]) for row in shown)]) for i, name in enumerate(names)]
+    numeric = [name in digits for name in names]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(
+            cell.rjust(width) if right else cell.ljust(width)
+            for cell, width, right in zip(cells, widths, numeric, strict=True)
+        ).rstrip()
+
+    lines = [line(names), *(line(row) for row in shown)]
+    if len(rows) > _SHOWN_ROWS:
+        lines.append(f"... {len(rows) - _SHOWN_ROWS:,} more rows")
+    return lines
+
+
+def _joined(parts: list[Any]) -> pa.Array:
+    values = np.concatenate(parts) if parts else np.zeros(0)
+    return pa.array(np.asarray(values, dtype=np.float64))
+
+
+def _array(values: list[Any], kind: Any = None) -> pa.Array:
+    """Labels or keys as one Arrow column: of ``kind`` when given, else inferred; labels of
+    mixed types (integer categories and the ``OTHER`` string) as text."""
+    if kind is not None and not pa.types.is_null(kind):
+        return pa.array(values, type=kind)
+    try:
+        return pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return pa.array([None if v is None else str(v) for v in values], type=pa.string())
+
+
+def _native(table: pa.Table, backend: Backend) -> Any:
+    if backend == "polars":
+        import polars as pl
+
+        return pl.from_arrow(table)
+    return table.to_pandas()
+
+
+def _mixed(values: list[Any]) -> bool:
+    """True when labels mix types (e.g. integer categories plus the ``OTHER`` string)."""
+    return len({type(v) for v in values if v is not None}) > 1
+
+
+def _with_objects(frame: Any, name: str, values: list[Any], backend: Backend) -> Any:
+    """``frame`` with column ``name`` replaced by Python objects ``values``, in place."""
+    if backend == "polars":
+        import polars as pl
+
+        return frame.with_columns(pl.Series(name, values, dtype=pl.Object))
     import pandas as pd
 
-    categories = data["category"]
-    labels = pd.Series(categories, dtype=object if _mixed(categories) else None)
-    return pd.DataFrame({"category": labels, **{k: v for k, v in data.items() if k != "category"}})
-
-
-def _to_polars(data: dict[str, Any]) -> Any:
-    import polars as pl
-
-    categories = data["category"]
-    labels = pl.Series("category", categories, dtype=pl.Object if _mixed(categories) else None)
-    return pl.DataFrame(
-        [labels, *(pl.Series(k, np.asarray(v)) for k, v in data.items() if k != "category")]
-    )
-
-
-def _mixed(categories: list[Any]) -> bool:
-    """True when labels mix types (e.g. integer categories plus the ``OTHER`` string)."""
-    return len({type(c) for c in categories if c is not None}) > 1
+    frame[name] = pd.Series(values, dtype=object, index=frame.index)
+    return frame

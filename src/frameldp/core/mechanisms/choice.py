@@ -38,7 +38,14 @@ from frameldp.core.mechanisms._spec import (
 from frameldp.core.mechanisms.protocol import Capability, FrequencyOracle
 from frameldp.errors import FrameLDPError, ParameterError, shown
 
-__all__ = ["Candidate", "MechanismComparison", "choose_mechanism", "compare_mechanisms"]
+__all__ = [
+    "Candidate",
+    "MechanismComparison",
+    "choose_mechanism",
+    "compare_mechanisms",
+    "mean_variance",
+    "mechanism_settings",
+]
 
 # Two variances this close (relative) are a tie: the shorter report wins.
 _TIE = 1e-12
@@ -132,7 +139,8 @@ class MechanismComparison:
         return self.explain()
 
 
-def _settings(mechanism: FrequencyOracle) -> str:
+def mechanism_settings(mechanism: FrequencyOracle) -> str:
+    """The settings a mechanism chose beyond epsilon and the domain (``g=53``, ``d=18``)."""
     spec = mechanism.to_spec()
     chosen = {k: v for k, v in spec.items() if k not in ("mechanism", "epsilon", "domain")}
     chosen = {k: v for k, v in chosen.items() if v is not None}
@@ -168,7 +176,7 @@ def compare_mechanisms(
                 mechanism,
                 mean_variance(mechanism, k),
                 mechanism.report_bits,
-                _settings(mechanism),
+                mechanism_settings(mechanism),
             )
         )
     if not candidates:

@@ -255,6 +255,13 @@ class HadamardResponse:
         histogram = np.bincount(values, minlength=self.num_columns).astype(np.int64)
         return Statistic((histogram,), values.size)
 
+    def supports(self, reports: Mapping[str, pa.Array], *, column: str) -> NDArray[np.uint8]:
+        """Whether each report ``y`` lies in each value's half (``H[x + 1, y] = +1``)."""
+        values = integer_reports(reports[column], self.num_columns, column, self.title)
+        rows = np.arange(1, self.domain.size + 1, dtype=np.int64)
+        inside: NDArray[np.uint8] = (_parity(values[:, None] & rows[None, :]) == 0).astype(np.uint8)
+        return inside
+
     def debias(self, statistic: Statistic) -> FrequencyEstimate:
         """Debiased counts from the histogram of ``y`` over ``statistic.rows`` reports."""
         (histogram,) = statistic.parts

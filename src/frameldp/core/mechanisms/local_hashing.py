@@ -397,6 +397,20 @@ class LocalHashing:
         values = integer_reports(reports[column], self.report_range, column, self.title)
         return Statistic((self.support_counts(values.astype(np.uint64)),), values.size)
 
+    def supports(self, reports: Mapping[str, pa.Array], *, column: str) -> NDArray[np.uint8]:
+        """Whether each report ``seed * g + y`` has ``h_seed(v) = y``, for every value ``v``."""
+        g, k = self._g, self.domain.size
+        values = integer_reports(reports[column], self.report_range, column, self.title)
+        seed_digits = self._digits(values // g)
+        value_digits = self._digits(np.arange(k, dtype=np.int64))
+        hashes = np.zeros((values.size, k), dtype=np.int64)
+        for j in range(self._num_digits):
+            # Each product is below g^2 <= 2**62, as in support_counts.
+            hashes += np.multiply.outer(seed_digits[:, j], value_digits[:, j]) % g
+            hashes %= g
+        supported: NDArray[np.uint8] = (hashes == (values % g)[:, None]).astype(np.uint8)
+        return supported
+
     def debias(self, statistic: Statistic) -> FrequencyEstimate:
         """Debiased counts from the support counts of ``statistic.rows`` reports."""
         (supports,) = statistic.parts

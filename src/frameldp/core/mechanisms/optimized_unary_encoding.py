@@ -15,7 +15,13 @@ from numpy.typing import NDArray
 from frameldp.accounting import OptimizedUnaryEncodingEvent, PrivacyGuarantee
 from frameldp.accounting.rounding import log_upper
 from frameldp.core.columns import bits_array, packed_bits, single_codes
-from frameldp.core.encoding import Domain, count_bits, packed_width, xor_one_hot
+from frameldp.core.encoding import (
+    Domain,
+    count_bits,
+    packed_width,
+    report_bits_matrix,
+    xor_one_hot,
+)
 from frameldp.core.estimation import FrequencyEstimate, debias_direct_counts
 from frameldp.core.mechanisms._spec import (
     check_codes,
@@ -211,6 +217,11 @@ class OptimizedUnaryEncoding:
         """Per-bit sums of the reports."""
         packed = packed_bits(reports[column], self.num_bits, column, self.title)
         return Statistic((count_bits(packed, self.num_bits),), packed.shape[0])
+
+    def supports(self, reports: Mapping[str, pa.Array], *, column: str) -> NDArray[np.uint8]:
+        """The report bits, one row per report."""
+        packed = packed_bits(reports[column], self.num_bits, column, self.title)
+        return report_bits_matrix(packed, self.num_bits)
 
     def debias(self, statistic: Statistic) -> FrequencyEstimate:
         """Debiased counts from the per-bit sums of ``statistic.rows`` reports."""

@@ -192,3 +192,9 @@ class FrequencyOracle(Mechanism, Protocol):
     def report_bits(self) -> int:
         """Bits one report takes (the tie-break of the automatic choice)."""
         ...
+
+    def supports(self, reports: Mapping[str, pa.Array], *, column: str) -> NDArray[np.uint8]:
+        """``(rows, k)`` 0/1: which buckets each report of one batch supports (the per-row
+        form of the support counts; joint tables of two columns multiply them,
+        :mod:`frameldp.core.joint`). Reports are checked as by :meth:`Mechanism.statistic`."""
+        ...

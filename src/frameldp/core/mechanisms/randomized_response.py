@@ -16,12 +16,14 @@ from frameldp.accounting import PrivacyGuarantee, RandomizedResponseEvent
 from frameldp.accounting.rounding import log_upper
 from frameldp.core.columns import (
     check_report_labels,
+    combined,
     label_array,
     label_counts,
     label_type,
     single_codes,
+    value_codes,
 )
-from frameldp.core.encoding import Domain
+from frameldp.core.encoding import Domain, one_hot_rows
 from frameldp.core.estimation import FrequencyEstimate, debias_direct_counts
 from frameldp.core.mechanisms._spec import (
     check_codes,
@@ -253,6 +255,11 @@ class RandomizedResponse:
         """Reports per label."""
         counts = label_counts(reports[column], self.domain, column)
         return Statistic((counts,), int(counts.sum()))
+
+    def supports(self, reports: Mapping[str, pa.Array], *, column: str) -> NDArray[np.uint8]:
+        """One-hot rows of the reported labels."""
+        codes = value_codes(combined(reports[column]), self.domain.as_reported(), column)
+        return one_hot_rows(codes, self.num_buckets)
 
     def estimate(self, reports: NDArray[np.int64]) -> FrequencyEstimate:
         """Debiased counts from report codes."""

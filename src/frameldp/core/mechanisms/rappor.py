@@ -22,6 +22,7 @@ from frameldp.core.encoding import (
     k_hot_packed,
     one_hot_packed,
     packed_width,
+    report_bits_matrix,
     xor_one_hot,
 )
 from frameldp.core.estimation import FrequencyEstimate, debias_unary_counts
@@ -335,6 +336,12 @@ class Rappor:
         """Per-bit sums of the reports."""
         packed = packed_bits(reports[column], self.num_bits, column)
         return Statistic((count_bits(packed, self.num_bits).astype(np.int64),), packed.shape[0])
+
+    def supports(self, reports: Mapping[str, pa.Array], *, column: str) -> NDArray[np.uint8]:
+        """The report bits, one row per report."""
+        return report_bits_matrix(
+            packed_bits(reports[column], self.num_bits, column), self.num_bits
+        )
 
     def estimate(self, reports: NDArray[np.uint8]) -> FrequencyEstimate:
         """Debiased counts from packed reports ``(n, ceil(k/8))``."""

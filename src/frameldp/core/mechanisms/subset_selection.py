@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 from frameldp.accounting import PrivacyGuarantee, SubsetSelectionEvent
 from frameldp.accounting.rounding import log_upper
 from frameldp.core.columns import bits_array, packed_bits, single_codes
-from frameldp.core.encoding import Domain, count_bits, packed_width
+from frameldp.core.encoding import Domain, count_bits, packed_width, report_bits_matrix
 from frameldp.core.estimation import (
     FrequencyEstimate,
     debias_direct_counts,
@@ -311,6 +311,15 @@ class SubsetSelection:
 
     def statistic(self, reports: Mapping[str, pa.Array], *, column: str) -> Statistic:
         """How many reports hold each value (every report must hold exactly ``d``)."""
+        packed = self._reports(reports, column)
+        return Statistic((count_bits(packed, self.num_bits),), packed.shape[0])
+
+    def supports(self, reports: Mapping[str, pa.Array], *, column: str) -> NDArray[np.uint8]:
+        """The report bits (the subset), one row per report."""
+        return report_bits_matrix(self._reports(reports, column), self.num_bits)
+
+    def _reports(self, reports: Mapping[str, pa.Array], column: str) -> NDArray[np.uint8]:
+        """The packed reports, each checked to hold exactly ``d`` values."""
         packed = packed_bits(reports[column], self.num_bits, column, self.title)
         sizes = np.concatenate(
             [
@@ -327,7 +336,7 @@ class SubsetSelection:
                 f"subset_size={self._d} ({wrong.size} such reports; wrong mechanism or a "
                 "tampered file?)"
             )
-        return Statistic((count_bits(packed, self.num_bits),), packed.shape[0])
+        return packed
 
     def debias(self, statistic: Statistic) -> FrequencyEstimate:
         """Debiased counts from how many of ``statistic.rows`` reports hold each value."""

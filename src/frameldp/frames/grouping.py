@@ -1,0 +1,284 @@
+"""Additive statistics of report columns, flat or by the values of public columns.
+
+A :class:`Reduction` says which report columns one table reads and how a batch of them
+reduces to an additive statistic (one column's :class:`~frameldp.core.mechanisms.Statistic`,
+or the :class:`~frameldp.core.joint.JointStatistic` of two). :func:`grouped_statistics` applies
+it to every group of rows of a batch in one pass: the rows are ordered by their group key
+once, and each group is a zero-copy slice of the reordered reports. Statistics of batches
+(file chunks, Dask partitions) merge with :func:`merge_grouped`. Plumbing only: the formulas
+live in the mechanisms and :mod:`frameldp.core.joint`.
+
+Group keys are public: the group sizes are released as they are. A null key is a group of
+its own (``None``); groups with no rows do not appear.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from numpy.typing import NDArray
+
+from frameldp.accounting import PrivacyGuarantee
+from frameldp.core.columns import combined
+from frameldp.core.estimation import FrequencyEstimate
+from frameldp.core.joint import JointStatistic, joint_statistic
+from frameldp.core.mechanisms import FrequencyOracle, Mechanism, Statistic
+from frameldp.errors import ParameterError, shown
+from frameldp.frames.inputs import require_column
+from frameldp.frames.pipeline import add_statistics, column_context, statistic_of
+from frameldp.frames.report_type import storage_of
+from frameldp.frames.table import TABLE_COLUMNS, Backend, FrequencyTable, TableGroup
+
+__all__ = [
+    "GroupKey",
+    "Grouped",
+    "Reduction",
+    "flat_reduction",
+    "grouped_statistics",
+    "joint_reduction",
+    "merge_grouped",
+    "sorted_keys",
+    "table_of",
+]
+
+GroupKey = tuple[Any, ...]
+AnyStatistic = Statistic | JointStatistic
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """The report columns a table reads (``names``, in frame order) and the function that
+    reduces one batch of them (``{name: array}``) to an additive statistic."""
+
+    names: tuple[str, ...]
+    reduce: Callable[[Mapping[str, pa.Array]], AnyStatistic]
+    label: str
+    """What errors name (the report column, or ``"a, b"`` for a joint table)."""
+
+
+def _flat(
+    arrays: Mapping[str, pa.Array], *, mechanism: Mechanism, column: str, names: tuple[str, ...]
+) -> Statistic:
+    with column_context(column):
+        return statistic_of([arrays[name] for name in names], mechanism, column)
+
+
+def flat_reduction(column: str, names: Sequence[str], mechanism: Mechanism) -> Reduction:
+    """One column's statistic; ``names`` are its report columns as the frame or file names
+    them, in the order of ``mechanism.report_columns(column)``."""
+    chosen = tuple(names)
+    reduce = functools.partial(_flat, mechanism=mechanism, column=column, names=chosen)
+    return Reduction(chosen, reduce, column)
+
+
+def _joint(
+    arrays: Mapping[str, pa.Array],
+    *,
+    mechanisms: tuple[FrequencyOracle, FrequencyOracle],
+    columns: tuple[str, str],
+    names: tuple[tuple[str, ...], tuple[str, ...]],
+) -> JointStatistic:
+    reports = []
+    for mechanism, column, given in zip(mechanisms, columns, names, strict=True):
+        own = mechanism.report_columns(column)
+        reports.append(
+            {name: arrays[frame_name] for name, frame_name in zip(own, given, strict=True)}
+        )
+    with column_context(f"{columns[0]}, {columns[1]}"):
+        return joint_statistic(
+            mechanisms[0], reports[0], mechanisms[1], reports[1], columns=columns
+        )
+
+
+def joint_reduction(
+    columns: tuple[str, str],
+    names: tuple[Sequence[str], Sequence[str]],
+    mechanisms: tuple[FrequencyOracle, FrequencyOracle],
+) -> Reduction:
+    """The joint statistic of two report columns (:mod:`frameldp.core.joint`)."""
+    chosen = (tuple(names[0]), tuple(names[1]))
+    reduce = functools.partial(_joint, mechanisms=mechanisms, columns=columns, names=chosen)
+    read = tuple(dict.fromkeys((*chosen[0], *chosen[1])))
+    return Reduction(read, reduce, f"{columns[0]}, {columns[1]}")
+
+
+@dataclass
+class Grouped:
+    """Statistics by group key (``()`` for an ungrouped table) and the Arrow type of each
+    key column (``null`` until a batch holds a non-null key)."""
+
+    statistics: dict[GroupKey, AnyStatistic] = field(default_factory=dict)
+    types: tuple[pa.DataType, ...] = ()
+
+
+def _key_codes(array: pa.Array, name: str) -> tuple[NDArray[np.int64], pa.Array]:
+    """Row codes into the distinct values of a key column (null its own value)."""
+    if pa.types.is_dictionary(array.type):
+        array = array.dictionary_decode()
+    try:
+        encoded = pc.dictionary_encode(array, null_encoding="encode")
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError) as error:
+        raise ParameterError(
+            f"by={shown(name)}: cannot group by values of type {array.type}", column=name
+        ) from error
+    codes = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    return codes, encoded.dictionary
+
+
+def _row_groups(
+    keys: Sequence[pa.Array], names: Sequence[str], num_rows: int
+) -> tuple[NDArray[np.int64], NDArray[np.int64], list[GroupKey]]:
+    """``(order, starts, keys)``: the rows ordered by group (stable), where each group starts
+    in that order, and each group's key values (``num_rows`` > 0)."""
+    encoded = [_key_codes(array, name) for array, name in zip(keys, names, strict=True)]
+    group_codes = np.zeros(num_rows, dtype=np.int64)
+    for codes, dictionary in encoded:
+        # Kept dense after every column, so that many key columns cannot overflow int64.
+        pair = group_codes * max(len(dictionary), 1) + codes
+        _, inverse = np.unique(pair, return_inverse=True)
+        group_codes = inverse.astype(np.int64, copy=False).ravel()
+    order = np.argsort(group_codes, kind="stable")
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(group_codes[order])) + 1])
+    first_rows = order[starts]
+    values = [
+        dictionary.take(pa.array(codes[first_rows])).to_pylist() for codes, dictionary in encoded
+    ]
+    return order, starts.astype(np.int64), list(zip(*values, strict=True))
+
+
+def check_group_columns(
+    by: str | Sequence[str] | None,
+    columns: Sequence[Any],
+    reported: Iterable[Any],
+    debiased: Sequence[Any],
+) -> tuple[str, ...]:
+    """The public group columns named by ``by``: present among ``columns``, distinct, not a
+    report column or companion (``reported``) nor a debiased one, and not a name the table
+    uses for its own columns."""
+    if by is None:
+        return ()
+    names: tuple[Any, ...] = (
+        (by,) if isinstance(by, str) or not isinstance(by, Sequence) else tuple(by)
+    )
+    private = set(reported) | set(debiased)
+    seen: set[Any] = set()
+    for name in names:
+        require_column(list(columns), name)
+        if name in private:
+            raise ParameterError(
+                f"by={shown(name)}: {shown(name)} holds privatized reports; groups must be "
+                "public columns (their sizes are released as they are)",
+                column=name,
+            )
+        if name in seen:
+            raise ParameterError(f"by={shown(name)}: named twice", column=name)
+        if name in TABLE_COLUMNS:
+            raise ParameterError(
+                f"by={shown(name)}: the table has a column of that name; rename the group column",
+                column=name,
+            )
+        seen.add(name)
+    return names
+
+
+def grouped_statistics(
+    arrays: Mapping[str, pa.Array | pa.ChunkedArray],
+    reduction: Reduction,
+    by: Sequence[str] = (),
+) -> Grouped:
+    """The statistic of every group of rows of one batch (``arrays`` holds the report columns
+    and the ``by`` columns), in one pass over the reports."""
+    reports = {name: combined(storage_of(arrays[name])) for name in reduction.names}
+    if not by:
+        return Grouped({(): reduction.reduce(reports)}, ())
+    keys = [combined(arrays[name]) for name in by]
+    num_rows = len(keys[0])
+    types = tuple(
+        key.type.value_type if pa.types.is_dictionary(key.type) else key.type for key in keys
+    )
+    if num_rows == 0:
+        return Grouped({}, types)
+    order, starts, group_keys = _row_groups(keys, by, num_rows)
+    taken = {name: array.take(pa.array(order)) for name, array in reports.items()}
+    ends = np.append(starts[1:], num_rows)
+    statistics: dict[GroupKey, AnyStatistic] = {}
+    for key, start, end in zip(group_keys, starts, ends, strict=True):
+        batch = {name: array.slice(int(start), int(end - start)) for name, array in taken.items()}
+        statistics[key] = reduction.reduce(batch)
+    return Grouped(statistics, types)
+
+
+def merge_grouped(*parts: Grouped) -> Grouped:
+    """The statistics of the union of disjoint batches (a group's statistics add up)."""
+    statistics: dict[GroupKey, AnyStatistic] = {}
+    types: tuple[pa.DataType, ...] = ()
+    for part in parts:
+        for key, statistic in part.statistics.items():
+            found = statistics.get(key)
+            statistics[key] = statistic if found is None else cast(Any, found) + statistic
+        if not types or any(pa.types.is_null(t) for t in types):
+            types = tuple(
+                new if not types or pa.types.is_null(old) else old
+                for old, new in zip(types or part.types, part.types, strict=True)
+            )
+    return Grouped(statistics, types)
+
+
+def sorted_keys(keys: Sequence[GroupKey]) -> list[GroupKey]:
+    """Group keys in ascending order, a null key after every value."""
+
+    def rank(key: GroupKey) -> tuple[tuple[bool, Any], ...]:
+        return tuple((value is None, 0 if value is None else value) for value in key)
+
+    try:
+        return sorted(keys, key=rank)
+    except TypeError:  # values that do not compare (mixed types): in order of appearance
+        return list(keys)
+
+
+def table_of(
+    grouped: Grouped,
+    debias: Callable[[Any], FrequencyEstimate],
+    by: tuple[str, ...],
+    *,
+    mechanism: Any,
+    column: Any,
+    label: str,
+    level: float,
+    backend: Backend,
+    privacy: PrivacyGuarantee | None,
+) -> FrequencyTable:
+    """The table of ``grouped`` statistics: each group debiased on its own, and all groups
+    together (``table.estimate``); groups in :func:`sorted_keys` order."""
+    with column_context(label):
+        if not by:
+            return FrequencyTable.build(
+                debias(grouped.statistics[()]),
+                mechanism,
+                column=column,
+                level=level,
+                backend=backend,
+                privacy=privacy,
+            )
+        if not grouped.statistics:
+            raise ParameterError(f"column {shown(label)}: no reports to debias (empty input)")
+        keys = sorted_keys(list(grouped.statistics))
+        groups = [TableGroup(key, debias(grouped.statistics[key])) for key in keys]
+        total = add_statistics(*(grouped.statistics[key] for key in keys))
+        return FrequencyTable.build(
+            debias(total),
+            mechanism,
+            column=column,
+            level=level,
+            backend=backend,
+            privacy=privacy,
+            by=by,
+            groups=groups,
+            group_types=grouped.types,
+        )

@@ -1,0 +1,150 @@
+"""``frameldp.plan``: which mechanism and which epsilon for a domain and a number of people.
+
+The formulas are :mod:`frameldp.core.planning`'s (exact mean variances of the realized
+mechanisms; the epsilon for a target found by bisection, not on a grid); this module gives the
+answer as a :class:`Plan` with a pandas frame of every candidate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any
+
+from frameldp.core.encoding import Domain
+from frameldp.core.mechanisms import FrequencyOracle
+from frameldp.core.planning import (
+    PlannedMechanism,
+    epsilon_for_std_error,
+    plan_candidates,
+    plan_records,
+)
+from frameldp.errors import ParameterError, shown
+
+__all__ = ["Plan", "plan"]
+
+
+@dataclass(frozen=True, repr=False)
+class Plan:
+    """The best frequency oracle for ``n`` reports over a domain, at a given epsilon or for a
+    target standard error.
+
+    Attributes
+    ----------
+    mechanism
+        The best candidate: ready to use (``df.ldp.privatize({"col": plan.mechanism})``) when
+        the domain's values were given; its registered name when only the size was.
+    epsilon
+        The epsilon given, or the smallest that reaches the target standard error.
+    std_error
+        The mean standard error of a debiased frequency per bucket (a share: 0.005 is half a
+        percentage point) the best candidate gives at ``epsilon``.
+    n, num_buckets
+        The number of reports and of buckets planned for.
+    candidates
+        Every frequency oracle, best first (:class:`~frameldp.core.planning.PlannedMechanism`).
+    target
+        ``"epsilon"`` (the epsilon was given) or ``"std_error"`` (the error was).
+    domain
+        The domain planned for (``0, ..., k-1`` when only its size was given).
+    """
+
+    mechanism: FrequencyOracle | str
+    epsilon: float
+    std_error: float
+    n: int
+    num_buckets: int
+    candidates: tuple[PlannedMechanism, ...]
+    target: str
+    domain: Domain
+
+    def records(self) -> list[dict[str, Any]]:
+        """One dict per candidate, best first (:func:`~frameldp.core.planning.plan_records`)."""
+        return plan_records(self.candidates, self.n)
+
+    @property
+    def frame(self) -> Any:
+        """Every candidate as a pandas DataFrame: the epsilon it runs at (or needs), the
+        epsilon its guarantee states (rounded up from the realized probabilities), its
+        standard error of a frequency and of a count, and its report size."""
+        import pandas as pd
+
+        return pd.DataFrame(self.records())
+
+    def __repr__(self) -> str:
+        name = self.mechanism if isinstance(self.mechanism, str) else self.mechanism.name
+        goal = (
+            f"at epsilon = {self.epsilon:.6g}"
+            if self.target == "epsilon"
+            else f"smallest epsilon for std_error <= {self.std_error:.4g}: {self.epsilon:.6g}"
+        )
+        lines = [
+            f"Plan for n = {self.n:,} reports over {self.num_buckets} buckets, {goal}: "
+            f"{name} ({self.candidates[0].settings}), std_error {self.std_error:.4g} "
+            "(of a frequency, per bucket)"
+        ]
+        for record in self.records():
+            lines.append(
+                f"  {record['mechanism']:<26} {record['settings'][:20]:<20} "
+                f"epsilon {record['epsilon']:>9.5g}  std_error {record['std_error']:>9.4g}  "
+                f"{record['report_bits']:>6} bits"
+            )
+        return "\n".join(lines)
+
+
+def plan(
+    *,
+    domain: Domain | list[Hashable] | int | Any,
+    n: int,
+    epsilon: float | None = None,
+    std_error: float | None = None,
+) -> Plan:
+    """The best frequency oracle and its standard error at ``epsilon``, or the smallest
+    epsilon that reaches ``std_error`` (give exactly one of the two).
+
+    ``domain`` is the public domain (its values: the plan's mechanism is then ready to use) or
+    just its size. ``std_error`` is the mean standard error of a debiased *frequency* per
+    bucket (e.g. ``0.005``); multiply by ``n`` for counts. The epsilon found is exact to a
+    relative 1e-12: it reaches the target, and any smaller epsilon does not.
+
+    >>> import frameldp
+    >>> p = frameldp.plan(domain=50, n=100_000, std_error=0.005)
+    >>> p.mechanism, round(p.epsilon, 4), p.std_error <= 0.005
+    ('subset_selection', 1.1674, True)
+    >>> frameldp.plan(domain=["a", "b", "c"], n=1000, epsilon=1.0).mechanism.name
+    'randomized_response'
+    """
+    if (epsilon is None) == (std_error is None):
+        raise ParameterError(
+            f"plan: give exactly one of epsilon and std_error, got epsilon={shown(epsilon)}, "
+            f"std_error={shown(std_error)}"
+        )
+    named = not (isinstance(domain, int) and not isinstance(domain, bool))
+    if not isinstance(domain, int) or isinstance(domain, bool):
+        coerced = Domain.coerce(domain)
+    elif domain < 2:
+        raise ParameterError(f"plan: a domain needs at least 2 values, got domain={domain}")
+    else:
+        coerced = Domain.coerce(list(range(domain)))
+    if epsilon is not None:
+        candidates = plan_candidates(coerced, n, epsilon)
+        target = "epsilon"
+    else:
+        candidates = epsilon_for_std_error(coerced, n, std_error)  # type: ignore[arg-type]
+        target = "std_error"
+    best = candidates[0]
+    if best.mechanism is None:
+        raise ParameterError(
+            f"plan: no frequency oracle reaches std_error={shown(std_error)} with n={n} "
+            f"over {coerced.size} buckets at any epsilon up to 64; collect more reports"
+        )
+    return Plan(
+        best.mechanism if named else best.name,
+        best.epsilon,
+        best.std_error,
+        n,
+        coerced.size,
+        tuple(candidates),
+        target,
+        coerced,
+    )
