@@ -1,0 +1,126 @@
+"""``frameldp estimate --by`` and ``--joint``, and ``frameldp plan``: the file's tables equal
+the in-memory ones (Parquet and CSV); report columns are refused as group keys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import frameldp
+from frameldp.cli.estimate import estimate_file, long_table
+from frameldp.datasets import FLIGHTS_DOMAINS
+
+from .conftest import (
+    EPSILON,
+    SEED,
+    MakeInput,
+    assert_user_error,
+    flights,
+    in_memory,
+    invoke,
+)
+
+
+def _release(make_input: MakeInput, domains: dict[str, Path], target: Path) -> Path:
+    run = invoke(
+        "privatize",
+        make_input("parquet", rows=900),
+        target,
+        "--column",
+        "carrier",
+        "--mechanism",
+        "krr",
+        "--epsilon",
+        EPSILON,
+        "--domain-file",
+        domains["carrier"],
+        "--column",
+        "dest",
+        "--mechanism",
+        "optimized_unary_encoding",
+        "--epsilon",
+        EPSILON,
+        "--domain-file",
+        domains["dest"],
+        "--keep",
+        "origin",
+        "--seed",
+        SEED,
+        "--chunk-rows",
+        250,
+    )
+    assert run.exit_code == 0, run.stderr
+    return target
+
+
+def _reference() -> pd.DataFrame:
+    mechanisms = {
+        "carrier": frameldp.RandomizedResponse(EPSILON, domain=FLIGHTS_DOMAINS["carrier"]),
+        "dest": frameldp.OptimizedUnaryEncoding(EPSILON, domain=FLIGHTS_DOMAINS["dest"]),
+    }
+    return in_memory(flights(900), mechanisms)
+
+
+@pytest.mark.parametrize("suffix", ["parquet", "csv"])
+def test_grouped_and_joint_estimates_equal_the_frame_api(
+    suffix: str, make_input: MakeInput, domains: dict[str, Path], tmp_path: Path
+) -> None:
+    path = _release(make_input, domains, tmp_path / f"release.{suffix}")
+    reference = _reference()
+    found = estimate_file(
+        path, ["dest"], by=["origin"], joint=[("carrier", "dest")], chunk_rows=200
+    )
+    grouped, joint = found.tables
+    expected = reference.ldp.debias("dest", by="origin")
+    assert [g.key for g in grouped.groups] == [g.key for g in expected.groups]
+    for mine, theirs in zip(grouped.groups, expected.groups, strict=True):
+        pd.testing.assert_series_equal(
+            pd.Series(mine.estimate.counts), pd.Series(theirs.estimate.counts), rtol=1e-12
+        )
+    expected_joint = reference.ldp.debias(["carrier", "dest"], by="origin")
+    for mine, theirs in zip(joint.groups, expected_joint.groups, strict=True):
+        pd.testing.assert_series_equal(
+            pd.Series(mine.estimate.counts), pd.Series(theirs.estimate.counts), rtol=1e-12
+        )
+    assert joint.privacy.seeded
+    stacked = long_table(found.tables)
+    assert set(stacked["column"]) == {"dest", "carrier,dest"}
+    assert stacked["category"].str.contains("|", regex=False).any()
+
+
+def test_the_command_prints_and_writes_grouped_tables(
+    make_input: MakeInput, domains: dict[str, Path], tmp_path: Path
+) -> None:
+    path = _release(make_input, domains, tmp_path / "release.parquet")
+    out = tmp_path / "tables.csv"
+    run = invoke(
+        "estimate", path, "--by", "origin", "--joint", "carrier,dest", "--out", out, "--top", "2"
+    )
+    assert run.exit_code == 0, run.stderr
+    assert "by origin" in run.stdout
+    assert "carrier × dest" in run.stdout
+    written = pd.read_csv(out)
+    assert {"column", "origin", "category", "count"} <= set(written.columns)
+    for by in ("dest", "carrier"):
+        refused = invoke("estimate", path, "--by", by)
+        assert_user_error(refused, "public columns")
+    assert_user_error(invoke("estimate", path, "--joint", "carrier"), "--joint")
+
+
+def test_the_plan_command(tmp_path: Path) -> None:
+    run = invoke("plan", "--n", "100000", "--domain-size", "50", "--std-error", "0.005")
+    assert run.exit_code == 0, run.stderr
+    plan = frameldp.plan(domain=50, n=100_000, std_error=0.005)
+    assert f"{plan.epsilon:.6g}" in run.stdout
+    domain = tmp_path / "domain.txt"
+    domain.write_text("a\nb\nc\n")
+    image = tmp_path / "plan.png"
+    run = invoke("plan", "--n", "1000", "--domain-file", domain, "--epsilon", "1", "--plot", image)
+    assert run.exit_code == 0, run.stderr
+    assert "randomized_response" in run.stdout
+    assert image.read_bytes().startswith(b"\x89PNG")
+    assert_user_error(
+        invoke("plan", "--n", "1000", "--domain-size", "5"), "--epsilon or --std-error"
+    )
