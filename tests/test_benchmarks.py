@@ -117,3 +117,12 @@ def test_frequency_oracles_benchmark_quick_run(tmp_path: Path) -> None:
     } <= mechanisms
     assert "norm_sub" in stdout
     assert "ibu" in stdout
+
+
+def test_tables_benchmark_quick_run(tmp_path: Path) -> None:
+    rows, stdout = _quick_run("bench_tables.py", tmp_path)
+    assert "dest by month" in stdout
+    cases = {r["case"] for r in rows if r["kind"] == "speed"}
+    assert "joint carrier x origin" in cases
+    coverage = [r["coverage_95"] for r in rows if r["kind"] == "accuracy"]
+    assert len(coverage) == 3
