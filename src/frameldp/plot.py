@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -72,6 +73,10 @@ def plot_frequencies(
     tables = [tables] if not isinstance(tables, list) else tables
     if not tables:
         raise ParameterError("plot_frequencies needs at least one FrequencyTable")
+    from frameldp.frames.table import FrequencyTable as Table
+
+    if not all(isinstance(t, Table) for t in tables):
+        raise ParameterError("plot_frequencies expects FrequencyTables")
     if truth is not None and len(tables) > 1:
         raise ParameterError("plot_frequencies: truth= goes with one table")
     if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
@@ -122,6 +127,10 @@ def _panels(table: FrequencyTable, truth: Any) -> list[tuple[FrequencyTable, str
         flat = table.group(*group.key)
         key = group.key if len(group.key) > 1 else group.key[0]
         shown_key = ", ".join(f"{n}={v}" for n, v in zip(table.by, group.key, strict=True))
+        if truth is not None and not isinstance(truth, Mapping):
+            raise ParameterError(
+                "plot_frequencies: the truth of a grouped table maps each group key to its counts"
+            )
         given = None if truth is None else truth.get(key)
         title = f"{what} | {shown_key} (n = {flat.n}, {table.level:.0%} intervals)"
         panels.append((flat, title, _truth(flat, given)))
@@ -133,9 +142,15 @@ def _truth(table: FrequencyTable, truth: Any) -> Any:
     if truth is None:
         return None
     labels = table.labels
-    if hasattr(truth, "get") and callable(truth.get):
-        return np.array([float(truth.get(label, 0.0)) for label in labels])
-    values = np.asarray(truth, dtype=np.float64).ravel()
+    try:
+        if isinstance(truth, Mapping) or callable(getattr(truth, "get", None)):
+            return np.array([float(truth.get(label, 0.0)) for label in labels])
+        values = np.asarray(truth, dtype=np.float64).ravel()
+    except (TypeError, ValueError) as error:
+        raise ParameterError(
+            "plot_frequencies: truth must map labels to counts or list counts in bucket "
+            f"order, got {type(truth).__name__}"
+        ) from error
     if values.size != len(labels):
         raise ParameterError(
             f"plot_frequencies: truth has {values.size} counts for {len(labels)} buckets"

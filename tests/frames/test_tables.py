@@ -240,3 +240,36 @@ def test_comparing_two_tables_composes_their_guarantees_and_finds_a_change() -> 
     )
     with pytest.raises(FrameLDPError, match="different buckets"):
         first.compare(other.ldp.debias("carrier"))
+
+
+def test_review_findings_on_keys_names_and_refusals() -> None:
+    """0.0 and -0.0 are one group (no rows lost); NaN keys are one findable group; integer
+    column names and array-valued ``by`` work; a consistent table and clashing label names are
+    refused by compare."""
+    rr = frameldp.RandomizedResponse(1.0, domain=["x", "y"])
+    signed = pd.DataFrame({"a": ["x"] * 10 + ["y"] * 10, "g": [0.0] * 10 + [-0.0] * 10})
+    table = signed.ldp.privatize({"a": rr}, seed=1).ldp.debias("a", by="g")
+    assert table.n == 20
+    assert [g.estimate.n for g in table.groups] == [20]
+    nans = pd.DataFrame({"a": ["x", "y"] * 10, "g": pd.array([1.0, float("nan")] * 10)})
+    grouped = nans.ldp.privatize({"a": rr}, seed=1).ldp.debias("a", by="g")
+    assert sum(g.estimate.n for g in grouped.groups) == 20
+    numbered = pd.DataFrame({0: ["x", "y"] * 10, 1: ["x", "x", "y", "y"] * 5, 2: [1, 2] * 10})
+    reports = numbered.ldp.privatize({0: rr, 1: rr}, seed=1)
+    assert list(reports.ldp.debias(0, by=2).frame.columns[:2]) == [2, "category"]
+    assert list(reports.ldp.debias([0, 1]).frame.columns[:2]) == [0, 1]
+    keyed = pd.DataFrame({"a": ["x", "y"] * 10, "g": [1, 2] * 10}).ldp.privatize({"a": rr}, seed=1)
+    assert keyed.ldp.debias("a", by=np.array(["g"])).n == 20
+    with pytest.raises(FrameLDPError, match="unbiased"):
+        keyed.ldp.debias("a", by="g").consistent().compare(1, 2)
+    clashing = pd.DataFrame({"z": ["x", "y"] * 10, "p_value": ["x", "x", "y", "y"] * 5})
+    joint = clashing.ldp.privatize({"z": rr, "p_value": rr}, seed=1).ldp.debias(["z", "p_value"])
+    with pytest.raises(FrameLDPError, match="clashes"):
+        joint.compare(_other(joint))
+
+
+def _other(table: Any) -> Any:
+    """A second table of the same buckets (another night)."""
+    from dataclasses import replace
+
+    return replace(table)

@@ -114,8 +114,15 @@ def estimate_file(
                 "strings: pass --candidates-file"
             )
     names = {c: report_names(c, m, reports.specs[c]) for c, m in mechanisms.items()}
-    reported = {name for listed in names.values() for name in listed} | set(reports.specs)
+    # Every recorded report column and its companions (a Bloom cohort column) is private.
+    reported = {
+        name
+        for column, spec in reports.specs.items()
+        for name in report_names(column, mechanism_from_spec(spec), spec)
+    }
     keys = check_group_columns(list(by) or None, reports.names, reported, chosen + paired)
+    if "column" in keys:
+        raise ParameterError("--by 'column': the written table has a column of that name")
     if keys and any(_decoded(mechanisms[c]) for c in chosen):
         raise ParameterError("--by: Bloom RAPPOR reports are decoded as a whole, not by group")
     plans = [_flat(c, mechanisms[c], names[c]) for c in chosen]

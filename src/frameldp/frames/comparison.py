@@ -76,7 +76,13 @@ class Comparison:
     ) -> Comparison:
         """The comparison of two flat tables of the same buckets."""
         low, high = difference.interval(first.level)
-        columns = first._label_values(1)
+        columns = {str(name): values for name, values in first._label_values(1).items()}
+        clash = sorted(set(columns) & set(COMPARISON_COLUMNS))
+        if clash:
+            raise ParameterError(
+                f"compare: the label column {shown(clash[0])} clashes with a comparison column; "
+                "rename the report column"
+            )
         arrays = {
             "first": difference.first,
             "second": difference.second,

@@ -39,6 +39,8 @@ __all__ = [
     "GroupKey",
     "Grouped",
     "Reduction",
+    "canonical_key",
+    "check_group_columns",
     "flat_reduction",
     "grouped_statistics",
     "joint_reduction",
@@ -163,9 +165,13 @@ def check_group_columns(
     uses for its own columns."""
     if by is None:
         return ()
-    names: tuple[Any, ...] = (
-        (by,) if isinstance(by, str) or not isinstance(by, Sequence) else tuple(by)
+    # One name: a string, bytes, a non-iterable, or a tuple that is itself a column's name.
+    single = (
+        isinstance(by, str | bytes)
+        or not isinstance(by, Iterable)
+        or (isinstance(by, tuple) and by in list(columns))
     )
+    names: tuple[Any, ...] = (by,) if single else tuple(by)
     private = set(reported) | set(debiased)
     seen: set[Any] = set()
     for name in names:
@@ -210,8 +216,25 @@ def grouped_statistics(
     statistics: dict[GroupKey, AnyStatistic] = {}
     for key, start, end in zip(group_keys, starts, ends, strict=True):
         batch = {name: array.slice(int(start), int(end - start)) for name, array in taken.items()}
-        statistics[key] = reduction.reduce(batch)
+        statistic = reduction.reduce(batch)
+        key = canonical_key(key)
+        found = statistics.get(key)
+        # 0.0 and -0.0 are two values to Arrow and one key to Python: their rows add up.
+        statistics[key] = statistic if found is None else cast(Any, found) + statistic
     return Grouped(statistics, types)
+
+
+_NAN: Any = float("nan")
+"""The one NaN every NaN key becomes (NaN != NaN, but a dict finds the same object)."""
+
+
+def canonical_key(key: GroupKey) -> GroupKey:
+    """``key`` with every NaN replaced by one NaN object and -0.0 by 0.0, so that equal keys
+    find each other in a dict."""
+    return tuple(
+        (_NAN if value != value else value + 0.0) if isinstance(value, float) else value
+        for value in key
+    )
 
 
 def merge_grouped(*parts: Grouped) -> Grouped:
@@ -220,6 +243,7 @@ def merge_grouped(*parts: Grouped) -> Grouped:
     types: tuple[pa.DataType, ...] = ()
     for part in parts:
         for key, statistic in part.statistics.items():
+            key = canonical_key(key)
             found = statistics.get(key)
             statistics[key] = statistic if found is None else cast(Any, found) + statistic
         if not types or any(pa.types.is_null(t) for t in types):

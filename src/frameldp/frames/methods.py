@@ -112,6 +112,14 @@ def _as_mechanism(column: str, given: Any) -> Mechanism:
     )
 
 
+def _names_a_pair(column: Any, columns: list[Any]) -> bool:
+    """Whether ``debias(column)`` asks for a joint table: a list, array or tuple of names (a
+    tuple that is itself a column's name is that column)."""
+    if isinstance(column, str | bytes) or (isinstance(column, tuple) and column in columns):
+        return False
+    return isinstance(column, list | tuple) or hasattr(column, "__array__")
+
+
 class FrameMethods:
     """Every frame accessor: ``rappor`` / ``krr`` / ``privatize``, ``debias`` / ``decode``,
     ``shuffle``, ``validate`` and the recorded mechanisms, on any frame the adapter registry
@@ -280,7 +288,7 @@ class FrameMethods:
         (``debias(["a", "b"])``, each privatized by any frequency oracle) give their joint
         table over the product of the two domains (:mod:`frameldp.core.joint`).
         """
-        if isinstance(column, list | tuple):
+        if _names_a_pair(column, self._columns()):
             return self._debias_joint(tuple(column), mechanism, by=by, level=level)
         column = cast(str, column)
         columns = self._columns()
@@ -320,8 +328,8 @@ class FrameMethods:
             raise ParameterError(
                 f"a joint table needs two different report columns, got {shown(list(pair))}"
             )
-        given = (None, None) if mechanisms is None else tuple(mechanisms)
-        if len(given) != 2:
+        given = (None, None) if mechanisms is None else mechanisms
+        if not isinstance(given, list | tuple) or len(given) != 2:
             raise ParameterError("a joint table takes a pair of mechanisms (or none)")
         columns = self._columns()
         recorded = self._specs()

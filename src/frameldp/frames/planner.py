@@ -23,6 +23,8 @@ from frameldp.errors import ParameterError, shown
 
 __all__ = ["Plan", "plan"]
 
+_LARGEST_DOMAIN = 1 << 20  # the candidates are built over the domain: beyond, hash it first
+
 
 @dataclass(frozen=True, repr=False)
 class Plan:
@@ -122,8 +124,10 @@ def plan(
     named = not (isinstance(domain, int) and not isinstance(domain, bool))
     if not isinstance(domain, int) or isinstance(domain, bool):
         coerced = Domain.coerce(domain)
-    elif domain < 2:
-        raise ParameterError(f"plan: a domain needs at least 2 values, got domain={domain}")
+    elif not 2 <= domain <= _LARGEST_DOMAIN:
+        raise ParameterError(
+            f"plan: domain must have 2 to {_LARGEST_DOMAIN:,} values, got domain={domain}"
+        )
     else:
         coerced = Domain.coerce(list(range(domain)))
     if epsilon is not None:

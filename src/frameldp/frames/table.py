@@ -189,6 +189,9 @@ class FrequencyTable:
         if rows is not None:
             table = table.take(pa.array(rows, type=pa.int64()))
         frame = _native(table, backend)
+        named = {str(n): n for n in (*self.by, *self.label_columns) if not isinstance(n, str)}
+        if named and backend == "pandas":  # pandas keeps a caller's non-string column names
+            frame = frame.rename(columns=named)
         mixed = {
             name: values
             for name, values in self._label_values(len(self._blocks())).items()
@@ -208,12 +211,12 @@ class FrequencyTable:
     @property
     def joint(self) -> bool:
         """Whether this is a joint table of two privatized columns."""
-        return isinstance(self.column, tuple)
+        return isinstance(self.mechanism, tuple)
 
     @property
     def label_columns(self) -> tuple[str, ...]:
         """The frame's label columns: ``("category",)``, or the two privatized columns."""
-        return tuple(self.column) if isinstance(self.column, tuple) else ("category",)
+        return tuple(self.column) if self.joint else ("category",)
 
     @property
     def labels(self) -> list[Any]:
@@ -239,9 +242,9 @@ class FrequencyTable:
         for index, name in enumerate(self.by):
             values = [key[index] for key, _ in blocks for _ in range(size)]
             kind = self.group_types[index] if index < len(self.group_types) else None
-            columns[name] = _array(values, kind)
+            columns[str(name)] = _array(values, kind)
         for name, values in self._label_values(len(blocks)).items():
-            columns[name] = _array(values)
+            columns[str(name)] = _array(values)
         estimates = [estimate for _, estimate in blocks]
         intervals = [estimate.interval(self.level) for estimate in estimates]
         columns["count"] = _joined([e.counts for e in estimates])
@@ -276,7 +279,9 @@ class FrequencyTable:
         ``None`` for the null group)."""
         if not self.by:
             raise ParameterError("group() needs a table debiased with by=...")
-        wanted = tuple(key)
+        from frameldp.frames.grouping import canonical_key
+
+        wanted = canonical_key(tuple(key))
         for group in self.groups:
             if group.key == wanted:
                 flat = replace(
@@ -392,6 +397,8 @@ class FrequencyTable:
         """
         from frameldp.frames.comparison import Comparison
 
+        if self.consistency is not None:
+            raise ParameterError("compare needs unbiased tables (consistent ones have no errors)")
         if self.by:
             first_key = other if isinstance(other, tuple) else (other,)
             second_key = second if isinstance(second, tuple) else (second,)
@@ -454,7 +461,9 @@ class FrequencyTable:
     def __repr__(self) -> str:
         shown = self._shown()
         lines = [f"FrequencyTable: {self._caption()}"]
-        lines.extend(_text_rows(shown, self._digits()))
+        lines.extend(_text_rows(shown.slice(0, _SHOWN_ROWS), self._digits()))
+        if shown.num_rows > _SHOWN_ROWS:
+            lines.append(f"... {shown.num_rows - _SHOWN_ROWS:,} more rows")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -463,7 +472,7 @@ class FrequencyTable:
         names = shown.column_names
         head = "".join(f"<th>{html.escape(str(name))}</th>" for name in names)
         body = []
-        for row in _rounded_rows(shown, digits)[:_SHOWN_ROWS]:
+        for row in _rounded_rows(shown.slice(0, _SHOWN_ROWS), digits):
             cells = "".join(
                 f'<td style="text-align:{"left" if i < len(names) - len(digits) else "right"}">'
                 f"{html.escape(cell)}</td>"
@@ -529,10 +538,7 @@ def _text_rows(frame: pa.Table, digits: dict[str, int]) -> list[str]:
             for cell, width, right in zip(cells, widths, numeric, strict=True)
         ).rstrip()
 
-    lines = [line(names), *(line(row) for row in shown)]
-    if len(rows) > _SHOWN_ROWS:
-        lines.append(f"... {len(rows) - _SHOWN_ROWS:,} more rows")
-    return lines
+    return [line(names), *(line(row) for row in shown)]
 
 
 def _joined(parts: list[Any]) -> pa.Array:
