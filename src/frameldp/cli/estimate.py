@@ -165,14 +165,8 @@ def _joint(
     first, second = (mechanisms[c] for c in pair)
     if pair[0] == pair[1]:
         raise ParameterError(f"--joint {pair[0]},{pair[1]}: name two different columns")
-    for column, mechanism in zip(pair, (first, second), strict=True):
-        if Capability.FREQUENCY_ORACLE not in mechanism.capabilities:
-            raise ParameterError(
-                f"--joint: column {shown(column)} holds {mechanism.title} reports; a joint table "
-                "needs frequency-oracle reports"
-            )
+    reduction = joint_reduction(pair, (names[pair[0]], names[pair[1]]), (first, second))
     oracles = (cast(FrequencyOracle, first), cast(FrequencyOracle, second))
-    reduction = joint_reduction(pair, (names[pair[0]], names[pair[1]]), oracles)
     return _Planned(reduction, functools.partial(debias_joint, *oracles), pair, (first, second))
 
 

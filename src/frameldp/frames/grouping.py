@@ -28,7 +28,7 @@ from frameldp.accounting import PrivacyGuarantee
 from frameldp.core.columns import combined
 from frameldp.core.estimation import FrequencyEstimate
 from frameldp.core.joint import JointStatistic, joint_statistic
-from frameldp.core.mechanisms import FrequencyOracle, Mechanism, Statistic
+from frameldp.core.mechanisms import Capability, FrequencyOracle, Mechanism, Statistic
 from frameldp.errors import ParameterError, shown
 from frameldp.frames.inputs import require_column
 from frameldp.frames.pipeline import add_statistics, column_context, statistic_of
@@ -101,11 +101,21 @@ def _joint(
 def joint_reduction(
     columns: tuple[str, str],
     names: tuple[Sequence[str], Sequence[str]],
-    mechanisms: tuple[FrequencyOracle, FrequencyOracle],
+    mechanisms: tuple[Mechanism, Mechanism],
 ) -> Reduction:
-    """The joint statistic of two report columns (:mod:`frameldp.core.joint`)."""
+    """The joint statistic of two report columns (:mod:`frameldp.core.joint`); each must hold
+    a frequency oracle's reports."""
+    for column, mechanism in zip(columns, mechanisms, strict=True):
+        if Capability.FREQUENCY_ORACLE not in mechanism.capabilities:
+            raise ParameterError(
+                f"column {shown(column)}: a joint table needs frequency-oracle reports "
+                f"(k-RR, RAPPOR, OUE, local hashing, subset selection, Hadamard response), "
+                f"not {mechanism.title}",
+                column=column,
+            )
+    oracles = cast(tuple[FrequencyOracle, FrequencyOracle], mechanisms)
     chosen = (tuple(names[0]), tuple(names[1]))
-    reduce = functools.partial(_joint, mechanisms=mechanisms, columns=columns, names=chosen)
+    reduce = functools.partial(_joint, mechanisms=oracles, columns=columns, names=chosen)
     read = tuple(dict.fromkeys((*chosen[0], *chosen[1])))
     return Reduction(read, reduce, f"{columns[0]}, {columns[1]}")
 
@@ -139,8 +149,8 @@ def _row_groups(
     """``(order, starts, keys)``: the rows ordered by group (stable), where each group starts
     in that order, and each group's key values (``num_rows`` > 0)."""
     encoded = [_key_codes(array, name) for array, name in zip(keys, names, strict=True)]
-    group_codes = np.zeros(num_rows, dtype=np.int64)
-    for codes, dictionary in encoded:
+    group_codes = encoded[0][0]  # dictionary codes: dense in [0, distinct values)
+    for codes, dictionary in encoded[1:]:
         # Kept dense after every column, so that many key columns cannot overflow int64.
         pair = group_codes * max(len(dictionary), 1) + codes
         _, inverse = np.unique(pair, return_inverse=True)
@@ -169,13 +179,14 @@ def check_group_columns(
     single = (
         isinstance(by, str | bytes)
         or not isinstance(by, Iterable)
-        or (isinstance(by, tuple) and by in list(columns))
+        or (isinstance(by, tuple) and by in columns)
     )
     names: tuple[Any, ...] = (by,) if single else tuple(by)
     private = set(reported) | set(debiased)
+    present = list(columns)
     seen: set[Any] = set()
     for name in names:
-        require_column(list(columns), name)
+        require_column(present, name)
         if name in private:
             raise ParameterError(
                 f"by={shown(name)}: {shown(name)} holds privatized reports; groups must be "
@@ -216,12 +227,17 @@ def grouped_statistics(
     statistics: dict[GroupKey, AnyStatistic] = {}
     for key, start, end in zip(group_keys, starts, ends, strict=True):
         batch = {name: array.slice(int(start), int(end - start)) for name, array in taken.items()}
-        statistic = reduction.reduce(batch)
-        key = canonical_key(key)
-        found = statistics.get(key)
         # 0.0 and -0.0 are two values to Arrow and one key to Python: their rows add up.
-        statistics[key] = statistic if found is None else cast(Any, found) + statistic
+        _accumulate(statistics, canonical_key(key), reduction.reduce(batch))
     return Grouped(statistics, types)
+
+
+def _accumulate(
+    statistics: dict[GroupKey, AnyStatistic], key: GroupKey, statistic: AnyStatistic
+) -> None:
+    """Add ``statistic`` to the group ``key`` (its first one starts the group)."""
+    found = statistics.get(key)
+    statistics[key] = statistic if found is None else cast(Any, found) + statistic
 
 
 _NAN: Any = float("nan")
@@ -242,10 +258,8 @@ def merge_grouped(*parts: Grouped) -> Grouped:
     statistics: dict[GroupKey, AnyStatistic] = {}
     types: tuple[pa.DataType, ...] = ()
     for part in parts:
-        for key, statistic in part.statistics.items():
-            key = canonical_key(key)
-            found = statistics.get(key)
-            statistics[key] = statistic if found is None else cast(Any, found) + statistic
+        for key, statistic in part.statistics.items():  # keys are canonical already
+            _accumulate(statistics, key, statistic)
         if not types or any(pa.types.is_null(t) for t in types):
             types = tuple(
                 new if not types or pa.types.is_null(old) else old

@@ -338,13 +338,6 @@ class FrameMethods:
         for column, mechanism in zip(pair, given, strict=True):
             require_column(columns, column)
             chosen = find_mechanism(column, mechanism, recorded)
-            if Capability.FREQUENCY_ORACLE not in chosen.capabilities:
-                raise ParameterError(
-                    f"column {shown(column)}: a joint table needs frequency-oracle reports "
-                    f"(k-RR, RAPPOR, OUE, local hashing, subset selection, Hadamard response), "
-                    f"not {chosen.title}",
-                    column=column,
-                )
             if column in STAT_COLUMNS:
                 raise ParameterError(
                     f"column {shown(column)}: a joint table names its label columns after the "
