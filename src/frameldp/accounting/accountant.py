@@ -11,10 +11,16 @@ every valid method, and the smallest answer is reported together with the method
 * ``rdp``: the summed Rényi curves with the improved conversion [3]_ [4]_;
 * ``zcdp``: the summed zCDP rhos with the Canonne–Kamath–Steinke conversion [3]_;
 * ``zcdp_bun_steinke``: the same rhos with Bun–Steinke Prop. 1.3 [5]_ (for comparison);
-* ``shuffle``: when some events are shuffled reports (amplified by shuffling), their central
-  (epsilon, delta) from the clone reduction, composed with the rest by basic composition of
-  approximate DP [1]_ (delta split evenly over the shuffled uses; Thm. 3.16). Exact for a single
-  shuffled release.
+* ``shuffle``: one shuffled release (amplified by shuffling): its central (epsilon, delta)
+  computed directly from its dominating pair, plus the pure epsilons of the other events
+  (basic composition [1]_). Exact for a single shuffled release alone.
+
+Shuffled releases also enter ``pld`` through the loss distribution of their dominating pair
+(:mod:`~frameldp.accounting.shuffle_pairs`), so several of them, and mixes of shuffled and local
+events, compose at PLD tightness, and ``delta(epsilon)`` and ``epsilon(delta)`` come from the
+same curves. When the exact composition of atoms would have to coarsen its grid, the events are
+composed on a lattice by FFT instead (:mod:`~frameldp.accounting.lattice`), and the explanation
+states how far above the exact composition the rounding can be.
 
 Composition theorems: Rényi divergences and zCDP rhos add (Mironov 2017 Prop. 1; Bun–Steinke
 2016 Lemma 2.3); privacy-loss distributions convolve. All hold under adaptive composition.
@@ -46,6 +52,7 @@ from frameldp.accounting.conversions import (
     zcdp_to_epsilon_bun_steinke,
 )
 from frameldp.accounting.events import PrivacyEvent, check_count, check_order, event_from_dict
+from frameldp.accounting.lattice import compose_all
 from frameldp.accounting.pld import EXACT_GRID, PrivacyLossDistribution
 from frameldp.accounting.rounding import pad_up, sum_up
 from frameldp.errors import ParameterError
@@ -75,7 +82,7 @@ METHODS = {
     "rdp": "Rényi DP, Canonne–Kamath–Steinke conversion",
     "zcdp": "zCDP, Canonne–Kamath–Steinke conversion",
     "zcdp_bun_steinke": "zCDP, Bun–Steinke Prop. 1.3",
-    "shuffle": "amplification by shuffling (clones), basic composition",
+    "shuffle": "amplification by shuffling, one release (its dominating pair, directly)",
 }
 
 
@@ -204,11 +211,7 @@ class Accountant:
     @cached_property
     def privacy_loss(self) -> PrivacyLossDistribution | None:
         """The composed privacy-loss distribution (None when there are no events)."""
-        result: PrivacyLossDistribution | None = None
-        for event, n in self._uses:
-            part = event.privacy_loss(n)
-            result = part if result is None else result.compose(part)
-        return result
+        return compose_all([event.privacy_loss(n) for event, n in self._uses])
 
     # ------------------------------------------------------------------ (epsilon, delta)
 
@@ -242,23 +245,26 @@ class Accountant:
         others = [(e, n) for e, n in self._uses if not e.central]
         return amplified, others
 
-    def _shuffled_epsilon(self, delta: float) -> Conversion | None:
-        amplified, others = self._split()
-        if not amplified:
-            return None
-        uses = sum(n for _, n in amplified)
-        share = delta / uses
-        terms = [(event.central_epsilon(share), n) for event, n in amplified]
-        terms += [(event.pure_epsilon, n) for event, n in others]
-        detail = f"{uses} shuffled use(s) at δ = {share:.3g} each" if uses > 1 else ""
-        return Conversion("shuffle", sum_up(terms), delta, detail)
-
-    def _shuffled_delta(self, epsilon: float) -> Conversion | None:
+    def _single_shuffled(self) -> tuple[PrivacyEvent, float] | None:
+        """The one shuffled use and the pure epsilon of the rest (None unless exactly one)."""
         amplified, others = self._split()
         if len(amplified) != 1 or amplified[0][1] != 1:
-            return None  # several shuffled uses: their deltas at one epsilon need a split
-        rest = sum_up((event.pure_epsilon, n) for event, n in others)
-        value = 1.0 if rest > epsilon else amplified[0][0].central_delta(epsilon - rest)
+            return None  # several shuffled uses compose through their pairs (pld)
+        return amplified[0][0], sum_up((event.pure_epsilon, n) for event, n in others)
+
+    def _shuffled_epsilon(self, delta: float) -> Conversion | None:
+        single = self._single_shuffled()
+        if single is None:
+            return None
+        event, rest = single
+        return Conversion("shuffle", sum_up([(event.central_epsilon(delta), 1), (rest, 1)]), delta)
+
+    def _shuffled_delta(self, epsilon: float) -> Conversion | None:
+        single = self._single_shuffled()
+        if single is None:
+            return None
+        event, rest = single
+        value = 1.0 if rest > epsilon else event.central_delta(epsilon - rest)
         return Conversion("shuffle", epsilon, value)
 
     def epsilon(self, delta: float) -> float:
@@ -343,8 +349,15 @@ class DeltaExplanation:
 
 def _pld_detail(pld: PrivacyLossDistribution) -> str:
     notes = []
-    if pld.grid > EXACT_GRID:
+    if pld.rounding:
+        notes.append(
+            f"losses rounded up to a lattice of {pld.grid:.3g}: at most "
+            f"{pld.rounding:.3g} above the exact composition"
+        )
+    elif pld.grid > EXACT_GRID:
         notes.append(f"losses rounded up to a grid of {pld.grid:.3g}")
     if not pld.exact:
-        notes.append("pure-DP events bounded by randomized response")
+        notes.append(
+            "some events bounded through a dominating pair (randomized response or a shuffle pair)"
+        )
     return "; ".join(notes) if notes else "exact (Kairouz–Oh–Viswanath)"

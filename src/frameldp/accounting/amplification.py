@@ -263,6 +263,7 @@ def amplify_by_shuffling(
     from frameldp.accounting.guarantee import PrivacyGuarantee
 
     krr = False
+    buckets: int | None = None
     parts: tuple[PrivacyGuarantee, ...] = ()
     if isinstance(local, PrivacyGuarantee):
         if local.shuffled:
@@ -273,6 +274,8 @@ def amplify_by_shuffling(
         epsilon0, name, parts = local.epsilon, local.mechanism, (local,)
         only = local.events[0][0] if len(local.events) == 1 else None
         krr = isinstance(only, RandomizedResponseEvent) and local.events[0][1] == 1
+        if krr and isinstance(only, RandomizedResponseEvent):
+            buckets = only.num_buckets
     else:
         epsilon0, name = local, "pure_dp"
     epsilon0, n = _check_local(epsilon0, n)
@@ -283,8 +286,16 @@ def amplify_by_shuffling(
             "clones='stronger_clones' is proven for k-ary randomized response only (Feldman et "
             f"al. 2023, erratum); {name!r} reports need clones='clones'"
         )
-    event = ShuffleEvent(epsilon0, n, clones)
-    parameters = {"reports": n, "local_epsilon": epsilon0, "clones": clones, "local": name}
+    event = ShuffleEvent(
+        epsilon0, n, clones, buckets if clones == "stronger_clones" and krr else None
+    )
+    parameters = {
+        "reports": n,
+        "local_epsilon": epsilon0,
+        "clones": clones,
+        "pair": event.pair,
+        "local": name,
+    }
     seeded = any(part.seeded for part in parts)
     return PrivacyGuarantee(
         epsilon0, "shuffled", parameters, parts, ((event, 1),), model="shuffle", seeded=seeded

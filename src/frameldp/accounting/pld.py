@@ -96,6 +96,13 @@ class PrivacyLossDistribution:
     loss_slack
         Upper bound on how far below its true value a merged loss may lie (atoms within float
         noise of a grid point merge onto it); every epsilon is raised by it.
+    mass_error
+        Upper bound on the l1 distance between the atoms' masses and those of a valid
+        distribution (the float error of an FFT composition, :mod:`~frameldp.accounting.lattice`);
+        added to every delta.
+    rounding
+        How far, at most, the losses were raised above the exact composition by rounding them to
+        a lattice (informative: every curve is an upper bound either way).
     """
 
     losses: _FloatArray
@@ -106,6 +113,8 @@ class PrivacyLossDistribution:
     exact: bool = True
     log_error: float = 0.0
     loss_slack: float = 0.0
+    mass_error: float = 0.0
+    rounding: float = 0.0
 
     # ------------------------------------------------------------------ constructors
 
@@ -155,8 +164,8 @@ class PrivacyLossDistribution:
         # log of (1, w, e^eps) / (e^eps + w + 1) on the lattice (-1, 0, +1) * epsilon.
         log_norm = epsilon + math.log1p((neutral_weight + 1.0) * math.exp(-epsilon))
         step = np.array([-log_norm, math.log(neutral_weight) - log_norm, epsilon - log_norm])
-        log_masses, lost, error = _lattice_power(step, count)
-        offsets = np.arange(-count, count + 1, dtype=np.float64)
+        start, log_masses, lost, error = _lattice_power(step, count)
+        offsets = np.arange(start, start + log_masses.size, dtype=np.float64)
         keep = np.isfinite(log_masses)
         # Each of the `count` factors carries the rounding of its three log masses.
         error += count * 4.0 * float(np.spacing(abs(log_norm) + 1.0))
@@ -246,6 +255,8 @@ class PrivacyLossDistribution:
             exact=a.exact and b.exact,
             log_error=a.log_error + b.log_error + merge_error,
             loss_slack=a.loss_slack + b.loss_slack + grid * _MERGE_TOLERANCE,
+            mass_error=_error_sum(a.mass_error, b.mass_error),
+            rounding=a.rounding + b.rounding,
         )
         if merged.losses.size > MAX_ATOMS:
             merged = merged._coarsened(MAX_ATOMS)
@@ -295,19 +306,21 @@ class PrivacyLossDistribution:
         ``2**-30`` for the float error of the sum; never 0 when the exact value is positive.
         """
         raw = self._delta_raw(epsilon - self.loss_slack)
-        if raw == 0.0:
+        if raw == 0.0 and not self.mass_error:
             return min(1.0, self.infinity_mass)
-        padded = raw * (1.0 + 2.0**-30) * math.exp(self.log_error)
+        padded = (raw * (1.0 + 2.0**-30) + self.mass_error) * math.exp(self.log_error)
         return min(1.0, max(padded, _TINY) + self.infinity_mass)
 
     def _delta_raw(self, epsilon: float) -> float:
         """The hockey-stick sum of the atoms (infinite-loss mass excluded), unpadded."""
         if self.gaussian_mu2 == 0.0:
-            above = self.losses > epsilon
-            if not above.any():
+            # Losses ascend: the atoms above epsilon are a suffix.
+            first = int(np.searchsorted(self.losses, epsilon, side="right"))
+            if first == self.losses.size:
                 return 0.0
             # Every term is positive: no cancellation, summed in log space.
-            terms = self.log_masses[above] + np.log(-np.expm1(epsilon - self.losses[above]))
+            above = self.losses[first:]
+            terms = self.log_masses[first:] + np.log(-np.expm1(epsilon - above))
         else:
             terms = self.log_masses + _log_gaussian_delta(
                 epsilon - self.losses, math.sqrt(self.gaussian_mu2)
@@ -325,7 +338,9 @@ class PrivacyLossDistribution:
         """
         # Aim below delta by the log-mass error and a relative 2**-30, so that float error in
         # the sum can never make the returned epsilon smaller than the exact one.
-        target = (delta - self.infinity_mass) * (1.0 - 2.0**-30) * math.exp(-self.log_error)
+        target = ((delta - self.infinity_mass) * math.exp(-self.log_error) - self.mass_error) * (
+            1.0 - 2.0**-30
+        )
         if target <= 0.0:
             return math.inf
         if self._delta_raw(0.0) <= target:
@@ -350,6 +365,12 @@ class PrivacyLossDistribution:
 def _up(values: _FloatArray) -> _FloatArray:
     """Round float results of loss arithmetic up by one ulp (the arithmetic rounded to nearest)."""
     return np.where(values == 0.0, 0.0, np.nextafter(values, np.inf))
+
+
+def _error_sum(a: float, b: float) -> float:
+    """l1 error of a product of two distributions known to within ``a`` and ``b`` in l1 (and
+    a relative error far below 2**-20, which the factor covers)."""
+    return round_up((a + b + a * b) * (1.0 + 2.0**-20)) if (a or b) else 0.0
 
 
 def _union_mass(a: float, b: float) -> float:
@@ -379,15 +400,19 @@ def _merge(
     return keys[starts] * grid, peak + np.log(sums), error
 
 
-def _lattice_power(step: _FloatArray, count: int) -> tuple[_FloatArray, float, float]:
+def _lattice_power(step: _FloatArray, count: int) -> tuple[int, _FloatArray, float, float]:
     """Log masses of the ``count``-fold convolution of a 3-atom lattice law (by squaring).
 
+    Returns the lattice index of the first mass, the log masses, an upper bound on the mass
+    lost to +infinity and a bound on the error the convolutions add to the log masses.
     Convolutions run on masses scaled by their maximum; what underflows (below 2**-1022 of the
-    largest product) is lost from the atoms and returned as an upper bound to count at infinity.
-    Also returns a bound on the error the convolutions add to the log masses.
+    largest product) is lost from the atoms and counted at infinity. After each convolution the
+    tails lighter than ``e^PRUNE_LOG_MASS`` of the peak are cut: the low one is added to the
+    lowest kept atom (its losses raised: pessimistic), the high one counted at infinity; the
+    arrays then stay about 30 standard deviations wide however large ``count`` is.
     """
-    result: _FloatArray | None = None
-    power = step
+    result: tuple[int, _FloatArray] | None = None
+    power: tuple[int, _FloatArray] = (-1, step)
     lost = result_error = power_error = 0.0
     remaining = count
     while remaining:
@@ -404,23 +429,33 @@ def _lattice_power(step: _FloatArray, count: int) -> tuple[_FloatArray, float, f
             lost += bound
             power_error = 2.0 * power_error + added
     assert result is not None
-    return result, round_up(lost) if lost else 0.0, result_error
+    return result[0], result[1], round_up(lost) if lost else 0.0, result_error
 
 
-def _log_convolve(a: _FloatArray, b: _FloatArray) -> tuple[_FloatArray, float, float]:
-    peak_a, peak_b = np.max(a), np.max(b)
-    product = np.convolve(np.exp(a - peak_a), np.exp(b - peak_b))
-    with np.errstate(divide="ignore"):
-        out = np.log(product) + peak_a + peak_b
+def _log_convolve(
+    a: tuple[int, _FloatArray], b: tuple[int, _FloatArray]
+) -> tuple[tuple[int, _FloatArray], float, float]:
+    """Convolve two lattice laws ``(first index, log masses)`` and cut their light tails."""
+    (start_a, log_a), (start_b, log_b) = a, b
+    peak_a, peak_b = np.max(log_a), np.max(log_b)
+    product = np.convolve(np.exp(log_a - peak_a), np.exp(log_b - peak_b))
     # Each output entry sums at most min(len) products, each either exact or below the smallest
     # normal number times the scale when it underflowed.
     scale = math.exp(peak_a + peak_b)
-    bound = min(a.size, b.size) * product.size * 2.0**-1022 * scale
+    bound = min(log_a.size, log_b.size) * product.size * 2.0**-1022 * scale
     # Positive sums of n terms: n ulps; exp, log and the shifts: a few ulps of the peaks.
-    error = min(a.size, b.size) * 2.0**-52 + 8.0 * float(
+    error = min(log_a.size, log_b.size) * 2.0**-52 + 8.0 * float(
         np.spacing(abs(peak_a) + abs(peak_b) + 1.0)
     )
-    return out, bound, error
+    heavy = np.flatnonzero(product >= math.exp(PRUNE_LOG_MASS) * float(product.max()))
+    first, last = int(heavy[0]), int(heavy[-1]) + 1
+    kept = product[first:last].copy()
+    # The low tail joins the lowest kept atom (a sum of positive terms, a few ulps more).
+    kept[0] += float(product[:first].sum())
+    bound += float(product[last:].sum()) * scale * (1.0 + 2.0**-40)
+    with np.errstate(divide="ignore"):
+        out = np.log(kept) + peak_a + peak_b
+    return (start_a + start_b + first, out), bound, error
 
 
 def _log_gaussian_delta(x: _FloatArray, mu: float) -> _FloatArray:

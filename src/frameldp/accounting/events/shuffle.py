@@ -7,12 +7,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from frameldp.accounting.amplification import Clones, clone_delta, clone_epsilon, clone_probability
+from frameldp.accounting.amplification import (
+    MAX_EPSILON0,
+    Clones,
+    clone_delta,
+    clone_epsilon,
+    clone_probability,
+)
 from frameldp.accounting.checks import check_count, check_order, check_positive
 from frameldp.accounting.events.base import PrivacyEvent
 from frameldp.accounting.events.curves import pure_rho, rr_rdp
+from frameldp.accounting.lattice import FINEST_STEP, Lattice, to_pld
 from frameldp.accounting.pld import PrivacyLossDistribution
 from frameldp.accounting.rounding import pad_up
+from frameldp.accounting.shuffle_pairs import (
+    MAX_BLANKET_ATOMS,
+    blanket_atoms,
+    blanket_pair,
+    clone_pair,
+)
+from frameldp.errors import ParameterError
 
 __all__ = ["ShuffleEvent"]
 
@@ -21,15 +35,20 @@ __all__ = ["ShuffleEvent"]
 class ShuffleEvent(PrivacyEvent):
     """``reports`` shuffled reports of ``local_epsilon``-LDP randomizers, one per person.
 
-    Privacy: the central ``(epsilon, delta)`` curve of the clone reduction (:func:`clone_delta`),
-    and never worse than the local ``local_epsilon``-DP it post-processes: the pure epsilon,
-    Rényi curve, rho and privacy-loss distribution are those of the local reports (binary RR at
+    Privacy: the central ``(epsilon, delta)`` curve of a dominating pair of the shuffled output
+    (:mod:`frameldp.accounting.shuffle_pairs`): the clone pair (``clones``: any randomizer;
+    ``stronger_clones``: k-ary randomized response), or, for k-ary randomized response with
+    ``num_buckets = k >= 3``, the blanket pair with its ``k`` when it is tighter and affordable
+    (:attr:`pair` says which). Its privacy-loss distribution composes with every other event's
+    (several shuffled releases compose at PLD tightness). The pure epsilon, Rényi curve and
+    rho are those of the local reports (shuffling is post-processing; binary RR at
     ``local_epsilon`` dominates every ``local_epsilon``-DP mechanism).
     """
 
     local_epsilon: float
     reports: int
     clones: Clones = "clones"
+    num_buckets: int | None = None
     kind: ClassVar[str] = "shuffle"
     central: ClassVar[bool] = True
 
@@ -40,6 +59,27 @@ class ShuffleEvent(PrivacyEvent):
         )
         object.__setattr__(self, "reports", check_count(owner, "reports", self.reports, 1))
         clone_probability(self.local_epsilon, self.clones)  # validates clones
+        if self.num_buckets is not None:
+            buckets = check_count(owner, "num_buckets", self.num_buckets, 2)
+            if self.clones != "stronger_clones":
+                raise ParameterError(
+                    "shuffle event: num_buckets is the k of k-ary randomized response, whose "
+                    f"reports use clones='stronger_clones'; got clones={self.clones!r}"
+                )
+            object.__setattr__(self, "num_buckets", buckets)
+
+    @property
+    def pair(self) -> str:
+        """The dominating pair used: ``"clones"``, ``"stronger_clones"`` or ``"blanket"``."""
+        k = self.num_buckets
+        if (
+            k is not None
+            and k >= 3
+            and self.local_epsilon <= MAX_EPSILON0
+            and blanket_atoms(self.local_epsilon, self.reports, k) <= MAX_BLANKET_ATOMS
+        ):
+            return "blanket"
+        return self.clones
 
     @property
     def pure_epsilon(self) -> float:
@@ -55,22 +95,44 @@ class ShuffleEvent(PrivacyEvent):
         """The local reports' ``eps0 tanh(eps0 / 2)``."""
         return pure_rho(self.local_epsilon)
 
+    def _pair_lattice(self) -> Lattice:
+        epsilon0, n = self.local_epsilon, self.reports
+        if self.pair == "blanket":
+            assert self.num_buckets is not None
+            return blanket_pair(epsilon0, n, self.num_buckets, FINEST_STEP)
+        return clone_pair(epsilon0, n, clone_probability(epsilon0, self.clones), FINEST_STEP)
+
     def privacy_loss(self, count: int = 1) -> PrivacyLossDistribution:
-        """The local reports' loss (binary RR at ``local_epsilon``, an upper bound)."""
-        return PrivacyLossDistribution.randomized_response(self.local_epsilon, 2, count).dominated()
+        """``count`` shuffled releases: the dominating pair's loss distribution, rounded up to
+        a lattice of ``2**-16`` and composed by FFT (at most ``count * 2**-16`` above the
+        exact composition of the pairs). Above ``eps0 = 15`` no amplification is claimed:
+        binary RR at ``local_epsilon``."""
+        if self.local_epsilon > MAX_EPSILON0:
+            return PrivacyLossDistribution.randomized_response(
+                self.local_epsilon, 2, count
+            ).dominated()
+        return to_pld(self._pair_lattice().power(count), exact=False)
 
     def central_delta(self, epsilon: float) -> float:
-        """Central delta at ``epsilon`` of one use (clone reduction; 0 from ``eps0`` on)."""
+        """Central delta at ``epsilon`` of one use: the clone pair's divergence computed
+        directly (0 from ``eps0`` on), or the blanket pair's loss distribution."""
+        if self.pair == "blanket":
+            return self.privacy_loss(1).delta(epsilon)
         return clone_delta(epsilon, self.local_epsilon, self.reports, self.clones)
 
     def central_epsilon(self, delta: float) -> float:
         """Central epsilon at ``delta`` of one use (never above ``local_epsilon``)."""
+        if self.pair == "blanket":
+            return min(self.local_epsilon, self.privacy_loss(1).epsilon(delta))
         return clone_epsilon(delta, self.local_epsilon, self.reports, self.clones)
 
     def parameters(self) -> dict[str, Any]:
-        """``local_epsilon``, ``reports`` and ``clones``."""
-        return {
+        """``local_epsilon``, ``reports``, ``clones`` and (k-ary RR) ``num_buckets``."""
+        parameters: dict[str, Any] = {
             "local_epsilon": self.local_epsilon,
             "reports": self.reports,
             "clones": self.clones,
         }
+        if self.num_buckets is not None:
+            parameters["num_buckets"] = self.num_buckets
+        return parameters
