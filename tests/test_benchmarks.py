@@ -126,3 +126,15 @@ def test_tables_benchmark_quick_run(tmp_path: Path) -> None:
     assert "joint carrier x origin" in cases
     coverage = [r["coverage_95"] for r in rows if r["kind"] == "accuracy"]
     assert len(coverage) == 3
+
+
+def test_composition_benchmark_quick_run(tmp_path: Path) -> None:
+    rows, stdout = _quick_run("bench_composition.py", tmp_path)
+    shuffle = [r for r in rows if r["table"] == "shuffle"]
+    assert {(r["epsilon0"], r["n"]) for r in shuffle} == {(1.0, 10_000), (4.0, 10_000)}
+    for r in shuffle:
+        assert r["lower"] <= r["stronger_clones"] <= r["clones"] <= r["epsilon0"]
+        assert r["rounds_lower"] <= r["rounds_reported"] < r["rounds_before"]
+    cases = {r["case"] for r in rows if r["table"] == "timing"}
+    assert any("12-RR" in case for case in cases)
+    assert "Composition times" in stdout

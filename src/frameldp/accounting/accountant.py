@@ -169,22 +169,18 @@ class Accountant:
 
     def compose(self, item: PrivacyEvent | Accounted | Accountant, count: int = 1) -> Accountant:
         """A new accountant that also holds ``count`` uses of ``item``."""
-        count = check_count("Accountant.compose", "count", count, 1)
-        if isinstance(item, PrivacyEvent):
-            added: Iterable[tuple[PrivacyEvent, int]] = [(item, count)]
-        elif isinstance(item, Accountant):
-            added = [(event, n * count) for event, n in item.entries]
-        elif isinstance(item, Accounted) and isinstance(item.accountant, Accountant):
-            added = [(event, n * count) for event, n in item.accountant.entries]
-        else:
-            raise ParameterError(
-                "compose expects a PrivacyEvent, a PrivacyGuarantee or an Accountant, "
-                f"got {type(item).__name__}"
-            )
-        counts: dict[PrivacyEvent, int] = dict(self.entries)
-        for event, n in added:
-            unit, uses = event.unit()
-            counts[unit] = counts.get(unit, 0) + n * uses
+        return Accountant.of([(self, 1), (item, count)])
+
+    @classmethod
+    def of(cls, items: Iterable[tuple[PrivacyEvent | Accounted | Accountant, int]]) -> Accountant:
+        """One accountant holding ``count`` uses of each ``(item, count)``, built in one pass
+        (composing one at a time copies the entries each time: quadratic in their number)."""
+        counts: dict[PrivacyEvent, int] = {}
+        for item, count in items:
+            count = check_count("Accountant.compose", "count", count, 1)
+            for event, n in _entries_of(item):
+                unit, uses = event.unit()
+                counts[unit] = counts.get(unit, 0) + n * uses * count
         return Accountant(tuple(counts.items()))
 
     @cached_property
@@ -317,10 +313,9 @@ class Accountant:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Accountant:
         """Rebuild from :meth:`to_dict` (unknown event kinds raise :class:`ParameterError`)."""
-        accountant = cls()
-        for entry in data.get("events", []):
-            accountant = accountant.compose(event_from_dict(entry["event"]), entry["count"])
-        return accountant
+        return cls.of(
+            (event_from_dict(entry["event"]), entry["count"]) for entry in data.get("events", [])
+        )
 
     def __str__(self) -> str:
         if not self.entries:
@@ -345,6 +340,20 @@ class DeltaExplanation:
     def best_delta(self) -> float:
         """The reported delta."""
         return self.best.delta
+
+
+def _entries_of(item: PrivacyEvent | Accounted | Accountant) -> Iterable[tuple[PrivacyEvent, int]]:
+    """The ``(event, count)`` entries an item stands for."""
+    if isinstance(item, PrivacyEvent):
+        return [(item, 1)]
+    if isinstance(item, Accountant):
+        return item.entries
+    if isinstance(item, Accounted) and isinstance(item.accountant, Accountant):
+        return item.accountant.entries
+    raise ParameterError(
+        "compose expects a PrivacyEvent, a PrivacyGuarantee or an Accountant, "
+        f"got {type(item).__name__}"
+    )
 
 
 def _pld_detail(pld: PrivacyLossDistribution) -> str:

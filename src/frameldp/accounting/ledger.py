@@ -433,18 +433,19 @@ class Ledger:
     def _accountant(self, connection: sqlite3.Connection, name: str) -> tuple[Accountant, int, int]:
         """Every release of a budget composed, how many there are, and how many were seeded."""
         # Nightly pipelines repeat the same release: parse each distinct guarantee once.
-        accountant, releases, seeded = Accountant(), 0, 0
+        releases, seeded = 0, 0
         rows = connection.execute(
             "SELECT guarantee, COUNT(*) FROM spends WHERE budget = ? "
             "GROUP BY guarantee ORDER BY MIN(id)",
             (name,),
         ).fetchall()
+        guarantees = []
         for text, count in rows:
             guarantee = PrivacyGuarantee.from_json(text)
-            accountant = accountant.compose(guarantee, count=count)
+            guarantees.append((guarantee, count))
             releases += count
             seeded += count if guarantee.seeded else 0
-        return accountant, releases, seeded
+        return Accountant.of(guarantees), releases, seeded
 
     # ------------------------------------------------------------------ spending
 

@@ -1,0 +1,211 @@
+"""Shuffled releases composed, and how long compositions take (issue 17).
+
+Two tables, both at ``delta`` = 1e-6.
+
+**Shuffled binary randomized response**, one release and 365 nightly releases of the same
+people, for ``eps0`` in {1, 2, 4, 8} and ``n`` in {10^4, 10^5, 10^6} (``--quick``: eps0 in
+{1, 4}, n = 10^4):
+
+``FMT21 closed``
+    Feldman, McMillan, Talwar 2021, Thm. 3.1 (``n/a`` outside its condition).
+``FMT21 clones``
+    the clone pair's exact divergence (valid for any eps0-LDP randomizer).
+``FMT23``
+    the stronger-clone pair (k-ary RR): what frameldp reports for one release.
+``lower``
+    shuffled binary RR with every other person holding 0 (the analyst counts ones): no valid
+    bound can be below it. Over 365 rounds: that pair's loss distribution composed with every
+    loss rounded *down* to the lattice (a lower bound of its exact composition).
+``365 before``
+    issue 16's accountant: basic composition, ``365 x FMT23(delta / 365)``.
+``365 reported``
+    the FMT23 pair's loss distribution composed 365 times on the lattice (what frameldp
+    reports now), and its rounding bound (the most it can exceed the exact composition of the
+    pairs).
+
+**Composition times**: cold calls of ``Accountant.epsilon(1e-6)`` (each accountant is new, so
+nothing is cached), beside the figures issue 17 measured before the change.
+
+Run: ``.venv/bin/python benchmarks/bench_composition.py [--quick] [--json out.json]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import optimize
+
+from frameldp import Accountant
+from frameldp.accounting import RandomizedResponseEvent, ShuffleEvent
+from frameldp.accounting.amplification import (
+    binary_rr_shuffle_delta,
+    clone_epsilon,
+    closed_form_epsilon,
+)
+from frameldp.accounting.lattice import FINEST_STEP, Lattice, to_pld
+from frameldp.accounting.pld import PrivacyLossDistribution
+
+DELTA = 1e-6
+ROUNDS = 365
+
+
+def lower_bound_single(epsilon0: float, n: int) -> float:
+    """Smallest epsilon with the all-zeros pair's delta <= DELTA (bisection on log delta)."""
+
+    def excess(epsilon: float) -> float:
+        value = binary_rr_shuffle_delta(epsilon, epsilon0, n)
+        return (math.log(value) if value > 0 else -800.0) - math.log(DELTA)
+
+    if excess(0.0) <= 0:
+        return 0.0
+    return float(optimize.brentq(excess, 0.0, epsilon0, xtol=1e-9))
+
+
+def zeros_pair(epsilon0: float, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Losses and masses of the all-zeros pair: Bernoulli(p) + Bin(n - 1, r) against
+    Bernoulli(r) + Bin(n - 1, r), r = 1 / (e^eps0 + 1), one direction (the worse one at
+    delta = 1e-6 is taken by the caller)."""
+    from scipy.stats import binom
+
+    r = 1.0 / (math.exp(epsilon0) + 1.0)
+    z = np.arange(n + 1)
+    others = binom.pmf(z, n - 1, r)
+    shifted = np.r_[0.0, others[:-1]]
+    first = (1 - r) * shifted + r * others
+    second = r * shifted + (1 - r) * others
+    keep = (first > 1e-300) & (second > 1e-300)
+    return np.log(first[keep] / second[keep]), first[keep]
+
+
+def lower_bound_rounds(epsilon0: float, n: int) -> float:
+    """Epsilon of the all-zeros pair composed ROUNDS times, losses rounded down (a lower bound,
+    up to the mass errors of the FFT, which are below 1e-10 here)."""
+    best = 0.0
+    for losses, masses in (zeros_pair(epsilon0, n), _reverse(*zeros_pair(epsilon0, n))):
+        down = Lattice.from_atoms(losses - FINEST_STEP, masses, FINEST_STEP)
+        best = max(best, to_pld(down.power(ROUNDS)).epsilon(DELTA))
+    return best
+
+
+def _reverse(losses: np.ndarray, masses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The other direction: masses under Q are P e^-loss, losses negated."""
+    return -losses, masses * np.exp(-losses)
+
+
+def shuffle_rows(quick: bool) -> list[dict[str, Any]]:
+    rows = []
+    epsilons = (1.0, 4.0) if quick else (1.0, 2.0, 4.0, 8.0)
+    sizes = (10_000,) if quick else (10_000, 100_000, 1_000_000)
+    for epsilon0 in epsilons:
+        for n in sizes:
+            event = ShuffleEvent(epsilon0, n, "stronger_clones", 2)
+            start = time.perf_counter()
+            composed = Accountant().compose(event, ROUNDS)
+            pld = composed.privacy_loss
+            assert pld is not None
+            reported = composed.epsilon(DELTA)
+            seconds = time.perf_counter() - start
+            rows.append(
+                {
+                    "table": "shuffle",
+                    "epsilon0": epsilon0,
+                    "n": n,
+                    "closed_form": closed_form_epsilon(DELTA, epsilon0, n),
+                    "clones": clone_epsilon(DELTA, epsilon0, n, "clones"),
+                    "stronger_clones": clone_epsilon(DELTA, epsilon0, n, "stronger_clones"),
+                    "lower": lower_bound_single(epsilon0, n),
+                    "rounds_before": min(
+                        ROUNDS * epsilon0,
+                        ROUNDS * clone_epsilon(DELTA / ROUNDS, epsilon0, n, "stronger_clones"),
+                    ),
+                    "rounds_reported": reported,
+                    "rounds_rounding": pld.rounding,
+                    "rounds_lower": lower_bound_rounds(epsilon0, n),
+                    "rounds_s": seconds,
+                }
+            )
+    return rows
+
+
+def _timed(build: Any) -> tuple[float, float]:
+    start = time.perf_counter()
+    epsilon = build().epsilon(DELTA)
+    return epsilon, time.perf_counter() - start
+
+
+def timing_rows(quick: bool) -> list[dict[str, Any]]:
+    uses = 10_000 if quick else 1_000_000
+    distinct = 300 if quick else 10_000
+    rng = np.random.default_rng(17)
+    epsilons = rng.uniform(0.1, 1.0, distinct)
+
+    def many_distinct() -> Accountant:
+        return Accountant.of((RandomizedResponseEvent(float(value)), 1) for value in epsilons)
+
+    cases = [
+        (f"{uses:,} x binary RR(1)", lambda: Accountant().compose(RandomizedResponseEvent(1.0), uses), "0.4 s"),
+        (f"{uses:,} x 12-RR(1)", lambda: Accountant().compose(RandomizedResponseEvent(1.0, 12), uses), "291-312 s"),
+        (f"{uses:,} x 100-RR(1)", lambda: Accountant().compose(RandomizedResponseEvent(1.0, 100), uses), "-"),
+        (f"{distinct:,} distinct RR epsilons", many_distinct, "238 s (10,000)"),
+        ("365 x shuffled RR (eps0 1, n 1e4)", lambda: Accountant().compose(ShuffleEvent(1.0, 10_000, "stronger_clones", 2), ROUNDS), "basic only"),
+        ("365 x shuffled 100-RR (eps0 4, n 1e4)", lambda: Accountant().compose(ShuffleEvent(4.0, 10_000, "stronger_clones", 100), ROUNDS), "basic only"),
+    ]  # fmt: skip
+    rows = []
+    for name, build, before in cases:
+        epsilon, seconds = _timed(build)
+        rows.append(
+            {
+                "table": "timing",
+                "case": name,
+                "epsilon": epsilon,
+                "seconds": seconds,
+                "before": before,
+            }
+        )
+    return rows
+
+
+def _cell(value: float | None, digits: int = 4) -> str:
+    return "n/a" if value is None else f"{value:.{digits}g}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a smoke run on small inputs")
+    parser.add_argument("--json", type=Path, help="also write the rows as JSON")
+    args = parser.parse_args()
+    _ = PrivacyLossDistribution  # the type every answer comes from
+
+    shuffle = shuffle_rows(args.quick)
+    print(f"Shuffled binary RR at delta = {DELTA:g}: one release, and {ROUNDS} releases")
+    print(
+        "| eps0 | n | FMT21 closed | FMT21 clones | FMT23 (reported) | lower | "
+        f"{ROUNDS} before | {ROUNDS} reported (rounding) | {ROUNDS} lower |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in shuffle:
+        print(
+            f"| {r['epsilon0']:g} | {r['n']:,} | {_cell(r['closed_form'])} | {_cell(r['clones'])} "
+            f"| {_cell(r['stronger_clones'])} | {_cell(r['lower'])} | {_cell(r['rounds_before'])} "
+            f"| {_cell(r['rounds_reported'])} ({r['rounds_rounding']:.2g}) "
+            f"| {_cell(r['rounds_lower'])} |"
+        )
+    timing = timing_rows(args.quick)
+    print()
+    print("Composition times (cold Accountant.epsilon(1e-6))")
+    print("| case | epsilon | seconds | before (issue 17) |")
+    print("|---|---|---|---|")
+    for r in timing:
+        print(f"| {r['case']} | {r['epsilon']:.6g} | {r['seconds']:.3f} | {r['before']} |")
+    if args.json:
+        args.json.write_text(json.dumps({"rows": shuffle + timing}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
