@@ -148,14 +148,21 @@ def timing_rows(quick: bool) -> list[dict[str, Any]]:
     def many_distinct() -> Accountant:
         return Accountant.of((RandomizedResponseEvent(float(value)), 1) for value in epsilons)
 
+    def uses_of(k: int) -> Any:
+        return lambda: Accountant().compose(RandomizedResponseEvent(1.0, k), uses)
+
+    def shuffled(epsilon0: float, k: int) -> Any:
+        event = ShuffleEvent(epsilon0, 10_000, "stronger_clones", k)
+        return lambda: Accountant().compose(event, ROUNDS)
+
     cases = [
-        (f"{uses:,} x binary RR(1)", lambda: Accountant().compose(RandomizedResponseEvent(1.0), uses), "0.4 s"),
-        (f"{uses:,} x 12-RR(1)", lambda: Accountant().compose(RandomizedResponseEvent(1.0, 12), uses), "291-312 s"),
-        (f"{uses:,} x 100-RR(1)", lambda: Accountant().compose(RandomizedResponseEvent(1.0, 100), uses), "-"),
+        (f"{uses:,} x binary RR(1)", uses_of(2), "0.4 s"),
+        (f"{uses:,} x 12-RR(1)", uses_of(12), "291-312 s"),
+        (f"{uses:,} x 100-RR(1)", uses_of(100), "-"),
         (f"{distinct:,} distinct RR epsilons", many_distinct, "238 s (10,000)"),
-        ("365 x shuffled RR (eps0 1, n 1e4)", lambda: Accountant().compose(ShuffleEvent(1.0, 10_000, "stronger_clones", 2), ROUNDS), "basic only"),
-        ("365 x shuffled 100-RR (eps0 4, n 1e4)", lambda: Accountant().compose(ShuffleEvent(4.0, 10_000, "stronger_clones", 100), ROUNDS), "basic only"),
-    ]  # fmt: skip
+        ("365 x shuffled RR (eps0 1, n 1e4)", shuffled(1.0, 2), "basic only"),
+        ("365 x shuffled 100-RR (eps0 4, n 1e4)", shuffled(4.0, 100), "basic only"),
+    ]
     rows = []
     for name, build, before in cases:
         epsilon, seconds = _timed(build)
