@@ -11,7 +11,10 @@ people, for ``eps0`` in {1, 2, 4, 8} and ``n`` in {10^4, 10^5, 10^6} (``--quick`
 ``FMT21 clones``
     the clone pair's exact divergence (valid for any eps0-LDP randomizer).
 ``FMT23``
-    the stronger-clone pair (k-ary RR): what frameldp reports for one release.
+    the stronger-clone pair (k-ary RR).
+``exact``
+    the exact scan over every dataset of the others (``n <= 10^4``): what frameldp reports for
+    one release there (FMT23 above).
 ``lower``
     shuffled binary RR with every other person holding 0 (the analyst counts ones): no valid
     bound can be below it. Over 365 rounds: that pair's loss distribution composed with every
@@ -50,6 +53,7 @@ from frameldp.accounting.amplification import (
 )
 from frameldp.accounting.lattice import FINEST_STEP, Lattice, to_pld
 from frameldp.accounting.pld import PrivacyLossDistribution
+from frameldp.accounting.shuffled_rr import EXACT_SCAN_MAX, exact_rr_epsilon
 
 DELTA = 1e-6
 ROUNDS = 365
@@ -119,6 +123,7 @@ def shuffle_rows(quick: bool) -> list[dict[str, Any]]:
                     "closed_form": closed_form_epsilon(DELTA, epsilon0, n),
                     "clones": clone_epsilon(DELTA, epsilon0, n, "clones"),
                     "stronger_clones": clone_epsilon(DELTA, epsilon0, n, "stronger_clones"),
+                    "exact": exact_rr_epsilon(DELTA, epsilon0, n) if n <= EXACT_SCAN_MAX else None,
                     "lower": lower_bound_single(epsilon0, n),
                     "rounds_before": min(
                         ROUNDS * epsilon0,
@@ -192,14 +197,15 @@ def main() -> None:
     shuffle = shuffle_rows(args.quick)
     print(f"Shuffled binary RR at delta = {DELTA:g}: one release, and {ROUNDS} releases")
     print(
-        "| eps0 | n | FMT21 closed | FMT21 clones | FMT23 (reported) | lower | "
+        "| eps0 | n | FMT21 closed | FMT21 clones | FMT23 | exact | lower | "
         f"{ROUNDS} before | {ROUNDS} reported (rounding) | {ROUNDS} lower |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in shuffle:
         print(
             f"| {r['epsilon0']:g} | {r['n']:,} | {_cell(r['closed_form'])} | {_cell(r['clones'])} "
-            f"| {_cell(r['stronger_clones'])} | {_cell(r['lower'])} | {_cell(r['rounds_before'])} "
+            f"| {_cell(r['stronger_clones'])} | {_cell(r['exact'])} | {_cell(r['lower'])} "
+            f"| {_cell(r['rounds_before'])} "
             f"| {_cell(r['rounds_reported'])} ({r['rounds_rounding']:.2g}) "
             f"| {_cell(r['rounds_lower'])} |"
         )

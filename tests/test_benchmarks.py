@@ -134,6 +134,7 @@ def test_composition_benchmark_quick_run(tmp_path: Path) -> None:
     assert {(r["epsilon0"], r["n"]) for r in shuffle} == {(1.0, 10_000), (4.0, 10_000)}
     for r in shuffle:
         assert r["lower"] <= r["stronger_clones"] <= r["clones"] <= r["epsilon0"]
+        assert r["lower"] - 1e-9 <= r["exact"] <= r["stronger_clones"] + 1e-9
         assert r["rounds_lower"] <= r["rounds_reported"] < r["rounds_before"]
     cases = {r["case"] for r in rows if r["table"] == "timing"}
     assert any("12-RR" in case for case in cases)

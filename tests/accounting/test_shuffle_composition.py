@@ -44,8 +44,9 @@ from frameldp.accounting import (
     SubsetSelectionEvent,
     amplify_by_shuffling,
 )
-from frameldp.accounting.amplification import clone_epsilon
+from frameldp.accounting.amplification import binary_rr_shuffle_delta, clone_delta, clone_epsilon
 from frameldp.accounting.lattice import Lattice, fft_convolve
+from frameldp.accounting.shuffled_rr import exact_rr_delta, exact_rr_epsilon
 
 DPS = 50
 # The lattice curves carry float error far below this (mass errors ~1e-15 at these sizes,
@@ -225,6 +226,37 @@ def test_every_reported_shuffle_bound_is_at_least_the_exact_shuffle(
     for epsilon in EPSILONS:
         exact = float(exact_shuffled_krr_delta(epsilon, epsilon0, n, k))
         assert guarantee.delta_at(epsilon) >= exact - ORACLE_NOISE
+        if k == 2:  # binary RR is reported exactly
+            assert guarantee.delta_at(epsilon) <= exact * (1 + 1e-9) + 1e-30
+
+
+@pytest.mark.parametrize(("epsilon0", "n"), [(1.0, 6), (3.0, 9), (0.5, 12)])
+def test_exact_binary_rr_scan_is_the_brute_force_worst_case(epsilon0: float, n: int) -> None:
+    """The exact scan equals the 50-digit brute force over every dataset, from above."""
+    for epsilon in EPSILONS:
+        exact = float(exact_shuffled_krr_delta(epsilon, epsilon0, n, 2))
+        value = exact_rr_delta(epsilon, epsilon0, n)
+        assert exact - ORACLE_NOISE <= value <= exact * (1 + 1e-9) + 1e-30
+
+
+def test_exact_binary_rr_worst_case_is_not_always_all_alike() -> None:
+    """At n = 200, eps0 = 3 the worst dataset has a few ones among the others: the scan is
+    above the all-alike pair (the lower bound), and below the stronger clones."""
+    epsilon = 0.6
+    scan = exact_rr_delta(epsilon, 3.0, 200)
+    alike = binary_rr_shuffle_delta(epsilon, 3.0, 200)
+    assert scan > 1.02 * alike
+    assert scan < clone_delta(epsilon, 3.0, 200, "stronger_clones")
+
+
+def test_one_shuffled_binary_rr_release_is_reported_exactly() -> None:
+    guarantee = amplify_by_shuffling(krr_guarantee(1.0, 2), 2_000)
+    best = guarantee.explain(1e-6).best
+    assert best.method == "shuffle"
+    assert best.detail.startswith("exact")
+    assert best.epsilon == exact_rr_epsilon(1e-6, 1.0, 2_000)
+    assert best.epsilon < 0.9 * clone_epsilon(1e-6, 1.0, 2_000, "stronger_clones")
+    assert guarantee.delta_at(best.epsilon) <= 1e-6
 
 
 def krr_guarantee(epsilon0: float, k: int) -> PrivacyGuarantee:

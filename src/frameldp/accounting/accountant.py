@@ -12,8 +12,8 @@ every valid method, and the smallest answer is reported together with the method
 * ``zcdp``: the summed zCDP rhos with the Canonne–Kamath–Steinke conversion [3]_;
 * ``zcdp_bun_steinke``: the same rhos with Bun–Steinke Prop. 1.3 [5]_ (for comparison);
 * ``shuffle``: one shuffled release (amplified by shuffling): its central (epsilon, delta)
-  computed directly from its dominating pair, plus the pure epsilons of the other events
-  (basic composition [1]_). Exact for a single shuffled release alone.
+  computed directly (exactly for binary RR of up to 10^4 people, else from its dominating
+  pair), plus the pure epsilons of the other events (basic composition [1]_).
 
 Shuffled releases also enter ``pld`` through the loss distribution of their dominating pair
 (:mod:`~frameldp.accounting.shuffle_pairs`), so several of them, and mixes of shuffled and local
@@ -82,7 +82,7 @@ METHODS = {
     "rdp": "Rényi DP, Canonne–Kamath–Steinke conversion",
     "zcdp": "zCDP, Canonne–Kamath–Steinke conversion",
     "zcdp_bun_steinke": "zCDP, Bun–Steinke Prop. 1.3",
-    "shuffle": "amplification by shuffling, one release (its dominating pair, directly)",
+    "shuffle": "amplification by shuffling, one release (exact scan or its pair, directly)",
 }
 
 
@@ -253,7 +253,8 @@ class Accountant:
         if single is None:
             return None
         event, rest = single
-        return Conversion("shuffle", sum_up([(event.central_epsilon(delta), 1), (rest, 1)]), delta)
+        epsilon = sum_up([(event.central_epsilon(delta), 1), (rest, 1)])
+        return Conversion("shuffle", epsilon, delta, event.central_detail)
 
     def _shuffled_delta(self, epsilon: float) -> Conversion | None:
         single = self._single_shuffled()
@@ -261,7 +262,7 @@ class Accountant:
             return None
         event, rest = single
         value = 1.0 if rest > epsilon else event.central_delta(epsilon - rest)
-        return Conversion("shuffle", epsilon, value)
+        return Conversion("shuffle", epsilon, value, event.central_detail)
 
     def epsilon(self, delta: float) -> float:
         """The smallest epsilon any valid method proves at ``delta`` (rounded up)."""

@@ -67,6 +67,11 @@ class PrivacyEvent(ABC):
         raise NotImplementedError(f"{self.kind} is not a central (shuffled) release")
 
     @property
+    def central_detail(self) -> str:
+        """How :meth:`central_epsilon` is computed (shown by the accountant)."""
+        return ""
+
+    @property
     def epsilon_infinity(self) -> float | None:
         """Pure epsilon of any number of uses sharing memoized permanent responses (None when
         uses share nothing, so that repeated uses compose)."""

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, ClassVar
 
 from frameldp.accounting.amplification import (
@@ -26,9 +27,21 @@ from frameldp.accounting.shuffle_pairs import (
     blanket_pair,
     clone_pair,
 )
+from frameldp.accounting.shuffled_rr import EXACT_SCAN_MAX, exact_rr_delta, exact_rr_epsilon
 from frameldp.errors import ParameterError
 
 __all__ = ["ShuffleEvent"]
+
+
+@lru_cache(maxsize=256)
+def _central_epsilon(event: ShuffleEvent, delta: float) -> float:
+    """Central epsilon of one release (cached: the exact scan takes seconds at 10^4 people)."""
+    if event.pair == "blanket":
+        return min(event.local_epsilon, event.privacy_loss(1).epsilon(delta))
+    bound = clone_epsilon(delta, event.local_epsilon, event.reports, event.clones)
+    if event.exact_scan:
+        return min(bound, exact_rr_epsilon(delta, event.local_epsilon, event.reports))
+    return bound
 
 
 @dataclass(frozen=True)
@@ -40,7 +53,9 @@ class ShuffleEvent(PrivacyEvent):
     ``stronger_clones``: k-ary randomized response), or, for k-ary randomized response with
     ``num_buckets = k >= 3``, the blanket pair with its ``k`` when it is tighter and affordable
     (:attr:`pair` says which). Its privacy-loss distribution composes with every other event's
-    (several shuffled releases compose at PLD tightness). The pure epsilon, Rényi curve and
+    (several shuffled releases compose at PLD tightness). One release of binary RR
+    (``num_buckets = 2``) among at most 10^4 people is accounted exactly by a scan over every
+    dataset of the others (:attr:`exact_scan`). The pure epsilon, Rényi curve and
     rho are those of the local reports (shuffling is post-processing; binary RR at
     ``local_epsilon`` dominates every ``local_epsilon``-DP mechanism).
     """
@@ -113,18 +128,42 @@ class ShuffleEvent(PrivacyEvent):
             ).dominated()
         return to_pld(self._pair_lattice().power(count), exact=False)
 
+    @property
+    def exact_scan(self) -> bool:
+        """Whether one release is accounted exactly: binary RR of at most ``EXACT_SCAN_MAX``
+        people, every dataset of the others scanned (:mod:`~frameldp.accounting.shuffled_rr`).
+        """
+        return (
+            self.num_buckets == 2
+            and self.reports <= EXACT_SCAN_MAX
+            and self.local_epsilon <= MAX_EPSILON0
+        )
+
+    @property
+    def central_detail(self) -> str:
+        """How one release is accounted (the ``shuffle`` method's detail)."""
+        if self.exact_scan:
+            return "exact: binary RR, every dataset of the others scanned"
+        return {
+            "clones": "clone pair (Feldman–McMillan–Talwar 2021)",
+            "stronger_clones": "stronger-clone pair (Feldman–McMillan–Talwar 2023)",
+            "blanket": f"blanket pair with k = {self.num_buckets} (Balle et al. 2019)",
+        }[self.pair]
+
     def central_delta(self, epsilon: float) -> float:
-        """Central delta at ``epsilon`` of one use: the clone pair's divergence computed
-        directly (0 from ``eps0`` on), or the blanket pair's loss distribution."""
+        """Central delta at ``epsilon`` of one use: the exact scan (small binary RR), the clone
+        pair's divergence computed directly (0 from ``eps0`` on), or the blanket pair's loss
+        distribution."""
         if self.pair == "blanket":
             return self.privacy_loss(1).delta(epsilon)
-        return clone_delta(epsilon, self.local_epsilon, self.reports, self.clones)
+        bound = clone_delta(epsilon, self.local_epsilon, self.reports, self.clones)
+        if self.exact_scan:
+            return min(bound, exact_rr_delta(epsilon, self.local_epsilon, self.reports))
+        return bound
 
     def central_epsilon(self, delta: float) -> float:
         """Central epsilon at ``delta`` of one use (never above ``local_epsilon``)."""
-        if self.pair == "blanket":
-            return min(self.local_epsilon, self.privacy_loss(1).epsilon(delta))
-        return clone_epsilon(delta, self.local_epsilon, self.reports, self.clones)
+        return _central_epsilon(self, delta)
 
     def parameters(self) -> dict[str, Any]:
         """``local_epsilon``, ``reports``, ``clones`` and (k-ary RR) ``num_buckets``."""
