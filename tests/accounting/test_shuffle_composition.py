@@ -342,7 +342,7 @@ EVENTS: list[PrivacyEvent] = [
     GaussianEvent(2.0),
     BinomialCountsEvent(1_000, 0.1),
     ShuffleEvent(1.0, 10_000),
-    ShuffleEvent(2.0, 10_000, "stronger_clones", 2),
+    ShuffleEvent(2.0, 3_000, "stronger_clones", 2),
     ShuffleEvent(3.0, 2_000, "stronger_clones", 50),
 ]
 
