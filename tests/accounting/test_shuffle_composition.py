@@ -374,3 +374,62 @@ def test_mixed_shuffled_and_local_releases_compose_in_one_accountant() -> None:
     epsilon = explanation.best.epsilon
     assert epsilon < 0.5 * min(c.epsilon for c in explanation.conversions if c.method != "pld")
     assert accountant.delta(epsilon) <= 1e-6
+
+
+@pytest.mark.parametrize(
+    "event",
+    [ShuffleEvent(1.0, 30, "stronger_clones", 3), ShuffleEvent(3.0, 300, "stronger_clones", 10)],
+)
+def test_blanket_release_at_tiny_delta_is_the_local_epsilon_and_consistent(
+    event: ShuffleEvent,
+) -> None:
+    """Found by review: central_epsilon(1e-40) was eps0 while central_delta(eps0) came from the
+    lattice (a step above eps0) and was positive. Shuffled reports are eps0-DP: delta is 0."""
+    assert event.pair == "blanket"
+    for delta in (1e-20, 1e-40):
+        epsilon = event.central_epsilon(delta)
+        assert event.central_delta(epsilon) <= delta
+    assert event.central_delta(event.local_epsilon) == 0.0
+
+
+# ---------------------------------------------------------------------------- review findings
+
+
+def test_clone_delta_keeps_the_top_atom_near_the_local_epsilon() -> None:
+    """Found by review: the tail threshold is a float floor that can land one too high when
+    epsilon is within ulps of eps0 (n = 1, eps0 = 14.9): the top atom was dropped."""
+    eps0 = 14.9
+    for epsilon in (14.8999999943, 14.899999997469532, 14.5):
+        with mpmath.workdps(DPS):
+            exact = (1 - mpmath.exp(mpf(epsilon) - mpf(eps0))) / (1 + mpmath.exp(-mpf(eps0)))
+        assert clone_delta(epsilon, eps0, 1, "stronger_clones") >= exact
+        assert exact_rr_delta(epsilon, eps0, 1) >= exact
+
+
+@pytest.mark.parametrize(
+    ("epsilon0", "k"), [(1e-15, 2), (1e-15, 3), (0.01, 10**15), (1.0, 2**70), (1e-17, None)]
+)
+def test_degenerate_probabilities_do_not_crash(epsilon0: float, k: int | None) -> None:
+    """Found by review: a clone or blanket probability that rounds to 1 reached log1p(-1)."""
+    local: float | PrivacyGuarantee = epsilon0 if k is None else krr_guarantee(epsilon0, k)
+    guarantee = amplify_by_shuffling(local, 1_000)
+    assert 0.0 <= guarantee.epsilon_at(1e-6) <= epsilon0
+
+
+def test_many_uses_of_a_wide_pair_stay_within_the_lattice_limit() -> None:
+    """Found by review: 400 uses of a shuffled release at eps0 = 8 built 62M atoms (5.6 GB);
+    the step is now chosen so that the composition fits."""
+    pld = ShuffleEvent(8.0, 1_000, "stronger_clones", 2).privacy_loss(400)
+    assert pld.losses.size <= 1 << 22
+    assert pld.grid > 2.0**-16
+    slack = 1e-9  # the float-error slack each loss is raised by before rounding
+    assert 0 < pld.rounding <= 400 * (pld.grid + slack)
+
+
+def test_gaussian_epsilon_and_delta_agree() -> None:
+    """Found by review: the bisection's margin and delta()'s padding cancel to ulps, and the
+    Gaussian term's float noise made delta(epsilon(d)) exceed d by 4e-15 relative."""
+    accountant = Accountant().compose(GaussianEvent(20.0), 3)
+    assert accountant.delta(accountant.epsilon(1e-5)) <= 1e-5
+    mixed = Accountant().compose(LaplaceEvent(10.0), 7).compose(GaussianEvent(100.0))
+    assert mixed.delta(mixed.epsilon(1e-12)) <= 1e-12

@@ -30,6 +30,8 @@ def binomial_window(
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
     """The values of ``Bin(m, q)`` with probability above ``e^log_cutoff``, their log
     probabilities, and an upper bound on the total probability of every other value."""
+    if q >= 1.0 or q <= 0.0:  # degenerate (a probability that rounded to 0 or 1)
+        return np.array([float(m) if q >= 1.0 else 0.0]), np.zeros(1), 0.0
     mean, std = m * q, math.sqrt(m * q * (1.0 - q))
     # Beyond sqrt(2 |cutoff|) standard deviations (with a margin for skew) the probabilities are
     # below the cutoff; the window's ends are bounded below either way.

@@ -150,8 +150,16 @@ def _raw_delta(
     # e p - (1 - p) = expm1(eps + eps0) / (1 + e^eps0).
     first = -math.expm1(epsilon - epsilon0) * p
     second = math.expm1(epsilon + epsilon0) / (1.0 + math.exp(epsilon0))
-    # D_c is a hockey-stick divergence, >= 0; clip the float noise of the difference.
-    d = first * _tail(start - 1.0, c) - second * _tail(start, c)
+    # D_c is a hockey-stick divergence, >= 0; clip the float noise of the difference. The
+    # threshold is a floor of a float: where it sits within ulps of an integer it may be off by
+    # one. Every threshold gives the divergence over a tail set, a lower bound of D_c, and the
+    # right one gives D_c itself: the largest of the three neighbours is exact.
+    d = np.maximum.reduce(
+        [
+            first * _tail(s - 1.0, c) - second * _tail(s, c)
+            for s in (start - 1.0, start, start + 1.0)
+        ]
+    )
     return float(np.dot(weights, np.maximum(d, 0.0)))
 
 

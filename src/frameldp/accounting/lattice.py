@@ -173,6 +173,14 @@ class Lattice:
             self.log_error,
         )
 
+    def spread(self) -> tuple[float, float]:
+        """The range of the losses and their standard deviation."""
+        losses, masses = self.losses, self.masses
+        total = float(masses.sum()) or 1.0
+        mean = float(np.dot(masses, losses)) / total
+        variance = float(np.dot(masses, (losses - mean) ** 2)) / total
+        return float(losses[-1] - losses[0]), math.sqrt(max(variance, 0.0))
+
     @property
     def losses(self) -> _FloatArray:
         """The loss of each mass (exact: an integer times a power of two)."""
@@ -212,16 +220,19 @@ def fft_convolve(a: _FloatArray, b: _FloatArray) -> tuple[_FloatArray, float, fl
     return out, 0.0, math.sqrt(length) * l2_error
 
 
-def lattice_step(spans: list[float], deviations: list[float]) -> float:
+def lattice_step(spans: list[float], deviations: list[float], copies: int = 1) -> float:
     """The finest power-of-two step (at least ``FINEST_STEP``) whose composed lattice fits.
 
-    ``spans`` are the loss ranges of the parts and ``deviations`` their standard deviations;
-    the composition keeps about 12 standard deviations of its sum on either side (the tails
+    ``spans`` are the loss ranges of the parts and ``deviations`` their standard deviations,
+    with the last part composed ``copies`` times. The composition is at most the sum of the
+    spans wide, and keeps about 12 standard deviations of its sum on either side (the tails
     beyond hold less than ``TAIL_MASS``) plus the widest part.
     """
-    width = 24.0 * math.sqrt(math.fsum(d * d for d in deviations)) + 2.0 * max(spans, default=0)
+    total = math.fsum(spans) + (copies - 1) * (spans[-1] if spans else 0.0)
+    kept = 24.0 * math.sqrt(math.fsum(d * d for d in deviations)) + 2.0 * max(spans, default=0)
+    width = min(total, kept)
     step = FINEST_STEP
-    while width / step > MAX_LENGTH / 2:
+    while width / step > MAX_LENGTH:
         step *= 2.0
     return step
 

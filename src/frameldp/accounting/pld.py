@@ -359,7 +359,15 @@ class PrivacyLossDistribution:
                 high = middle
             else:
                 low = middle
-        return round_up(high + self.loss_slack)
+        result = round_up(high + self.loss_slack)
+        # The target's margin and delta()'s padding cancel to a few ulps, and a Gaussian term
+        # carries float noise of its own: step up until delta() itself agrees.
+        step = max(abs(result) * 2.0**-50, 2.0**-1000)
+        for _ in range(80):
+            if self.delta(result) <= delta:
+                return result
+            result, step = result + step, 2.0 * step
+        return math.inf
 
 
 def _up(values: _FloatArray) -> _FloatArray:

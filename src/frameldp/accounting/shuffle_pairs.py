@@ -160,8 +160,9 @@ def _lattice(
     Each mass is a product of at most three binomial probabilities computed as ``exp`` of
     gammaln differences, good to a few ulps of ``gammaln(n + 1)`` each, times factors good to a
     few ulps: 64 ulps of that scale bounds the log error of every mass. Each loss is ``log1p``
-    of a ratio of sums good to a few ulps; its error is far below ``2^-40 (eps0 + ln n + 1)``,
-    the slack every loss is raised by before rounding.
+    of a ratio ``x`` of sums good to a few ulps; near ``x = -1`` (the lowest loss, ``-eps0``)
+    ``log1p`` magnifies that by ``1 / (1 + x) = e^eps0``. Every loss is raised before rounding
+    by ``2^-40 (eps0 + ln n + 1) + 2^-48 e^eps0``, far above both.
     """
     scale = max(math.lgamma(n + 1.0), 1.0)
     return Lattice.from_atoms(
@@ -170,5 +171,5 @@ def _lattice(
         step,
         infinity_mass=min(1.0, infinity),
         log_error=64.0 * math.ulp(scale),
-        slack=2.0**-40 * (epsilon0 + math.log(n) + 1.0),
+        slack=2.0**-40 * (epsilon0 + math.log(n) + 1.0) + 2.0**-48 * math.exp(epsilon0),
     )

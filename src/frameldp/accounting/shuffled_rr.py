@@ -18,8 +18,10 @@ in both directions covers all), which is affordable up to ``EXACT_SCAN_MAX`` peo
 is one vectorized pass over all of them. Above that size the stronger-clone bound is reported.
 
 Error control: each binomial window keeps ``|k - mean| <= sqrt(40 trials)`` (Hoeffding: at most
-``2 e^-80`` outside); that mass, with the float error of the pmfs (relative ``2^-40``), is added
-to every delta. Epsilon is found by bisection on the padded delta, so it is never below exact.
+``2 e^-80`` outside); that mass, and the float error of the pmfs (a few ulps of
+``gammaln(n)``, times the two coefficients, however much the difference cancels), are added to
+every delta. Epsilon is the root of the padded delta, stepped up until the bound holds, so it is
+never below exact.
 """
 
 from __future__ import annotations
@@ -60,9 +62,10 @@ def _window(trials: int, q: float) -> tuple[int, _FloatArray]:
 
 
 @lru_cache(maxsize=8)
-def _laws(epsilon0: float, n: int) -> tuple[_FloatArray, _FloatArray, float]:
+def _laws(epsilon0: float, n: int) -> tuple[_FloatArray, _FloatArray, float, float]:
     """Rows ``w_m`` for ``m = 0 .. (n - 1) // 2`` on a common width (zero-padded), each padded
-    with one zero on either side, their first values, and the mass dropped from any row."""
+    with one zero on either side, their first values, the mass dropped from any row, and the
+    relative error of every mass."""
     p = 1.0 / (1.0 + math.exp(-epsilon0))
     r = 1.0 - p
     rows: list[tuple[int, _FloatArray]] = []
@@ -78,7 +81,10 @@ def _laws(epsilon0: float, n: int) -> tuple[_FloatArray, _FloatArray, float]:
         starts[i] = start - 1
     # Two windows, each missing at most 2 e^-80: the mass of any row outside its window.
     dropped = 4.0 * math.exp(_LOG_CUTOFF)
-    return laws, starts, dropped
+    # Log pmfs are good to a few ulps of gammaln(n); exp, the products and the positive sums
+    # of the convolution (at most `width` terms) add ulps of the result.
+    mass_rel = 256.0 * math.ulp(max(math.lgamma(n + 1.0), 1.0)) + 4.0 * width * 2.0**-53
+    return laws, starts, dropped, mass_rel
 
 
 def exact_rr_delta(epsilon: float, epsilon0: float, n: int) -> float:
@@ -86,16 +92,21 @@ def exact_rr_delta(epsilon: float, epsilon0: float, n: int) -> float:
     every dataset of the others, padded up by its float error (``n <= EXACT_SCAN_MAX``)."""
     if epsilon >= epsilon0:
         return 0.0
-    laws, _, dropped = _laws(epsilon0, n)
+    laws, _, dropped, mass_rel = _laws(epsilon0, n)
     p = 1.0 / (1.0 + math.exp(-epsilon0))
-    r = 1.0 - p
+    r = 1.0 / (1.0 + math.exp(epsilon0))
     e = math.exp(epsilon)
     below, here = laws[:, :-1], laws[:, 1:]  # w(z - 1), w(z) for z over the row
-    big, small = p - e * r, e * p - r  # both > 0 for epsilon < epsilon0
+    # p - e^eps r = p (1 - e^(eps - eps0)) and e^eps p - r = r (e^(eps + eps0) - 1), both > 0
+    # for eps < eps0, without the cancellation of the differences.
+    big, small = -math.expm1(epsilon - epsilon0) * p, math.expm1(epsilon + epsilon0) * r
     up = np.maximum(big * below - small * here, 0.0).sum(axis=1)  # P || Q
     down = np.maximum(big * here - small * below, 0.0).sum(axis=1)  # Q || P
     worst = float(max(up.max(), down.max()))
-    return min(1.0, round_up(worst * (1.0 + _REL) + dropped * (1.0 + e)))
+    # Each w is good to mass_rel relative; the two terms of a difference err by at most
+    # (big + small) mass_rel times the row's mass (at most 1), whatever the cancellation.
+    error = (big + small) * mass_rel + dropped * (1.0 + e)
+    return min(1.0, round_up(worst * (1.0 + _REL) + error))
 
 
 def exact_rr_epsilon(delta: float, epsilon0: float, n: int) -> float:

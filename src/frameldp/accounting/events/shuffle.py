@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar
@@ -18,7 +19,7 @@ from frameldp.accounting.amplification import (
 from frameldp.accounting.checks import check_count, check_order, check_positive
 from frameldp.accounting.events.base import PrivacyEvent
 from frameldp.accounting.events.curves import pure_rho, rr_rdp
-from frameldp.accounting.lattice import FINEST_STEP, Lattice, to_pld
+from frameldp.accounting.lattice import FINEST_STEP, Lattice, lattice_step, to_pld
 from frameldp.accounting.pld import PrivacyLossDistribution
 from frameldp.accounting.rounding import pad_up
 from frameldp.accounting.shuffle_pairs import (
@@ -51,13 +52,14 @@ class ShuffleEvent(PrivacyEvent):
     Privacy: the central ``(epsilon, delta)`` curve of a dominating pair of the shuffled output
     (:mod:`frameldp.accounting.shuffle_pairs`): the clone pair (``clones``: any randomizer;
     ``stronger_clones``: k-ary randomized response), or, for k-ary randomized response with
-    ``num_buckets = k >= 3``, the blanket pair with its ``k`` when it is tighter and affordable
-    (:attr:`pair` says which). Its privacy-loss distribution composes with every other event's
-    (several shuffled releases compose at PLD tightness). One release of binary RR
-    (``num_buckets = 2``) among at most 10^4 people is accounted exactly by a scan over every
-    dataset of the others (:attr:`exact_scan`). The pure epsilon, Rényi curve and
-    rho are those of the local reports (shuffling is post-processing; binary RR at
-    ``local_epsilon`` dominates every ``local_epsilon``-DP mechanism).
+    ``num_buckets = k >= 3``, the blanket pair with its ``k`` when it is affordable (usually
+    the tighter one; the two are not compared per release; :attr:`pair` says which). Its
+    privacy-loss distribution composes with every other event's (several shuffled releases
+    compose at PLD tightness). One release of binary RR (``num_buckets = 2``) among at most
+    10^4 people is accounted exactly by a scan over every dataset of the others
+    (:attr:`exact_scan`). The pure epsilon, Rényi curve and rho are those of the local reports
+    (shuffling is post-processing; binary RR at ``local_epsilon`` dominates every
+    ``local_epsilon``-DP mechanism).
     """
 
     local_epsilon: float
@@ -91,6 +93,8 @@ class ShuffleEvent(PrivacyEvent):
             k is not None
             and k >= 3
             and self.local_epsilon <= MAX_EPSILON0
+            # the blanket probability k / (e^eps0 + k - 1) must not round to 1
+            and k / (math.exp(self.local_epsilon) + k - 1.0) < 1.0
             and blanket_atoms(self.local_epsilon, self.reports, k) <= MAX_BLANKET_ATOMS
         ):
             return "blanket"
@@ -110,12 +114,12 @@ class ShuffleEvent(PrivacyEvent):
         """The local reports' ``eps0 tanh(eps0 / 2)``."""
         return pure_rho(self.local_epsilon)
 
-    def _pair_lattice(self) -> Lattice:
+    def _pair_lattice(self, step: float = FINEST_STEP) -> Lattice:
         epsilon0, n = self.local_epsilon, self.reports
         if self.pair == "blanket":
             assert self.num_buckets is not None
-            return blanket_pair(epsilon0, n, self.num_buckets, FINEST_STEP)
-        return clone_pair(epsilon0, n, clone_probability(epsilon0, self.clones), FINEST_STEP)
+            return blanket_pair(epsilon0, n, self.num_buckets, step)
+        return clone_pair(epsilon0, n, clone_probability(epsilon0, self.clones), step)
 
     def privacy_loss(self, count: int = 1) -> PrivacyLossDistribution:
         """``count`` shuffled releases: the dominating pair's loss distribution, rounded up to
@@ -126,7 +130,13 @@ class ShuffleEvent(PrivacyEvent):
             return PrivacyLossDistribution.randomized_response(
                 self.local_epsilon, 2, count
             ).dominated()
-        return to_pld(self._pair_lattice().power(count), exact=False)
+        pair = self._pair_lattice()
+        # The finest step whose composed lattice fits (coarser for many uses of a wide pair).
+        span, deviation = pair.spread()
+        step = lattice_step([span], [deviation * math.sqrt(count)], count)
+        if step != pair.step:
+            pair = self._pair_lattice(step)
+        return to_pld(pair.power(count), exact=False)
 
     @property
     def exact_scan(self) -> bool:
@@ -155,7 +165,9 @@ class ShuffleEvent(PrivacyEvent):
         pair's divergence computed directly (0 from ``eps0`` on), or the blanket pair's loss
         distribution."""
         if self.pair == "blanket":
-            return self.privacy_loss(1).delta(epsilon)
+            # The shuffled reports are a post-processing of eps0-DP ones: delta is 0 from eps0
+            # on (the lattice raises the top loss a step above eps0).
+            return 0.0 if epsilon >= self.local_epsilon else self.privacy_loss(1).delta(epsilon)
         bound = clone_delta(epsilon, self.local_epsilon, self.reports, self.clones)
         if self.exact_scan:
             return min(bound, exact_rr_delta(epsilon, self.local_epsilon, self.reports))
