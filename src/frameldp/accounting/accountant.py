@@ -217,7 +217,7 @@ class Accountant:
         if not self.entries:
             return Explanation(delta, (Conversion("basic", 0.0, delta, "no events"),))
         conversions = [Conversion("basic", self.pure_epsilon, delta)]
-        pld = self.privacy_loss
+        pld = None if self._direct_only else self.privacy_loss
         if pld is not None:
             conversions.append(Conversion("pld", pld.epsilon(delta), delta, _pld_detail(pld)))
         epsilon, order = rdp_to_epsilon(self._rdp_raw, delta)
@@ -240,6 +240,16 @@ class Accountant:
         amplified = [(e, n) for e, n in self._uses if e.central]
         others = [(e, n) for e, n in self._uses if not e.central]
         return amplified, others
+
+    @cached_property
+    def _direct_only(self) -> bool:
+        """One shuffled release alone whose direct answer is the tightest: no loss
+        distribution needed (it would only round the same pair up)."""
+        return (
+            len(self._uses) == 1
+            and self._uses[0][1] == 1
+            and (self._uses[0][0].central and self._uses[0][0].central_is_tightest)
+        )
 
     def _single_shuffled(self) -> tuple[PrivacyEvent, float] | None:
         """The one shuffled use and the pure epsilon of the rest (None unless exactly one)."""
@@ -279,7 +289,7 @@ class Accountant:
             return DeltaExplanation(epsilon, (Conversion("basic", epsilon, 0.0, "no events"),))
         basic = 0.0 if epsilon >= self.pure_epsilon else 1.0
         conversions = [Conversion("basic", epsilon, basic)]
-        pld = self.privacy_loss
+        pld = None if self._direct_only else self.privacy_loss
         if pld is not None:
             value = pld.delta(epsilon)  # already a padded upper bound
             conversions.append(Conversion("pld", epsilon, value, _pld_detail(pld)))

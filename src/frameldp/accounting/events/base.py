@@ -67,6 +67,12 @@ class PrivacyEvent(ABC):
         raise NotImplementedError(f"{self.kind} is not a central (shuffled) release")
 
     @property
+    def central_is_tightest(self) -> bool:
+        """Whether one use alone is accounted at least as tightly by :meth:`central_epsilon`
+        as by its privacy-loss distribution (which the accountant then skips)."""
+        return False
+
+    @property
     def central_detail(self) -> str:
         """How :meth:`central_epsilon` is computed (shown by the accountant)."""
         return ""

@@ -34,6 +34,12 @@ from frameldp.errors import ParameterError
 __all__ = ["ShuffleEvent"]
 
 
+@lru_cache(maxsize=64)
+def _privacy_loss(event: ShuffleEvent, count: int) -> PrivacyLossDistribution:
+    """The loss distribution of ``count`` releases (cached: it takes up to seconds)."""
+    return event._privacy_loss(count)
+
+
 @lru_cache(maxsize=256)
 def _central_epsilon(event: ShuffleEvent, delta: float) -> float:
     """Central epsilon of one release (cached: the exact scan takes seconds at 10^4 people)."""
@@ -126,6 +132,9 @@ class ShuffleEvent(PrivacyEvent):
         a lattice of ``2**-16`` and composed by FFT (at most ``count * 2**-16`` above the
         exact composition of the pairs). Above ``eps0 = 15`` no amplification is claimed:
         binary RR at ``local_epsilon``."""
+        return _privacy_loss(self, count)
+
+    def _privacy_loss(self, count: int) -> PrivacyLossDistribution:
         if self.local_epsilon > MAX_EPSILON0:
             return PrivacyLossDistribution.randomized_response(
                 self.local_epsilon, 2, count
@@ -148,6 +157,12 @@ class ShuffleEvent(PrivacyEvent):
             and self.reports <= EXACT_SCAN_MAX
             and self.local_epsilon <= MAX_EPSILON0
         )
+
+    @property
+    def central_is_tightest(self) -> bool:
+        """The clone pairs' divergence computed directly (or the exact scan) is never above
+        their lattice loss distribution, which rounds losses up."""
+        return self.pair != "blanket"
 
     @property
     def central_detail(self) -> str:
