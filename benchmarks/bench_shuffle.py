@@ -32,7 +32,7 @@ seed). Methods:
 ``RAPPOR shuffled``
     RAPPOR at the largest local ``eps0`` in ``[epsilon, 20]`` with
     ``amplify_by_shuffling(Rappor(eps0, domain=D).privacy, n).epsilon_at(1e-6) <= epsilon``
-    (bisection on ``eps0`` to 1e-6; the realized ``privacy.epsilon`` is what is amplified, with
+    (bisection on ``eps0`` to 1e-4; the realized ``privacy.epsilon`` is what is amplified, with
     clones).
 ``k-RR shuffled``
     The same with ``RandomizedResponse(eps0, domain=D)`` (stronger clones).
@@ -209,7 +209,7 @@ def zipf_dataset(k: int, n: int) -> Dataset:
 
 def calibrate(build: Callable[[float], Any], n: int, central: float) -> tuple[float, float]:
     """Largest ``eps0`` in ``[central, 20]`` whose ``n`` shuffled reports are
-    ``(central, DELTA)``-DP (bisection to 1e-6), and that central epsilon."""
+    ``(central, DELTA)``-DP (bisection to 1e-4), and that central epsilon."""
 
     def amplified(epsilon0: float) -> float:
         return amplify_by_shuffling(build(epsilon0).privacy, n).epsilon_at(DELTA)
@@ -217,7 +217,7 @@ def calibrate(build: Callable[[float], Any], n: int, central: float) -> tuple[fl
     if amplified(EPSILON0_MAX) <= central:
         return EPSILON0_MAX, amplified(EPSILON0_MAX)
     low, high = central, EPSILON0_MAX  # amplified(low) <= central < amplified(high)
-    while high - low > 1e-6:
+    while high - low > 1e-4:
         middle = 0.5 * (low + high)
         if amplified(middle) <= central:
             low = middle
