@@ -42,33 +42,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import optimize
 
+from bench_shuffle import binary_rr_lower_bound
 from frameldp import Accountant
 from frameldp.accounting import RandomizedResponseEvent, ShuffleEvent
-from frameldp.accounting.amplification import (
-    binary_rr_shuffle_delta,
-    clone_epsilon,
-    closed_form_epsilon,
-)
+from frameldp.accounting.amplification import clone_epsilon, closed_form_epsilon
 from frameldp.accounting.lattice import FINEST_STEP, Lattice, to_pld
-from frameldp.accounting.pld import PrivacyLossDistribution
 from frameldp.accounting.shuffled_rr import EXACT_SCAN_MAX, exact_rr_epsilon
 
 DELTA = 1e-6
 ROUNDS = 365
-
-
-def lower_bound_single(epsilon0: float, n: int) -> float:
-    """Smallest epsilon with the all-zeros pair's delta <= DELTA (bisection on log delta)."""
-
-    def excess(epsilon: float) -> float:
-        value = binary_rr_shuffle_delta(epsilon, epsilon0, n)
-        return (math.log(value) if value > 0 else -800.0) - math.log(DELTA)
-
-    if excess(0.0) <= 0:
-        return 0.0
-    return float(optimize.brentq(excess, 0.0, epsilon0, xtol=1e-9))
 
 
 def zeros_pair(epsilon0: float, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -124,7 +107,7 @@ def shuffle_rows(quick: bool) -> list[dict[str, Any]]:
                     "clones": clone_epsilon(DELTA, epsilon0, n, "clones"),
                     "stronger_clones": clone_epsilon(DELTA, epsilon0, n, "stronger_clones"),
                     "exact": exact_rr_epsilon(DELTA, epsilon0, n) if n <= EXACT_SCAN_MAX else None,
-                    "lower": lower_bound_single(epsilon0, n),
+                    "lower": binary_rr_lower_bound(epsilon0, n, DELTA),
                     "rounds_before": min(
                         ROUNDS * epsilon0,
                         ROUNDS * clone_epsilon(DELTA / ROUNDS, epsilon0, n, "stronger_clones"),
@@ -192,7 +175,6 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a smoke run on small inputs")
     parser.add_argument("--json", type=Path, help="also write the rows as JSON")
     args = parser.parse_args()
-    _ = PrivacyLossDistribution  # the type every answer comes from
 
     shuffle = shuffle_rows(args.quick)
     print(f"Shuffled binary RR at delta = {DELTA:g}: one release, and {ROUNDS} releases")

@@ -50,6 +50,7 @@ References
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -177,16 +178,26 @@ def clone_epsilon(delta: float, epsilon0: float, n: int, clones: Clones = "clone
     target = (delta - lost) / (1.0 + _DELTA_PAD)
     if target <= 0.0:
         return epsilon0
+
+    return smallest_epsilon(
+        lambda epsilon: _raw_delta(epsilon, epsilon0, c, weights), target, epsilon0
+    )
+
+
+def smallest_epsilon(delta_of: Callable[[float], float], target: float, epsilon0: float) -> float:
+    """Smallest epsilon (rounded up, at most ``eps0``) with ``delta_of(epsilon) <= target``.
+
+    ``delta_of`` decreases and is 0 at ``eps0``: the root in ``(0, eps0)`` is found by Brent's
+    method on ``log delta``, then stepped up until the bound provably holds.
+    """
     log_target = math.log(target)
 
     def excess(epsilon: float) -> float:
-        raw = _raw_delta(epsilon, epsilon0, c, weights)
-        return (math.log(raw) if raw > 0.0 else -math.inf) - log_target
+        value = delta_of(epsilon)
+        return (math.log(value) if value > 0.0 else -math.inf) - log_target
 
     if excess(0.0) <= 0.0:
         return 0.0
-    # delta(epsilon) is decreasing and 0 at eps0: a root in (0, eps0), found by Brent's method
-    # on log delta, then stepped up until the bound provably holds.
     high = optimize.brentq(excess, 0.0, epsilon0, xtol=_BISECTION_TOLERANCE * epsilon0)
     step = _BISECTION_TOLERANCE * epsilon0
     while high < epsilon0 and excess(high) > 0.0:

@@ -42,7 +42,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numpy.typing import NDArray
 
-from frameldp.accounting.pld import EXACT_GRID, MAX_OUTER, PrivacyLossDistribution
+from frameldp.accounting.pld import (
+    EXACT_GRID,
+    MAX_OUTER,
+    PrivacyLossDistribution,
+    power_by_squaring,
+)
 from frameldp.accounting.rounding import round_up
 
 __all__ = ["Lattice", "compose_all", "fft_convolve", "lattice_step", "to_lattice", "to_pld"]
@@ -128,16 +133,7 @@ class Lattice:
 
     def power(self, count: int) -> Lattice:
         """``count`` independent copies composed (by squaring); each copy counts its rounding."""
-        result: Lattice | None = None
-        base = self
-        while count:
-            if count & 1:
-                result = base if result is None else result.convolve(base)
-            count >>= 1
-            if count:
-                base = base.convolve(base)
-        assert result is not None
-        return result
+        return power_by_squaring(self, count, Lattice.convolve)
 
     def truncated(self, tail: float = TAIL_MASS) -> Lattice:
         """Move the tails lighter than ``tail`` up (low end) and to +infinity (high end).
@@ -175,11 +171,7 @@ class Lattice:
 
     def spread(self) -> tuple[float, float]:
         """The range of the losses and their standard deviation."""
-        losses, masses = self.losses, self.masses
-        total = float(masses.sum()) or 1.0
-        mean = float(np.dot(masses, losses)) / total
-        variance = float(np.dot(masses, (losses - mean) ** 2)) / total
-        return float(losses[-1] - losses[0]), math.sqrt(max(variance, 0.0))
+        return _spread(self.losses, self.masses)
 
     @property
     def losses(self) -> _FloatArray:
@@ -305,7 +297,8 @@ def compose_all(parts: list[PrivacyLossDistribution]) -> PrivacyLossDistribution
     exact = _compose_exactly(parts)
     if exact is not None:
         return exact
-    spans, deviations = zip(*(_spread(part) for part in parts), strict=True)
+    spreads = [_spread(part.losses, np.exp(part.log_masses)) for part in parts]
+    spans, deviations = zip(*spreads, strict=True)
     step = lattice_step(list(spans), list(deviations))
     composed = compose_lattices([to_lattice(part, step) for part in parts])
     return to_pld(
@@ -329,13 +322,11 @@ def _compose_exactly(parts: list[PrivacyLossDistribution]) -> PrivacyLossDistrib
     return result
 
 
-def _spread(pld: PrivacyLossDistribution) -> tuple[float, float]:
-    """The range of the losses and their standard deviation."""
-    losses = pld.losses
+def _spread(losses: _FloatArray, masses: _FloatArray) -> tuple[float, float]:
+    """The range of the losses and their standard deviation under the masses."""
     if losses.size == 0:
         return 0.0, 0.0
-    weights = np.exp(pld.log_masses)
-    total = float(weights.sum()) or 1.0
-    mean = float(np.dot(weights, losses)) / total
-    variance = float(np.dot(weights, (losses - mean) ** 2)) / total
+    total = float(masses.sum()) or 1.0
+    mean = float(np.dot(masses, losses)) / total
+    variance = float(np.dot(masses, (losses - mean) ** 2)) / total
     return float(losses[-1] - losses[0]), math.sqrt(max(variance, 0.0))

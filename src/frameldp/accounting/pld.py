@@ -36,7 +36,9 @@ References
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -69,6 +71,7 @@ _MERGE_TOLERANCE = 2.0**-10
 _TINY = 5e-324
 
 _FloatArray = NDArray[np.float64]
+_Composable = TypeVar("_Composable")
 
 
 @dataclass(frozen=True, eq=False)
@@ -216,16 +219,7 @@ class PrivacyLossDistribution:
 
     def power(self, count: int) -> PrivacyLossDistribution:
         """The ``count``-fold composition of this distribution with itself (by squaring)."""
-        result: PrivacyLossDistribution | None = None
-        base: PrivacyLossDistribution = self
-        while count:
-            if count & 1:
-                result = base if result is None else result.compose(base)
-            count >>= 1
-            if count:
-                base = base.compose(base)
-        assert result is not None
-        return result
+        return power_by_squaring(self, count, PrivacyLossDistribution.compose)
 
     @classmethod
     def gaussian(cls, mu: float) -> PrivacyLossDistribution:
@@ -368,6 +362,21 @@ class PrivacyLossDistribution:
                 return result
             result, step = result + step, 2.0 * step
         return math.inf
+
+
+def power_by_squaring(
+    base: _Composable, count: int, compose: Callable[[_Composable, _Composable], _Composable]
+) -> _Composable:
+    """``count`` copies of ``base`` composed with ``compose``, in O(log count) compositions."""
+    result: _Composable | None = None
+    while count:
+        if count & 1:
+            result = base if result is None else compose(result, base)
+        count >>= 1
+        if count:
+            base = compose(base, base)
+    assert result is not None
+    return result
 
 
 def _up(values: _FloatArray) -> _FloatArray:

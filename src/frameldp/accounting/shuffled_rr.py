@@ -32,7 +32,8 @@ from functools import lru_cache
 import numpy as np
 from numpy.typing import NDArray
 
-from frameldp._scipy import optimize, special
+from frameldp.accounting._binomial import log_binomial_pmf
+from frameldp.accounting.amplification import smallest_epsilon
 from frameldp.accounting.rounding import round_up
 
 __all__ = ["EXACT_SCAN_MAX", "exact_rr_delta", "exact_rr_epsilon"]
@@ -51,14 +52,7 @@ def _window(trials: int, q: float) -> tuple[int, _FloatArray]:
     mean = trials * q
     low, high = max(0, math.floor(mean - half)), min(trials, math.ceil(mean + half))
     k = np.arange(low, high + 1, dtype=np.float64)
-    log_pmf = (
-        special.gammaln(trials + 1.0)
-        - special.gammaln(k + 1.0)
-        - special.gammaln(trials - k + 1.0)
-        + k * math.log(q)
-        + (trials - k) * math.log1p(-q)
-    )
-    return low, np.exp(log_pmf)
+    return low, np.exp(log_binomial_pmf(k, trials, q))
 
 
 @lru_cache(maxsize=8)
@@ -110,20 +104,5 @@ def exact_rr_delta(epsilon: float, epsilon0: float, n: int) -> float:
 
 
 def exact_rr_epsilon(delta: float, epsilon0: float, n: int) -> float:
-    """Smallest epsilon (rounded up) with ``exact_rr_delta <= delta``: Brent's method on
-    ``log delta``, then stepped up until the padded bound provably holds."""
-    if exact_rr_delta(0.0, epsilon0, n) <= delta:
-        return 0.0
-    log_target = math.log(delta)
-
-    def excess(epsilon: float) -> float:
-        value = exact_rr_delta(epsilon, epsilon0, n)
-        return (math.log(value) if value > 0.0 else -math.inf) - log_target
-
-    # delta(epsilon) decreases to 0 at eps0: a root in (0, eps0).
-    high = float(optimize.brentq(excess, 0.0, epsilon0, xtol=1e-12 * epsilon0))
-    step = 1e-12 * epsilon0
-    while high < epsilon0 and excess(high) > 0.0:
-        high += step
-        step *= 2.0
-    return min(epsilon0, round_up(high))
+    """Smallest epsilon (rounded up) with ``exact_rr_delta <= delta``."""
+    return smallest_epsilon(lambda epsilon: exact_rr_delta(epsilon, epsilon0, n), delta, epsilon0)
