@@ -46,6 +46,7 @@ bench: $(VENV)/.test-installed
 	$(BIN)/python benchmarks/bench_bloom.py
 	$(BIN)/python benchmarks/bench_shuffle.py
 	$(BIN)/python benchmarks/bench_composition.py
+	$(BIN)/python benchmarks/bench_discovery.py
 	$(BIN)/python benchmarks/bench_etl.py
 	$(BIN)/python benchmarks/bench_import.py
 

@@ -139,3 +139,13 @@ def test_composition_benchmark_quick_run(tmp_path: Path) -> None:
     cases = {r["case"] for r in rows if r["table"] == "timing"}
     assert any("12-RR" in case for case in cases)
     assert "Composition times" in stdout
+
+
+def test_discovery_benchmark_quick_run(tmp_path: Path) -> None:
+    rows, stdout = _quick_run("bench_discovery.py", tmp_path)
+    methods = {row["method"].split(" (")[0] for row in rows}
+    assert methods == {"prefix extending", "Bloom RAPPOR"}
+    for row in rows:
+        assert 0.0 <= row["recall"] <= 1.0
+        assert 0.0 <= row["in_top_k"] <= row["precision"] <= 1.0
+    assert "Frequent strings" in stdout

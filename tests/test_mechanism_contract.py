@@ -83,6 +83,9 @@ EXAMPLES: dict[str, Callable[[], Example]] = {
     "hadamard_response": lambda: Example(
         frameldp.HadamardResponse(1.0, domain=CATEGORIES), _values(), "XX"
     ),
+    "prefix_extending": lambda: Example(
+        frameldp.PrefixExtending(1.0, max_length=6), [f"/u/{i % 9}é" for i in range(ROWS)], None
+    ),
 }
 
 
@@ -178,6 +181,14 @@ def test_debias_gives_one_estimate_per_category(example: Example) -> None:
         )
         assert decoded is not None
         return
+    if Capability.DISCOVERY in example.mechanism.capabilities:
+        reports = _privatize(example, example.values)
+        found = example.mechanism.discover(lambda reduce: reduce(reports), column="c", top=3)
+        assert len(found.labels) == len(found.counts) <= 3
+        assert found.n == ROWS
+        with pytest.raises(frameldp.ParameterError, match="discover"):
+            example.mechanism.debias(example.mechanism.statistic(reports, column="c"))
+        return
     estimate = example.mechanism.debias(
         example.mechanism.statistic(_privatize(example, example.values), column="c")
     )
@@ -214,6 +225,12 @@ def test_the_report_type_round_trips_through_pandas_polars_and_parquet(
         assert column.type.metadata == ReportMetadata(spec, "c", part)
         assert storage_of(column).to_pylist() == storage_of(array).to_pylist()
     if {Capability.CANDIDATES, Capability.SHUFFLER_MESSAGES} & example.mechanism.capabilities:
+        return
+    if Capability.DISCOVERY in example.mechanism.capabilities:
+        expected = pd.DataFrame({"c": frame["c"]}).ldp.discover("c", top=3).to_pandas()
+        for reader in (pd.read_parquet, pl.read_parquet):
+            found = reader(tmp_path / "polars.parquet").ldp.discover("c", top=3)
+            pd.testing.assert_frame_equal(found.to_pandas(), expected)
         return
     expected = pd.DataFrame({"c": frame["c"]}).ldp.debias("c").to_pandas()
     for reader in (pd.read_parquet, pl.read_parquet):

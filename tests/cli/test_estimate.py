@@ -117,7 +117,7 @@ def test_bloom_only_release_needs_candidates(make_input: MakeInput, tmp_path: Pa
     target = tmp_path / "release.parquet"
     args = ["privatize", make_input("parquet"), target, *options("bloom", "origin", {})]
     assert invoke(*args).exit_code == 0
-    assert_user_error(invoke("estimate", target), "only Bloom RAPPOR", "--candidates-file")
+    assert_user_error(invoke("estimate", target), "only open-domain columns", "--candidates-file")
     run = invoke("estimate", target, "--column", "origin")
     assert_user_error(run, "column 'origin'", "--candidates-file")
     (tmp_path / "candidates.txt").write_text("\n".join(CANDIDATES) + "\n\n")

@@ -80,11 +80,13 @@ from frameldp.core import (
     HadamardResponse,
     LocalHashing,
     OptimizedUnaryEncoding,
+    PrefixExtending,
     RandomizedResponse,
     RandomSource,
     Rappor,
     SubsetSelection,
 )
+from frameldp.core.discovery import encode_prefixes, prefix_hashes
 from frameldp.core.mechanisms._spec import _REGISTRY
 
 N: Final = 1_000_000  # reports of each of the two neighbouring inputs
@@ -104,6 +106,7 @@ AUDITED: Final = frozenset(
         "subset_selection",
         "hadamard_response",
         "local_hashing",
+        "prefix_extending",
     }
 )
 NO_LOCAL_EPSILON: Final = frozenset({"balcer_cheu"})
@@ -452,6 +455,41 @@ def test_bloom_rappor_audit(
     _assert_audit(
         counts[0], counts[1], guarantee.epsilon, ((one * (1 - zero)) ** h, (zero * (1 - one)) ** h)
     )
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 4.0])
+def test_prefix_extending_audit(epsilon: float) -> None:
+    """Prefix extending is local hashing of the level's prefix (Wang, Li, Jha, TDSC 2021,
+    Sec. 5): ``ln(p/q)``-LDP over its ``g`` buckets.
+
+    Inputs ``x = "a"``, ``x' = "b"`` (every prefix of one differs from the other's); events:
+    whether ``y = h_a(prefix(x))`` and whether ``y = h_a(prefix(x'))`` at the report's level
+    (level and coefficients are independent of the value). As for local hashing, (``x`` only)
+    is tight: ``(1 - 1/g) p`` against ``(1 - 1/g) q``.
+    """
+    mech = PrefixExtending(epsilon, max_length=2)
+    g = mech.num_buckets
+    assert g is not None
+    source = RandomSource.from_seed(SEED)
+    values = ["a", "b"]
+    strings = encode_prefixes(values, mech.max_length)
+    counts = []
+    for code in (0, 1):
+        reports = mech.randomize(
+            values, np.full(N, code, dtype=np.int64), source=source, label=LABEL
+        )
+        levels = reports[:, 0].astype(np.int64)
+        answers = reports[:, 1].astype(np.int64)
+        coefficients = reports[:, 2:].copy().view("<u2").astype(np.int64)
+        supports = np.zeros((N, 2), dtype=bool)
+        for level in range(mech.num_levels):
+            at = levels == level
+            hashes = prefix_hashes(coefficients[at], strings[:, : level + 1], g)
+            supports[at] = hashes == answers[at, None]
+        counts.append(_pattern(supports[:, 0], supports[:, 1]))
+    p = math.exp(epsilon) / (math.exp(epsilon) + g - 1)
+    q = 1 / (math.exp(epsilon) + g - 1)
+    _assert_audit(counts[0], counts[1], mech.privacy.epsilon, ((1 - 1 / g) * p, (1 - 1 / g) * q))
 
 
 # --- mechanisms without a local epsilon ---------------------------------------------------------

@@ -37,11 +37,10 @@ import pyarrow.parquet as pq
 
 from frameldp._atomic import atomic, check_target, replace, temporary
 from frameldp.accounting import PrivacyGuarantee
-from frameldp.core.encoding import packed_width
 from frameldp.core.mechanisms import Capability, mechanism_from_spec
 from frameldp.core.randomness import KEY_BYTES
 from frameldp.errors import FrameLDPError, ParameterError, shown
-from frameldp.frames.batches import from_hex, to_hex
+from frameldp.frames.batches import from_hex, hex_width, to_hex
 from frameldp.frames.inputs import METADATA_KEY, require_column
 from frameldp.frames.lookup import report_names
 from frameldp.frames.report_type import (
@@ -343,8 +342,8 @@ class ReportWriter:
             array = storage_of(array)
             if name in self.metadata["hex"]:
                 if not pa.types.is_fixed_size_binary(array.type):  # written by pandas
-                    bits = mechanism_from_spec(self.metadata["mechanisms"][name]).num_bits
-                    array = array.cast(pa.binary(packed_width(bits)))
+                    mechanism = mechanism_from_spec(self.metadata["mechanisms"][name])
+                    array = array.cast(pa.binary(hex_width(mechanism, name) or 0))
                 array = to_hex(array)
             elif pa.types.is_dictionary(array.type):
                 array = array.dictionary_decode()
@@ -491,6 +490,9 @@ class ReportFile:
         specs_seeded = any(spec.get("seeded") for spec in self.specs.values())
         return guarantee_seeded or specs_seeded or bool(self.shuffled.get("seeded"))
 
+    def _hex_width(self, column: str) -> int:
+        return hex_width(mechanism_from_spec(self.specs[column]), column) or 0
+
     def batches(
         self, columns: Sequence[str], *, chunk_rows: int, text: Sequence[str] = ()
     ) -> Iterator[pa.RecordBatch]:
@@ -505,7 +507,9 @@ class ReportFile:
                 yield batch
                 continue
             arrays = [
-                from_hex(array, mechanism_from_spec(self.specs[name]).num_bits, name)
+                from_hex(
+                    array, 8 * (hex_width(mechanism_from_spec(self.specs[name]), name) or 0), name
+                )
                 if name in self.hex_columns
                 else array
                 for name, array in zip(batch.schema.names, batch.columns, strict=True)

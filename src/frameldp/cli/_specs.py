@@ -2,16 +2,18 @@
 
 On the command line, ``--column`` may be repeated; ``--mechanism`` and ``--epsilon`` are given
 once (for every column) or once per column, in order, and ``--domain-file`` once or once per
-column that needs a domain (every mechanism but Bloom RAPPOR, whose domain is open).
+column that needs a domain (every mechanism but Bloom RAPPOR and prefix extending, whose domains
+are open).
 ``--mechanism`` is ``auto`` (the frequency oracle with the smallest variance at that epsilon and
 domain), a registered frequency oracle's name (``rappor``, ``optimized_unary_encoding``,
-``local_hashing``, ...), ``krr`` or ``bloom``. A spec file
-(``--spec job.json``) says the same per column::
+``local_hashing``, ...), ``krr``, ``bloom`` or ``pem`` (prefix extending, with
+``--max-length``). A spec file (``--spec job.json``) says the same per column::
 
     {"dest": {"mechanism": "rappor", "epsilon": 1.0, "domain_file": "dests.txt"},
      "carrier": {"mechanism": "krr", "epsilon": 2.0, "domain": ["AA", "DL", "UA"]},
      "origin": {"mechanism": "auto", "epsilon": 4.0, "domain_file": "airports.txt"},
-     "url": {"mechanism": "bloom", "epsilon": 1.0, "epsilon_infinity": 4.0}}
+     "url": {"mechanism": "bloom", "epsilon": 1.0, "epsilon_infinity": 4.0},
+     "query": {"mechanism": "pem", "epsilon": 4.0, "max_length": 12}}
 
 A domain file holds one value per line (blank lines are skipped), or a JSON list (``.json``).
 The domain is public input: it is never read from the data. Errors about a domain file never
@@ -31,14 +33,20 @@ import pyarrow as pa
 
 from frameldp.cli._files import read_text
 from frameldp.core.encoding import Domain
-from frameldp.core.mechanisms import Capability, Mechanism, mechanism_class, mechanism_names
+from frameldp.core.mechanisms import (
+    OPEN_DOMAIN,
+    Capability,
+    Mechanism,
+    mechanism_class,
+    mechanism_names,
+)
 from frameldp.core.mechanisms.choice import choose_mechanism
 from frameldp.errors import DomainError, ParameterError, shown
 from frameldp.frames.pipeline import column_context
 
 __all__ = ["ColumnSpec", "build_mechanism", "specs_from_file", "specs_from_options"]
 
-SHORT_NAMES = {"krr": "randomized_response", "bloom": "bloom_rappor"}
+SHORT_NAMES = {"krr": "randomized_response", "bloom": "bloom_rappor", "pem": "prefix_extending"}
 """Command-line names of registered mechanisms (every registered name is accepted too)."""
 AUTOMATIC = "auto"
 
@@ -70,11 +78,16 @@ class ColumnSpec:
     num_bits: int = 128
     num_hashes: int = 2
     num_cohorts: int = 64
+    max_length: int = 16
 
     @property
     def needs_domain(self) -> bool:
-        """Frequency oracles take a public domain; Bloom RAPPOR's is open."""
-        return SHORT_NAMES.get(self.mechanism, self.mechanism) != "bloom_rappor"
+        """Frequency oracles take a public domain; Bloom RAPPOR's and prefix extending's are
+        open."""
+        name = SHORT_NAMES.get(self.mechanism, self.mechanism)
+        if name == AUTOMATIC or name not in mechanism_names():
+            return True
+        return not OPEN_DOMAIN & mechanism_class(name).capabilities
 
 
 def _paired(name: str, values: Sequence[Any], count: int, what: str) -> list[Any]:
@@ -124,7 +137,10 @@ def specs_from_options(
             "(the domain is public input, never read from the data)"
         )
     if not need and domain_files:
-        raise ParameterError("--domain-file is not used: Bloom RAPPOR has an open domain")
+        raise ParameterError(
+            "--domain-file is not used: Bloom RAPPOR (bloom) and prefix extending (pem) have open "
+            "domains"
+        )
     files = iter(_paired("--domain-file", domain_files, len(need), "columns that take a domain"))
     return [replace(spec, domain_file=next(files)) if spec.needs_domain else spec for spec in specs]
 
@@ -184,7 +200,7 @@ def specs_from_file(path: Path) -> list[ColumnSpec]:
 
 def _check_kind(spec: ColumnSpec) -> None:
     choices = mechanism_choices()
-    if spec.mechanism not in choices and spec.mechanism != "bloom_rappor":
+    if spec.mechanism not in choices and spec.mechanism not in SHORT_NAMES.values():
         raise ParameterError(
             f"column {shown(spec.column)}: mechanism must be one of {', '.join(choices)}, got "
             f"{shown(spec.mechanism)}"
@@ -261,6 +277,9 @@ def build_mechanism(spec: ColumnSpec, kind: pa.DataType) -> Mechanism:
                 num_cohorts=spec.num_cohorts,
             )
             return bloom
+        if name == "prefix_extending":
+            discovering: Mechanism = mechanism_class(name)(spec.epsilon, max_length=spec.max_length)
+            return discovering
         if spec.epsilon is None:
             raise ParameterError(f"{spec.mechanism} needs epsilon")
         values = (

@@ -114,8 +114,8 @@ def privatize(
         typer.Option(
             "--mechanism",
             help="auto (smallest variance), rappor, krr, optimized_unary_encoding, local_hashing, "
-            "subset_selection, hadamard_response or bloom: once for all columns, or once per "
-            "column.",
+            "subset_selection, hadamard_response, bloom or pem (prefix extending): once for all "
+            "columns, or once per column.",
         ),
     ] = None,
     epsilons: Annotated[
@@ -158,6 +158,10 @@ def privatize(
     ] = None,
     num_cohorts: Annotated[
         int | None, typer.Option(help="Bloom RAPPOR: cohorts; default 64.")
+    ] = None,
+    max_length: Annotated[
+        int | None,
+        typer.Option(help="pem (prefix extending): UTF-8 bytes kept per string; default 16."),
     ] = None,
     user: Annotated[
         str | None, typer.Option(help="Bloom RAPPOR: column identifying users (not released).")
@@ -203,6 +207,7 @@ def privatize(
             "num_bits": num_bits,
             "num_hashes": num_hashes,
             "num_cohorts": num_cohorts,
+            "max_length": max_length,
         },
         user=user,
         memo_key_file=memo_key_file,
@@ -267,6 +272,41 @@ def estimate(
         level=level,
         candidates_file=candidates_file,
         top=top,
+        delta=delta,
+    )
+
+
+@app.command()
+def discover(
+    reports: Annotated[Path, typer.Argument(help="Report file written by frameldp privatize.")],
+    column: Annotated[
+        str | None,
+        typer.Option(help="Prefix-extending report column; default: the only one recorded."),
+    ] = None,
+    top: Annotated[int, typer.Option(help="Most strings to discover.")] = 20,
+    width: Annotated[
+        int | None, typer.Option(help="Prefixes kept at each level; default 2 * top.")
+    ] = None,
+    significance: Annotated[
+        float, typer.Option(help="Family-wise chance of listing a string nobody holds.")
+    ] = 0.05,
+    out: Annotated[
+        Path | None, typer.Option(help="Write the table to this .csv or .parquet file.")
+    ] = None,
+    level: Annotated[float, typer.Option(help="Confidence level of the intervals.")] = 0.95,
+    delta: Annotated[float, typer.Option(help="Delta at which to report epsilon.")] = 1e-6,
+) -> None:
+    """Frequent strings of a prefix-extending report column, found without candidates."""
+    from frameldp.cli.commands import run_discover
+
+    run_discover(
+        reports,
+        column=column,
+        top=top,
+        width=width,
+        significance=significance,
+        out=out,
+        level=level,
         delta=delta,
     )
 

@@ -16,12 +16,12 @@ from frameldp.cli._errors import user_errors, warnings_as_lines
 from frameldp.cli._files import read_key, read_text
 from frameldp.cli._signals import terminate_cleanly
 from frameldp.cli._specs import specs_from_file, specs_from_options
-from frameldp.cli.estimate import check_out, estimate_file, write_table
+from frameldp.cli.estimate import check_out, discover_file, estimate_file, write_table
 from frameldp.cli.privatize import privatize_file
 from frameldp.errors import ParameterError, shown
 from frameldp.frames.table import FrequencyTable
 
-__all__ = ["insecure_mark", "run_estimate", "run_privatize", "warn_seeded"]
+__all__ = ["insecure_mark", "run_discover", "run_estimate", "run_privatize", "warn_seeded"]
 
 SEED_WARNING = (
     f"--seed: {INSECURE}. Use it for tests and simulations only, never to release real "
@@ -159,6 +159,32 @@ def run_estimate(
         typer.echo(f"wrote the plot to {plot}")
 
 
+def run_discover(
+    reports: Path,
+    *,
+    column: str | None,
+    top: int,
+    width: int | None,
+    significance: float,
+    out: Path | None,
+    level: float,
+    delta: float,
+) -> None:
+    """The ``discover`` command."""
+    with terminate_cleanly(), user_errors():
+        _check_delta(delta)
+        if out is not None:
+            check_out(out, reports)
+        table = discover_file(
+            reports, column, top=top, width=width, significance=significance, level=level
+        )
+        if out is not None:
+            write_table([table], out)
+    Console(soft_wrap=True).print(_rich_table(table, None, delta))
+    if out is not None:
+        typer.echo(f"wrote {len(table.to_pandas())} rows to {out}")
+
+
 def _pair(text: str) -> tuple[str, str]:
     """``--joint a,b`` as the pair of column names."""
     parts = [part.strip() for part in text.split(",")]
@@ -234,6 +260,9 @@ def _rich_table(table: FrequencyTable, top: int | None, delta: float) -> Table:
     for name in ("count", "frequency", "std_error", f"ci_low ({table.level:.0%})", "ci_high"):
         out.add_column(name, justify="right")
     frame = table.to_pandas()
+    cut = "truncated" in frame.columns  # discovered strings: say which were cut
+    if cut:
+        out.add_column("truncated")
     sort = [*table.by, "count"]
     ascending = [True] * len(table.by) + [False]
     frame = frame.sort_values(sort, ascending=ascending, kind="stable", na_position="last")
@@ -251,6 +280,7 @@ def _rich_table(table: FrequencyTable, top: int | None, delta: float) -> Table:
             f"{record['std_error']:,.1f}",
             f"{record['ci_low']:,.1f}",
             f"{record['ci_high']:,.1f}",
+            *(["yes" if record["truncated"] else ""] if cut else []),
         )
     if len(shown) < len(frame):
         out.caption = f"{len(frame) - len(shown)} more rows (--out writes them all)"

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
 import pandas as pd
+import pyarrow as pa
 
 from frameldp._atomic import atomic, check_target
 from frameldp.cli._files import ReportFile, file_kind, read_report_file, sidecar
@@ -43,11 +44,12 @@ from frameldp.frames.grouping import (
     table_of,
 )
 from frameldp.frames.inputs import require_column
-from frameldp.frames.lookup import report_names
+from frameldp.frames.lookup import find_discoverer, report_names
+from frameldp.frames.pipeline import column_context
 from frameldp.frames.shuffling import shuffled_privacy
 from frameldp.frames.table import FrequencyTable
 
-__all__ = ["Estimates", "check_out", "estimate_file", "long_table", "write_table"]
+__all__ = ["Estimates", "check_out", "discover_file", "estimate_file", "long_table", "write_table"]
 
 
 @dataclass(frozen=True)
@@ -72,12 +74,14 @@ def _columns(
     chosen = [
         c
         for c in recorded
-        if candidates is not None or not _decoded(mechanism_from_spec(reports.specs[c]))
+        if (candidates is not None or not _decoded(mechanism_from_spec(reports.specs[c])))
+        and not _discovered(mechanism_from_spec(reports.specs[c]))
     ]
     if not chosen:
         raise ParameterError(
-            f"reports {str(reports.path)!r}: only Bloom RAPPOR columns are recorded "
-            f"({', '.join(recorded)}); pass --candidates-file to decode them"
+            f"reports {str(reports.path)!r}: only open-domain columns are recorded "
+            f"({', '.join(recorded)}); pass --candidates-file to decode Bloom RAPPOR columns, "
+            "and find the strings of prefix-extending columns with frameldp discover"
         )
     return chosen
 
@@ -85,6 +89,45 @@ def _columns(
 def _decoded(mechanism: Mechanism) -> bool:
     """Whether the mechanism's reports are decoded against candidates (not debiased)."""
     return Capability.CANDIDATES in mechanism.capabilities
+
+
+def _discovered(mechanism: Mechanism) -> bool:
+    """Whether the mechanism's reports are searched for frequent strings (``discover``)."""
+    return Capability.DISCOVERY in mechanism.capabilities
+
+
+def discover_file(
+    path: Path,
+    column: str | None = None,
+    *,
+    top: int = 20,
+    width: int | None = None,
+    significance: float = 0.05,
+    level: float = 0.95,
+    chunk_rows: int = 1_000_000,
+) -> FrequencyTable:
+    """The frequent strings of a prefix-extending report column of ``path``: the file is read
+    in batches once per level (memory does not grow with it), and the table equals that of
+    ``reports.ldp.discover`` on the whole column."""
+    reports = read_report_file(path)
+    column, mechanism, names = find_discoverer(column, None, reports.specs)
+
+    def gather(reduce: Callable[[Mapping[str, pa.Array]], Statistic]) -> Statistic:
+        reduction = Reduction(tuple(names), reduce, column)
+        total = Grouped()
+        for batch in reports.batches(names, chunk_rows=chunk_rows):
+            arrays = {name: batch.column(name) for name in names}
+            total = merge_grouped(total, grouped_statistics(arrays, reduction, ()))
+        return cast(Statistic, total.statistics[()])
+
+    with column_context(column):
+        discovery = mechanism.discover(
+            gather, column=column, top=top, width=width, significance=significance
+        )
+    seeded = reports.seeded or bool(reports.specs[column].get("seeded"))
+    return FrequencyTable.discovered(
+        mechanism, discovery, column=column, level=level, backend="pandas", seeded=seeded
+    )
 
 
 def estimate_file(
@@ -108,6 +151,11 @@ def estimate_file(
         require_column(list(reports.specs), column)
     mechanisms = {c: mechanism_from_spec(reports.specs[c]) for c in dict.fromkeys(chosen + paired)}
     for column, mechanism in mechanisms.items():
+        if _discovered(mechanism):
+            raise ParameterError(
+                f"column {shown(column)}: {mechanism.title} reports have an open domain: find "
+                "their frequent strings with frameldp discover"
+            )
         if _decoded(mechanism) and candidates is None and column in chosen:
             raise ParameterError(
                 f"column {shown(column)}: {mechanism.title} reports are decoded against candidate "

@@ -42,10 +42,10 @@ from frameldp.cli._files import (
 from frameldp.cli._progress import rows_progress
 from frameldp.cli._signals import committing, pause_at
 from frameldp.cli._specs import ColumnSpec, build_mechanism
-from frameldp.core.mechanisms import Capability, Mechanism
+from frameldp.core.mechanisms import Mechanism
 from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.errors import ParameterError, ValidationError
-from frameldp.frames.batches import privatize_batch, release_columns
+from frameldp.frames.batches import hex_width, privatize_batch, release_columns
 from frameldp.frames.release import ReleasePlan, charging, plan_release
 from frameldp.schemas import validate_input, validate_release
 
@@ -115,7 +115,7 @@ def privatize_file(
         )
     read = [c for c in names if c in {*columns, *keep, *([user] if user else [])}]
     hex_columns = (
-        [c for c, m in mechanisms.items() if Capability.BIT_VECTORS in m.capabilities]
+        [c for c, m in mechanisms.items() if hex_width(m, c) is not None]
         if out_kind == "csv"
         else []
     )

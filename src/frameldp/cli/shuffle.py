@@ -44,8 +44,9 @@ from frameldp.cli._files import (
     staged_output,
 )
 from frameldp.cli._signals import committing, terminate_cleanly
-from frameldp.core.mechanisms import Capability, mechanism_from_spec
+from frameldp.core.mechanisms import mechanism_from_spec
 from frameldp.errors import ParameterError
+from frameldp.frames.batches import hex_width
 from frameldp.frames.inputs import METADATA_KEY
 from frameldp.frames.shuffling import (
     SHUFFLED_KEY,
@@ -102,8 +103,7 @@ def shuffle_file(
     hex_columns = [
         c
         for c in reports.specs
-        if kind == "csv"
-        and Capability.BIT_VECTORS in mechanism_from_spec(reports.specs[c]).capabilities
+        if kind == "csv" and hex_width(mechanism_from_spec(reports.specs[c]), c) is not None
     ]
     metadata = report_metadata(reports.specs, guarantee, hex_columns, record)
     _write(target, kind, shuffled, metadata)

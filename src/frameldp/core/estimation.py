@@ -267,6 +267,10 @@ class BloomDecoding:
         """The detected strings' counts as a :class:`FrequencyEstimate`."""
         return FrequencyEstimate(self.counts, self.std_errors**2, self.n)
 
+    def table_columns(self) -> dict[str, FloatArray]:
+        """Columns a frequency table adds after its estimates."""
+        return {"p_value": np.asarray(self.p_values, dtype=np.float64)}
+
 
 def _unique_candidates(candidates: Sequence[object]) -> tuple[str | bytes, ...]:
     if isinstance(candidates, str | bytes) or not isinstance(candidates, Sequence):

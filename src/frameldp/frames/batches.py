@@ -24,6 +24,7 @@ from frameldp.frames.report_type import storage_of
 
 __all__ = [
     "from_hex",
+    "hex_width",
     "privatize_batch",
     "release_columns",
     "to_hex",
@@ -90,6 +91,13 @@ _NIBBLES = np.full(256, 255, dtype=np.uint8)
 _NIBBLES[np.frombuffer(b"0123456789", dtype=np.uint8)] = np.arange(10)
 _NIBBLES[np.frombuffer(b"abcdef", dtype=np.uint8)] = np.arange(10, 16)
 _NIBBLES[np.frombuffer(b"ABCDEF", dtype=np.uint8)] = np.arange(10, 16)
+
+
+def hex_width(mechanism: Mechanism, column: str) -> int | None:
+    """Bytes of one report of ``mechanism`` when its report column is fixed-width binary (a CSV
+    file holds those as hex strings), else None."""
+    kind = mechanism.report_columns(column)[column]
+    return kind.byte_width if pa.types.is_fixed_size_binary(kind) else None
 
 
 def from_hex(array: pa.Array | pa.ChunkedArray, num_bits: int, column: str) -> pa.Array:

@@ -17,6 +17,7 @@ from frameldp.core.encoding import unpack_bits
 from frameldp.core.mechanisms import (
     Capability,
     Decoder,
+    Discoverer,
     Mechanism,
     is_mechanism,
     mechanism_class,
@@ -32,6 +33,7 @@ from frameldp.frames.report_type import described, storage_of
 
 __all__ = [
     "find_decoder",
+    "find_discoverer",
     "find_mechanism",
     "mechanisms_of",
     "refuse_other_mechanism",
@@ -114,24 +116,67 @@ def find_decoder(
 
     ``column`` may be omitted when exactly one such column is recorded.
     """
+    column, mechanism, names, memo = _find_capable(
+        column,
+        given,
+        recorded,
+        Capability.CANDIDATES,
+        verb="decode",
+        kind="Bloom RAPPOR",
+        expected="BloomRappor",
+        example="decode(column, candidates=..., mechanism=frameldp.BloomRappor(...))",
+    )
+    return column, cast(Decoder, mechanism), names, memo
+
+
+def find_discoverer(
+    column: str | None, given: Mechanism | None, recorded: Mapping[str, Any] | None
+) -> tuple[str, Discoverer, list[str]]:
+    """The report column to discover frequent strings in: ``(column, mechanism, its report
+    columns)``; ``column`` may be omitted when exactly one such column is recorded."""
+    column, mechanism, names, _ = _find_capable(
+        column,
+        given,
+        recorded,
+        Capability.DISCOVERY,
+        verb="discover",
+        kind="prefix-extending",
+        expected="PrefixExtending",
+        example="discover(column, mechanism=frameldp.PrefixExtending(...))",
+    )
+    return column, cast(Discoverer, mechanism), names
+
+
+def _find_capable(
+    column: str | None,
+    given: Mechanism | None,
+    recorded: Mapping[str, Any] | None,
+    capability: Capability,
+    *,
+    verb: str,
+    kind: str,
+    expected: str,
+    example: str,
+) -> tuple[str, Mechanism, list[str], str | None]:
+    """The report column whose mechanism has ``capability`` (:func:`find_decoder`)."""
     specs = {
         c: s
         for c, s in (recorded or {}).items()
-        if Capability.CANDIDATES in mechanism_class(str(s.get("mechanism"))).capabilities
+        if capability in mechanism_class(str(s.get("mechanism"))).capabilities
     }
     if column is None:
         if len(specs) != 1:
             found = sorted(specs) if specs else "none"
             raise MechanismNotFoundError(
-                f"decode needs the report column: Bloom RAPPOR columns recorded here: {found}"
+                f"{verb} needs the report column: {kind} columns recorded here: {found}"
             )
         column = next(iter(specs))
     spec = specs.get(column, {})
     if given is not None:
-        if not is_mechanism(given) or Capability.CANDIDATES not in given.capabilities:
+        if not is_mechanism(given) or capability not in given.capabilities:
             raise ParameterError(
-                f"column {shown(column)}: decode needs a mechanism decoded against candidates "
-                f"(BloomRappor), got {type(given).__name__}"
+                f"column {shown(column)}: {verb} needs a {kind} mechanism ({expected}), got "
+                f"{type(given).__name__}"
             )
         if spec:
             refuse_other_mechanism(column, given, spec)
@@ -140,10 +185,10 @@ def find_decoder(
         mechanism = mechanism_from_spec(spec)
     else:
         raise MechanismNotFoundError(
-            f"column {shown(column)}: no Bloom RAPPOR mechanism recorded for this column; pass it, "
-            "e.g. decode(column, candidates=..., mechanism=frameldp.BloomRappor(...))"
+            f"column {shown(column)}: no {kind} mechanism recorded for this column; pass it, "
+            f"e.g. {example}"
         )
-    return column, cast(Decoder, mechanism), report_names(column, mechanism, spec), spec.get("memo")
+    return column, mechanism, report_names(column, mechanism, spec), spec.get("memo")
 
 
 def report_names(column: str, mechanism: Mechanism, spec: Mapping[str, Any] | None) -> list[str]:

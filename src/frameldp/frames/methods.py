@@ -8,7 +8,7 @@ no formula lives here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, cast
 
 import pyarrow as pa
@@ -59,6 +59,7 @@ from frameldp.frames.inputs import (
 )
 from frameldp.frames.lookup import (
     find_decoder,
+    find_discoverer,
     find_mechanism,
     mechanisms_of,
     refuse_other_mechanism,
@@ -440,6 +441,50 @@ class FrameMethods:
                 candidates,
                 memo=memo,
                 significance=significance,
+                column=column,
+                level=level,
+                backend=self._adapter.backend,
+                seeded=is_seeded(recorded, column),
+            )
+
+    def discover(
+        self,
+        column: str | None = None,
+        *,
+        top: int = 20,
+        width: int | None = None,
+        mechanism: Mechanism | None = None,
+        significance: float = 0.05,
+        level: float = 0.95,
+    ) -> FrequencyTable:
+        """The most frequent strings of a prefix-extending report column, found without a
+        candidate list (see :class:`frameldp.PrefixExtending`).
+
+        The search reads the reports once per level, keeping the ``width`` (default
+        ``2 * top``) most frequent prefixes at each. The table lists up to ``top`` strings whose
+        one-sided p-value is below ``significance`` over the number of final candidates, by
+        decreasing count, with standard errors, intervals at ``level``, a ``truncated`` column
+        (the string was cut at ``max_length`` bytes) and ``p_value``. ``column`` may be
+        omitted when the frame holds one prefix-extending report column.
+        """
+        recorded = self._specs()
+        column, found, names = find_discoverer(column, mechanism, recorded)
+        columns = self._columns()
+        for name in names:
+            require_column(columns, name)
+
+        def gather(reduce: Callable[[Mapping[str, pa.Array]], Statistic]) -> Statistic:
+            # The report column is named as the mechanism names it (no companion columns).
+            reduction = Reduction(tuple(names), reduce, column)
+            return cast(Statistic, self._grouped(reduction, ()).statistics[()])
+
+        with column_context(column):
+            discovery = found.discover(
+                gather, column=column, top=top, width=width, significance=significance
+            )
+            return FrequencyTable.discovered(
+                found,
+                discovery,
                 column=column,
                 level=level,
                 backend=self._adapter.backend,

@@ -21,8 +21,9 @@ import pyarrow as pa
 from frameldp.accounting import PrivacyGuarantee, compose
 from frameldp.core.comparison import Scale, difference_of
 from frameldp.core.consistency import ConsistencyMethod, consistent_counts
+from frameldp.core.discovery import Discovery
 from frameldp.core.estimation import BloomDecoding, FrequencyEstimate
-from frameldp.core.mechanisms import Decoder, Mechanism, Statistic
+from frameldp.core.mechanisms import Decoder, Discoverer, Mechanism, Statistic
 from frameldp.errors import ParameterError, shown
 
 if TYPE_CHECKING:
@@ -35,8 +36,9 @@ __all__ = ["STAT_COLUMNS", "TABLE_COLUMNS", "FrequencyTable", "TableGroup"]
 TABLE_COLUMNS = ("category", "count", "frequency", "std_error", "ci_low", "ci_high")
 """Columns of a flat ``FrequencyTable.frame``. ``count``, ``std_error`` and the interval are in
 counts (reports); ``frequency`` is ``count / n`` (``n`` of the group in a grouped table).
-Decoded Bloom RAPPOR tables add ``p_value``; grouped tables put the group columns first; joint
-tables have one label column per privatized column instead of ``category``."""
+Decoded Bloom RAPPOR tables add ``p_value``, discovered strings ``truncated`` and ``p_value``;
+grouped tables put the group columns first; joint tables have one label column per privatized
+column instead of ``category``."""
 
 STAT_COLUMNS = TABLE_COLUMNS[1:]
 """The estimate columns every table has, after its label columns."""
@@ -87,7 +89,9 @@ class FrequencyTable:
     decoding
         For Bloom RAPPOR, the :class:`~frameldp.core.estimation.BloomDecoding`: the table lists
         the detected candidates only (with a ``p_value`` column), and
-        ``decoding.unexplained`` is the share of reports no detected string explains.
+        ``decoding.unexplained`` is the share of reports no detected string explains. For
+        prefix extending, the :class:`~frameldp.core.discovery.Discovery`: the table lists
+        the discovered strings (with ``truncated`` and ``p_value`` columns).
     consistency
         ``None`` for the unbiased table; the method of :meth:`consistent` for a consistent one.
     by
@@ -104,7 +108,7 @@ class FrequencyTable:
     column: str | tuple[str, str]
     level: float
     estimate: FrequencyEstimate
-    decoding: BloomDecoding | None = None
+    decoding: BloomDecoding | Discovery | None = None
     consistency: str | None = None
     by: tuple[str, ...] = ()
     groups: tuple[TableGroup, ...] = ()
@@ -176,6 +180,25 @@ class FrequencyTable:
             privacy = privacy.insecure()
         table = cls(
             None, privacy, mechanism, decoding.n, column, level, decoding.estimate, decoding
+        )
+        return table._framed(backend)
+
+    @classmethod
+    def discovered(
+        cls,
+        mechanism: Discoverer,
+        discovery: Discovery,
+        *,
+        column: str,
+        level: float,
+        backend: Backend,
+        seeded: bool = False,
+    ) -> FrequencyTable:
+        """The table of the strings a prefix-extending search discovered, with the guarantee
+        of the reports (marked insecure when they were drawn from a seed)."""
+        privacy = mechanism.privacy.insecure() if seeded else mechanism.privacy
+        table = cls(
+            None, privacy, mechanism, discovery.n, column, level, discovery.estimate, discovery
         )
         return table._framed(backend)
 
@@ -253,7 +276,8 @@ class FrequencyTable:
         columns["ci_low"] = _joined([low for low, _ in intervals])
         columns["ci_high"] = _joined([high for _, high in intervals])
         if self.decoding is not None:
-            columns["p_value"] = pa.array(np.asarray(self.decoding.p_values, dtype=np.float64))
+            extra = self.decoding.table_columns()
+            columns.update({name: pa.array(values) for name, values in extra.items()})
         return pa.table(columns)
 
     def _label_values(self, repeats: int) -> dict[str, list[Any]]:

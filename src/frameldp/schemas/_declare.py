@@ -15,8 +15,10 @@ from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Literal
 
+import pyarrow as pa
+
 from frameldp.core.encoding import Domain, held_exactly, packed_width
-from frameldp.core.mechanisms import Capability, is_mechanism, mechanism_from_spec
+from frameldp.core.mechanisms import OPEN_DOMAIN, Capability, is_mechanism, mechanism_from_spec
 from frameldp.errors import FrameLDPError, ParameterError, ValidationError, shown
 
 __all__ = [
@@ -324,7 +326,7 @@ def declare_input(mechanisms: Mapping[str, Any], *, user: str | None = None) -> 
         # Mirrors privatize, which refuses what the mechanism cannot write (k-RR's OTHER label
         # among non-string categories).
         companions = list(mechanism.report_columns(column))[1:]
-        if Capability.CANDIDATES in mechanism.capabilities:  # an open domain of strings
+        if OPEN_DOMAIN & mechanism.capabilities:  # an open domain of strings
             columns.append(ColumnDeclaration(column, "privatized", True, False, (Strings(),), name))
         else:
             domain: Domain = mechanism.domain
@@ -352,7 +354,8 @@ def declare_release(
     ``passthrough`` columns, nothing else (strict).
 
     RAPPOR and Bloom RAPPOR reports are non-null binary values of exactly
-    ``ceil(num_bits / 8)`` bytes with zero padding bits; k-RR reports and Balcer–Cheu messages
+    ``ceil(num_bits / 8)`` bytes with zero padding bits (prefix-extending reports: of their
+    report width); k-RR reports and Balcer–Cheu messages
     are bucket labels (null only for the null bucket); integer reports (local hashing,
     Hadamard response) are non-null integers in ``[0, report_range)``; Bloom cohorts are
     integers in ``[0, num_cohorts)``. Passthrough columns may be absent.
@@ -361,11 +364,11 @@ def declare_release(
     columns: list[ColumnDeclaration] = []
     for column, (mechanism, spec) in resolved.items():
         name = mechanism.name
-        if Capability.BIT_VECTORS in mechanism.capabilities:
-            num_bits = mechanism.num_bits
-            rules: tuple[Rule, ...] = (Binary(), PackedWidth(packed_width(num_bits)))
-            if num_bits % 8:
-                rules += (PaddingBits(num_bits),)
+        kind = mechanism.report_columns(column)[column]
+        if pa.types.is_fixed_size_binary(kind):
+            rules: tuple[Rule, ...] = (Binary(), PackedWidth(kind.byte_width))
+            if Capability.BIT_VECTORS in mechanism.capabilities and mechanism.num_bits % 8:
+                rules += (PaddingBits(mechanism.num_bits),)
             columns.append(ColumnDeclaration(column, "reports", True, False, rules, name))
             if Capability.CANDIDATES in mechanism.capabilities:  # reports come in cohorts
                 cohort = cohort_column_of(column, spec)

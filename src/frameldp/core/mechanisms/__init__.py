@@ -11,9 +11,12 @@ from frameldp.core.mechanisms.bloom_rappor import BloomRappor
 from frameldp.core.mechanisms.hadamard_response import HadamardResponse
 from frameldp.core.mechanisms.local_hashing import LocalHashing
 from frameldp.core.mechanisms.optimized_unary_encoding import OptimizedUnaryEncoding
+from frameldp.core.mechanisms.prefix_extending import PrefixExtending
 from frameldp.core.mechanisms.protocol import (
+    OPEN_DOMAIN,
     Capability,
     Decoder,
+    Discoverer,
     FrequencyOracle,
     Mechanism,
     Memoizing,
@@ -24,16 +27,19 @@ from frameldp.core.mechanisms.rappor import Rappor
 from frameldp.core.mechanisms.subset_selection import SubsetSelection
 
 __all__ = [
+    "OPEN_DOMAIN",
     "BalcerCheu",
     "BloomRappor",
     "Capability",
     "Decoder",
+    "Discoverer",
     "FrequencyOracle",
     "HadamardResponse",
     "LocalHashing",
     "Mechanism",
     "Memoizing",
     "OptimizedUnaryEncoding",
+    "PrefixExtending",
     "RandomizedResponse",
     "Rappor",
     "Statistic",

@@ -23,7 +23,7 @@ privacy event in ``accounting``.
 from __future__ import annotations
 
 import enum
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -36,10 +36,20 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from frameldp.accounting import PrivacyGuarantee
+    from frameldp.core.discovery import Discovery
     from frameldp.core.estimation import BloomDecoding, FrequencyEstimate
     from frameldp.core.randomness import RandomSource
 
-__all__ = ["Capability", "Decoder", "FrequencyOracle", "Mechanism", "Memoizing", "Statistic"]
+__all__ = [
+    "OPEN_DOMAIN",
+    "Capability",
+    "Decoder",
+    "Discoverer",
+    "FrequencyOracle",
+    "Mechanism",
+    "Memoizing",
+    "Statistic",
+]
 
 
 class Capability(enum.Enum):
@@ -67,9 +77,17 @@ class Capability(enum.Enum):
     variance-optimal settings, whose debiased counts are those of support counts
     (:class:`FrequencyOracle`): a candidate of :func:`~frameldp.core.mechanisms.choose_mechanism`
     and a ``--mechanism`` name on the command line."""
+    DISCOVERY = "discovery"
+    """An open domain whose frequent strings are found without candidates
+    (:class:`Discoverer`): ``reports.ldp.discover(column, top=...)``."""
     CALLER_KEY = "caller_key"
     """A caller's key (``key=``) may be reused across runs: its guarantee holds for any one
     run's reports of a row, whoever else's rows change."""
+
+
+OPEN_DOMAIN: frozenset[Capability] = frozenset({Capability.CANDIDATES, Capability.DISCOVERY})
+"""A mechanism with one of these capabilities takes strings of an open domain (no public
+domain)."""
 
 
 @dataclass(frozen=True)
@@ -169,6 +187,24 @@ class Decoder(Mechanism, Protocol):
 
     def guarantee(self, memo: str | None = None) -> PrivacyGuarantee:
         """One report's guarantee; ``memo`` names its memoized permanent responses."""
+        ...
+
+
+class Discoverer(Mechanism, Protocol):
+    """A mechanism with :data:`Capability.DISCOVERY`."""
+
+    def discover(
+        self,
+        gather: Callable[[Callable[[Mapping[str, pa.Array]], Statistic]], Statistic],
+        *,
+        column: str,
+        top: int = 20,
+        width: int | None = None,
+        significance: float = 0.05,
+    ) -> Discovery:
+        """The most frequent strings; ``gather(reduce)`` applies a reduction of one batch of
+        the report columns to every batch and sums the statistics (the search reads the
+        reports once per level)."""
         ...
 
 
