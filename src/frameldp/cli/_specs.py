@@ -305,5 +305,10 @@ def build_mechanism(spec: ColumnSpec, kind: pa.DataType) -> Mechanism:
             )
         if name == AUTOMATIC:
             return choose_mechanism(spec.epsilon, domain=domain)
+        if name == "randomized_response":
+            krr: Mechanism = mechanism_class(name)(
+                spec.epsilon, domain=domain, epsilon_infinity=spec.epsilon_infinity
+            )
+            return krr
         oracle: Mechanism = mechanism_class(name)(spec.epsilon, domain=domain)
         return oracle

@@ -148,7 +148,11 @@ def privatize(
         int | None, typer.Option(help="RAPPOR: most values per cell (sets); default 1.")
     ] = None,
     epsilon_infinity: Annotated[
-        float | None, typer.Option(help="Bloom RAPPOR: epsilon of the permanent response.")
+        float | None,
+        typer.Option(
+            help="Bloom RAPPOR, krr: epsilon of the permanent response (longitudinal: any "
+            "number of releases of one value cost at most this per person)."
+        ),
     ] = None,
     num_bits: Annotated[
         int | None, typer.Option(help="Bloom RAPPOR: bits per report; default 128.")
@@ -164,11 +168,18 @@ def privatize(
         typer.Option(help="pem (prefix extending): UTF-8 bytes kept per string; default 16."),
     ] = None,
     user: Annotated[
-        str | None, typer.Option(help="Bloom RAPPOR: column identifying users (not released).")
+        str | None,
+        typer.Option(
+            help="Bloom RAPPOR, krr with --epsilon-infinity: column identifying users (not "
+            "released)."
+        ),
     ] = None,
     memo_key_file: Annotated[
         Path | None,
-        typer.Option(help="Bloom RAPPOR: 32-byte persistent secret for permanent responses."),
+        typer.Option(
+            help="Bloom RAPPOR, krr with --epsilon-infinity: 32-byte persistent secret for "
+            "permanent responses."
+        ),
     ] = None,
     seed: Annotated[
         int | None, typer.Option(help="Reproducible (insecure) noise; default: a fresh key.")

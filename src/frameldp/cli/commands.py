@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -69,14 +70,30 @@ def run_privatize(
                 specs = specs_from_file(spec)
             else:
                 specs = specs_from_options(columns, mechanisms, epsilons, domain_files, **shared)
+                if user is None:
+                    # --epsilon-infinity makes k-RR longitudinal only with --user (whose
+                    # permanent responses it memoizes); alone it configures Bloom RAPPOR.
+                    specs = [
+                        dataclasses.replace(s, epsilon_infinity=None)
+                        if s.mechanism in ("krr", "randomized_response")
+                        else s
+                        for s in specs
+                    ]
             if seed is not None and key_file is not None:
                 raise ParameterError("pass --seed or --key-file, not both")
             if (ledger is None) != (budget is None):
                 raise ParameterError(
                     f"--ledger and --budget go together; got --ledger {ledger}, --budget {budget}"
                 )
-            if user is not None and not any(s.mechanism == "bloom" for s in specs):
-                raise ParameterError(f"--user {shown(user)} is only used by --mechanism bloom")
+            if user is not None and not any(
+                s.mechanism in ("bloom", "bloom_rappor")
+                or (s.mechanism in ("krr", "randomized_response") and s.epsilon_infinity)
+                for s in specs
+            ):
+                raise ParameterError(
+                    f"--user {shown(user)} is only used by --mechanism bloom, and by krr with "
+                    "--epsilon-infinity (memoized permanent responses)"
+                )
             done = privatize_file(
                 source,
                 target,

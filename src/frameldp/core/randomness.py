@@ -369,6 +369,19 @@ class Rows:
                 values,
             )
 
+    @classmethod
+    def memoized(
+        cls, source: RandomSource, label: tuple[object, ...], pairs: NDArray[np.uint8]
+    ) -> Rows:
+        """The noise of memoized permanent responses: row ``i`` is addressed by a keyed PRF of
+        its ``(user digest, value digest)`` pair (``pairs`` of shape ``(n, 2, 16)``) under the
+        stream ``(*label, "memo")``, not by its position. The same person holding the same
+        value gets the same noise wherever and whenever the row sits, under the same ``source``
+        (the memo key) and ``label``; any other pair gets independent noise."""
+        rows = cls(source, label, 0, pairs.shape[0], None)
+        rows._addresses = source.stream(*label, "memo").prf(pairs)
+        return rows
+
     def bernoulli(self, purpose: str, numerator: int, bits_per_row: int) -> NDArray[np.uint8]:
         """Bernoulli(``numerator / 2**64``) bits, packed ``(num_rows, ceil(bits_per_row/8))``."""
         stream = self.source.stream(*self.label, purpose)

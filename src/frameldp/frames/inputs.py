@@ -156,10 +156,14 @@ def build_krr(
     domain: Any,
     unknown: UnknownPolicy | None,
     nulls: NullPolicy | None,
+    epsilon_infinity: float | None = None,
 ) -> Mechanism:
-    """A k-ary randomized response mechanism for ``column``; errors name the column."""
+    """A k-ary randomized response mechanism for ``column`` (longitudinal with
+    ``epsilon_infinity``); errors name the column."""
     with column_context(column):
         mechanism: Mechanism = mechanism_class("randomized_response")(
-            epsilon, domain=_domain(domain, unknown, nulls, column, data)
+            epsilon,
+            domain=_domain(domain, unknown, nulls, column, data),
+            epsilon_infinity=epsilon_infinity,
         )
     return mechanism

@@ -648,12 +648,21 @@ class FrameMethods:
         domain: Any,
         unknown: UnknownPolicy | None = None,
         nulls: NullPolicy | None = None,
+        epsilon_infinity: float | None = None,
+        user: str | None = None,
+        memo_key: bytes | None = None,
         key: bytes | None = None,
         seed: int | None = None,
         ledger: LedgerLike | None = None,
         budget: str | None = None,
     ) -> Any:
-        """Replace ``column`` by k-ary randomized response reports."""
+        """Replace ``column`` by k-ary randomized response reports.
+
+        With ``epsilon_infinity``, longitudinal k-RR (see :class:`frameldp.RandomizedResponse`):
+        ``user`` names the column identifying people, whose permanent responses are memoized
+        per (user, value) under ``memo_key`` (a persistent secret), so that any number of
+        collections of one value cost a person at most ``epsilon_infinity``.
+        """
         require_column(self._columns(), column)
         mechanism = build_krr(
             column,
@@ -662,8 +671,17 @@ class FrameMethods:
             domain=domain,
             unknown=unknown,
             nulls=nulls,
+            epsilon_infinity=epsilon_infinity,
         )
-        return self.privatize({column: mechanism}, key=key, seed=seed, ledger=ledger, budget=budget)
+        return self.privatize(
+            {column: mechanism},
+            key=key,
+            seed=seed,
+            ledger=ledger,
+            budget=budget,
+            user=user,
+            memo_key=memo_key,
+        )
 
     def validate(
         self,

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from frameldp.core.columns import combined
-from frameldp.core.mechanisms import Capability, Mechanism, Statistic
+from frameldp.core.mechanisms import Mechanism, Statistic, memoizes
 from frameldp.core.randomness import RandomSource, label_bytes
 from frameldp.errors import (
     DomainInferenceWarning,
@@ -145,7 +145,7 @@ def privatize_columns(
             refuse_reports(column, held)
     for column, mechanism in mechanisms.items():
         users = None
-        if user is not None and Capability.MEMOIZATION in mechanism.capabilities:
+        if user is not None and memoizes(mechanism):
             users = combined(storage_of(columns[user]))
         with column_context(column):
             produced = mechanism.privatize_column(

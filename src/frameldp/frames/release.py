@@ -15,10 +15,10 @@ from typing import Any, cast
 from frameldp.accounting import Ledger, PrivacyGuarantee, compose
 from frameldp.accounting.guarantee import INSECURE
 from frameldp.core.mechanisms import (
-    Capability,
     Mechanism,
     Memoizing,
     mechanism_from_spec,
+    memoizes,
 )
 from frameldp.core.randomness import (
     RandomSource,
@@ -58,11 +58,6 @@ def companion_columns(column: str, mechanism: Mechanism) -> list[str]:
     return list(mechanism.report_columns(column))[1:]
 
 
-def memoizes(mechanism: Mechanism) -> bool:
-    """Whether the mechanism memoizes permanent responses per (user, value)."""
-    return Capability.MEMOIZATION in mechanism.capabilities
-
-
 @dataclass(frozen=True)
 class ReleasePlan:
     """What one ``privatize`` call will write: specs to record and guarantees to charge."""
@@ -88,8 +83,9 @@ def plan_release(
 ) -> ReleasePlan:
     """Validate the user column and memo key; the specs and guarantees of the release.
 
-    Bloom RAPPOR with a user column memoizes its permanent responses under ``memo_key`` (a
-    persistent secret); without one, under this call's key, which protects only within it.
+    A mechanism with a permanent response (Bloom RAPPOR; k-RR with ``epsilon_infinity``) and a
+    user column memoizes its permanent responses under ``memo_key`` (a persistent secret);
+    without one, under this call's key, which protects only within it.
     ``fresh_keys`` = (where, unit) names a backend that draws a fresh key per unit (``("on
     Dask", "each partition")``): there a user's permanent responses would differ between units
     (and the ledger, which folds them under one memo, would undercharge), so ``user=`` needs
@@ -100,7 +96,8 @@ def plan_release(
         require_column(columns, user)
         if not blooms:
             raise ParameterError(
-                f"user={user!r} is only used by Bloom RAPPOR (encoding='bloom'); no column here "
+                f"user={user!r} is only used by mechanisms with a memoized permanent response "
+                "(Bloom RAPPOR, encoding='bloom'; k-RR with epsilon_infinity=); no column here "
                 "uses it"
             )
         if user in mechanisms:
@@ -124,7 +121,7 @@ def plan_release(
     memo = RandomSource.from_key(memo_key) if memo_key is not None else None
     if user is not None and memo is None and not source.seeded:
         warnings.warn(
-            "Bloom RAPPOR permanent responses are memoized under this call's key only; pass "
+            "permanent responses are memoized under this call's key only; pass "
             "memo_key= (a persistent secret) so that later collections reuse them "
             "(longitudinal protection)",
             FrameLDPWarning,

@@ -18,7 +18,13 @@ from typing import Any, ClassVar, Final, Literal
 import pyarrow as pa
 
 from frameldp.core.encoding import Domain, held_exactly, packed_width
-from frameldp.core.mechanisms import OPEN_DOMAIN, Capability, is_mechanism, mechanism_from_spec
+from frameldp.core.mechanisms import (
+    OPEN_DOMAIN,
+    Capability,
+    is_mechanism,
+    mechanism_from_spec,
+    memoizes,
+)
 from frameldp.errors import FrameLDPError, ParameterError, ValidationError, shown
 
 __all__ = [
@@ -312,11 +318,12 @@ def declare_input(mechanisms: Mapping[str, Any], *, user: str | None = None) -> 
     nulls. Other columns are allowed.
     """
     resolved = _resolve_all(mechanisms, "an input schema")
-    memoizing = [c for c, (m, _) in resolved.items() if Capability.MEMOIZATION in m.capabilities]
+    memoizing = [c for c, (m, _) in resolved.items() if memoizes(m)]
     if user is not None:
         if not memoizing:
             raise ParameterError(
-                f"user={user!r} is only used by Bloom RAPPOR; no column here uses it"
+                f"user={user!r} is only used by mechanisms with a memoized permanent response "
+                "(Bloom RAPPOR; k-RR with epsilon_infinity); no column here uses it"
             )
         if user in resolved:
             raise ParameterError(f"user column {user!r} cannot also be privatized")

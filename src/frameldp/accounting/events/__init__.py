@@ -29,6 +29,8 @@ Closed forms (all for a worst-case pair of neighbouring inputs):
   number of ones among the ``r`` reports, a mixture of two binomials [6]_. One report has
   ``epsilon_1 = h ln(q*(1 - p*) / (p*(1 - q*)))`` and any number of them at most
   ``epsilon_inf = 2h ln((1 - f/2) / (f/2))``.
+* Reports sharing a memoized permanent response of any mechanism (:class:`MemoizedEvent`):
+  ``r`` reports cost at most ``min(r epsilon_1, epsilon_inf)``, and as much at every Rényi order.
 * Optimized unary encoding, subset selection and Hadamard response (:mod:`.ternary`): the loss
   of k-ary RR with a real ``k - 2``, the neutral weight each derives from its probabilities.
 * Any other pure epsilon-DP mechanism (:class:`PureDP`): dominated by binary RR at epsilon [1]_,
@@ -58,6 +60,7 @@ from frameldp.accounting.events.base import (
 from frameldp.accounting.events.binomial import BinomialCountsEvent
 from frameldp.accounting.events.bloom import BloomRapporEvent
 from frameldp.accounting.events.local import PureDP, RandomizedResponseEvent, RapporEvent
+from frameldp.accounting.events.memoized import MemoizedEvent
 from frameldp.accounting.events.shuffle import ShuffleEvent
 from frameldp.accounting.events.ternary import (
     HadamardResponseEvent,
@@ -74,6 +77,7 @@ __all__ = [
     "HadamardResponseEvent",
     "LaplaceEvent",
     "LocalHashingEvent",
+    "MemoizedEvent",
     "OptimizedUnaryEncodingEvent",
     "PrivacyEvent",
     "PureDP",

@@ -21,6 +21,7 @@ from frameldp.core.mechanisms.protocol import (
     Mechanism,
     Memoizing,
     Statistic,
+    memoizes,
 )
 from frameldp.core.mechanisms.randomized_response import RandomizedResponse
 from frameldp.core.mechanisms.rappor import Rappor
@@ -48,4 +49,5 @@ __all__ = [
     "mechanism_class",
     "mechanism_from_spec",
     "mechanism_names",
+    "memoizes",
 ]

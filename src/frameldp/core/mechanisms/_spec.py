@@ -7,6 +7,7 @@ reports are self-describing: the spec alone determines the estimator and the gua
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import math
 from collections.abc import Callable
@@ -15,9 +16,11 @@ from numbers import Real
 from typing import Any, Final, TypeVar, cast
 
 import numpy as np
+import pyarrow as pa
 from numpy.typing import NDArray
 
-from frameldp.core.randomness import dyadic_at_least
+from frameldp.core.columns import distinct_codes
+from frameldp.core.randomness import RandomSource, digests, dyadic_at_least, label_bytes
 from frameldp.errors import ParameterError, shown
 
 __all__ = [
@@ -155,3 +158,21 @@ def fingerprint(spec: dict[str, Any]) -> str:
 def is_mechanism(value: object) -> bool:
     """Whether ``value`` is an instance of a registered frameldp mechanism."""
     return isinstance(value, tuple(_REGISTRY.values()))
+
+
+def memo_name(memo: RandomSource, label: tuple[object, ...]) -> str:
+    """Public name of the permanent responses under the memo key ``memo`` for the stream
+    ``label`` (an HMAC: it names them without revealing the key)."""
+    message = b"frameldp.v2.memo-id:" + label_bytes(label)
+    return hmac.new(memo.key, message, hashlib.sha256).hexdigest()[:32]
+
+
+def row_digests(
+    users: pa.Array | pa.ChunkedArray, column: str, user_column: str | None, row_start: int
+) -> NDArray[np.uint8]:
+    """``(n, 16)``: a digest of each row's user id (each distinct id hashed once); a null id is
+    refused, naming the row."""
+    codes, ids = distinct_codes(
+        users, column, f"user id (user column {shown(user_column)})", row_start
+    )
+    return digests(ids)[codes]

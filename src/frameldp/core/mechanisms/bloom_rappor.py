@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +34,7 @@ from frameldp.core.mechanisms._spec import (
     check_epsilon,
     check_number,
     fingerprint,
+    memo_name,
     register,
 )
 from frameldp.core.mechanisms.protocol import Capability, Statistic
@@ -46,7 +45,6 @@ from frameldp.core.randomness import (
     digests,
     dyadic_at_least,
     dyadic_at_most,
-    label_bytes,
 )
 from frameldp.errors import DomainError, ParameterError, renamed, shown
 
@@ -388,10 +386,14 @@ class BloomRappor:
     def _stream_suffix(self) -> str:
         return fingerprint(self.to_spec())
 
+    @property
+    def longitudinal(self) -> bool:
+        """Always: Bloom RAPPOR reports have a permanent response."""
+        return True
+
     def memo_id(self, memo: RandomSource, label: object) -> str:
         """Public name of the permanent responses under ``memo`` for ``label`` (not the key)."""
-        message = b"frameldp.v2.memo-id:" + label_bytes((label, self._stream_suffix))
-        return hmac.new(memo.key, message, hashlib.sha256).hexdigest()[:32]
+        return memo_name(memo, (label, self._stream_suffix))
 
     def randomize(
         self,

@@ -49,6 +49,7 @@ __all__ = [
     "Mechanism",
     "Memoizing",
     "Statistic",
+    "memoizes",
 ]
 
 
@@ -167,6 +168,12 @@ class Mechanism(Protocol):
 class Memoizing(Mechanism, Protocol):
     """A mechanism with :data:`Capability.MEMOIZATION`."""
 
+    @property
+    def longitudinal(self) -> bool:
+        """Whether this instance has a permanent response to memoize (k-RR: only with
+        ``epsilon_infinity``; Bloom RAPPOR: always)."""
+        ...
+
     def memo_id(self, memo: RandomSource, label: object) -> str:
         """Public name of the permanent responses under ``memo`` for ``label`` (not the key)."""
         ...
@@ -234,3 +241,12 @@ class FrequencyOracle(Mechanism, Protocol):
         form of the support counts; joint tables of two columns multiply them,
         :mod:`frameldp.core.joint`). Reports are checked as by :meth:`Mechanism.statistic`."""
         ...
+
+
+def memoizes(mechanism: Mechanism) -> bool:
+    """Whether ``mechanism`` memoizes permanent responses per (user, value): it declares
+    :data:`Capability.MEMOIZATION` and this instance has a permanent response."""
+    if Capability.MEMOIZATION not in mechanism.capabilities:
+        return False
+    memoizing: Memoizing = mechanism  # type: ignore[assignment]  # as it declares
+    return memoizing.longitudinal

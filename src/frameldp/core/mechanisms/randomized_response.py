@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from frameldp.accounting import PrivacyGuarantee, RandomizedResponseEvent
+from frameldp.accounting import MemoizedEvent, PrivacyGuarantee, RandomizedResponseEvent
 from frameldp.accounting.rounding import log_upper
 from frameldp.core.columns import (
     check_report_labels,
@@ -29,20 +29,43 @@ from frameldp.core.mechanisms._spec import (
     check_codes,
     check_epsilon,
     fingerprint,
+    memo_name,
     noise_numerator,
     register,
+    row_digests,
 )
 from frameldp.core.mechanisms.protocol import Capability, Statistic
 from frameldp.core.randomness import (
     PRECISION_BITS,
     RandomSource,
+    Rows,
     code_bytes,
+    digests,
+    dyadic_at_least,
 )
 from frameldp.errors import ParameterError, renamed
 
 __all__ = ["RandomizedResponse"]
 
 _ONE: Final = 1 << PRECISION_BITS
+
+
+def _two_stages(k: int, epsilon: float, infinity: float) -> tuple[int, int, Fraction]:
+    """Permanent and instantaneous move numerators, and the end-to-end move probability.
+
+    The permanent k-RR is realized at ``infinity`` as the one-stage mechanism would be; the
+    instantaneous move ``m_2`` solves ``M = m_1 + m_2 (1 - m_1 k / (k - 1))`` for the move
+    probability ``M`` one-stage k-RR realizes at ``epsilon``, rounded up (more noise).
+    """
+    permanent = noise_numerator(k - 1, infinity)
+    first = Fraction(permanent, _ONE)
+    target = Fraction(noise_numerator(k - 1, epsilon), _ONE)
+    spread = 1 - first * k / (k - 1)
+    if spread <= 0:  # the permanent response is already uniform noise (refused by the caller)
+        return permanent, 0, first
+    wanted = max(target - first, Fraction(0)) / spread
+    instant = dyadic_at_least(wanted) if wanted > 0 else 0
+    return permanent, instant, first + Fraction(instant, _ONE) * spread
 
 
 @register("randomized_response")
@@ -60,6 +83,11 @@ class RandomizedResponse:
         Target privacy loss (> 0).
     domain
         The public domain (list, categorical dtype or :class:`~frameldp.core.encoding.Domain`).
+    epsilon_infinity
+        Longitudinal randomized response (L-GRR [4]_): a *permanent* k-RR response at
+        ``epsilon_infinity`` (>= ``epsilon``), memoized per (user, value) when reports come with
+        users, then an *instantaneous* k-RR of it, fresh for every report, chosen so that one
+        report is ``epsilon``-LDP end to end. ``None`` (default): one-stage k-RR.
 
     Privacy
     -------
@@ -69,6 +97,14 @@ class RandomizedResponse:
     multiple of ``2**-64`` at least as large as requested (more noise); ``privacy`` reports
     ``ln(p / q)`` of the realized probabilities, rounded up, as a
     :class:`~frameldp.accounting.PrivacyGuarantee`.
+
+    With ``epsilon_infinity``: k-RR composed with k-RR is k-RR, with move probability
+    ``M = m_1 + m_2 (1 - m_1 k / (k - 1))`` for permanent and instantaneous move probabilities
+    ``m_1``, ``m_2`` (each realized on the ``2**-64`` grid, rounded up), so one report is
+    ``ln(p / q)``-LDP for ``p = 1 - M`` [4]_. Any number of reports of one value are a
+    post-processing of the permanent response: ``epsilon_infinity`` (Erlingsson et al. 2014,
+    Thm. 1). :meth:`guarantee` gives a :class:`~frameldp.accounting.MemoizedEvent`, which
+    accountants and the ledger fold for reports sharing a memo.
 
     Estimation
     ----------
@@ -82,6 +118,9 @@ class RandomizedResponse:
        Privacy", ICML 2016.
     .. [3] T. Wang, J. Blocki, N. Li, S. Jha, "Locally Differentially Private Protocols for
        Frequency Estimation", USENIX Security 2017.
+    .. [4] H. H. Arcolezi, C. Pinzón, C. Palamidessi, S. Gambs, "Frequency Estimation of
+       Evolving Data Under Local Differential Privacy", EDBT 2023 (arXiv:2210.00262), Sec. 3
+       (L-GRR).
 
     Examples
     --------
@@ -95,12 +134,15 @@ class RandomizedResponse:
     name: ClassVar[str] = "randomized_response"
     title: ClassVar[str] = "k-ary randomized response"
     capabilities: ClassVar[frozenset[Capability]] = frozenset(
-        {Capability.CALLER_KEY, Capability.FREQUENCY_ORACLE}
+        {Capability.CALLER_KEY, Capability.FREQUENCY_ORACLE, Capability.MEMOIZATION}
     )
 
     epsilon: float
     domain: Domain = field(kw_only=True)
+    epsilon_infinity: float | None = field(default=None, kw_only=True)
     _move_numerator: int = field(init=False, repr=False, compare=False)
+    _permanent_numerator: int = field(init=False, repr=False, compare=False)
+    _keep: Fraction = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         owner = "RandomizedResponse"
@@ -112,10 +154,23 @@ class RandomizedResponse:
             raise ParameterError(f"{owner}: domain size must be at most 2**32, got {k}")
         # P[move] = (k - 1) / (e^eps + k - 1)
         numerator = noise_numerator(k - 1, epsilon)
+        permanent = 0
+        move = Fraction(numerator, _ONE)
+        if self.epsilon_infinity is not None:
+            infinity = check_epsilon(self.epsilon_infinity, owner, "epsilon_infinity")
+            if epsilon > infinity:
+                raise ParameterError(
+                    f"{owner}: epsilon (one report) must be at most epsilon_infinity="
+                    f"{infinity!r}, got {epsilon!r}: the instantaneous response only adds noise"
+                )
+            object.__setattr__(self, "epsilon_infinity", infinity)
+            permanent, numerator, move = _two_stages(k, epsilon, infinity)
         object.__setattr__(self, "_move_numerator", numerator)
+        object.__setattr__(self, "_permanent_numerator", permanent)
+        object.__setattr__(self, "_keep", 1 - move)
         # Rounding toward more noise can pass the uniform point (k - 1) / k, after which the
         # report would favour the *other* values: refuse instead of realizing that.
-        if Fraction(numerator, _ONE) >= Fraction(k - 1, k):
+        if move >= Fraction(k - 1, k):
             raise ParameterError(
                 f"{owner}: epsilon={epsilon!r} is too small to realize for k={k}; "
                 "the reports would be uniform noise"
@@ -131,11 +186,16 @@ class RandomizedResponse:
                 unknown=spec["domain"]["unknown"],
                 nulls=spec["domain"]["nulls"],
             ),
+            epsilon_infinity=spec.get("epsilon_infinity"),
         )
 
     def to_spec(self) -> dict[str, Any]:
-        """JSON-serializable parameters (rebuilding realizes the same noise)."""
-        return {"mechanism": self.name, "epsilon": self.epsilon, "domain": self.domain.to_json()}
+        """JSON-serializable parameters (rebuilding realizes the same noise); the one-stage
+        spec has no ``epsilon_infinity`` key."""
+        spec = {"mechanism": self.name, "epsilon": self.epsilon, "domain": self.domain.to_json()}
+        if self.epsilon_infinity is not None:
+            spec["epsilon_infinity"] = self.epsilon_infinity
+        return spec
 
     @property
     def num_buckets(self) -> int:
@@ -150,19 +210,18 @@ class RandomizedResponse:
 
     @property
     def _ratio(self) -> Fraction:
-        """Realized ``p / q`` as an exact rational."""
-        move = self._move_numerator
-        return Fraction((_ONE - move) * (self.num_buckets - 1), move)
+        """Realized ``p / q`` (end to end) as an exact rational."""
+        return self._keep * (self.num_buckets - 1) / (1 - self._keep)
 
     @property
     def keep_probability(self) -> float:
-        """Realized ``p``: probability of reporting the true bucket."""
-        return (_ONE - self._move_numerator) / 2.0**PRECISION_BITS
+        """Realized ``p``: probability of reporting the true bucket (end to end)."""
+        return float(self._keep)
 
     @property
     def other_probability(self) -> float:
         """Realized ``q``: probability of reporting one given other bucket."""
-        return self._move_numerator / 2.0**PRECISION_BITS / (self.num_buckets - 1)
+        return float((1 - self._keep) / (self.num_buckets - 1))
 
     @property
     def support_probabilities(self) -> tuple[float, float]:
@@ -182,13 +241,33 @@ class RandomizedResponse:
         epsilon and ``num_buckets``: the exact Rényi curve, the tight zCDP rho and exact
         composition.
         """
-        event = RandomizedResponseEvent(log_upper(self._ratio), self.num_buckets)
-        return PrivacyGuarantee(
-            event.epsilon,
-            self.name,
-            {"num_buckets": self.num_buckets, "keep_probability": self.keep_probability},
-            events=((event, 1),),
-        )
+        return self.guarantee()
+
+    @property
+    def longitudinal(self) -> bool:
+        """Whether reports have a permanent response (``epsilon_infinity`` is set)."""
+        return self.epsilon_infinity is not None
+
+    def memo_id(self, memo: RandomSource, label: object) -> str:
+        """Public name of the permanent responses under ``memo`` for ``label`` (not the key)."""
+        return memo_name(memo, (label, self._stream_suffix))
+
+    def guarantee(self, memo: str | None = None) -> PrivacyGuarantee:
+        """One report's guarantee; ``memo`` names its memoized permanent responses (then a
+        :class:`~frameldp.accounting.MemoizedEvent`: any number of reports of one value cost
+        at most ``epsilon_infinity``)."""
+        k = self.num_buckets
+        event: Any = RandomizedResponseEvent(log_upper(self._ratio), k)
+        parameters: dict[str, Any] = {"num_buckets": k, "keep_probability": self.keep_probability}
+        if self.epsilon_infinity is not None:
+            move = Fraction(self._permanent_numerator, _ONE)
+            permanent = RandomizedResponseEvent(log_upper((1 - move) * (k - 1) / move), k)
+            parameters["epsilon_1"] = event.epsilon
+            parameters["epsilon_infinity"] = permanent.epsilon
+            if memo is not None:
+                parameters["memo"] = memo
+                event = MemoizedEvent(event, permanent, 1, memo)
+        return PrivacyGuarantee(event.pure_epsilon, self.name, parameters, events=((event, 1),))
 
     @cached_property
     def _stream_suffix(self) -> str:
@@ -201,6 +280,8 @@ class RandomizedResponse:
         source: RandomSource,
         label: object,
         row_start: int = 0,
+        users: NDArray[np.uint8] | None = None,
+        memo: RandomSource | None = None,
     ) -> NDArray[np.int64]:
         """Randomize integer codes in ``[0, k)``.
 
@@ -209,18 +290,45 @@ class RandomizedResponse:
         of (key, ``label`` (the column's identity), spec, global row ``row_start + i``, and
         under a caller's key or a seed the row's code) only (see
         :class:`~frameldp.core.randomness.Rows`).
+
+        With ``epsilon_infinity``, that is the instantaneous response, applied to a permanent
+        one drawn the same way. With ``users`` (a 16-byte digest per row), the permanent
+        response is a function of (``memo``, default ``source``; ``label``; spec; the row's
+        user and code) only (:meth:`~frameldp.core.randomness.Rows.memoized`): the same user
+        with the same value gets the same one in every call under that memo key.
         """
         codes = check_codes(codes, self.num_buckets)
-        rows = source.rows(
-            (label, self._stream_suffix), row_start, codes.size, lambda: code_bytes(codes)
-        )
-        moves = rows.bernoulli("move", self._move_numerator, 1).ravel().astype(bool)
+        base = (label, self._stream_suffix)
+        rows = source.rows(base, row_start, codes.size, lambda: code_bytes(codes))
+        if self.epsilon_infinity is None:
+            if users is not None:
+                raise ParameterError("users are only used with epsilon_infinity")
+            return self._moved(codes, rows, self._move_numerator, "")
+        if users is None:
+            permanent = self._moved(codes, rows, self._permanent_numerator, "permanent ")
+        else:
+            users = np.asarray(users, dtype=np.uint8)
+            if users.shape != (codes.size, 16):
+                raise ParameterError(
+                    f"users must be one 16-byte digest per row ({codes.size}), got {users.shape}"
+                )
+            pairs = np.stack([users, digests(codes.tolist())], axis=1)
+            held = Rows.memoized(memo or source, base, pairs)
+            permanent = self._moved(codes, held, self._permanent_numerator, "permanent ")
+        return self._moved(permanent, rows, self._move_numerator, "")
+
+    def _moved(
+        self, codes: NDArray[np.int64], rows: Rows, numerator: int, stage: str
+    ) -> NDArray[np.int64]:
+        """k-RR of ``codes`` with move probability ``numerator / 2**64`` (purposes prefixed by
+        ``stage``)."""
+        moves = rows.bernoulli(stage + "move", numerator, 1).ravel().astype(bool)
         if self.num_buckets == 2:
             others = 1 - codes
         else:
-            shift = rows.uniform("other", self.num_buckets - 1)
+            shift = rows.uniform(stage + "other", self.num_buckets - 1)
             others = shift + (shift >= codes)
-        return np.where(moves, others, codes)
+        return np.asarray(np.where(moves, others, codes), dtype=np.int64)
 
     # ------------------------------------------------------------------ the protocol
 
@@ -245,10 +353,20 @@ class RandomizedResponse:
         user_column: str | None = None,
         memo: RandomSource | None = None,
     ) -> dict[str, pa.Array]:
-        """Reported labels of one value per row."""
+        """Reported labels of one value per row; with ``users`` (the ids of ``user_column``)
+        and ``epsilon_infinity``, permanent responses memoized per (user, value) under
+        ``memo``."""
         check_report_labels(self.domain, column)
         codes = single_codes(values, self.domain, column, row_start, "k-ary randomized response")
-        reports = self.randomize(codes, source=source, label=column, row_start=row_start)
+        user_digests = None if users is None else row_digests(users, column, user_column, row_start)
+        reports = self.randomize(
+            codes,
+            source=source,
+            label=column,
+            row_start=row_start,
+            users=user_digests,
+            memo=memo,
+        )
         return {column: label_array(reports, self.domain)}
 
     def statistic(self, reports: Mapping[str, pa.Array], *, column: str) -> Statistic:
