@@ -224,3 +224,17 @@ def test_discovery_with_no_reports_at_the_last_level_finds_nothing() -> None:
     found = mech.discover(lambda reduce: reduce({"c": empty}), column="c")
     assert found.labels == ()
     assert found.n == 0
+
+
+def test_the_cut_marker_is_a_candidate_only_where_a_character_could_not_fit() -> None:
+    prefixes = encode_prefixes(["ab", "abcde", "abcdefgh"], 8)[:, :8]
+    allowed = allowed_extensions(prefixes, 8)
+    assert allowed[:, END].all()
+    assert allowed[:, CUT].tolist() == [False, True, True]  # 6 bytes free fit any character
+
+
+def test_a_column_that_is_not_utf8_is_refused_naming_it() -> None:
+    broken = pa.array([b"ok", b"\xff\xfe"], type=pa.binary()).cast(pa.string(), safe=False)
+    mech = frameldp.PrefixExtending(1.0, max_length=4)
+    with pytest.raises(frameldp.errors.DomainError, match=r"'c'.*UTF-8"):
+        mech.privatize_column(broken, column="c", source=RandomSource.from_seed(1))

@@ -92,3 +92,24 @@ def test_the_cli_discovers_the_frames_table(tmp_path: Path, reference: pd.DataFr
         estimate = CliRunner().invoke(app, ["estimate", str(out)])
         assert estimate.exit_code == 1
         assert "frameldp discover" in estimate.output
+
+
+def test_a_fresh_key_release_is_searched_as_one_release(backend: Backend) -> None:
+    """The search reads the reports once per level; a lazy plan or Dask graph under a fresh key
+    must not be executed per pass (new reports each time, and the ledger charged each time)."""
+    ledger = frameldp.Ledger(":memory:")
+    ledger.set_budget("b", epsilon=10.0)
+    reports = backend.make(_data()).ldp.privatize({"word": MECH}, ledger=ledger, budget="b")
+    table = reports.ldp.discover("word", top=5)
+    assert ledger.spent("b") == pytest.approx(MECH.privacy.epsilon)
+    assert {"the", "café"} <= set(table.to_pandas()["category"])
+
+
+def test_bad_search_parameters_are_frameldp_errors() -> None:
+    reports = pd.DataFrame(_data()).ldp.privatize({"word": MECH}, seed=1)
+    for bad in ("0.05", None, 1.5, True):
+        with pytest.raises(frameldp.ParameterError, match="significance"):
+            reports.ldp.discover("word", significance=bad)
+    for bad in (10**30, np.uint64(2**63), 2.0):
+        with pytest.raises(frameldp.ParameterError, match="top"):
+            reports.ldp.discover("word", top=bad)

@@ -245,7 +245,13 @@ def distinct_codes(
             f"column of {array.type}"
         ) from None
     codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    return codes, encoded.dictionary.to_pylist()
+    try:
+        return codes, encoded.dictionary.to_pylist()
+    except UnicodeDecodeError:  # a string column holding bytes that are not UTF-8
+        raise DomainError(
+            f"column {shown(column)}: a {what} is not valid UTF-8 text; fix the encoding of "
+            "the column first"
+        ) from None
 
 
 def report_labels(domain: Domain) -> list[Hashable]:

@@ -29,9 +29,10 @@ The local-hashing family (module docstring of
 :mod:`~frameldp.core.mechanisms.prefix_extending`) is linear: a prefix's hash is a sum over its
 positions of ``E[a_t, x_t]``, a table of ``G = g^d`` coefficient values by 256 bytes. A report
 ``(a, y)`` supports the extension ``p || b`` exactly when ``E[a_l, b] = y - h_a(p) (mod g)``.
-The server groups the reports by ``(p, a_l, y - h_a(p))``, and each group's matching bytes are
-a contiguous run of a table sorted once per ``g``. The cost of a level is
-``O(n_l T (l + log(n_l T)))`` for ``T`` kept prefixes, not ``O(n_l T 256)``.
+The server groups the reports by ``(p, a_l, y - h_a(p))``: by counting keys when the reports
+outnumber them (``O(T g^d (g + 256))`` a block), else by sorting, where each group's matching
+bytes are a contiguous run of a table sorted once per ``g``. Either way a level costs
+``O(n_l T l)`` plus that, not ``O(n_l T 256)``.
 
 References
 ----------
@@ -107,9 +108,12 @@ def allowed_extensions(prefixes: NDArray[np.uint8], max_length: int) -> NDArray[
     encoding (module docstring)."""
     count, position = prefixes.shape
     allowed = np.zeros((count, 256), dtype=bool)
-    if position == max_length:  # the last byte: complete or cut
+    if position == max_length:  # the last byte: complete, or cut when a character did not fit
         allowed[:, END] = True
-        allowed[:, CUT] = True
+        for row in range(count):
+            prefix = prefixes[row].tobytes()
+            written = prefix.index(END) if END in prefix else max_length
+            allowed[row, CUT] = max_length - written < 4  # no character takes more than 4
         return allowed
     room = max_length - position  # bytes a character starting here may take
     for row in range(count):
@@ -204,7 +208,9 @@ def extension_counts(
         block = coefficients[first : first + step]
         residues = (answers[first : first + step, None] - prefix_hashes(block, prefixes, g)) % g
         groups = block[:, length][:, None] * g + residues  # (reports, T): keys a_l g + u
-        if size <= _DENSE_KEYS:
+        # Dense counting costs O(g^d (g + 256)) per prefix whatever the block's size: worth it
+        # when the block has more reports than keys.
+        if size <= _DENSE_KEYS and block.shape[0] >= size // 4:
             # Count the keys of each prefix, then read each byte's matching key per a_l.
             matching = _matching_keys(g)
             for prefix in range(count):
@@ -325,8 +331,12 @@ def search(
     the reports of the last level, and the level sizes. ``support`` is local hashing's
     ``(p, 1/g)``.
     """
-    if not 0.0 < significance < 1.0:
-        raise ParameterError(f"significance must be in (0, 1), got {significance!r}")
+    if (
+        isinstance(significance, bool)
+        or not isinstance(significance, int | float | np.floating)
+        or not 0.0 < significance < 1.0
+    ):
+        raise ParameterError(f"significance must be a number in (0, 1), got {significance!r}")
     keep, other = support
     kept = np.zeros((1, 0), dtype=np.uint8)
     for level in range(max_length):
@@ -341,10 +351,10 @@ def search(
         if not kept.shape[0]:
             break
     if kept.shape[1] == max_length:
-        ends = np.array([END, CUT], dtype=np.uint8)
-        strings = np.concatenate(
-            [np.repeat(kept, 2, axis=0), np.tile(ends, kept.shape[0])[:, None]], axis=1
-        )
+        # Every kept prefix, completed by each last byte it allows (END; CUT where a character
+        # could have been cut).
+        which, ends = np.nonzero(allowed_extensions(kept, max_length))
+        strings = np.concatenate([kept[which], ends.astype(np.uint8)[:, None]], axis=1)
     else:
         strings = np.zeros((0, max_length + 1), dtype=np.uint8)
     supports, sizes = finals(strings)

@@ -62,7 +62,7 @@ import functools
 import operator
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import dask
 import dask.base
@@ -75,7 +75,7 @@ from dask.delayed import Delayed
 from dask.highlevelgraph import HighLevelGraph
 from dask.task_spec import Task, TaskRef
 
-from frameldp.core.mechanisms import Capability, Mechanism
+from frameldp.core.mechanisms import Capability, Mechanism, Statistic
 from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.errors import ParameterError, shown
 from frameldp.frames._pandas import _unpack
@@ -413,6 +413,20 @@ class DaskFrameAccessor(FrameMethods):
         )
         grouped: Grouped = _tree_reduce(parts, chunk, merge_grouped)
         return grouped
+
+    def _gatherer(
+        self, names: tuple[str, ...], column: str
+    ) -> Callable[[Callable[[Mapping[str, pa.Array]], Statistic]], Statistic]:
+        """The report columns persisted once (each pass of a search reads the same reports:
+        a graph recomputed per pass would draw new ones under a fresh key), then tree-reduced
+        per pass as :meth:`_grouped` does."""
+        persisted = DaskFrameAccessor(self._frame[list(names)].persist())
+
+        def gather(reduce: Callable[[Mapping[str, pa.Array]], Statistic]) -> Statistic:
+            grouped = persisted._grouped(Reduction(names, reduce, column), ())
+            return cast(Statistic, grouped.statistics[()])
+
+        return gather
 
     def unpack(self, column: str, mechanism: Mechanism | None = None) -> dd.DataFrame:
         """RAPPOR reports as one 0/1 ``uint8`` column per bucket, named ``column=label``

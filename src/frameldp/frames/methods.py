@@ -14,6 +14,7 @@ from typing import Any, Literal, cast
 import pyarrow as pa
 
 from frameldp.accounting import PrivacyGuarantee, compose
+from frameldp.core.columns import combined
 from frameldp.core.encoding import (
     FAST_HASHES,
     HashScheme,
@@ -48,6 +49,7 @@ from frameldp.frames.grouping import (
     flat_reduction,
     grouped_statistics,
     joint_reduction,
+    merge_grouped,
     table_of,
 )
 from frameldp.frames.inputs import (
@@ -90,6 +92,8 @@ from frameldp.frames.shuffling import plan_shuffle, shuffle_order, shuffled_priv
 from frameldp.frames.table import STAT_COLUMNS, FrequencyTable
 
 __all__ = ["Encoding", "FrameMethods", "ValueShortcuts"]
+
+_DISCOVERY_BATCH = 1 << 20  # reports a discovery pass decodes at once
 
 
 Encoding = Literal["onehot", "bloom"]
@@ -447,6 +451,27 @@ class FrameMethods:
                 seeded=is_seeded(recorded, column),
             )
 
+    def _gatherer(
+        self, names: tuple[str, ...], column: str
+    ) -> Callable[[Callable[[Mapping[str, pa.Array]], Statistic]], Statistic]:
+        """``gather(reduce)``: the summed statistic of ``reduce`` over the reports, for a search
+        that reads them once per pass. The reports are read once: a lazy plan executed once
+        per pass would draw new reports each time under a fresh key (and charge its ledger each
+        time). Dask persists them instead (:class:`~frameldp.frames._dask.DaskFrameAccessor`).
+        """
+        arrays = {name: combined(self._adapter.to_arrow(self._frame, name)) for name in names}
+        rows = len(arrays[names[0]])
+
+        def gather(reduce: Callable[[Mapping[str, pa.Array]], Statistic]) -> Statistic:
+            reduction = Reduction(names, reduce, column)
+            total = Grouped()
+            for start in range(0, max(rows, 1), _DISCOVERY_BATCH):  # bounds the temporaries
+                batch = {name: part.slice(start, _DISCOVERY_BATCH) for name, part in arrays.items()}
+                total = merge_grouped(total, grouped_statistics(batch, reduction, ()))
+            return cast(Statistic, total.statistics[()])
+
+        return gather
+
     def discover(
         self,
         column: str | None = None,
@@ -473,11 +498,7 @@ class FrameMethods:
         for name in names:
             require_column(columns, name)
 
-        def gather(reduce: Callable[[Mapping[str, pa.Array]], Statistic]) -> Statistic:
-            # The report column is named as the mechanism names it (no companion columns).
-            reduction = Reduction(tuple(names), reduce, column)
-            return cast(Statistic, self._grouped(reduction, ()).statistics[()])
-
+        gather = self._gatherer(tuple(names), column)
         with column_context(column):
             discovery = found.discover(
                 gather, column=column, top=top, width=width, significance=significance

@@ -63,6 +63,8 @@ _ONE: Final = 1 << PRECISION_BITS
 MAX_BUCKETS: Final = 251
 """The largest prime below 256: answers and levels are one byte each."""
 MAX_LENGTH: Final = 254
+MAX_WIDTH: Final = 1 << 14
+"""The most strings discovered, and prefixes kept per level (each costs a pass's work)."""
 
 Gather = Callable[[Callable[[Mapping[str, pa.Array]], Statistic]], Statistic]
 """Applies a batch reduction to every batch of a report column and sums the statistics."""
@@ -350,10 +352,18 @@ class PrefixExtending:
         have a one-sided p-value below ``significance`` divided by the number of final
         candidates.
         """
-        for name, number in (("top", top), ("width", 2 * top if width is None else width)):
-            if isinstance(number, bool) or not isinstance(number, int | np.integer) or number < 1:
-                raise ParameterError(f"{name} must be an integer >= 1, got {shown(number)}")
-        kept_width = int(2 * top if width is None else width)
+        for name, number in (("top", top), ("width", width)):
+            if number is None and name == "width":
+                continue
+            if (
+                isinstance(number, bool)
+                or not isinstance(number, int | np.integer)
+                or not 1 <= int(number) <= MAX_WIDTH
+            ):
+                raise ParameterError(
+                    f"{name} must be an integer in [1, {MAX_WIDTH}], got {shown(number)}"
+                )
+        kept_width = min(2 * int(top), MAX_WIDTH) if width is None else int(width)
 
         def extensions(
             level: int, prefixes: NDArray[np.uint8]
