@@ -81,10 +81,15 @@ class ColumnSpec:
     max_length: int = 16
 
     @property
+    def registered(self) -> str:
+        """The mechanism's registered name (``krr`` is ``randomized_response``)."""
+        return SHORT_NAMES.get(self.mechanism, self.mechanism)
+
+    @property
     def needs_domain(self) -> bool:
         """Frequency oracles take a public domain; Bloom RAPPOR's and prefix extending's are
         open."""
-        name = SHORT_NAMES.get(self.mechanism, self.mechanism)
+        name = self.registered
         if name == AUTOMATIC or name not in mechanism_names():
             return True
         return not OPEN_DOMAIN & mechanism_class(name).capabilities
@@ -267,7 +272,7 @@ def build_mechanism(spec: ColumnSpec, kind: pa.DataType) -> Mechanism:
             raise ParameterError(
                 f"--max-weight must be an integer >= 1, got {shown(spec.max_weight)}"
             )
-        name = SHORT_NAMES.get(spec.mechanism, spec.mechanism)
+        name = spec.registered
         if name == "bloom_rappor":
             bloom: Mechanism = mechanism_class("bloom_rappor")(
                 spec.epsilon,

@@ -75,7 +75,7 @@ def run_privatize(
                     # permanent responses it memoizes); alone it configures Bloom RAPPOR.
                     specs = [
                         dataclasses.replace(s, epsilon_infinity=None)
-                        if s.mechanism in ("krr", "randomized_response")
+                        if s.registered == "randomized_response"
                         else s
                         for s in specs
                     ]
@@ -86,8 +86,8 @@ def run_privatize(
                     f"--ledger and --budget go together; got --ledger {ledger}, --budget {budget}"
                 )
             if user is not None and not any(
-                s.mechanism in ("bloom", "bloom_rappor")
-                or (s.mechanism in ("krr", "randomized_response") and s.epsilon_infinity)
+                s.registered == "bloom_rappor"
+                or (s.registered == "randomized_response" and s.epsilon_infinity)
                 for s in specs
             ):
                 raise ParameterError(

@@ -254,6 +254,23 @@ def distinct_codes(
         ) from None
 
 
+def distinct_strings(
+    values: pa.Array | pa.ChunkedArray, column: str, row_start: int, what: str
+) -> tuple[NDArray[np.int64], list[Any]]:
+    """Row codes into the distinct strings of a string column (:func:`distinct_codes`); any
+    other column is refused, saying that ``what`` (``"Bloom encoding hashes"``) strings."""
+    array = combined(values)
+    kind = array.type.value_type if pa.types.is_dictionary(array.type) else array.type
+    if not (
+        pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind)
+    ):
+        raise DomainError(
+            f"column {shown(column)}: {what} strings, got a column of {array.type}; cast it to "
+            "strings first"
+        )
+    return distinct_codes(array, column, "value", row_start)
+
+
 def report_labels(domain: Domain) -> list[Hashable]:
     """Report categories: every bucket label except the null bucket (shown as null)."""
     return [

@@ -176,3 +176,12 @@ def row_digests(
         users, column, f"user id (user column {shown(user_column)})", row_start
     )
     return digests(ids)[codes]
+
+
+def is_prime(value: int) -> bool:
+    """Whether ``value`` is prime (trial division: hash bucket counts are small)."""
+    if value < 2:
+        return False
+    if value % 2 == 0:
+        return value == 2
+    return all(value % d for d in range(3, math.isqrt(value) + 1, 2))

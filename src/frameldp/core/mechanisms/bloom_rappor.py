@@ -14,7 +14,13 @@ import pyarrow as pa
 from numpy.typing import NDArray
 
 from frameldp.accounting import BloomRapporEvent, PrivacyGuarantee
-from frameldp.core.columns import bits_array, combined, distinct_codes, packed_bits
+from frameldp.core.columns import (
+    bits_array,
+    combined,
+    distinct_codes,
+    distinct_strings,
+    packed_bits,
+)
 from frameldp.core.encoding import (
     FAST_HASHES,
     BloomEncoder,
@@ -41,7 +47,7 @@ from frameldp.core.mechanisms.protocol import Capability, Statistic
 from frameldp.core.randomness import (
     PRECISION_BITS,
     RandomSource,
-    bernoulli_packed_at,
+    Rows,
     digests,
     dyadic_at_least,
     dyadic_at_most,
@@ -440,13 +446,8 @@ class BloomRappor:
             cohorts = (words.view("<u8").ravel() % np.uint64(self.num_cohorts)).astype(np.int64)
             cohorts = cohorts[user_codes]
             pairs = np.stack([user_digests[user_codes], value_digests[codes]], axis=1)
-            addresses = keyed.stream(*base, "memo").prf(pairs)
-            flips = bernoulli_packed_at(
-                keyed.stream(*base, "permanent"),
-                self._flip,
-                addresses,
-                bits_per_row=self.num_bits,
-            )
+            held = Rows.memoized(keyed, base, pairs)
+            flips = held.bernoulli("permanent", self._flip, self.num_bits)
             rows = source.rows(base, row_start, n, lambda: pairs.reshape(n, 2 * 16))
         elif user_codes is None and user_ids is None:
             rows = source.rows(base, row_start, n, lambda: value_digests[codes])
@@ -529,18 +530,7 @@ class BloomRappor:
     ) -> dict[str, pa.Array]:
         """Reports and cohorts of a string column (each distinct string hashed once); with
         ``users`` (the ids of ``user_column``), memoized per (user, value) under ``memo``."""
-        array = combined(values)
-        kind = array.type.value_type if pa.types.is_dictionary(array.type) else array.type
-        if not (
-            pa.types.is_string(kind)
-            or pa.types.is_large_string(kind)
-            or pa.types.is_string_view(kind)
-        ):
-            raise DomainError(
-                f"column {shown(column)}: Bloom encoding hashes strings, got a column of "
-                f"{array.type}; cast it to strings first"
-            )
-        codes, distinct = distinct_codes(array, column, "value", row_start)
+        codes, distinct = distinct_strings(values, column, row_start, "Bloom encoding hashes")
         user_codes, user_ids = (
             (None, None)
             if users is None

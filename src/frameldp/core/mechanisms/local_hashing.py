@@ -47,6 +47,7 @@ from frameldp.core.mechanisms._spec import (
     check_codes,
     check_epsilon,
     fingerprint,
+    is_prime,
     noise_numerator,
     register,
 )
@@ -54,20 +55,12 @@ from frameldp.core.mechanisms.protocol import Capability, Statistic
 from frameldp.core.randomness import PRECISION_BITS, RandomSource, code_bytes
 from frameldp.errors import ParameterError, shown
 
-__all__ = ["LocalHashing", "optimal_hash_buckets"]
+__all__ = ["LocalHashing", "hashing_guarantee", "optimal_hash_buckets"]
 
 _ONE: Final = 1 << PRECISION_BITS
 _MAX_SEEDS: Final = 1 << 32
 # Entries of the (seeds x values) hash table computed at once by the server.
 _TABLE_BLOCK: Final = 1 << 22
-
-
-def _is_prime(value: int) -> bool:
-    if value < 2:
-        return False
-    if value % 2 == 0:
-        return value == 2
-    return all(value % d for d in range(3, math.isqrt(value) + 1, 2))
 
 
 def _move_numerator(epsilon: float, g: int) -> int:
@@ -98,9 +91,22 @@ def _fits(g: int, k: int) -> bool:
 
 
 def _prime_at_most(value: int) -> int:
-    while value > 2 and not _is_prime(value):
+    while value > 2 and not is_prime(value):
         value -= 1
     return max(value, 2)
+
+
+def hashing_guarantee(
+    name: str, move: int, num_buckets: int, parameters: dict[str, Any]
+) -> PrivacyGuarantee:
+    """Pure epsilon ``ln(p / q)`` of k-ary randomized response over ``num_buckets`` hash values
+    with move probability ``move / 2**64``, rounded up, with one
+    :class:`~frameldp.accounting.LocalHashingEvent` (two values collide under exactly ``1/g``
+    of the hash functions, and then lose nothing)."""
+    g = num_buckets
+    event = LocalHashingEvent(log_upper(Fraction((_ONE - move) * (g - 1), move)), g)
+    shown = {"num_buckets": g, **parameters, "keep_probability": (_ONE - move) / float(_ONE)}
+    return PrivacyGuarantee(event.epsilon, name, shown, events=((event, 1),))
 
 
 def optimal_hash_buckets(epsilon: float, k: int) -> int:
@@ -115,7 +121,7 @@ def optimal_hash_buckets(epsilon: float, k: int) -> int:
     while not _fits(low, k):  # very large epsilon: the largest prime the reports can hold
         low = _prime_at_most(low // 2)
     high = math.ceil(target)
-    while not _is_prime(high):
+    while not is_prime(high):
         high += 1
     candidates = {g for g in (2, low, high) if _fits(g, k)}
     return min(sorted(candidates), key=lambda g: _mean_variance(epsilon, g, k))
@@ -201,9 +207,9 @@ class LocalHashing:
             raise ParameterError(
                 f"{owner}: num_buckets must be a prime in [2, 2**32] or None, got {shown(g)}"
             )
-        elif not _is_prime(int(g)):
-            below = next(p for p in range(int(g) - 1, 1, -1) if _is_prime(p))
-            above = next(p for p in range(int(g) + 1, 2 * int(g) + 2) if _is_prime(p))
+        elif not is_prime(int(g)):
+            below = next(p for p in range(int(g) - 1, 1, -1) if is_prime(p))
+            above = next(p for p in range(int(g) + 1, 2 * int(g) + 2) if is_prime(p))
             raise ParameterError(
                 f"{owner}: num_buckets must be a prime (the hash family is exactly universal "
                 f"over the field Z_g), got {shown(g)}; the primes next to it are {below} and "
@@ -278,17 +284,8 @@ class LocalHashing:
     def privacy(self) -> PrivacyGuarantee:
         """Pure epsilon ``ln(p / q)`` of the realized probabilities over ``g`` buckets, rounded
         up, with one :class:`~frameldp.accounting.LocalHashingEvent` at ``g``."""
-        move, g = self._move_numerator, self._g
-        event = LocalHashingEvent(log_upper(Fraction((_ONE - move) * (g - 1), move)), g)
-        return PrivacyGuarantee(
-            event.epsilon,
-            self.name,
-            {
-                "num_buckets": g,
-                "num_seeds": self.num_seeds,
-                "keep_probability": self.keep_probability,
-            },
-            events=((event, 1),),
+        return hashing_guarantee(
+            self.name, self._move_numerator, self._g, {"num_seeds": self.num_seeds}
         )
 
     @cached_property

@@ -32,9 +32,8 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from frameldp.accounting import LocalHashingEvent, PrivacyGuarantee
-from frameldp.accounting.rounding import log_upper
-from frameldp.core.columns import bits_array, combined, distinct_codes, packed_bits
+from frameldp.accounting import PrivacyGuarantee
+from frameldp.core.columns import bits_array, distinct_strings, packed_bits
 from frameldp.core.discovery import (
     Discovery,
     coefficient_digits,
@@ -49,10 +48,11 @@ from frameldp.core.mechanisms._spec import (
     check_epsilon,
     check_number,
     fingerprint,
+    is_prime,
     noise_numerator,
     register,
 )
-from frameldp.core.mechanisms.local_hashing import optimal_hash_buckets
+from frameldp.core.mechanisms.local_hashing import hashing_guarantee, optimal_hash_buckets
 from frameldp.core.mechanisms.protocol import Capability, Statistic
 from frameldp.core.randomness import PRECISION_BITS, RandomSource, digests
 from frameldp.errors import DomainError, ParameterError, shown
@@ -68,10 +68,6 @@ MAX_WIDTH: Final = 1 << 14
 
 Gather = Callable[[Callable[[Mapping[str, pa.Array]], Statistic]], Statistic]
 """Applies a batch reduction to every batch of a report column and sums the statistics."""
-
-
-def _is_prime(value: int) -> bool:
-    return value >= 2 and all(value % d for d in range(2, int(value**0.5) + 1))
 
 
 @register("prefix_extending")
@@ -165,7 +161,7 @@ class PrefixExtending:
             g = min(optimal_hash_buckets(epsilon, 256), MAX_BUCKETS)
         else:
             number = check_number(g, owner, "num_buckets")
-            if number != int(number) or not _is_prime(int(number)) or number > MAX_BUCKETS:
+            if number != int(number) or not is_prime(int(number)) or number > MAX_BUCKETS:
                 raise ParameterError(
                     f"{owner}: num_buckets must be a prime in [2, {MAX_BUCKETS}] or None, got "
                     f"{shown(g)}"
@@ -230,18 +226,11 @@ class PrefixExtending:
     def privacy(self) -> PrivacyGuarantee:
         """Pure epsilon ``ln(p / q)`` of the realized probabilities over ``g`` buckets, rounded
         up, with one :class:`~frameldp.accounting.LocalHashingEvent` at ``g``."""
-        move, g = self._move_numerator, self._g
-        event = LocalHashingEvent(log_upper(Fraction((_ONE - move) * (g - 1), move)), g)
-        return PrivacyGuarantee(
-            event.epsilon,
+        return hashing_guarantee(
             self.name,
-            {
-                "num_buckets": g,
-                "max_length": self.max_length,
-                "num_levels": self.num_levels,
-                "keep_probability": self.keep_probability,
-            },
-            events=((event, 1),),
+            self._move_numerator,
+            self._g,
+            {"max_length": self.max_length, "num_levels": self.num_levels},
         )
 
     # ------------------------------------------------------------------ randomization
@@ -412,18 +401,7 @@ class PrefixExtending:
         memo: RandomSource | None = None,
     ) -> dict[str, pa.Array]:
         """Reports of a string column (each distinct string encoded once)."""
-        array = combined(values)
-        kind = array.type.value_type if pa.types.is_dictionary(array.type) else array.type
-        if not (
-            pa.types.is_string(kind)
-            or pa.types.is_large_string(kind)
-            or pa.types.is_string_view(kind)
-        ):
-            raise DomainError(
-                f"column {shown(column)}: prefix extending reports strings, got a column of "
-                f"{array.type}; cast it to strings first"
-            )
-        codes, distinct = distinct_codes(array, column, "value", row_start)
+        codes, distinct = distinct_strings(values, column, row_start, "prefix extending reports")
         reports = self.randomize(
             [str(value) for value in distinct],
             codes,
