@@ -82,7 +82,8 @@ def test_a_user_keeps_the_permanent_response_of_a_value_and_redraws_it_for_a_new
     * another memo key: different (2,000 users, each equal with probability
       ``p^2 + 4 q^2 < 0.6`` at epsilon 1, all equal below 1e-400);
     * the same users with another value: the permanent response is redrawn, independent of the
-      first (agreement of the two reports at the ``p q + q p + 3 q^2`` rate, not 1).
+      first (agreement of the two reports at the ``p q + q p + 3 q^2`` rate, not 1);
+    * different users with the same value: independent (chi-square against k-RR at P_FAIL).
     """
     mech = frameldp.RandomizedResponse(1.0, domain=DOMAIN, epsilon_infinity=1.0)
     assert mech._move_numerator == 0
@@ -102,11 +103,15 @@ def test_a_user_keeps_the_permanent_response_of_a_value_and_redraws_it_for_a_new
 
     identity = np.arange(n)
     first = run(bytes(32), MEMO, identity, codes)
+    # Different users holding the same value are unlinked: their permanent responses follow
+    # the k-RR histogram (shared noise would make them all equal).
+    p, q = mech.support_probabilities
+    expected = n * np.array([p, q, q, q, q])
+    assert stats.chisquare(np.bincount(first, minlength=5), expected).pvalue > P_FAIL
     again = run(bytes([7] * 32), MEMO, identity[::-1], codes)
     np.testing.assert_array_equal(first, again)
     assert np.mean(run(bytes(32), OTHER_MEMO, identity, codes) == first) < 0.7
     moved = run(bytes(32), MEMO, identity, codes + 1)
-    p, q = mech.support_probabilities
     agree = 2 * p * q + 3 * q * q
     low, high = stats.binom.interval(1 - P_FAIL, n, agree)
     assert low <= np.sum(moved == first) <= high
