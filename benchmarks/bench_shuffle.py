@@ -32,8 +32,8 @@ seed). Methods:
 ``RAPPOR shuffled``
     RAPPOR at the largest local ``eps0`` in ``[epsilon, 20]`` with
     ``amplify_by_shuffling(Rappor(eps0, domain=D).privacy, n).epsilon_at(1e-6) <= epsilon``
-    (bisection on ``eps0`` to 1e-4; the realized ``privacy.epsilon`` is what is amplified, with
-    clones).
+    (bisection on ``eps0`` to 1e-4, 1e-2 with ``--quick``; the realized ``privacy.epsilon`` is
+    what is amplified, with clones).
 ``k-RR shuffled``
     The same with ``RandomizedResponse(eps0, domain=D)`` (stronger clones).
 ``Balcer-Cheu``
@@ -207,9 +207,11 @@ def zipf_dataset(k: int, n: int) -> Dataset:
     return Dataset(name, "value", list(range(k)), n, draw)
 
 
-def calibrate(build: Callable[[float], Any], n: int, central: float) -> tuple[float, float]:
+def calibrate(
+    build: Callable[[float], Any], n: int, central: float, tolerance: float
+) -> tuple[float, float]:
     """Largest ``eps0`` in ``[central, 20]`` whose ``n`` shuffled reports are
-    ``(central, DELTA)``-DP (bisection to 1e-4), and that central epsilon."""
+    ``(central, DELTA)``-DP (bisection to ``tolerance``), and that central epsilon."""
 
     def amplified(epsilon0: float) -> float:
         return amplify_by_shuffling(build(epsilon0).privacy, n).epsilon_at(DELTA)
@@ -217,7 +219,7 @@ def calibrate(build: Callable[[float], Any], n: int, central: float) -> tuple[fl
     if amplified(EPSILON0_MAX) <= central:
         return EPSILON0_MAX, amplified(EPSILON0_MAX)
     low, high = central, EPSILON0_MAX  # amplified(low) <= central < amplified(high)
-    while high - low > 1e-4:
+    while high - low > tolerance:
         middle = 0.5 * (low + high)
         if amplified(middle) <= central:
             low = middle
@@ -261,7 +263,7 @@ METHODS = (
 )
 
 
-def _setup(data: Dataset, central: float) -> dict[str, dict[str, Any]]:
+def _setup(data: Dataset, central: float, tolerance: float) -> dict[str, dict[str, Any]]:
     """Every method's mechanism and privacy for one (dataset, central epsilon)."""
     bits = max(1, math.ceil(math.log2(data.k)))
     local = Rappor(central, domain=data.domain)
@@ -273,8 +275,8 @@ def _setup(data: Dataset, central: float) -> dict[str, dict[str, Any]]:
     def krr(epsilon0: float) -> RandomizedResponse:
         return RandomizedResponse(epsilon0, domain=data.domain)
 
-    rappor_s, (rappor_eps0, rappor_central) = _timed(calibrate, rappor, data.n, central)
-    krr_s, (krr_eps0, krr_central) = _timed(calibrate, krr, data.n, central)
+    rappor_s, (rappor_eps0, rappor_central) = _timed(calibrate, rappor, data.n, central, tolerance)
+    krr_s, (krr_eps0, krr_central) = _timed(calibrate, krr, data.n, central, tolerance)
     shuffled_rappor, shuffled_krr = rappor(rappor_eps0), krr(krr_eps0)
     balcer = BalcerCheu(central, DELTA, n=data.n, domain=data.domain)
     balcer_s, balcer_central = _timed(balcer.privacy.epsilon_at, DELTA)
@@ -354,9 +356,9 @@ def _run_seed(
     return out
 
 
-def accuracy(data: Dataset, central: float, seeds: int) -> list[dict[str, Any]]:
+def accuracy(data: Dataset, central: float, seeds: int, tolerance: float) -> list[dict[str, Any]]:
     """One row per method: errors averaged over the seeds."""
-    setup = _setup(data, central)
+    setup = _setup(data, central, tolerance)
     per_seed: dict[str, list[dict[str, Any]]] = {method: [] for method, _ in METHODS}
     for seed in range(seeds):
         results = _run_seed(setup, data, seed)
@@ -448,7 +450,9 @@ def pandas_check(
     return out
 
 
-def equal_epsilon(data: Dataset, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def equal_epsilon(
+    data: Dataset, rows: list[dict[str, Any]], tolerance: float
+) -> list[dict[str, Any]]:
     """Shuffled RAPPOR and k-RR calibrated to Balcer-Cheu's *exact* central epsilon: their
     exact standard errors (RMS over the buckets of the seed-0 population), beside its own."""
     truth = np.bincount(data.draw(0), minlength=data.k)
@@ -457,8 +461,12 @@ def equal_epsilon(data: Dataset, rows: list[dict[str, Any]]) -> list[dict[str, A
         if row["dataset"] != data.name or row["method"] != "balcer_cheu":
             continue
         target = row["central_achieved"]
-        rappor_eps0, _ = calibrate(lambda e: Rappor(e, domain=data.domain), data.n, target)
-        krr_eps0, _ = calibrate(lambda e: RandomizedResponse(e, domain=data.domain), data.n, target)
+        rappor_eps0, _ = calibrate(
+            lambda e: Rappor(e, domain=data.domain), data.n, target, tolerance
+        )
+        krr_eps0, _ = calibrate(
+            lambda e: RandomizedResponse(e, domain=data.domain), data.n, target, tolerance
+        )
         rappor = Rappor(rappor_eps0, domain=data.domain)
         krr = RandomizedResponse(krr_eps0, domain=data.domain)
         krr_variances = direct_variance(
@@ -483,6 +491,9 @@ def equal_epsilon(data: Dataset, rows: list[dict[str, Any]]) -> list[dict[str, A
 def run(quick: bool, seeds: int) -> dict[str, Any]:
     """Every table, as rows (``table`` says which)."""
     ns = (1_000, 10_000) if quick else (10_000, 100_000, 1_000_000)
+    # eps0 is calibrated by bisection to 1e-4 (1e-2 in the smoke run: each step builds the
+    # blanket pair of k-RR, about 0.4 s).
+    tolerance = 1e-2 if quick else 1e-4
     rows = amplification((1.0, 2.0, 4.0), ns)
     published_epsilon0, published_n, published = FMT21_PUBLISHED
     fmt21 = {
@@ -498,12 +509,12 @@ def run(quick: bool, seeds: int) -> dict[str, Any]:
     accuracy_rows: list[dict[str, Any]] = []
     for data in (flights, zipf):
         for central in centrals:
-            accuracy_rows += accuracy(data, central, seeds)
+            accuracy_rows += accuracy(data, central, seeds, tolerance)
     rows += accuracy_rows
     flight_rows = [row for row in accuracy_rows if row["dataset"] == flights.name]
     rows += pandas_check(frame, flights, flight_rows)
     for data in (flights, zipf):
-        rows += equal_epsilon(data, accuracy_rows)
+        rows += equal_epsilon(data, accuracy_rows, tolerance)
     for row in accuracy_rows:
         del row["_mechanism"]
     largest = []
