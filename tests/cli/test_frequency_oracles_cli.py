@@ -112,5 +112,5 @@ def test_max_weight_is_refused_outside_rappor(
         3,
     )
     assert run.exit_code == 1
-    assert "--max-weight applies to rappor only" in run.stderr
+    assert "--max-weight does not apply to" in run.stderr
     assert not target.exists()

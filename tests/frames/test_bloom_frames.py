@@ -574,13 +574,13 @@ ERRORS: dict[str, Any] = {
         BASE,
         lambda f, **kw: f.ldp.rappor("url", 1.0, domain=URLS, user="user_id", **kw),
         frameldp.ParameterError,
-        ["column 'url'", "user", "encoding='bloom'"],
+        ["column 'url'", "user", "epsilon_infinity"],
     ),
     "memo-key-with-onehot": (
         BASE,
         lambda f, **kw: f.ldp.rappor("url", 1.0, domain=URLS, memo_key=MEMO, **kw),
         frameldp.ParameterError,
-        ["column 'url'", "memo_key", "encoding='bloom'"],
+        ["column 'url'", "memo_key", "needs user="],
     ),
     "p-with-onehot": (
         BASE,

@@ -15,6 +15,12 @@ domain), a registered frequency oracle's name (``rappor``, ``optimized_unary_enc
      "url": {"mechanism": "bloom", "epsilon": 1.0, "epsilon_infinity": 4.0},
      "query": {"mechanism": "pem", "epsilon": 4.0, "max_length": 12}}
 
+An option that does not apply to its column's mechanism is refused (in a spec file), or when no
+column uses it (on the command line, where an option is given once for every column).
+``epsilon_infinity`` applies to Bloom RAPPOR and, with ``--user``, to every mechanism that
+memoizes permanent responses (``rappor``, ``krr``, ``optimized_unary_encoding``,
+``local_hashing``, ``subset_selection``, and ``auto``, which then chooses among them).
+
 A domain file holds one value per line (blank lines are skipped), or a JSON list (``.json``).
 The domain is public input: it is never read from the data. Errors about a domain file never
 quote what it holds when it does not look like a domain (not text, or a single value): it may be
@@ -44,7 +50,13 @@ from frameldp.core.mechanisms.choice import choose_mechanism
 from frameldp.errors import DomainError, ParameterError, shown
 from frameldp.frames.pipeline import column_context
 
-__all__ = ["ColumnSpec", "build_mechanism", "specs_from_file", "specs_from_options"]
+__all__ = [
+    "ColumnSpec",
+    "build_mechanism",
+    "memoized_where_used",
+    "specs_from_file",
+    "specs_from_options",
+]
 
 SHORT_NAMES = {"krr": "randomized_response", "bloom": "bloom_rappor", "pem": "prefix_extending"}
 """Command-line names of registered mechanisms (every registered name is accepted too)."""
@@ -73,12 +85,12 @@ class ColumnSpec:
     domain_file: Path | None = None
     unknown: str | None = None
     nulls: str | None = None
-    max_weight: int = 1
+    max_weight: int | None = None
     epsilon_infinity: float | None = None
-    num_bits: int = 128
-    num_hashes: int = 2
-    num_cohorts: int = 64
-    max_length: int = 16
+    num_bits: int | None = None
+    num_hashes: int | None = None
+    num_cohorts: int | None = None
+    max_length: int | None = None
 
     @property
     def registered(self) -> str:
@@ -93,6 +105,37 @@ class ColumnSpec:
         if name == AUTOMATIC or name not in mechanism_names():
             return True
         return not OPEN_DOMAIN & mechanism_class(name).capabilities
+
+    @property
+    def memoizes(self) -> bool:
+        """Whether the mechanism can memoize permanent responses (with ``epsilon_infinity``
+        and users; ``auto`` chooses among those that can)."""
+        name = self.registered
+        if name == AUTOMATIC:
+            return True
+        return name in mechanism_names() and (
+            Capability.MEMOIZATION in mechanism_class(name).capabilities
+        )
+
+    def uses(self, option: str) -> bool:
+        """Whether ``option`` (a field name) applies to this column's mechanism."""
+        if option == "epsilon_infinity":
+            return self.memoizes
+        return self.registered in _OPTION_MECHANISMS.get(option, {self.registered})
+
+
+_OPTION_MECHANISMS: dict[str, set[str]] = {
+    "max_weight": {"rappor"},
+    "num_bits": {"bloom_rappor"},
+    "num_hashes": {"bloom_rappor"},
+    "num_cohorts": {"bloom_rappor"},
+    "max_length": {"prefix_extending"},
+}
+"""Mechanisms each mechanism-specific option applies to (the others apply to all)."""
+
+
+def _flag(option: str) -> str:
+    return "--" + option.replace("_", "-")
 
 
 def _paired(name: str, values: Sequence[Any], count: int, what: str) -> list[Any]:
@@ -135,6 +178,12 @@ def specs_from_options(
     ]
     for spec in specs:
         _check_kind(spec)
+    for option in given:
+        if not any(spec.uses(option) for spec in specs):
+            raise ParameterError(
+                f"{_flag(option)} does not apply to {', '.join(sorted(set(kinds)))}: no column "
+                "here uses it"
+            )
     need = [spec for spec in specs if spec.needs_domain]
     if need and not domain_files:
         raise ParameterError(
@@ -148,6 +197,26 @@ def specs_from_options(
         )
     files = iter(_paired("--domain-file", domain_files, len(need), "columns that take a domain"))
     return [replace(spec, domain_file=next(files)) if spec.needs_domain else spec for spec in specs]
+
+
+def memoized_where_used(specs: list[ColumnSpec], user: str | None) -> list[ColumnSpec]:
+    """Command-line specs with the shared ``--epsilon-infinity`` kept where it applies: Bloom
+    RAPPOR, and with ``--user`` every mechanism that memoizes permanent responses (without
+    users a permanent response would protect nothing beyond one report); refused when it
+    applies to no column."""
+    kept = [
+        spec
+        if spec.registered == "bloom_rappor" or (user is not None and spec.memoizes)
+        else replace(spec, epsilon_infinity=None)
+        for spec in specs
+    ]
+    given = any(spec.epsilon_infinity is not None for spec in specs)
+    if given and not any(spec.epsilon_infinity is not None for spec in kept):
+        raise ParameterError(
+            "--epsilon-infinity needs --user (the column identifying people, whose permanent "
+            f"responses are memoized) for {', '.join(sorted({s.mechanism for s in specs}))}"
+        )
+    return kept
 
 
 def specs_from_file(path: Path) -> list[ColumnSpec]:
@@ -195,6 +264,11 @@ def specs_from_file(path: Path) -> list[ColumnSpec]:
             options["domain_file"] = path.parent / options["domain_file"]
         spec = ColumnSpec(column, **options)
         _check_kind(spec)
+        for option, value in options.items():
+            if value is not None and not spec.uses(option):
+                raise ParameterError(
+                    f"--spec: column {shown(column)}: {option!r} does not apply to {spec.mechanism}"
+                )
         if spec.needs_domain and spec.domain is None and spec.domain_file is None:
             raise ParameterError(
                 f"--spec: column {shown(column)}: {spec.mechanism} needs 'domain' or 'domain_file'"
@@ -274,16 +348,17 @@ def build_mechanism(spec: ColumnSpec, kind: pa.DataType) -> Mechanism:
             )
         name = spec.registered
         if name == "bloom_rappor":
+            sizes = {"num_bits": spec.num_bits, "num_hashes": spec.num_hashes}
+            sizes["num_cohorts"] = spec.num_cohorts
             bloom: Mechanism = mechanism_class("bloom_rappor")(
                 spec.epsilon,
                 epsilon_infinity=spec.epsilon_infinity,
-                num_bits=spec.num_bits,
-                num_hashes=spec.num_hashes,
-                num_cohorts=spec.num_cohorts,
+                **{option: value for option, value in sizes.items() if value is not None},
             )
             return bloom
         if name == "prefix_extending":
-            discovering: Mechanism = mechanism_class(name)(spec.epsilon, max_length=spec.max_length)
+            length = {} if spec.max_length is None else {"max_length": spec.max_length}
+            discovering: Mechanism = mechanism_class(name)(spec.epsilon, **length)
             return discovering
         if spec.epsilon is None:
             raise ParameterError(f"{spec.mechanism} needs epsilon")
@@ -299,21 +374,20 @@ def build_mechanism(spec: ColumnSpec, kind: pa.DataType) -> Mechanism:
             unknown=spec.unknown,  # type: ignore[arg-type]
             nulls=spec.nulls,  # type: ignore[arg-type]
         )
-        if name == "rappor":
-            rappor: Mechanism = mechanism_class("rappor")(
-                spec.epsilon, domain=domain, max_weight=spec.max_weight
-            )
-            return rappor
-        if spec.max_weight != 1:
+        if spec.max_weight not in (None, 1) and name != "rappor":
             raise ParameterError(
                 f"--max-weight applies to rappor only (set-valued cells), not to {spec.mechanism}"
             )
-        if name == AUTOMATIC:
-            return choose_mechanism(spec.epsilon, domain=domain)
-        if name == "randomized_response":
-            krr: Mechanism = mechanism_class(name)(
-                spec.epsilon, domain=domain, epsilon_infinity=spec.epsilon_infinity
+        if spec.epsilon_infinity is not None and not spec.memoizes:
+            raise ParameterError(
+                f"--epsilon-infinity: {spec.mechanism} has no permanent response to memoize"
             )
-            return krr
-        oracle: Mechanism = mechanism_class(name)(spec.epsilon, domain=domain)
+        options: dict[str, Any] = {"domain": domain}
+        if spec.epsilon_infinity is not None:
+            options["epsilon_infinity"] = spec.epsilon_infinity
+        if name == AUTOMATIC:
+            return choose_mechanism(spec.epsilon, **options)
+        if name == "rappor" and spec.max_weight is not None:
+            options["max_weight"] = spec.max_weight
+        oracle: Mechanism = mechanism_class(name)(spec.epsilon, **options)
         return oracle

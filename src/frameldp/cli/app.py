@@ -150,8 +150,9 @@ def privatize(
     epsilon_infinity: Annotated[
         float | None,
         typer.Option(
-            help="Bloom RAPPOR, krr: epsilon of the permanent response (longitudinal: any "
-            "number of releases of one value cost at most this per person)."
+            help="Bloom RAPPOR; with --user also rappor, krr, optimized_unary_encoding, "
+            "local_hashing, subset_selection, auto: epsilon of the permanent response "
+            "(longitudinal: any number of releases of one value cost at most this per person)."
         ),
     ] = None,
     num_bits: Annotated[
@@ -170,15 +171,15 @@ def privatize(
     user: Annotated[
         str | None,
         typer.Option(
-            help="Bloom RAPPOR, krr with --epsilon-infinity: column identifying users (not "
-            "released)."
+            help="Bloom RAPPOR, or any mechanism with --epsilon-infinity: column identifying "
+            "users (not released)."
         ),
     ] = None,
     memo_key_file: Annotated[
         Path | None,
         typer.Option(
-            help="Bloom RAPPOR, krr with --epsilon-infinity: 32-byte persistent secret for "
-            "permanent responses."
+            help="Bloom RAPPOR, or any mechanism with --epsilon-infinity: 32-byte persistent "
+            "secret for permanent responses."
         ),
     ] = None,
     seed: Annotated[

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ from frameldp.accounting.guarantee import INSECURE, PrivacyGuarantee
 from frameldp.cli._errors import user_errors, warnings_as_lines
 from frameldp.cli._files import read_key, read_text
 from frameldp.cli._signals import terminate_cleanly
-from frameldp.cli._specs import specs_from_file, specs_from_options
+from frameldp.cli._specs import memoized_where_used, specs_from_file, specs_from_options
 from frameldp.cli.estimate import check_out, discover_file, estimate_file, write_table
 from frameldp.cli.privatize import privatize_file
 from frameldp.errors import ParameterError, shown
@@ -70,15 +69,7 @@ def run_privatize(
                 specs = specs_from_file(spec)
             else:
                 specs = specs_from_options(columns, mechanisms, epsilons, domain_files, **shared)
-                if user is None:
-                    # --epsilon-infinity makes k-RR longitudinal only with --user (whose
-                    # permanent responses it memoizes); alone it configures Bloom RAPPOR.
-                    specs = [
-                        dataclasses.replace(s, epsilon_infinity=None)
-                        if s.registered == "randomized_response"
-                        else s
-                        for s in specs
-                    ]
+                specs = memoized_where_used(specs, user)
             if seed is not None and key_file is not None:
                 raise ParameterError("pass --seed or --key-file, not both")
             if (ledger is None) != (budget is None):
@@ -86,13 +77,13 @@ def run_privatize(
                     f"--ledger and --budget go together; got --ledger {ledger}, --budget {budget}"
                 )
             if user is not None and not any(
-                s.registered == "bloom_rappor"
-                or (s.registered == "randomized_response" and s.epsilon_infinity)
-                for s in specs
+                s.registered == "bloom_rappor" or (s.memoizes and s.epsilon_infinity) for s in specs
             ):
                 raise ParameterError(
-                    f"--user {shown(user)} is only used by --mechanism bloom, and by krr with "
-                    "--epsilon-infinity (memoized permanent responses)"
+                    f"--user {shown(user)} is only used by --mechanism bloom, and with "
+                    "--epsilon-infinity by the mechanisms that memoize permanent responses "
+                    "(rappor, krr, optimized_unary_encoding, local_hashing, subset_selection, "
+                    "auto)"
                 )
             done = privatize_file(
                 source,

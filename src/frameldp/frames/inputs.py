@@ -136,14 +136,17 @@ def build_rappor(
     max_weight: int,
     unknown: UnknownPolicy | None,
     nulls: NullPolicy | None,
+    epsilon_infinity: float | None = None,
 ) -> Mechanism:
-    """A RAPPOR mechanism for ``column``; errors name the column."""
+    """A RAPPOR mechanism for ``column`` (longitudinal with ``epsilon_infinity``); errors name
+    the column."""
     with column_context(column):
         mechanism: Mechanism = mechanism_class("rappor")(
             epsilon,
             f=f,
             domain=_domain(domain, unknown, nulls, column, data),
             max_weight=max_weight,
+            epsilon_infinity=epsilon_infinity,
         )
     return mechanism
 

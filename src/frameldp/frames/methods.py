@@ -608,6 +608,11 @@ class FrameMethods:
         ``p``, ``q`` or ``epsilon`` (one report) with ``epsilon_infinity``; ``user`` names the
         column identifying users (stable cohorts and memoized permanent responses under
         ``memo_key``), and a ``{column}_cohort`` column is written beside the reports.
+
+        One-hot and k-hot RAPPOR take ``epsilon_infinity`` too (longitudinal RAPPOR): ``user``
+        names the column identifying people, whose permanent responses are memoized per (user,
+        value) under ``memo_key``, so that any number of collections of one value cost a person
+        at most ``epsilon_infinity`` (see :class:`frameldp.Rappor`).
         """
         require_column(self._columns(), column)
         hash_scheme = chosen_hash_scheme("df.ldp.rappor", hash_scheme, hash)
@@ -642,12 +647,11 @@ class FrameMethods:
             raise ParameterError(
                 f"column {shown(column)}: encoding must be 'onehot' or 'bloom', got {encoding!r}"
             )
-        bloom_only = {"p": p, "q": q, "epsilon_infinity": epsilon_infinity, "user": user}
-        given = [name for name, value in bloom_only.items() if value is not None]
-        if given or memo_key is not None:
+        given = [name for name, value in {"p": p, "q": q}.items() if value is not None]
+        if given:
             raise ParameterError(
-                f"column {shown(column)}: {', '.join(given) or 'memo_key'} only apply to "
-                "encoding='bloom'"
+                f"column {shown(column)}: {', '.join(given)} only apply to encoding='bloom' "
+                "(one-hot RAPPOR takes epsilon, or f)"
             )
         mechanism = build_rappor(
             column,
@@ -658,8 +662,17 @@ class FrameMethods:
             max_weight=max_weight,
             unknown=unknown,
             nulls=nulls,
+            epsilon_infinity=epsilon_infinity,
         )
-        return self.privatize({column: mechanism}, key=key, seed=seed, ledger=ledger, budget=budget)
+        return self.privatize(
+            {column: mechanism},
+            key=key,
+            seed=seed,
+            ledger=ledger,
+            budget=budget,
+            user=user,
+            memo_key=memo_key,
+        )
 
     def krr(
         self,

@@ -83,7 +83,7 @@ def plan_release(
 ) -> ReleasePlan:
     """Validate the user column and memo key; the specs and guarantees of the release.
 
-    A mechanism with a permanent response (Bloom RAPPOR; k-RR with ``epsilon_infinity``) and a
+    A mechanism with a permanent response (Bloom RAPPOR; any with ``epsilon_infinity``) and a
     user column memoizes its permanent responses under ``memo_key`` (a persistent secret);
     without one, under this call's key, which protects only within it.
     ``fresh_keys`` = (where, unit) names a backend that draws a fresh key per unit (``("on
@@ -95,10 +95,11 @@ def plan_release(
     if user is not None:
         require_column(columns, user)
         if not blooms:
+            named = ", ".join(f"column {shown(c)}" for c in mechanisms)
             raise ParameterError(
-                f"user={user!r} is only used by mechanisms with a memoized permanent response "
-                "(Bloom RAPPOR, encoding='bloom'; k-RR with epsilon_infinity=); no column here "
-                "uses it"
+                f"{named}: user={user!r} is only used by mechanisms with a memoized permanent "
+                "response (Bloom RAPPOR, encoding='bloom'; any mechanism with "
+                "epsilon_infinity=); no column here uses it"
             )
         if user in mechanisms:
             raise ParameterError(f"user column {user!r} cannot also be privatized in this call")

@@ -323,7 +323,7 @@ def declare_input(mechanisms: Mapping[str, Any], *, user: str | None = None) -> 
         if not memoizing:
             raise ParameterError(
                 f"user={user!r} is only used by mechanisms with a memoized permanent response "
-                "(Bloom RAPPOR; k-RR with epsilon_infinity); no column here uses it"
+                "(Bloom RAPPOR; any mechanism with epsilon_infinity); no column here uses it"
             )
         if user in resolved:
             raise ParameterError(f"user column {user!r} cannot also be privatized")

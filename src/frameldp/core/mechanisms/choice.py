@@ -83,6 +83,8 @@ class MechanismComparison:
     num_buckets: int
     n: int | None
     candidates: tuple[Candidate, ...]
+    epsilon_infinity: float | None = None
+    """The permanent responses' epsilon when the candidates are longitudinal."""
 
     @property
     def best(self) -> FrequencyOracle:
@@ -116,8 +118,13 @@ class MechanismComparison:
         """Why the best candidate was chosen, and the table of all of them."""
         n_text = f"n = {self.n} reports" if self.n else "one report (multiply by n)"
         rows = self.records()
+        memoized = (
+            ""
+            if self.epsilon_infinity is None
+            else f" (one report; epsilon_infinity = {self.epsilon_infinity:g})"
+        )
         lines = [
-            f"At epsilon = {self.epsilon:g} over k = {self.num_buckets} buckets, "
+            f"At epsilon = {self.epsilon:g}{memoized} over k = {self.num_buckets} buckets, "
             f"{rows[0]['mechanism']} ({rows[0]['settings']}) has the smallest exact variance of "
             "a debiased count, averaged over the buckets (the same for every distribution of "
             "the values); ties go to the shorter report.",
@@ -142,18 +149,26 @@ class MechanismComparison:
 def mechanism_settings(mechanism: FrequencyOracle) -> str:
     """The settings a mechanism chose beyond epsilon and the domain (``g=53``, ``d=18``)."""
     spec = mechanism.to_spec()
-    chosen = {k: v for k, v in spec.items() if k not in ("mechanism", "epsilon", "domain")}
+    given = ("mechanism", "epsilon", "domain", "epsilon_infinity")
+    chosen = {k: v for k, v in spec.items() if k not in given}
     chosen = {k: v for k, v in chosen.items() if v is not None}
     return ", ".join(f"{k}={v}" for k, v in chosen.items()) or "-"
 
 
 def compare_mechanisms(
-    epsilon: float, *, domain: Domain | list[Hashable] | Any, n: int | None = None
+    epsilon: float,
+    *,
+    domain: Domain | list[Hashable] | Any,
+    n: int | None = None,
+    epsilon_infinity: float | None = None,
 ) -> MechanismComparison:
     """Every registered frequency oracle at ``epsilon`` over ``domain``, best first.
 
     ``n`` (optional) expresses the variances and standard errors for ``n`` reports; it does not
-    change the ranking (every variance is proportional to ``n``).
+    change the ranking (every variance is proportional to ``n``). With ``epsilon_infinity``,
+    the longitudinal candidates (:data:`~.protocol.Capability.MEMOIZATION`), each built with
+    it: one report's end-to-end channel is the mechanism's own at its realized probabilities,
+    so the same variance formula ranks them.
     """
     epsilon = check_epsilon(epsilon, "compare_mechanisms")
     domain = Domain.coerce(domain)
@@ -165,8 +180,13 @@ def compare_mechanisms(
         cls = mechanism_class(name)
         if Capability.FREQUENCY_ORACLE not in cls.capabilities:
             continue
+        longitudinal = {} if epsilon_infinity is None else {"epsilon_infinity": epsilon_infinity}
+        if longitudinal and Capability.MEMOIZATION not in cls.capabilities:
+            reason = "unavailable: no permanent response to memoize (epsilon_infinity)"
+            candidates.append(Candidate(name, None, math.inf, 0, reason))
+            continue
         try:
-            mechanism: FrequencyOracle = cls(epsilon, domain=domain)
+            mechanism: FrequencyOracle = cls(epsilon, domain=domain, **longitudinal)
         except FrameLDPError as error:
             candidates.append(Candidate(name, None, math.inf, 0, f"unavailable: {error}"))
             continue
@@ -194,14 +214,19 @@ def compare_mechanisms(
         )
 
     ordered = tuple(sorted(candidates, key=rank))
-    return MechanismComparison(epsilon, k, n, ordered)
+    return MechanismComparison(epsilon, k, n, ordered, epsilon_infinity)
 
 
 def choose_mechanism(
-    epsilon: float, *, domain: Domain | list[Hashable] | Any, n: int | None = None
+    epsilon: float,
+    *,
+    domain: Domain | list[Hashable] | Any,
+    n: int | None = None,
+    epsilon_infinity: float | None = None,
 ) -> FrequencyOracle:
     """The frequency oracle with the smallest exact estimator variance at ``epsilon`` over
-    ``domain`` (the shorter report on a tie), ready to use like any mechanism.
+    ``domain`` (the shorter report on a tie), ready to use like any mechanism; with
+    ``epsilon_infinity``, the best longitudinal one (:func:`compare_mechanisms`).
 
     :func:`compare_mechanisms` gives every candidate with its variance, and ``explain()``.
 
@@ -212,4 +237,4 @@ def choose_mechanism(
     >>> choose_mechanism(4.0, domain=list(range(1024))).name
     'subset_selection'
     """
-    return compare_mechanisms(epsilon, domain=domain, n=n).best
+    return compare_mechanisms(epsilon, domain=domain, n=n, epsilon_infinity=epsilon_infinity).best

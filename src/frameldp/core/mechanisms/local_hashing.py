@@ -24,7 +24,7 @@ support counts cost ``O(n + k min(n, g^m))`` vectorized operations and no per-re
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
@@ -34,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from frameldp.accounting import LocalHashingEvent, PrivacyGuarantee
+from frameldp.accounting import LocalHashingEvent, PrivacyEvent, PrivacyGuarantee
 from frameldp.accounting.rounding import log_upper
 from frameldp.core.columns import integer_reports, single_codes
 from frameldp.core.encoding import Domain
@@ -43,16 +43,23 @@ from frameldp.core.estimation import (
     debias_direct_counts,
     mean_direct_variance,
 )
+from frameldp.core.mechanisms._longitudinal import (
+    TwoStage,
+    chained_move,
+    check_epsilon_infinity,
+    permanent_rows,
+    value_digests,
+)
 from frameldp.core.mechanisms._spec import (
     check_codes,
     check_epsilon,
-    fingerprint,
     is_prime,
     noise_numerator,
     register,
+    row_digests,
 )
 from frameldp.core.mechanisms.protocol import Capability, Statistic
-from frameldp.core.randomness import PRECISION_BITS, RandomSource, code_bytes
+from frameldp.core.randomness import PRECISION_BITS, RandomSource, Rows, code_bytes
 from frameldp.errors import ParameterError, shown
 
 __all__ = ["LocalHashing", "hashing_guarantee", "optimal_hash_buckets"]
@@ -103,10 +110,17 @@ def hashing_guarantee(
     with move probability ``move / 2**64``, rounded up, with one
     :class:`~frameldp.accounting.LocalHashingEvent` (two values collide under exactly ``1/g``
     of the hash functions, and then lose nothing)."""
-    g = num_buckets
-    event = LocalHashingEvent(log_upper(Fraction((_ONE - move) * (g - 1), move)), g)
-    shown = {"num_buckets": g, **parameters, "keep_probability": (_ONE - move) / float(_ONE)}
+    event = hashing_event(Fraction(move, _ONE), num_buckets)
+    shown = {"num_buckets": num_buckets, **parameters, "keep_probability": 1 - move / _ONE}
     return PrivacyGuarantee(event.epsilon, name, shown, events=((event, 1),))
+
+
+def hashing_event(move: Fraction, num_buckets: int) -> LocalHashingEvent:
+    """The :class:`~frameldp.accounting.LocalHashingEvent` of k-ary randomized response over
+    ``num_buckets`` hash values with move probability ``move``: pure epsilon ``ln(p / q)``,
+    rounded up."""
+    g = num_buckets
+    return LocalHashingEvent(log_upper((1 - move) * (g - 1) / move), g)
 
 
 def optimal_hash_buckets(epsilon: float, k: int) -> int:
@@ -129,7 +143,7 @@ def optimal_hash_buckets(epsilon: float, k: int) -> int:
 
 @register("local_hashing")
 @dataclass(frozen=True)
-class LocalHashing:
+class LocalHashing(TwoStage):
     r"""Local hashing over a public domain of ``k`` buckets: optimal (OLH) or binary (BLH).
 
     Each report is ``(seed, y)``: a uniformly drawn member ``h`` of an exactly universal hash
@@ -146,7 +160,14 @@ class LocalHashing:
         The public domain (list, categorical dtype or :class:`~frameldp.core.encoding.Domain`).
     num_buckets
         ``g``, a prime: ``None`` picks the variance-optimal prime next to ``e^epsilon + 1``
-        (optimal local hashing; :func:`optimal_hash_buckets`), 2 is binary local hashing.
+        (optimal local hashing; :func:`optimal_hash_buckets`, at ``epsilon``), 2 is binary
+        local hashing.
+    epsilon_infinity
+        Longitudinal local hashing (LOLOHA [4]_): with reports that come with users, a user
+        keeps one hash function (seed) in every report, and a *permanent* k-RR response over
+        the ``g`` hash values at ``epsilon_infinity`` (>= ``epsilon``) is memoized per (user,
+        hash value); every report applies a fresh k-RR over the hash values to it, so that one
+        report is ``epsilon``-LDP end to end. ``None`` (default): one stage.
 
     Privacy
     -------
@@ -158,6 +179,15 @@ class LocalHashing:
     exactly ``1/g`` of the seeds (and then loses nothing), so the worst-case loss is
     three-valued with the neutral weight ``(g - 1) + e^epsilon / (g - 1)``, and its Rényi curve,
     zCDP and composition are exact (:mod:`frameldp.accounting.events.ternary`).
+
+    With ``epsilon_infinity``: k-RR over the hash values after k-RR over them is k-RR with move
+    probability ``M = m_1 + m_2 (1 - m_1 g / (g - 1))``, so given the seed one report is k-RR
+    at ``ln(p / q)`` for ``p = 1 - M``: end to end, OLH at that epsilon. The seed is a keyed
+    function of the user alone (independent of the values, and of other users' seeds), so a
+    value that changes does not show in it. Reports of any number of values that share a hash
+    value are a post-processing of one permanent response: at most ``epsilon_infinity``, and at
+    most ``g epsilon_infinity`` over any history of values [4]_.
+    :meth:`guarantee` gives a :class:`~frameldp.accounting.MemoizedEvent`.
 
     Estimation
     ----------
@@ -173,6 +203,9 @@ class LocalHashing:
     .. [2] R. Bassily, A. Smith, "Local, Private, Efficient Protocols for Succinct Histograms",
        STOC 2015.
     .. [3] J. L. Carter, M. N. Wegman, "Universal Classes of Hash Functions", JCSS 18(2), 1979.
+    .. [4] H. H. Arcolezi, C. Pinzón, C. Palamidessi, S. Gambs, "Frequency Estimation of
+       Evolving Data Under Local Differential Privacy", EDBT 2023 (arXiv:2210.00262), Sec. 4
+       (LOLOHA).
 
     Examples
     --------
@@ -186,13 +219,21 @@ class LocalHashing:
     name: ClassVar[str] = "local_hashing"
     title: ClassVar[str] = "local hashing"
     capabilities: ClassVar[frozenset[Capability]] = frozenset(
-        {Capability.CALLER_KEY, Capability.FREQUENCY_ORACLE, Capability.INTEGER_REPORTS}
+        {
+            Capability.CALLER_KEY,
+            Capability.FREQUENCY_ORACLE,
+            Capability.INTEGER_REPORTS,
+            Capability.MEMOIZATION,
+        }
     )
 
     epsilon: float
     domain: Domain = field(kw_only=True)
     num_buckets: int | None = field(default=None, kw_only=True)
+    epsilon_infinity: float | None = field(default=None, kw_only=True)
     _move_numerator: int = field(init=False, repr=False, compare=False)
+    _permanent_numerator: int = field(init=False, repr=False, compare=False)
+    _move: Fraction = field(init=False, repr=False, compare=False)
     _num_digits: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -230,7 +271,15 @@ class LocalHashing:
                 f"{owner}: epsilon={shown(epsilon)} is too small to realize for {g} buckets; the "
                 "reports would be uniform noise"
             )
+        permanent, move = 0, Fraction(numerator, _ONE)
+        infinity = check_epsilon_infinity(epsilon, self.epsilon_infinity, owner)
+        if infinity is not None:
+            object.__setattr__(self, "epsilon_infinity", infinity)
+            permanent = _move_numerator(infinity, g)
+            numerator, move = chained_move(g, permanent, move)
         object.__setattr__(self, "_move_numerator", numerator)
+        object.__setattr__(self, "_permanent_numerator", permanent)
+        object.__setattr__(self, "_move", move)
 
     @classmethod
     def from_spec(cls, spec: dict[str, Any]) -> LocalHashing:
@@ -239,16 +288,21 @@ class LocalHashing:
             spec["epsilon"],
             domain=Domain.from_json(spec["domain"]),
             num_buckets=spec["num_buckets"],
+            epsilon_infinity=spec.get("epsilon_infinity"),
         )
 
     def to_spec(self) -> dict[str, Any]:
-        """JSON-serializable parameters (rebuilding realizes the same noise)."""
-        return {
+        """JSON-serializable parameters (rebuilding realizes the same noise); the one-stage
+        spec has no ``epsilon_infinity`` key."""
+        spec = {
             "mechanism": self.name,
             "epsilon": self.epsilon,
             "num_buckets": self.num_buckets,
             "domain": self.domain.to_json(),
         }
+        if self.epsilon_infinity is not None:
+            spec["epsilon_infinity"] = self.epsilon_infinity
+        return spec
 
     @property
     def _g(self) -> int:
@@ -262,8 +316,8 @@ class LocalHashing:
 
     @property
     def keep_probability(self) -> float:
-        """Realized ``p``: probability that ``y`` is the value's hash."""
-        return (_ONE - self._move_numerator) / 2.0**PRECISION_BITS
+        """Realized ``p``: probability that ``y`` is the value's hash (end to end)."""
+        return float(1 - self._move)
 
     @property
     def support_probabilities(self) -> tuple[float, float]:
@@ -283,14 +337,21 @@ class LocalHashing:
     @cached_property
     def privacy(self) -> PrivacyGuarantee:
         """Pure epsilon ``ln(p / q)`` of the realized probabilities over ``g`` buckets, rounded
-        up, with one :class:`~frameldp.accounting.LocalHashingEvent` at ``g``."""
-        return hashing_guarantee(
-            self.name, self._move_numerator, self._g, {"num_seeds": self.num_seeds}
-        )
+        up, with one :class:`~frameldp.accounting.LocalHashingEvent` at ``g``;
+        :meth:`guarantee` names memoized permanent responses."""
+        return self.guarantee()
 
-    @cached_property
-    def _stream_suffix(self) -> str:
-        return fingerprint(self.to_spec())
+    def _stage_events(self) -> tuple[PrivacyEvent, PrivacyEvent | None, dict[str, Any]]:
+        g = self._g
+        event = hashing_event(self._move, g)
+        parameters = {
+            "num_buckets": g,
+            "num_seeds": self.num_seeds,
+            "keep_probability": self.keep_probability,
+        }
+        if self.epsilon_infinity is None:
+            return event, None, parameters
+        return event, hashing_event(Fraction(self._permanent_numerator, _ONE), g), parameters
 
     @cached_property
     def _powers(self) -> NDArray[np.int64]:
@@ -312,28 +373,58 @@ class LocalHashing:
         source: RandomSource,
         label: object,
         row_start: int = 0,
+        users: NDArray[np.uint8] | None = None,
+        memo: RandomSource | None = None,
     ) -> NDArray[np.uint64]:
         """Reports ``seed * g + y`` of integer codes in ``[0, k)``.
 
         The seed ("seed" stream), the move bit and the other bucket are functions of (key,
         ``label``, spec, global row ``row_start + i``, and under a caller's key or a seed the
         row's code) only (see :class:`~frameldp.core.randomness.Rows`).
+
+        With ``epsilon_infinity``, ``y`` is the instantaneous response to a permanent one drawn
+        the same way ("permanent" streams). With ``users`` (a 16-byte digest per row), the seed
+        is a function of (``memo``, default ``source``; ``label``; spec; the row's user) and
+        the permanent response of (the same; the row's hash value) only
+        (:meth:`~frameldp.core.randomness.Rows.memoized`).
         """
         codes = check_codes(codes, self.domain.size)
         g = self._g
-        rows = source.rows(
-            (label, self._stream_suffix), row_start, codes.size, lambda: code_bytes(codes)
-        )
-        seeds = rows.uniform("seed", self.num_seeds)
+        base = (label, self._stream_suffix)
+        rows = source.rows(base, row_start, codes.size, lambda: code_bytes(codes))
+        if self.epsilon_infinity is None:
+            if users is not None:
+                raise ParameterError("users are only used with epsilon_infinity")
+            seeds = rows.uniform("seed", self.num_seeds)
+            reported = self._moved(self.hash_values(seeds, codes), rows, self._move_numerator, "")
+            return (seeds * g + reported).astype(np.uint64)
+
+        def memoized(stream: tuple[object, ...], values: Callable[[], NDArray[np.uint8]]) -> Rows:
+            return permanent_rows(
+                rows, source=source, memo=memo, label=stream, users=users, values=values
+            )
+
+        no_value = np.zeros((codes.size, 16), dtype=np.uint8)
+        seeds = memoized((*base, "user"), lambda: no_value).uniform("seed", self.num_seeds)
         hashed = self.hash_values(seeds, codes)
-        moves = rows.bernoulli("move", self._move_numerator, 1).ravel() != 0
+        held = memoized(base, lambda: value_digests(hashed))
+        permanent = self._moved(hashed, held, self._permanent_numerator, "permanent ")
+        reported = self._moved(permanent, rows, self._move_numerator, "")
+        return (seeds * g + reported).astype(np.uint64)
+
+    def _moved(
+        self, hashed: NDArray[np.int64], rows: Rows, numerator: int, stage: str
+    ) -> NDArray[np.int64]:
+        """k-RR over the ``g`` hash values with move probability ``numerator / 2**64``
+        (purposes prefixed by ``stage``)."""
+        moves = rows.bernoulli(stage + "move", numerator, 1).ravel() != 0
+        g = self._g
         if g == 2:
             others = 1 - hashed
         else:
-            shift = rows.uniform("other", g - 1)
+            shift = rows.uniform(stage + "other", g - 1)
             others = shift + (shift >= hashed)
-        reported = np.where(moves, others, hashed)
-        return (seeds * g + reported).astype(np.uint64)
+        return np.asarray(np.where(moves, others, hashed), dtype=np.int64)
 
     def support_counts(self, reports: NDArray[np.uint64]) -> NDArray[np.int64]:
         """``C_v``: how many reports support each value ``v`` (``h_seed(v) = y``).
@@ -383,9 +474,14 @@ class LocalHashing:
         user_column: str | None = None,
         memo: RandomSource | None = None,
     ) -> dict[str, pa.Array]:
-        """Reports of one value per row."""
+        """Reports of one value per row; with ``users`` (the ids of ``user_column``) and
+        ``epsilon_infinity``, a seed per user and permanent responses memoized per (user, hash
+        value) under ``memo``."""
         codes = single_codes(values, self.domain, column, row_start, self.title)
-        reports = self.randomize(codes, source=source, label=column, row_start=row_start)
+        digests = None if users is None else row_digests(users, column, user_column, row_start)
+        reports = self.randomize(
+            codes, source=source, label=column, row_start=row_start, users=digests, memo=memo
+        )
         return {column: pa.array(reports, type=pa.uint64())}
 
     def statistic(self, reports: Mapping[str, pa.Array], *, column: str) -> Statistic:

@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from frameldp.accounting import OptimizedUnaryEncodingEvent, PrivacyGuarantee
+from frameldp.accounting import OptimizedUnaryEncodingEvent, PrivacyEvent, PrivacyGuarantee
 from frameldp.accounting.rounding import log_upper
 from frameldp.core.columns import bits_array, packed_bits, single_codes
 from frameldp.core.encoding import (
@@ -23,15 +23,22 @@ from frameldp.core.encoding import (
     xor_one_hot,
 )
 from frameldp.core.estimation import FrequencyEstimate, debias_direct_counts
+from frameldp.core.mechanisms._longitudinal import (
+    TwoStage,
+    chained_move,
+    check_epsilon_infinity,
+    permanent_rows,
+    value_digests,
+)
 from frameldp.core.mechanisms._spec import (
     check_codes,
     check_epsilon,
-    fingerprint,
     noise_numerator,
     register,
+    row_digests,
 )
 from frameldp.core.mechanisms.protocol import Capability, Statistic
-from frameldp.core.randomness import PRECISION_BITS, RandomSource, code_bytes
+from frameldp.core.randomness import PRECISION_BITS, RandomSource, Rows, code_bytes
 from frameldp.errors import ParameterError, shown
 
 __all__ = ["OptimizedUnaryEncoding"]
@@ -42,7 +49,7 @@ _HALF: Final = _ONE >> 1
 
 @register("optimized_unary_encoding")
 @dataclass(frozen=True)
-class OptimizedUnaryEncoding:
+class OptimizedUnaryEncoding(TwoStage):
     r"""Optimized unary encoding over a public domain of ``k`` buckets.
 
     A value is one-hot encoded in ``k`` bits; the bit of the true value is reported as 1 with
@@ -55,6 +62,11 @@ class OptimizedUnaryEncoding:
         Target privacy loss (> 0).
     domain
         The public domain (list, categorical dtype or :class:`~frameldp.core.encoding.Domain`).
+    epsilon_infinity
+        Longitudinal OUE (L-OUE [2]_): a *permanent* OUE response at ``epsilon_infinity``
+        (>= ``epsilon``), memoized per (user, value) when reports come with users, then every
+        bit flipped with one probability, fresh for every report, so that one report is
+        ``epsilon``-LDP end to end. ``None`` (default): one stage.
 
     Privacy
     -------
@@ -66,6 +78,14 @@ class OptimizedUnaryEncoding:
     probability 1/2 and otherwise that of binary RR at epsilon, which gives the exact Rényi
     curve, the tight zCDP rho and exact composition
     (:mod:`frameldp.accounting.events.ternary`).
+
+    With ``epsilon_infinity``: a permanent OUE response with ``q_1`` at ``epsilon_infinity``,
+    each bit then flipped with probability ``r``, sets the true value's bit with probability
+    ``1/2 (1 - r) + 1/2 r = 1/2`` and any other with ``q = q_1 + r (1 - 2 q_1)``: end to end it
+    is OUE with ``q``, ``ln((1 - q)/q)``-LDP; ``r`` is the multiple of ``2**-64`` that makes
+    ``q`` at least the one-stage ``q`` at ``epsilon``. Any number of reports of one value are a
+    post-processing of the permanent response: ``epsilon_infinity`` [2]_.
+    :meth:`guarantee` gives a :class:`~frameldp.accounting.MemoizedEvent`.
 
     Estimation
     ----------
@@ -79,6 +99,9 @@ class OptimizedUnaryEncoding:
     ----------
     .. [1] T. Wang, J. Blocki, N. Li, S. Jha, "Locally Differentially Private Protocols for
        Frequency Estimation", USENIX Security 2017 (Sec. 4.4, Eq. 7).
+    .. [2] H. H. Arcolezi, C. Pinzón, C. Palamidessi, S. Gambs, "Frequency Estimation of
+       Evolving Data Under Local Differential Privacy", EDBT 2023 (arXiv:2210.00262), Sec. 3
+       (L-OUE: OUE, then symmetric unary encoding).
 
     Examples
     --------
@@ -92,12 +115,20 @@ class OptimizedUnaryEncoding:
     name: ClassVar[str] = "optimized_unary_encoding"
     title: ClassVar[str] = "optimized unary encoding"
     capabilities: ClassVar[frozenset[Capability]] = frozenset(
-        {Capability.BIT_VECTORS, Capability.CALLER_KEY, Capability.FREQUENCY_ORACLE}
+        {
+            Capability.BIT_VECTORS,
+            Capability.CALLER_KEY,
+            Capability.FREQUENCY_ORACLE,
+            Capability.MEMOIZATION,
+        }
     )
 
     epsilon: float
     domain: Domain = field(kw_only=True)
+    epsilon_infinity: float | None = field(default=None, kw_only=True)
     _zero_numerator: int = field(init=False, repr=False, compare=False)
+    _flip_numerator: int = field(init=False, repr=False, compare=False)
+    _zero: Fraction = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         owner = "OptimizedUnaryEncoding"
@@ -110,16 +141,32 @@ class OptimizedUnaryEncoding:
                 f"{owner}: epsilon={shown(epsilon)} is too small to realize; the reports would "
                 "be uniform noise"
             )
+        flip, zero = 0, Fraction(numerator, _ONE)
+        infinity = check_epsilon_infinity(epsilon, self.epsilon_infinity, owner)
+        if infinity is not None:
+            object.__setattr__(self, "epsilon_infinity", infinity)
+            numerator = noise_numerator(1.0, infinity)  # the permanent response's q_1
+            flip, zero = chained_move(2, numerator, zero)
         object.__setattr__(self, "_zero_numerator", numerator)
+        object.__setattr__(self, "_flip_numerator", flip)
+        object.__setattr__(self, "_zero", zero)
 
     @classmethod
     def from_spec(cls, spec: dict[str, Any]) -> OptimizedUnaryEncoding:
         """Rebuild from :meth:`to_spec`."""
-        return cls(spec["epsilon"], domain=Domain.from_json(spec["domain"]))
+        return cls(
+            spec["epsilon"],
+            domain=Domain.from_json(spec["domain"]),
+            epsilon_infinity=spec.get("epsilon_infinity"),
+        )
 
     def to_spec(self) -> dict[str, Any]:
-        """JSON-serializable parameters (rebuilding realizes the same noise)."""
-        return {"mechanism": self.name, "epsilon": self.epsilon, "domain": self.domain.to_json()}
+        """JSON-serializable parameters (rebuilding realizes the same noise); the one-stage
+        spec has no ``epsilon_infinity`` key."""
+        spec = {"mechanism": self.name, "epsilon": self.epsilon, "domain": self.domain.to_json()}
+        if self.epsilon_infinity is not None:
+            spec["epsilon_infinity"] = self.epsilon_infinity
+        return spec
 
     @property
     def num_bits(self) -> int:
@@ -128,8 +175,9 @@ class OptimizedUnaryEncoding:
 
     @property
     def zero_probability(self) -> float:
-        """Realized ``q``: probability that a bit other than the true value's is 1."""
-        return self._zero_numerator / 2.0**PRECISION_BITS
+        """Realized ``q``: probability that a bit other than the true value's is 1 (end to
+        end)."""
+        return float(self._zero)
 
     @property
     def support_probabilities(self) -> tuple[float, float]:
@@ -144,19 +192,17 @@ class OptimizedUnaryEncoding:
     @cached_property
     def privacy(self) -> PrivacyGuarantee:
         """Pure epsilon ``ln((1 - q)/q)`` of the realized ``q``, rounded up, with one
-        :class:`~frameldp.accounting.OptimizedUnaryEncodingEvent`."""
-        q = self._zero_numerator
-        event = OptimizedUnaryEncodingEvent(log_upper(Fraction(_ONE - q, q)))
-        return PrivacyGuarantee(
-            event.epsilon,
-            self.name,
-            {"num_bits": self.num_bits, "zero_probability": self.zero_probability},
-            events=((event, 1),),
-        )
+        :class:`~frameldp.accounting.OptimizedUnaryEncodingEvent`; :meth:`guarantee` names
+        memoized permanent responses."""
+        return self.guarantee()
 
-    @cached_property
-    def _stream_suffix(self) -> str:
-        return fingerprint(self.to_spec())
+    def _stage_events(self) -> tuple[PrivacyEvent, PrivacyEvent | None, dict[str, Any]]:
+        event = OptimizedUnaryEncodingEvent(log_upper((1 - self._zero) / self._zero))
+        parameters = {"num_bits": self.num_bits, "zero_probability": self.zero_probability}
+        if self.epsilon_infinity is None:
+            return event, None, parameters
+        q = self._zero_numerator
+        return event, OptimizedUnaryEncodingEvent(log_upper(Fraction(_ONE - q, q))), parameters
 
     def randomize(
         self,
@@ -165,6 +211,8 @@ class OptimizedUnaryEncoding:
         source: RandomSource,
         label: object,
         row_start: int = 0,
+        users: NDArray[np.uint8] | None = None,
+        memo: RandomSource | None = None,
     ) -> NDArray[np.uint8]:
         """Packed reports ``(n, ceil(k / 8))`` of integer codes in ``[0, k)``.
 
@@ -172,13 +220,39 @@ class OptimizedUnaryEncoding:
         by a fair coin ("one" stream); the noise of row ``i`` is a function of (key, ``label``,
         spec, global row ``row_start + i``, and under a caller's key or a seed the row's code)
         only (see :class:`~frameldp.core.randomness.Rows`).
+
+        With ``epsilon_infinity``, that is the permanent response (streams "permanent zero",
+        "permanent one"), and every bit is then flipped ("flip" stream). With ``users`` (a
+        16-byte digest per row), the permanent response is a function of (``memo``, default
+        ``source``; ``label``; spec; the row's user and code) only
+        (:meth:`~frameldp.core.randomness.Rows.memoized`).
         """
         codes = check_codes(codes, self.num_bits)
-        rows = source.rows(
-            (label, self._stream_suffix), row_start, codes.size, lambda: code_bytes(codes)
+        base = (label, self._stream_suffix)
+        rows = source.rows(base, row_start, codes.size, lambda: code_bytes(codes))
+        if self.epsilon_infinity is None:
+            if users is not None:
+                raise ParameterError("users are only used with epsilon_infinity")
+            return self._encoded(codes, rows, "")
+        held = permanent_rows(
+            rows,
+            source=source,
+            memo=memo,
+            label=base,
+            users=users,
+            values=lambda: value_digests(codes),
         )
-        reports = rows.bernoulli("zero", self._zero_numerator, self.num_bits)
-        coins = rows.bernoulli("one", _HALF, 1).ravel() != 0
+        reports = self._encoded(codes, held, "permanent ")
+        np.bitwise_xor(
+            reports, rows.bernoulli("flip", self._flip_numerator, self.num_bits), out=reports
+        )
+        return reports
+
+    def _encoded(self, codes: NDArray[np.int64], rows: Rows, stage: str) -> NDArray[np.uint8]:
+        """OUE with ``q = _zero_numerator / 2**64`` of ``codes`` (purposes prefixed by
+        ``stage``)."""
+        reports = rows.bernoulli(stage + "zero", self._zero_numerator, self.num_bits)
+        coins = rows.bernoulli(stage + "one", _HALF, 1).ravel() != 0
         positions = np.arange(codes.size)
         shifts = (7 - (codes & 7)).astype(np.uint8)
         current = ((reports[positions, codes >> 3] >> shifts) & 1) != 0
@@ -208,9 +282,13 @@ class OptimizedUnaryEncoding:
         user_column: str | None = None,
         memo: RandomSource | None = None,
     ) -> dict[str, pa.Array]:
-        """Reports of one value per row."""
+        """Reports of one value per row; with ``users`` (the ids of ``user_column``) and
+        ``epsilon_infinity``, permanent responses memoized per (user, value) under ``memo``."""
         codes = single_codes(values, self.domain, column, row_start, self.title)
-        reports = self.randomize(codes, source=source, label=column, row_start=row_start)
+        digests = None if users is None else row_digests(users, column, user_column, row_start)
+        reports = self.randomize(
+            codes, source=source, label=column, row_start=row_start, users=digests, memo=memo
+        )
         return {column: bits_array(reports)}
 
     def statistic(self, reports: Mapping[str, pa.Array], *, column: str) -> Statistic:

@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from frameldp.accounting import MemoizedEvent, PrivacyGuarantee, RandomizedResponseEvent
+from frameldp.accounting import PrivacyEvent, PrivacyGuarantee, RandomizedResponseEvent
 from frameldp.accounting.rounding import log_upper
 from frameldp.core.columns import (
     check_report_labels,
@@ -25,11 +25,16 @@ from frameldp.core.columns import (
 )
 from frameldp.core.encoding import Domain, one_hot_rows
 from frameldp.core.estimation import FrequencyEstimate, debias_direct_counts
+from frameldp.core.mechanisms._longitudinal import (
+    TwoStage,
+    chained_move,
+    check_epsilon_infinity,
+    permanent_rows,
+    value_digests,
+)
 from frameldp.core.mechanisms._spec import (
     check_codes,
     check_epsilon,
-    fingerprint,
-    memo_name,
     noise_numerator,
     register,
     row_digests,
@@ -40,8 +45,6 @@ from frameldp.core.randomness import (
     RandomSource,
     Rows,
     code_bytes,
-    digests,
-    dyadic_at_least,
 )
 from frameldp.errors import ParameterError, renamed
 
@@ -50,27 +53,9 @@ __all__ = ["RandomizedResponse"]
 _ONE: Final = 1 << PRECISION_BITS
 
 
-def _two_stages(k: int, epsilon: float, infinity: float) -> tuple[int, int, Fraction]:
-    """Permanent and instantaneous move numerators, and the end-to-end move probability.
-
-    The permanent k-RR is realized at ``infinity`` as the one-stage mechanism would be; the
-    instantaneous move ``m_2`` solves ``M = m_1 + m_2 (1 - m_1 k / (k - 1))`` for the move
-    probability ``M`` one-stage k-RR realizes at ``epsilon``, rounded up (more noise).
-    """
-    permanent = noise_numerator(k - 1, infinity)
-    first = Fraction(permanent, _ONE)
-    target = Fraction(noise_numerator(k - 1, epsilon), _ONE)
-    spread = 1 - first * k / (k - 1)
-    if spread <= 0:  # the permanent response is already uniform noise (refused by the caller)
-        return permanent, 0, first
-    wanted = max(target - first, Fraction(0)) / spread
-    instant = dyadic_at_least(wanted) if wanted > 0 else 0
-    return permanent, instant, first + Fraction(instant, _ONE) * spread
-
-
 @register("randomized_response")
 @dataclass(frozen=True)
-class RandomizedResponse:
+class RandomizedResponse(TwoStage):
     r"""k-ary randomized response over a public domain of ``k`` buckets.
 
     Report the true bucket with probability ``p = e^epsilon / (e^epsilon + k - 1)``, otherwise
@@ -156,15 +141,11 @@ class RandomizedResponse:
         numerator = noise_numerator(k - 1, epsilon)
         permanent = 0
         move = Fraction(numerator, _ONE)
-        if self.epsilon_infinity is not None:
-            infinity = check_epsilon(self.epsilon_infinity, owner, "epsilon_infinity")
-            if epsilon > infinity:
-                raise ParameterError(
-                    f"{owner}: epsilon (one report) must be at most epsilon_infinity="
-                    f"{infinity!r}, got {epsilon!r}: the instantaneous response only adds noise"
-                )
+        infinity = check_epsilon_infinity(epsilon, self.epsilon_infinity, owner)
+        if infinity is not None:
             object.__setattr__(self, "epsilon_infinity", infinity)
-            permanent, numerator, move = _two_stages(k, epsilon, infinity)
+            permanent = noise_numerator(k - 1, infinity)
+            numerator, move = chained_move(k, permanent, move)
         object.__setattr__(self, "_move_numerator", numerator)
         object.__setattr__(self, "_permanent_numerator", permanent)
         object.__setattr__(self, "_keep", 1 - move)
@@ -239,39 +220,19 @@ class RandomizedResponse:
 
         The guarantee holds one :class:`~frameldp.accounting.RandomizedResponseEvent` at that
         epsilon and ``num_buckets``: the exact Rényi curve, the tight zCDP rho and exact
-        composition.
+        composition. :meth:`guarantee` names memoized permanent responses.
         """
         return self.guarantee()
 
-    @property
-    def longitudinal(self) -> bool:
-        """Whether reports have a permanent response (``epsilon_infinity`` is set)."""
-        return self.epsilon_infinity is not None
-
-    def memo_id(self, memo: RandomSource, label: object) -> str:
-        """Public name of the permanent responses under ``memo`` for ``label`` (not the key)."""
-        return memo_name(memo, (label, self._stream_suffix))
-
-    def guarantee(self, memo: str | None = None) -> PrivacyGuarantee:
-        """One report's guarantee; ``memo`` names its memoized permanent responses (then a
-        :class:`~frameldp.accounting.MemoizedEvent`: any number of reports of one value cost
-        at most ``epsilon_infinity``)."""
+    def _stage_events(self) -> tuple[PrivacyEvent, PrivacyEvent | None, dict[str, Any]]:
         k = self.num_buckets
-        event: Any = RandomizedResponseEvent(log_upper(self._ratio), k)
-        parameters: dict[str, Any] = {"num_buckets": k, "keep_probability": self.keep_probability}
-        if self.epsilon_infinity is not None:
-            move = Fraction(self._permanent_numerator, _ONE)
-            permanent = RandomizedResponseEvent(log_upper((1 - move) * (k - 1) / move), k)
-            parameters["epsilon_1"] = event.epsilon
-            parameters["epsilon_infinity"] = permanent.epsilon
-            if memo is not None:
-                parameters["memo"] = memo
-                event = MemoizedEvent(event, permanent, 1, memo)
-        return PrivacyGuarantee(event.pure_epsilon, self.name, parameters, events=((event, 1),))
-
-    @cached_property
-    def _stream_suffix(self) -> str:
-        return fingerprint(self.to_spec())
+        event = RandomizedResponseEvent(log_upper(self._ratio), k)
+        parameters = {"num_buckets": k, "keep_probability": self.keep_probability}
+        if self.epsilon_infinity is None:
+            return event, None, parameters
+        move = Fraction(self._permanent_numerator, _ONE)
+        permanent = RandomizedResponseEvent(log_upper((1 - move) * (k - 1) / move), k)
+        return event, permanent, parameters
 
     def randomize(
         self,
@@ -304,17 +265,15 @@ class RandomizedResponse:
             if users is not None:
                 raise ParameterError("users are only used with epsilon_infinity")
             return self._moved(codes, rows, self._move_numerator, "")
-        if users is None:
-            permanent = self._moved(codes, rows, self._permanent_numerator, "permanent ")
-        else:
-            users = np.asarray(users, dtype=np.uint8)
-            if users.shape != (codes.size, 16):
-                raise ParameterError(
-                    f"users must be one 16-byte digest per row ({codes.size}), got {users.shape}"
-                )
-            pairs = np.stack([users, digests(codes.tolist())], axis=1)
-            held = Rows.memoized(memo or source, base, pairs)
-            permanent = self._moved(codes, held, self._permanent_numerator, "permanent ")
+        held = permanent_rows(
+            rows,
+            source=source,
+            memo=memo,
+            label=base,
+            users=users,
+            values=lambda: value_digests(codes),
+        )
+        permanent = self._moved(codes, held, self._permanent_numerator, "permanent ")
         return self._moved(permanent, rows, self._move_numerator, "")
 
     def _moved(

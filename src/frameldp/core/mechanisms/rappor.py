@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from frameldp.accounting import PrivacyGuarantee, RapporEvent
+from frameldp.accounting import PrivacyEvent, PrivacyGuarantee, RapporEvent
 from frameldp.accounting.rounding import log_upper
 from frameldp.core.columns import bits_array, combined, is_list, packed_bits, set_codes, value_codes
 from frameldp.core.encoding import (
@@ -26,12 +26,19 @@ from frameldp.core.encoding import (
     xor_one_hot,
 )
 from frameldp.core.estimation import FrequencyEstimate, debias_unary_counts
+from frameldp.core.mechanisms._longitudinal import (
+    TwoStage,
+    chained_move,
+    check_epsilon_infinity,
+    permanent_rows,
+    value_digests,
+)
 from frameldp.core.mechanisms._spec import (
     FLOAT_MARGIN,
     check_epsilon,
     check_number,
-    fingerprint,
     register,
+    row_digests,
 )
 from frameldp.core.mechanisms.protocol import Capability, Statistic
 from frameldp.core.randomness import PRECISION_BITS, RandomSource, dyadic_at_least
@@ -39,12 +46,20 @@ from frameldp.errors import ParameterError, shown
 
 __all__ = ["Rappor"]
 
-_HALF: Final = 1 << (PRECISION_BITS - 1)
+_ONE: Final = 1 << PRECISION_BITS
+_HALF: Final = _ONE >> 1
+
+
+def _flip_numerator(epsilon: float, max_weight: int) -> int:
+    """``f/2 = 1 / (1 + e^{epsilon / (2m)})`` as a multiple of ``2**-64``, rounded up (at most
+    1/2)."""
+    tail = math.exp(-epsilon / (2 * max_weight))  # 1 / (1 + e^x) without overflow
+    return dyadic_at_least(min(0.5, tail / (1.0 + tail) * (1 + FLOAT_MARGIN)))
 
 
 @register("rappor")
 @dataclass(frozen=True)
-class Rappor:
+class Rappor(TwoStage):
     r"""RAPPOR bit-vector randomized response over a public domain.
 
     A value is one-hot encoded in ``k = domain.size`` bits (a set of at most ``max_weight = m``
@@ -63,6 +78,11 @@ class Rappor:
         The public domain (list, categorical dtype or :class:`~frameldp.core.encoding.Domain`).
     max_weight
         Largest number of ones in an input vector (``1 <= m <= k``).
+    epsilon_infinity
+        Longitudinal RAPPOR: a *permanent* RAPPOR response at ``epsilon_infinity``
+        (>= ``epsilon``), memoized per (user, value) when reports come with users, then every
+        bit flipped again, fresh for every report, so that one report is ``epsilon``-LDP end to
+        end (needs ``epsilon``, not ``f``). ``None`` (default): one stage.
 
     Privacy
     -------
@@ -72,6 +92,14 @@ class Rappor:
     requested (more noise); ``privacy`` reports the epsilon of that realized probability,
     rounded up, as a :class:`~frameldp.accounting.PrivacyGuarantee`. Its Rényi curve is
     ``2m`` times that of binary randomized response at ``epsilon / (2m)`` [3]_.
+
+    With ``epsilon_infinity``: a bit flipped with probability ``φ_1`` (permanent) and then
+    ``φ_2`` (instantaneous) is flipped with probability ``φ = φ_1 + φ_2 (1 - 2 φ_1)``, so the
+    end-to-end channel is RAPPOR with flip probability ``φ``, ``2m ln((1 - φ)/φ)``-LDP; ``φ_2``
+    is the multiple of ``2**-64`` that makes ``φ`` at least the one-stage flip probability at
+    ``epsilon``. Any number of reports of one value are a post-processing of the permanent
+    response: ``epsilon_infinity`` [1]_ (Thm. 1) [4]_ (L-SUE).
+    :meth:`guarantee` gives a :class:`~frameldp.accounting.MemoizedEvent`.
 
     Estimation
     ----------
@@ -84,6 +112,8 @@ class Rappor:
        Privacy-Preserving Ordinal Response", CCS 2014.
     .. [2] A. Gentle, "Proof of make_randomized_response_bitvec", OpenDP, 2024, Thm. 3.2-3.4.
     .. [3] "Tight RDP and zCDP bounds for RAPPOR", 2024 (Thm. 1, 6).
+    .. [4] H. H. Arcolezi, C. Pinzón, C. Palamidessi, S. Gambs, "Frequency Estimation of
+       Evolving Data Under Local Differential Privacy", EDBT 2023 (arXiv:2210.00262), Sec. 3.
 
     Examples
     --------
@@ -102,6 +132,7 @@ class Rappor:
             Capability.BIT_VECTORS,
             Capability.CALLER_KEY,
             Capability.FREQUENCY_ORACLE,
+            Capability.MEMOIZATION,
         }
     )
 
@@ -109,7 +140,10 @@ class Rappor:
     f: float | None = field(default=None, kw_only=True)
     domain: Domain = field(kw_only=True)
     max_weight: int = field(default=1, kw_only=True)
+    epsilon_infinity: float | None = field(default=None, kw_only=True)
     _flip_numerator: int = field(init=False, repr=False, compare=False)
+    _permanent_numerator: int = field(init=False, repr=False, compare=False)
+    _flip: Fraction = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         owner = "Rappor"
@@ -130,9 +164,7 @@ class Rappor:
             )
         if self.epsilon is not None:
             epsilon = check_epsilon(self.epsilon, owner)
-            tail = math.exp(-epsilon / (2 * m))  # 1 / (1 + e^x) without overflow
-            exact = tail / (1.0 + tail)
-            numerator = dyadic_at_least(min(0.5, exact * (1 + FLOAT_MARGIN)))
+            numerator = _flip_numerator(epsilon, m)
             object.__setattr__(self, "epsilon", epsilon)
         else:
             try:
@@ -143,12 +175,27 @@ class Rappor:
                 raise ParameterError(f"{owner}: f must be in (0, 1], got {shown(self.f)}")
             object.__setattr__(self, "f", f)
             numerator = dyadic_at_least(Fraction(f) / 2)
-        object.__setattr__(self, "_flip_numerator", max(1, min(numerator, _HALF)))
-        if self.epsilon is not None and self._flip_numerator == _HALF:
+        numerator = max(1, min(numerator, _HALF))
+        if self.epsilon is not None and numerator == _HALF:
             raise ParameterError(
                 f"{owner}: epsilon={shown(self.epsilon)} is too small to realize with "
                 f"max_weight={m}; the reports would be pure noise (pass f=1.0 if that is meant)"
             )
+        permanent, flip = 0, Fraction(numerator, _ONE)
+        if self.epsilon_infinity is not None:
+            if self.epsilon is None:
+                raise ParameterError(
+                    f"{owner}: epsilon_infinity needs epsilon (one report's target), not f "
+                    f"(a one-stage flip probability), got f={shown(self.f)}"
+                )
+            infinity = check_epsilon_infinity(self.epsilon, self.epsilon_infinity, owner)
+            assert infinity is not None  # epsilon_infinity is set
+            object.__setattr__(self, "epsilon_infinity", infinity)
+            permanent = _flip_numerator(infinity, m)
+            numerator, flip = chained_move(2, permanent, flip)
+        object.__setattr__(self, "_flip_numerator", numerator)
+        object.__setattr__(self, "_permanent_numerator", permanent)
+        object.__setattr__(self, "_flip", flip)
         if self.epsilon is not None:
             object.__setattr__(self, "f", 2 * self.flip_probability)
 
@@ -164,18 +211,23 @@ class Rappor:
                 nulls=spec["domain"]["nulls"],
             ),
             max_weight=spec.get("max_weight", 1),
+            epsilon_infinity=spec.get("epsilon_infinity"),
         )
 
     def to_spec(self) -> dict[str, Any]:
-        """JSON-serializable parameters (as requested: rebuilding realizes the same noise)."""
+        """JSON-serializable parameters (as requested: rebuilding realizes the same noise);
+        the one-stage spec has no ``epsilon_infinity`` key."""
         requested_f = None if self.epsilon is not None else self.f
-        return {
+        spec = {
             "mechanism": self.name,
             "epsilon": self.epsilon,
             "f": requested_f,
             "max_weight": self.max_weight,
             "domain": self.domain.to_json(),
         }
+        if self.epsilon_infinity is not None:
+            spec["epsilon_infinity"] = self.epsilon_infinity
+        return spec
 
     @property
     def num_bits(self) -> int:
@@ -184,8 +236,9 @@ class Rappor:
 
     @property
     def flip_probability(self) -> float:
-        """Realized probability ``f/2`` that a bit is flipped (exactly a multiple of 2**-64)."""
-        return self._flip_numerator / 2.0**PRECISION_BITS
+        """Realized probability ``f/2`` that a bit is flipped (end to end; one stage: exactly a
+        multiple of ``2**-64``)."""
+        return float(self._flip)
 
     @property
     def support_probabilities(self) -> tuple[float, float]:
@@ -203,24 +256,23 @@ class Rappor:
 
         The guarantee holds one :class:`~frameldp.accounting.RapporEvent`: ``2m`` binary
         randomized responses at the per-bit epsilon, which gives the exact Rényi curve, the tight
-        zCDP rho ``2m eps_bit tanh(eps_bit / 2)`` and exact composition.
+        zCDP rho ``2m eps_bit tanh(eps_bit / 2)`` and exact composition. :meth:`guarantee` names
+        memoized permanent responses.
         """
-        q = self._flip_numerator
-        event = RapporEvent(log_upper(Fraction((1 << PRECISION_BITS) - q, q)), self.max_weight)
-        return PrivacyGuarantee(
-            event.epsilon,
-            self.name,
-            {
-                "num_bits": self.num_bits,
-                "max_weight": self.max_weight,
-                "flip_probability": self.flip_probability,
-            },
-            events=((event, 1),),
-        )
+        return self.guarantee()
 
-    @cached_property
-    def _stream_suffix(self) -> str:
-        return fingerprint(self.to_spec())
+    def _stage_events(self) -> tuple[PrivacyEvent, PrivacyEvent | None, dict[str, Any]]:
+        m = self.max_weight
+        event = RapporEvent(log_upper((1 - self._flip) / self._flip), m)
+        parameters = {
+            "num_bits": self.num_bits,
+            "max_weight": m,
+            "flip_probability": self.flip_probability,
+        }
+        if self.epsilon_infinity is None:
+            return event, None, parameters
+        permanent = Fraction(self._permanent_numerator, _ONE)
+        return event, RapporEvent(log_upper((1 - permanent) / permanent), m), parameters
 
     def encode(self, codes: NDArray[np.int64]) -> NDArray[np.uint8]:
         """One-hot bit vectors of integer codes."""
@@ -254,6 +306,8 @@ class Rappor:
         source: RandomSource,
         label: object,
         row_start: int = 0,
+        users: NDArray[np.uint8] | None = None,
+        memo: RandomSource | None = None,
     ) -> NDArray[np.uint8]:
         """Flip every bit of the packed vectors with probability ``f/2``.
 
@@ -261,12 +315,20 @@ class Rappor:
         ``label``, this mechanism's spec, global row ``row_start + i``, and under a caller's
         key or a seed the row's bits) only (see :class:`~frameldp.core.randomness.Rows`), so
         any chunking of the rows gives the same reports.
+
+        With ``epsilon_infinity``, that is the instantaneous flip, applied to a permanent
+        response drawn the same way. With ``users`` (a 16-byte digest per row), the permanent
+        response is a function of (``memo``, default ``source``; ``label``; spec; the row's
+        user and bit vector) only (:meth:`~frameldp.core.randomness.Rows.memoized`): the same
+        user with the same value gets the same one in every call under that memo key.
         """
         bits = np.asarray(bits, dtype=np.uint8)
         width = packed_width(self.num_bits)
         if bits.ndim != 2 or bits.shape[1] != width:
             raise ParameterError(f"bits must have shape (n, {width}), got {bits.shape}")
-        noise = self._noise(source, label, row_start, bits.shape[0], lambda: bits)
+        noise = self._noise(
+            source, label, row_start, bits.shape[0], lambda: bits, users, memo, lambda: bits
+        )
         np.bitwise_xor(noise, bits, out=noise)
         return noise
 
@@ -277,6 +339,8 @@ class Rappor:
         source: RandomSource,
         label: object,
         row_start: int = 0,
+        users: NDArray[np.uint8] | None = None,
+        memo: RandomSource | None = None,
     ) -> NDArray[np.uint8]:
         """``randomize(encode(codes))`` without materializing the one-hot vectors (under a
         fresh key; a caller's key binds the noise to them).
@@ -284,7 +348,14 @@ class Rappor:
         Same reports, bit for bit: the one-hot bit is XORed into the noise.
         """
         codes = np.asarray(codes, dtype=np.int64)
-        noise = self._noise(source, label, row_start, codes.size, lambda: self.encode(codes))
+
+        def values() -> NDArray[np.uint8]:
+            distinct, inverse = np.unique(codes, return_inverse=True)
+            return self.encode(distinct)[inverse.ravel()]
+
+        noise = self._noise(
+            source, label, row_start, codes.size, lambda: self.encode(codes), users, memo, values
+        )
         return xor_one_hot(noise, codes, self.num_bits)
 
     def _noise(
@@ -294,10 +365,31 @@ class Rappor:
         row_start: int,
         num_rows: int,
         bits: Callable[[], NDArray[np.uint8]],
+        users: NDArray[np.uint8] | None,
+        memo: RandomSource | None,
+        values: Callable[[], NDArray[np.uint8]],
     ) -> NDArray[np.uint8]:
-        """Bits that are 1 with the flip probability, keyed by (label, spec, row, value)."""
-        rows = source.rows((label, self._stream_suffix), row_start, num_rows, bits)
-        return rows.bernoulli("flip", self._flip_numerator, self.num_bits)
+        """Bits that are 1 with the flip probability, keyed by (label, spec, row, value); with
+        ``epsilon_infinity``, the XOR of the instantaneous and the permanent flips, the
+        permanent ones keyed by (user, ``values()``) with ``users``."""
+        base = (label, self._stream_suffix)
+        rows = source.rows(base, row_start, num_rows, bits)
+        noise = rows.bernoulli("flip", self._flip_numerator, self.num_bits)
+        if self.epsilon_infinity is None:
+            if users is not None:
+                raise ParameterError("users are only used with epsilon_infinity")
+            return noise
+        held = permanent_rows(
+            rows,
+            source=source,
+            memo=memo,
+            label=base,
+            users=users,
+            values=lambda: value_digests(values()),
+        )
+        permanent = held.bernoulli("permanent flip", self._permanent_numerator, self.num_bits)
+        np.bitwise_xor(noise, permanent, out=noise)
+        return noise
 
     # ------------------------------------------------------------------ the protocol
 
@@ -321,15 +413,22 @@ class Rappor:
         user_column: str | None = None,
         memo: RandomSource | None = None,
     ) -> dict[str, pa.Array]:
-        """Reports of one value (one-hot) or a set of values (k-hot) per row."""
+        """Reports of one value (one-hot) or a set of values (k-hot) per row; with ``users``
+        (the ids of ``user_column``) and ``epsilon_infinity``, permanent responses memoized per
+        (user, value) under ``memo``."""
         array = combined(values)
+        digests = None if users is None else row_digests(users, column, user_column, row_start)
         if is_list(array):
             offsets, codes = set_codes(array, self.domain, column, row_start)
             bits = self.encode_sets(offsets, codes, column=column, row_offset=row_start)
-            reports = self.randomize(bits, source=source, label=column, row_start=row_start)
+            reports = self.randomize(
+                bits, source=source, label=column, row_start=row_start, users=digests, memo=memo
+            )
         else:
             codes = value_codes(array, self.domain, column, lambda row: row_start + row)
-            reports = self.randomize_codes(codes, source=source, label=column, row_start=row_start)
+            reports = self.randomize_codes(
+                codes, source=source, label=column, row_start=row_start, users=digests, memo=memo
+            )
         return {column: bits_array(reports)}
 
     def statistic(self, reports: Mapping[str, pa.Array], *, column: str) -> Statistic:

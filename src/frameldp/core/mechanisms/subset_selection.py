@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from frameldp.accounting import PrivacyGuarantee, SubsetSelectionEvent
+from frameldp.accounting import PrivacyEvent, PrivacyGuarantee, SubsetSelectionEvent
 from frameldp.accounting.rounding import log_upper
 from frameldp.core.columns import bits_array, packed_bits, single_codes
 from frameldp.core.encoding import Domain, count_bits, packed_width, report_bits_matrix
@@ -22,15 +22,22 @@ from frameldp.core.estimation import (
     debias_direct_counts,
     mean_direct_variance,
 )
+from frameldp.core.mechanisms._longitudinal import (
+    TwoStage,
+    check_epsilon_infinity,
+    mixed_inclusion,
+    permanent_rows,
+    value_digests,
+)
 from frameldp.core.mechanisms._spec import (
     check_codes,
     check_epsilon,
-    fingerprint,
     noise_numerator,
     register,
+    row_digests,
 )
 from frameldp.core.mechanisms.protocol import Capability, Statistic
-from frameldp.core.randomness import PRECISION_BITS, RandomSource, code_bytes
+from frameldp.core.randomness import PRECISION_BITS, RandomSource, Rows, code_bytes
 from frameldp.errors import DomainError, ParameterError, shown
 
 __all__ = ["SubsetSelection", "optimal_subset_size"]
@@ -80,9 +87,37 @@ def _set_bits(
     reports[rows, chosen >> 3] |= (0x80 >> (chosen & 7)).astype(np.uint8)
 
 
+def _floyd(
+    reports: NDArray[np.uint8],
+    rows: Rows,
+    purpose: str,
+    excluded: NDArray[np.int64],
+    count: int,
+    population: int,
+    whole: NDArray[np.int64] | None = None,
+) -> None:
+    """Add ``count`` values drawn uniformly without replacement from the ``population``
+    values other than ``excluded`` (per row; ``excluded`` at or beyond the range excludes
+    nothing) to the rows ``whole`` of ``reports`` (default all), by Floyd's algorithm [3]_;
+    the other rows get ``count - 1`` (they start one round later).
+
+    Round ``j`` draws an exactly uniform index in ``[0, j]`` (stream ``purpose + "pick j"``);
+    index ``i`` is the value ``i + (i >= excluded)``.
+    """
+    first = population - count
+    everyone = np.arange(excluded.size)
+    for j in range(first, population):
+        pick = rows.uniform(f"{purpose}pick {j}", j + 1)
+        value = pick + (pick >= excluded)
+        fallback = j + (j >= excluded)
+        taken = (reports[everyone, value >> 3] >> (7 - (value & 7)).astype(np.uint8)) & 1
+        chosen = np.where(taken != 0, fallback, value)
+        _set_bits(reports, everyone if j > first or whole is None else whole, chosen)
+
+
 @register("subset_selection")
 @dataclass(frozen=True)
-class SubsetSelection:
+class SubsetSelection(TwoStage):
     r"""Subset selection over a public domain of ``k`` buckets.
 
     Each report is a subset ``S`` of ``d`` of the ``k`` values: it holds the true value with
@@ -98,7 +133,13 @@ class SubsetSelection:
         The public domain (list, categorical dtype or :class:`~frameldp.core.encoding.Domain`).
     subset_size
         ``d`` in ``[1, k - 1]``; ``None`` picks the variance-optimal ``d``
-        (:func:`optimal_subset_size`). ``d = 1`` is k-ary randomized response.
+        (:func:`optimal_subset_size`, at ``epsilon``). ``d = 1`` is k-ary randomized response.
+    epsilon_infinity
+        Longitudinal subset selection: a *permanent* subset drawn at ``epsilon_infinity``
+        (>= ``epsilon``), memoized per (user, value) when reports come with users; every report
+        keeps it or, with a fixed probability drawn fresh each time, sends a uniformly random
+        ``d``-subset instead, so that one report is ``epsilon``-LDP end to end. ``None``
+        (default): one stage.
 
     Privacy
     -------
@@ -109,6 +150,15 @@ class SubsetSelection:
     probability, rounded up, with one :class:`~frameldp.accounting.SubsetSelectionEvent`: the
     worst-case loss is ``+eps, -eps, 0`` in proportions ``e^eps : 1 : w`` (exact Rényi curve,
     tight zCDP, exact composition; :mod:`frameldp.accounting.events.ternary`).
+
+    With ``epsilon_infinity``: a uniform ``d``-subset has probability ``1 / C(k, d)`` whatever
+    the value, so the permanent subset (inclusion ``p_1`` at ``epsilon_infinity``) replaced by
+    a uniform one with probability ``r`` is, end to end, subset selection with inclusion
+    ``p = (1 - r) p_1 + r d / k``: ``P[S | x]`` still depends only on whether ``x`` is in ``S``.
+    ``r`` is the multiple of ``2**-64`` that makes ``p`` at most the one-stage ``p`` at
+    ``epsilon``. Any number of reports of one value are a post-processing of the permanent
+    subset: ``epsilon_infinity`` (the argument of RAPPOR [4]_, Thm. 1).
+    :meth:`guarantee` gives a :class:`~frameldp.accounting.MemoizedEvent`.
 
     Estimation
     ----------
@@ -128,6 +178,8 @@ class SubsetSelection:
        Information Optimally Local Private Discrete Distribution Estimation", arXiv:1607.08025,
        2016 ("k-subset").
     .. [3] J. Bentley, B. Floyd, "Programming Pearls: A Sample of Brilliance", CACM 30(9), 1987.
+    .. [4] Ú. Erlingsson, V. Pihur, A. Korolova, "RAPPOR: Randomized Aggregatable
+       Privacy-Preserving Ordinal Response", CCS 2014.
 
     Examples
     --------
@@ -141,13 +193,21 @@ class SubsetSelection:
     name: ClassVar[str] = "subset_selection"
     title: ClassVar[str] = "subset selection"
     capabilities: ClassVar[frozenset[Capability]] = frozenset(
-        {Capability.BIT_VECTORS, Capability.CALLER_KEY, Capability.FREQUENCY_ORACLE}
+        {
+            Capability.BIT_VECTORS,
+            Capability.CALLER_KEY,
+            Capability.FREQUENCY_ORACLE,
+            Capability.MEMOIZATION,
+        }
     )
 
     epsilon: float
     domain: Domain = field(kw_only=True)
     subset_size: int | None = field(default=None, kw_only=True)
+    epsilon_infinity: float | None = field(default=None, kw_only=True)
     _out_numerator: int = field(init=False, repr=False, compare=False)
+    _redraw_numerator: int = field(init=False, repr=False, compare=False)
+    _inclusion: Fraction = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         owner = "SubsetSelection"
@@ -172,7 +232,16 @@ class SubsetSelection:
                 f"{owner}: epsilon={shown(epsilon)} is too small to realize for k={k}, d={d}; "
                 "the reports would be uniform noise"
             )
+        redraw, inclusion = 0, 1 - Fraction(numerator, _ONE)
+        infinity = check_epsilon_infinity(epsilon, self.epsilon_infinity, owner)
+        if infinity is not None:
+            object.__setattr__(self, "epsilon_infinity", infinity)
+            numerator = _out_numerator(infinity, k, d)  # the permanent subset's
+            permanent = 1 - Fraction(numerator, _ONE)
+            redraw, inclusion = mixed_inclusion(permanent, inclusion, Fraction(d, k))
         object.__setattr__(self, "_out_numerator", numerator)
+        object.__setattr__(self, "_redraw_numerator", redraw)
+        object.__setattr__(self, "_inclusion", inclusion)
 
     @classmethod
     def from_spec(cls, spec: dict[str, Any]) -> SubsetSelection:
@@ -181,16 +250,21 @@ class SubsetSelection:
             spec["epsilon"],
             domain=Domain.from_json(spec["domain"]),
             subset_size=spec["subset_size"],
+            epsilon_infinity=spec.get("epsilon_infinity"),
         )
 
     def to_spec(self) -> dict[str, Any]:
-        """JSON-serializable parameters (rebuilding realizes the same noise)."""
-        return {
+        """JSON-serializable parameters (rebuilding realizes the same noise); the one-stage
+        spec has no ``epsilon_infinity`` key."""
+        spec = {
             "mechanism": self.name,
             "epsilon": self.epsilon,
             "subset_size": self.subset_size,
             "domain": self.domain.to_json(),
         }
+        if self.epsilon_infinity is not None:
+            spec["epsilon_infinity"] = self.epsilon_infinity
+        return spec
 
     @property
     def num_bits(self) -> int:
@@ -204,8 +278,8 @@ class SubsetSelection:
 
     @property
     def inclusion_probability(self) -> float:
-        """Realized ``p``: probability that the subset holds the true value."""
-        return (_ONE - self._out_numerator) / 2.0**PRECISION_BITS
+        """Realized ``p``: probability that the subset holds the true value (end to end)."""
+        return float(self._inclusion)
 
     @property
     def support_probabilities(self) -> tuple[float, float]:
@@ -214,10 +288,9 @@ class SubsetSelection:
 
     @property
     def _other_probability(self) -> float:
-        # q = (p (d - 1) + (1 - p) d) / (k - 1) = (d - 1 + (1 - p)) / (k - 1), with 1 - p exact
-        # (for d = 1 the very expression of k-RR's q: equal mechanisms, equal variances).
-        out = self._out_numerator / 2.0**PRECISION_BITS
-        return ((self._d - 1) + out) / (self.num_bits - 1)
+        # q = (p (d - 1) + (1 - p) d) / (k - 1) = (d - 1 + (1 - p)) / (k - 1), exactly (for
+        # d = 1 the very value of k-RR's q: equal mechanisms, equal variances).
+        return float((self._d - self._inclusion) / (self.num_bits - 1))
 
     @property
     def report_bits(self) -> int:
@@ -227,23 +300,24 @@ class SubsetSelection:
     @cached_property
     def privacy(self) -> PrivacyGuarantee:
         """Pure epsilon ``ln(p (k - d) / ((1 - p) d))`` of the realized ``p``, rounded up, with
-        one :class:`~frameldp.accounting.SubsetSelectionEvent`."""
-        out, k, d = self._out_numerator, self.num_bits, self._d
-        event = SubsetSelectionEvent(log_upper(Fraction((_ONE - out) * (k - d), out * d)), k, d)
-        return PrivacyGuarantee(
-            event.epsilon,
-            self.name,
-            {
-                "num_bits": k,
-                "subset_size": d,
-                "inclusion_probability": self.inclusion_probability,
-            },
-            events=((event, 1),),
-        )
+        one :class:`~frameldp.accounting.SubsetSelectionEvent`; :meth:`guarantee` names
+        memoized permanent responses."""
+        return self.guarantee()
 
-    @cached_property
-    def _stream_suffix(self) -> str:
-        return fingerprint(self.to_spec())
+    def _stage_events(self) -> tuple[PrivacyEvent, PrivacyEvent | None, dict[str, Any]]:
+        k, d = self.num_bits, self._d
+
+        def event(p: Fraction) -> SubsetSelectionEvent:
+            return SubsetSelectionEvent(log_upper(p * (k - d) / ((1 - p) * d)), k, d)
+
+        parameters = {
+            "num_bits": k,
+            "subset_size": d,
+            "inclusion_probability": self.inclusion_probability,
+        }
+        if self.epsilon_infinity is None:
+            return event(self._inclusion), None, parameters
+        return event(self._inclusion), event(1 - Fraction(self._out_numerator, _ONE)), parameters
 
     def randomize(
         self,
@@ -252,6 +326,8 @@ class SubsetSelection:
         source: RandomSource,
         label: object,
         row_start: int = 0,
+        users: NDArray[np.uint8] | None = None,
+        memo: RandomSource | None = None,
     ) -> NDArray[np.uint8]:
         """Packed subsets ``(n, ceil(k / 8))`` of integer codes in ``[0, k)``.
 
@@ -260,26 +336,45 @@ class SubsetSelection:
         drawing an exactly uniform integer in ``[0, j]`` ("pick j" stream). All of it is a
         function of (key, ``label``, spec, global row ``row_start + i``, and under a caller's
         key or a seed the row's code) only (see :class:`~frameldp.core.randomness.Rows`).
+
+        With ``epsilon_infinity``, that is the permanent subset ("permanent" streams); a
+        "redraw" bit then replaces it by a uniform ``d``-subset ("uniform pick j" streams).
+        With ``users`` (a 16-byte digest per row), the permanent subset is a function of
+        (``memo``, default ``source``; ``label``; spec; the row's user and code) only
+        (:meth:`~frameldp.core.randomness.Rows.memoized`).
         """
         k, d = self.num_bits, self._d
         codes = check_codes(codes, k)
-        n = codes.size
-        rows = source.rows((label, self._stream_suffix), row_start, n, lambda: code_bytes(codes))
-        out = rows.bernoulli("out", self._out_numerator, 1).ravel() != 0
-        reports = np.zeros((n, packed_width(k)), dtype=np.uint8)
+        base = (label, self._stream_suffix)
+        rows = source.rows(base, row_start, codes.size, lambda: code_bytes(codes))
+        if self.epsilon_infinity is None:
+            if users is not None:
+                raise ParameterError("users are only used with epsilon_infinity")
+            return self._subsets(codes, rows, "")
+        held = permanent_rows(
+            rows,
+            source=source,
+            memo=memo,
+            label=base,
+            users=users,
+            values=lambda: value_digests(codes),
+        )
+        reports = self._subsets(codes, held, "permanent ")
+        redraw = np.flatnonzero(rows.bernoulli("redraw", self._redraw_numerator, 1).ravel())
+        uniform = np.zeros_like(reports)
+        nowhere = np.full(codes.size, k, dtype=np.int64)  # excludes no value
+        _floyd(uniform, rows, "uniform ", nowhere, d, k)
+        reports[redraw] = uniform[redraw]
+        return reports
+
+    def _subsets(self, codes: NDArray[np.int64], rows: Rows, stage: str) -> NDArray[np.uint8]:
+        """Subset selection with ``P[x not in S] = _out_numerator / 2**64`` of ``codes``
+        (purposes prefixed by ``stage``)."""
+        out = rows.bernoulli(stage + "out", self._out_numerator, 1).ravel() != 0
+        reports = np.zeros((codes.size, packed_width(self.num_bits)), dtype=np.uint8)
         _set_bits(reports, np.flatnonzero(~out), codes)
-        # Floyd: choose `wanted` of the N = k - 1 other values (indices 0..N-1, index i being
-        # value i + (i >= code)); a row wanting d - 1 starts one round later than one wanting d.
-        others = k - 1
-        first = others - d
-        everyone = np.arange(n)
-        for j in range(first, others):
-            pick = rows.uniform(f"pick {j}", j + 1)
-            value = pick + (pick >= codes)
-            fallback = j + (j >= codes)
-            taken = (reports[everyone, value >> 3] >> (7 - (value & 7)).astype(np.uint8)) & 1
-            chosen = np.where(taken != 0, fallback, value)
-            _set_bits(reports, everyone if j > first else np.flatnonzero(out), chosen)
+        # Rows holding their value draw d - 1 of the k - 1 others, the rows ``out`` all d.
+        _floyd(reports, rows, stage, codes, self._d, self.num_bits - 1, np.flatnonzero(out))
         return reports
 
     # ------------------------------------------------------------------ the protocol
@@ -304,9 +399,13 @@ class SubsetSelection:
         user_column: str | None = None,
         memo: RandomSource | None = None,
     ) -> dict[str, pa.Array]:
-        """Reports of one value per row."""
+        """Reports of one value per row; with ``users`` (the ids of ``user_column``) and
+        ``epsilon_infinity``, permanent subsets memoized per (user, value) under ``memo``."""
         codes = single_codes(values, self.domain, column, row_start, self.title)
-        reports = self.randomize(codes, source=source, label=column, row_start=row_start)
+        digests = None if users is None else row_digests(users, column, user_column, row_start)
+        reports = self.randomize(
+            codes, source=source, label=column, row_start=row_start, users=digests, memo=memo
+        )
         return {column: bits_array(reports)}
 
     def statistic(self, reports: Mapping[str, pa.Array], *, column: str) -> Statistic:

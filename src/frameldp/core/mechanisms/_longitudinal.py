@@ -1,0 +1,186 @@
+r"""Longitudinal randomization: a permanent response memoized per (user, value), then a fresh
+instantaneous response for every report.
+
+RAPPOR [1]_ draws a *permanent* randomized response of a value once per (user, value) and
+memoizes it; every report is an *instantaneous* randomization of the permanent one, drawn anew.
+Any number of reports of one value are a post-processing of its permanent response, so together
+they cost the user at most the permanent response's epsilon, ``epsilon_infinity``; one report's
+end-to-end channel costs ``epsilon_1`` (:class:`~frameldp.accounting.MemoizedEvent`).
+
+Every chain here stays in its mechanism's family: the end-to-end channel *is* the one-stage
+mechanism at the end-to-end probabilities, so its estimator, variance and privacy events apply
+unchanged to those probabilities [2]_:
+
+* k-RR over ``c`` values after k-RR over the same values, with move probabilities ``m_1`` and
+  ``m_2``, is k-RR with move probability ``M = m_1 + m_2 (1 - m_1 c / (c - 1))``
+  (:func:`chained_move`). With ``c = 2`` this is a bit flipped twice, the per-bit chain of the
+  unary encodings: RAPPOR after RAPPOR (L-SUE, basic RAPPOR's own chain with a symmetric
+  instantaneous response) and optimized unary encoding after a symmetric flip (L-OUE), whose
+  bit of the true value stays at 1/2. Local hashing after k-RR over its hash values (LOLOHA)
+  keeps a user's hash function and memoizes the permanent response per (user, hash value).
+* Subset selection, then with probability ``r`` a uniformly drawn ``d``-subset instead, is
+  subset selection with inclusion probability ``(1 - r) p_1 + r d / k``
+  (:func:`mixed_inclusion`).
+
+The instantaneous probability is realized as a multiple of ``2**-64`` rounded toward more noise,
+so the end-to-end epsilon never exceeds the requested ``epsilon``; the end-to-end probabilities
+are exact rationals, and guarantees are computed from them, rounded up.
+
+References
+----------
+.. [1] Ú. Erlingsson, V. Pihur, A. Korolova, "RAPPOR: Randomized Aggregatable
+   Privacy-Preserving Ordinal Response", CCS 2014 (Sec. 3, Thm. 1).
+.. [2] H. H. Arcolezi, C. Pinzón, C. Palamidessi, S. Gambs, "Frequency Estimation of Evolving
+   Data Under Local Differential Privacy", EDBT 2023 (arXiv:2210.00262), Sec. 3-4 (L-GRR,
+   L-OUE, L-SUE, LOLOHA).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from fractions import Fraction
+from functools import cached_property
+from typing import Any, ClassVar, Final
+
+import numpy as np
+from numpy.typing import NDArray
+
+from frameldp.accounting import MemoizedEvent, PrivacyEvent, PrivacyGuarantee
+from frameldp.core.mechanisms._spec import check_epsilon, fingerprint, memo_name
+from frameldp.core.randomness import PRECISION_BITS, RandomSource, Rows, digests, dyadic_at_least
+from frameldp.errors import ParameterError, shown
+
+__all__ = [
+    "TwoStage",
+    "chained_move",
+    "check_epsilon_infinity",
+    "mixed_inclusion",
+    "permanent_rows",
+    "value_digests",
+]
+
+_ONE: Final = 1 << PRECISION_BITS
+
+
+def check_epsilon_infinity(epsilon: float, epsilon_infinity: Any, owner: str) -> float | None:
+    """``epsilon_infinity`` checked (``None`` or a positive number at least ``epsilon``)."""
+    if epsilon_infinity is None:
+        return None
+    infinity = check_epsilon(epsilon_infinity, owner, "epsilon_infinity")
+    if epsilon > infinity:
+        raise ParameterError(
+            f"{owner}: epsilon (one report) must be at most epsilon_infinity={shown(infinity)}, "
+            f"got {shown(epsilon)}: the instantaneous response only adds noise"
+        )
+    return infinity
+
+
+def chained_move(values: int, permanent: int, target: Fraction) -> tuple[int, Fraction]:
+    """The instantaneous move numerator and the end-to-end move probability of k-RR over
+    ``values`` values after a permanent k-RR with move probability ``permanent / 2**64``.
+
+    The instantaneous ``m_2`` solves ``target = m_1 + m_2 (1 - m_1 c / (c - 1))`` (module
+    docstring), rounded up to the ``2**-64`` grid (more noise); it is 0 when the permanent
+    response alone is at least as noisy as ``target``.
+    """
+    first = Fraction(permanent, _ONE)
+    spread = 1 - first * values / (values - 1)
+    if spread <= 0 or target <= first:
+        return 0, first
+    instant = dyadic_at_least((target - first) / spread)
+    return instant, first + Fraction(instant, _ONE) * spread
+
+
+def mixed_inclusion(
+    permanent: Fraction, target: Fraction, uniform: Fraction
+) -> tuple[int, Fraction]:
+    """The redraw numerator ``r`` and the end-to-end inclusion probability of subset selection
+    whose permanent subset holds the value with probability ``permanent`` and is replaced by a
+    uniform subset (which holds it with probability ``uniform = d / k``) with probability ``r``.
+
+    ``r`` solves ``target = (1 - r) permanent + r uniform``, rounded up (more noise).
+    """
+    if target >= permanent:
+        return 0, permanent
+    redraw = dyadic_at_least((permanent - target) / (permanent - uniform))
+    share = Fraction(redraw, _ONE)
+    return redraw, (1 - share) * permanent + share * uniform
+
+
+def value_digests(values: NDArray[Any]) -> NDArray[np.uint8]:
+    """``(n, 16)`` digests of each row's value: integer codes (1-D) or rows of bytes (2-D, a
+    packed bit vector), each distinct value hashed once."""
+    if values.ndim == 1:
+        distinct, inverse = np.unique(values, return_inverse=True)
+        return digests(distinct.tolist())[inverse.ravel()]
+    distinct, inverse = np.unique(values, axis=0, return_inverse=True)
+    return digests([row.tobytes() for row in distinct])[inverse.ravel()]
+
+
+def permanent_rows(
+    rows: Rows,
+    *,
+    source: RandomSource,
+    memo: RandomSource | None,
+    label: tuple[object, ...],
+    users: NDArray[np.uint8] | None,
+    values: Callable[[], NDArray[np.uint8]],
+) -> Rows:
+    """The noise of the permanent responses: ``rows`` (by position) without ``users``; with
+    them (a 16-byte digest per row), a keyed PRF of each row's (user, ``values()`` digest) under
+    ``memo`` (default ``source``), so the same user with the same value gets the same permanent
+    response in every call under that memo key (:meth:`~frameldp.core.randomness.Rows.memoized`).
+    """
+    if users is None:
+        return rows
+    users = np.asarray(users, dtype=np.uint8)
+    if users.shape != (rows.num_rows, 16):
+        raise ParameterError(
+            f"users must be one 16-byte digest per row ({rows.num_rows}), got {users.shape}"
+        )
+    return Rows.memoized(memo or source, label, np.stack([users, values()], axis=1))
+
+
+class TwoStage:
+    """The :class:`~frameldp.core.mechanisms.protocol.Memoizing` methods of a mechanism with an
+    optional ``epsilon_infinity``, from the events of its stages (:meth:`_stage_events`)."""
+
+    name: ClassVar[str]
+    epsilon_infinity: float | None
+
+    def to_spec(self) -> dict[str, Any]:  # pragma: no cover - every mechanism defines it
+        raise NotImplementedError
+
+    def _stage_events(self) -> tuple[PrivacyEvent, PrivacyEvent | None, dict[str, Any]]:
+        """One report's end-to-end event, the permanent response's (``None`` for one stage)
+        and the parameters the guarantee shows."""
+        raise NotImplementedError  # pragma: no cover - every mechanism defines it
+
+    @cached_property
+    def _stream_suffix(self) -> str:
+        return fingerprint(self.to_spec())
+
+    @property
+    def longitudinal(self) -> bool:
+        """Whether reports have a permanent response (``epsilon_infinity`` is set)."""
+        return self.epsilon_infinity is not None
+
+    def memo_id(self, memo: RandomSource, label: object) -> str:
+        """Public name of the permanent responses under ``memo`` for ``label`` (not the key)."""
+        return memo_name(memo, (label, self._stream_suffix))
+
+    def guarantee(self, memo: str | None = None) -> PrivacyGuarantee:
+        """One report's guarantee; ``memo`` names its memoized permanent responses (then a
+        :class:`~frameldp.accounting.MemoizedEvent`: any number of reports of one value cost
+        at most ``epsilon_infinity``)."""
+        event, permanent, parameters = self._stage_events()
+        if permanent is not None:
+            parameters = {
+                **parameters,
+                "epsilon_1": event.pure_epsilon,
+                "epsilon_infinity": permanent.pure_epsilon,
+            }
+            if memo is not None:
+                parameters["memo"] = memo
+                event = MemoizedEvent(event, permanent, 1, memo)
+        return PrivacyGuarantee(event.pure_epsilon, self.name, parameters, events=((event, 1),))
