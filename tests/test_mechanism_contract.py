@@ -32,7 +32,12 @@ import pytest
 
 import frameldp
 from _stats import P_FAIL
-from frameldp.core.mechanisms import Capability, mechanism_from_spec, mechanism_names
+from frameldp.core.mechanisms import (
+    Capability,
+    mechanism_class,
+    mechanism_from_spec,
+    mechanism_names,
+)
 from frameldp.core.randomness import RandomSource
 from frameldp.frames.pipeline import privatize_columns
 from frameldp.frames.report_type import ReportMetadata, as_reports, storage_of
@@ -89,13 +94,43 @@ EXAMPLES: dict[str, Callable[[], Example]] = {
 }
 
 
+def _longitudinal(name: str) -> Callable[[], Example]:
+    """The example of ``name`` with a permanent response at epsilon_inf 3, memoized per user."""
+
+    def build() -> Example:
+        base = EXAMPLES[name]()
+        spec = {**base.mechanism.to_spec(), "epsilon_infinity": 3.0}
+        return Example(mechanism_from_spec(spec), base.values, base.bad, users=True)
+
+    return build
+
+
+LONGITUDINAL_EXAMPLES = {
+    f"{name}-longitudinal": _longitudinal(name)
+    for name in (
+        "rappor",
+        "randomized_response",
+        "optimized_unary_encoding",
+        "local_hashing",
+        "subset_selection",
+    )
+}
+"""Every mechanism that memoizes on request, longitudinal: the contract holds for them too."""
+
+
 def test_every_registered_mechanism_has_an_example() -> None:
     assert sorted(EXAMPLES) == mechanism_names()
+    memoizing = [
+        n for n in mechanism_names() if Capability.MEMOIZATION in mechanism_class(n).capabilities
+    ]
+    assert sorted([*LONGITUDINAL_EXAMPLES, "bloom_rappor-longitudinal"]) == sorted(
+        f"{name}-longitudinal" for name in memoizing
+    )
 
 
-@pytest.fixture(params=mechanism_names())
+@pytest.fixture(params=[*mechanism_names(), *LONGITUDINAL_EXAMPLES])
 def example(request: pytest.FixtureRequest) -> Example:
-    return EXAMPLES[request.param]()
+    return {**EXAMPLES, **LONGITUDINAL_EXAMPLES}[request.param]()
 
 
 def _privatize(

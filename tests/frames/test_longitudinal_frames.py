@@ -84,3 +84,63 @@ def test_user_without_epsilon_infinity_is_refused(backend: Backend) -> None:
     native = backend.make(_data(20))
     with pytest.raises(frameldp.ParameterError, match="permanent response"):
         native.ldp.krr("carrier", 1.0, domain=DOMAIN, user="uid", memo_key=MEMO)
+
+
+LONGITUDINAL = {
+    "rappor": lambda: frameldp.Rappor(1.0, domain=DOMAIN, epsilon_infinity=1.0),
+    "optimized_unary_encoding": lambda: frameldp.OptimizedUnaryEncoding(
+        1.0, domain=DOMAIN, epsilon_infinity=1.0
+    ),
+    "local_hashing": lambda: frameldp.LocalHashing(1.0, domain=DOMAIN, epsilon_infinity=1.0),
+    "subset_selection": lambda: frameldp.SubsetSelection(1.0, domain=DOMAIN, epsilon_infinity=1.0),
+}
+
+
+@pytest.mark.parametrize("name", LONGITUDINAL)
+def test_every_longitudinal_mechanism_memoizes_on_every_backend(
+    backend: Backend, name: str
+) -> None:
+    """As for k-RR: with epsilon = epsilon_inf the reports are the permanent responses, the same
+    per user for rows reversed and another key, different under another memo key (600 users,
+    each equal by chance with probability below 0.6); the guarantee names the memo."""
+    data = _data()
+    native = backend.make(data)
+    reordered = backend.make({column: values[::-1] for column, values in data.items()})
+    before = backend.snapshot(native)
+    mechanism = LONGITUDINAL[name]()
+
+    def call(frame: Any, memo: bytes, key: bytes) -> Any:
+        return frame.ldp.privatize({"carrier": mechanism}, user="uid", memo_key=memo, key=key)
+
+    first = call(native, MEMO, KEY)
+    backend.assert_unchanged(before, native)
+    assert _by_user(backend, first) == _by_user(backend, call(reordered, MEMO, bytes(32)))
+    assert _by_user(backend, first) != _by_user(backend, call(native, OTHER_MEMO, KEY))
+    g = first.ldp.privacy
+    assert g.epsilon_infinity == pytest.approx(1.0)
+    assert MEMO.hex() not in str(g)
+
+
+@pytest.mark.parametrize("name", LONGITUDINAL)
+def test_every_longitudinal_mechanism_debiases_without_bias(backend: Backend, name: str) -> None:
+    """epsilon 1, epsilon_inf 4, 600 users: each debiased count within its Bonferroni bound of
+    the truth (120 each)."""
+    mechanism = type(LONGITUDINAL[name]())(1.0, domain=DOMAIN, epsilon_infinity=4.0)
+    native = backend.make(_data())
+    reports = native.ldp.privatize({"carrier": mechanism}, user="uid", memo_key=MEMO, seed=2)
+    table = reports.ldp.debias("carrier").to_pandas()
+    z = norm.isf(P_FAIL / 2 / 5)
+    assert np.all(np.abs(table["count"] - 120) < z * table["std_error"])
+
+
+def test_one_hot_rappor_takes_the_longitudinal_keywords(backend: Backend) -> None:
+    """``rappor(encoding="onehot")`` takes epsilon_infinity, user and memo_key as k-RR does:
+    the same reports as the mechanism passed to privatize."""
+    native = backend.make(_data(50))
+    shortcut = native.ldp.rappor(
+        "carrier", 1.0, domain=DOMAIN, epsilon_infinity=3.0, user="uid", memo_key=MEMO, key=KEY
+    )
+    mechanism = frameldp.Rappor(1.0, domain=DOMAIN, epsilon_infinity=3.0)
+    direct = native.ldp.privatize({"carrier": mechanism}, user="uid", memo_key=MEMO, key=KEY)
+    assert _by_user(backend, shortcut) == _by_user(backend, direct)
+    assert shortcut.ldp.privacy.epsilon_infinity == pytest.approx(3.0)

@@ -1,0 +1,140 @@
+"""``frameldp privatize --epsilon-infinity --user --memo-key-file``: every mechanism that
+memoizes permanent responses writes the in-memory pandas release, and nightly runs under a
+ledger are charged epsilon_inf once; options that apply to no column are refused."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import frameldp
+from frameldp.accounting import Ledger
+from frameldp.datasets import FLIGHTS_DOMAINS
+
+from .conftest import (
+    SEED,
+    MakeInput,
+    assert_user_error,
+    expected,
+    flights,
+    in_memory,
+    invoke,
+    leftovers,
+    released,
+)
+
+MEMO = bytes(range(32))
+LONGITUDINAL = {
+    "rappor": frameldp.Rappor,
+    "krr": frameldp.RandomizedResponse,
+    "optimized_unary_encoding": frameldp.OptimizedUnaryEncoding,
+    "local_hashing": frameldp.LocalHashing,
+    "subset_selection": frameldp.SubsetSelection,
+}
+
+
+def _memo_file(tmp_path: Path) -> Path:
+    path = tmp_path / "memo.key"
+    path.write_bytes(MEMO)
+    return path
+
+
+@pytest.mark.parametrize("kind", LONGITUDINAL)
+def test_a_memoized_release_is_the_in_memory_release(
+    kind: str, make_input: MakeInput, domains: dict[str, Path], tmp_path: Path
+) -> None:
+    source, target = make_input("parquet", rows=300), tmp_path / "release.parquet"
+    run = invoke(
+        "privatize",
+        source,
+        target,
+        *("--column", "carrier", "--mechanism", kind, "--epsilon", 1),
+        *("--domain-file", domains["carrier"], "--epsilon-infinity", 3),
+        *("--user", "passenger_id", "--memo-key-file", _memo_file(tmp_path)),
+        *("--seed", SEED, "--chunk-rows", 70),
+    )
+    assert run.exit_code == 0, run.stderr
+    mechanism = LONGITUDINAL[kind](1.0, domain=FLIGHTS_DOMAINS["carrier"], epsilon_infinity=3.0)
+    reference = in_memory(flights(300), {"carrier": mechanism}, user="passenger_id", memo_key=MEMO)
+    assert released(target, "carrier") == expected(reference, "carrier")
+
+
+@pytest.mark.parametrize("kind", [*LONGITUDINAL, "auto"])
+def test_nightly_runs_are_charged_epsilon_infinity_once(
+    kind: str, make_input: MakeInput, domains: dict[str, Path], tmp_path: Path
+) -> None:
+    """Three nights of one column under one ledger budget: charged epsilon_inf = 3 (at most),
+    as one memoized release, not 3 x epsilon_1."""
+    source, book = make_input("parquet", rows=100), tmp_path / "ledger.db"
+    Ledger(book).set_budget("nightly", epsilon=10.0)
+    for night in range(3):
+        run = invoke(
+            "privatize",
+            source,
+            tmp_path / f"night{night}.parquet",
+            *("--column", "carrier", "--mechanism", kind, "--epsilon", 1),
+            *("--domain-file", domains["carrier"], "--epsilon-infinity", 3),
+            *("--user", "passenger_id", "--memo-key-file", _memo_file(tmp_path)),
+            *("--ledger", book, "--budget", "nightly"),
+        )
+        assert run.exit_code == 0, run.stderr
+    assert 2.99 < Ledger(book).spent("nightly") <= 3.0
+
+
+@pytest.mark.parametrize(
+    ("arguments", "fragments"),
+    [
+        (
+            "--column carrier --mechanism krr --epsilon 1 --domain-file D --epsilon-infinity 3",
+            ["--epsilon-infinity needs --user", "krr"],
+        ),
+        (
+            "--column carrier --mechanism hadamard_response --epsilon 1 --domain-file D "
+            "--epsilon-infinity 3 --user passenger_id",
+            ["--epsilon-infinity does not apply to hadamard_response"],
+        ),
+        (
+            "--column carrier --mechanism krr --epsilon 1 --domain-file D --max-length 8",
+            ["--max-length does not apply to krr"],
+        ),
+        (
+            "--column carrier --mechanism krr --epsilon 1 --domain-file D --num-bits 64",
+            ["--num-bits does not apply to krr"],
+        ),
+        (
+            "--column carrier --mechanism krr --epsilon 1 --domain-file D --user passenger_id",
+            ["--user 'passenger_id' is only used by", "--epsilon-infinity"],
+        ),
+    ],
+    ids=["no-user", "hadamard", "max-length-on-krr", "num-bits-on-krr", "user-without-infinity"],
+)
+def test_longitudinal_option_mistakes_are_one_line_errors(
+    make_input: MakeInput,
+    domains: dict[str, Path],
+    tmp_path: Path,
+    arguments: str,
+    fragments: list[str],
+) -> None:
+    source, target = make_input("parquet", rows=20), tmp_path / "release.parquet"
+    args = [str(domains["carrier"]) if a == "D" else a for a in arguments.split()]
+    assert_user_error(invoke("privatize", source, target, *args), *fragments)
+    assert not target.exists()
+    assert leftovers(tmp_path) == []
+
+
+def test_a_spec_file_refuses_an_option_its_mechanism_does_not_take(
+    make_input: MakeInput, tmp_path: Path
+) -> None:
+    spec = tmp_path / "job.json"
+    domain = list(FLIGHTS_DOMAINS["carrier"])
+    for options, fragment in [
+        ({"mechanism": "hadamard_response", "epsilon_infinity": 3.0}, "'epsilon_infinity'"),
+        ({"mechanism": "krr", "max_length": 8}, "'max_length'"),
+    ]:
+        spec.write_text(json.dumps({"carrier": {"epsilon": 1.0, "domain": domain, **options}}))
+        target = tmp_path / "release.parquet"
+        run = invoke("privatize", make_input("parquet", rows=20), target, "--spec", spec)
+        assert_user_error(run, "column 'carrier'", fragment, "does not apply")
+        assert not target.exists()
