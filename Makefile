@@ -47,6 +47,7 @@ bench: $(VENV)/.test-installed
 	$(BIN)/python benchmarks/bench_shuffle.py
 	$(BIN)/python benchmarks/bench_composition.py
 	$(BIN)/python benchmarks/bench_discovery.py
+	$(BIN)/python benchmarks/bench_longitudinal.py
 	$(BIN)/python benchmarks/bench_etl.py
 	$(BIN)/python benchmarks/bench_import.py
 

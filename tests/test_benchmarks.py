@@ -149,3 +149,13 @@ def test_discovery_benchmark_quick_run(tmp_path: Path) -> None:
         assert 0.0 <= row["recall"] <= 1.0
         assert 0.0 <= row["in_top_k"] <= row["precision"] <= 1.0
     assert "Frequent strings" in stdout
+
+
+def test_longitudinal_benchmark_quick_run(tmp_path: Path) -> None:
+    rows, stdout = _quick_run("bench_longitudinal.py", tmp_path)
+    assert len(rows) == 5
+    for row in rows:
+        assert row["charged_memoized"] <= row["epsilon_infinity"] * (1 + 1e-9)
+        assert row["charged_fresh"] == pytest.approx(row["nights"] * row["epsilon_1"])
+        assert row["se_memoized"] < row["se_fresh_same_year"]
+    assert "Nightly collections" in stdout

@@ -144,3 +144,18 @@ def test_one_hot_rappor_takes_the_longitudinal_keywords(backend: Backend) -> Non
     direct = native.ldp.privatize({"carrier": mechanism}, user="uid", memo_key=MEMO, key=KEY)
     assert _by_user(backend, shortcut) == _by_user(backend, direct)
     assert shortcut.ldp.privacy.epsilon_infinity == pytest.approx(3.0)
+
+
+def test_a_memoized_table_carries_the_memoized_guarantee(backend: Backend) -> None:
+    """The debiased table states the release's guarantee (its memo, epsilon_inf); debiasing
+    with the one-stage mechanism is refused, naming the parameter that differs (its end-to-end
+    probabilities differ)."""
+    mechanism = frameldp.OptimizedUnaryEncoding(1.0, domain=DOMAIN, epsilon_infinity=3.0)
+    native = backend.make(_data(100))
+    reports = native.ldp.privatize({"carrier": mechanism}, user="uid", memo_key=MEMO, key=KEY)
+    table = reports.ldp.debias("carrier")
+    assert table.privacy == reports.ldp.privacy
+    assert table.privacy.epsilon_infinity == pytest.approx(3.0)
+    one_stage = frameldp.OptimizedUnaryEncoding(1.0, domain=DOMAIN)
+    with pytest.raises(frameldp.ParameterError, match="differ in epsilon_infinity"):
+        reports.ldp.debias("carrier", one_stage)

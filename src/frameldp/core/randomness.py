@@ -62,7 +62,7 @@ import secrets
 import threading
 from collections.abc import Callable, Sequence
 from fractions import Fraction
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, cast
 
 import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
@@ -499,6 +499,19 @@ def digests(items: Sequence[object]) -> NDArray[np.uint8]:
 
     Types are tagged, so ``"1"`` and ``1`` differ. Any other type raises a ParameterError.
     """
+    kinds = {type(item) for item in items}
+    if kinds <= {str} or kinds <= {int}:  # one type (no bool): the same digests, 2-3x faster
+        tag = "s" if str in kinds else "i"
+        messages = (
+            [b"s" + cast(str, item).encode("utf-8") for item in items]
+            if tag == "s"
+            else [b"i%d" % cast(int, item) for item in items]
+        )
+        blake2b = hashlib.blake2b
+        joined = b"".join(
+            [blake2b(m, digest_size=_BLOCK, person=_DIGEST_PERSON).digest() for m in messages]
+        )
+        return np.frombuffer(joined, dtype=np.uint8).reshape(-1, _BLOCK)
     out = bytearray()
     for item in items:
         if isinstance(item, str):

@@ -82,11 +82,13 @@ def refuse_other_mechanism(column: Any, given: Mechanism, spec: Mapping[str, Any
     """Refuse a mechanism other than the one a column's type records: the reports would be
     debiased (and their guarantee stated) as another mechanism's."""
     recorded = {k: v for k, v in spec.items() if k not in _RELEASE_KEYS}
-    if given.to_spec() != recorded:
+    wanted = given.to_spec()
+    if wanted != recorded:
+        differ = sorted(k for k in {*recorded, *wanted} if recorded.get(k) != wanted.get(k))
         raise ParameterError(
             f"column {shown(column)}: holds reports of {described(spec)}, not of the "
-            f"mechanism given ({described(given.to_spec())}); drop mechanism= to use the "
-            "recorded one",
+            f"mechanism given ({described(wanted)}; they differ in {', '.join(differ)}); drop "
+            "mechanism= to use the recorded one",
             column=column,
             parameter="mechanism",
         )

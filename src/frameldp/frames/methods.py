@@ -77,6 +77,7 @@ from frameldp.frames.release import (
     ReleasePlan,
     _marked,
     charging,
+    guarantee_of,
     is_seeded,
     plan_release,
     recorded_spec,
@@ -190,12 +191,16 @@ class FrameMethods:
 
     def _table_privacy(self, mechanism: Mechanism, column: Any) -> PrivacyGuarantee | None:
         """The guarantee a debiased table carries (None: the mechanism's own): the frame's when
-        it was shuffled, marked insecure when the column's reports were drawn from a seed."""
+        it was shuffled; the recorded release's when its reports were drawn from a seed (marked
+        insecure) or share memoized permanent responses (their memo's guarantee)."""
         shuffled = self._shuffled()
         if shuffled:
             specs = self._specs() or {"_": mechanism.to_spec()}
             return shuffled_privacy(specs, shuffled, self._num_rows())
-        return mechanism.privacy.insecure() if is_seeded(self._specs(), column) else None
+        recorded = (self._specs() or {}).get(column)
+        if recorded is not None and (recorded.get("memo") or recorded.get("seeded")):
+            return guarantee_of({column: recorded})
+        return None
 
     # -- privatizing ---------------------------------------------------------------------------
 

@@ -113,8 +113,10 @@ def value_digests(values: NDArray[Any]) -> NDArray[np.uint8]:
     if values.ndim == 1:
         distinct, inverse = np.unique(values, return_inverse=True)
         return digests(distinct.tolist())[inverse.ravel()]
-    distinct, inverse = np.unique(values, axis=0, return_inverse=True)
-    return digests([row.tobytes() for row in distinct])[inverse.ravel()]
+    rows = np.ascontiguousarray(values, dtype=np.uint8)
+    keys = rows.view(np.dtype((np.void, rows.shape[1]))).ravel()  # one sortable key per row
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    return digests([row.tobytes() for row in rows[first]])[inverse.ravel()]
 
 
 def permanent_rows(

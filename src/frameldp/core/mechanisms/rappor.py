@@ -327,7 +327,14 @@ class Rappor(TwoStage):
         if bits.ndim != 2 or bits.shape[1] != width:
             raise ParameterError(f"bits must have shape (n, {width}), got {bits.shape}")
         noise = self._noise(
-            source, label, row_start, bits.shape[0], lambda: bits, users, memo, lambda: bits
+            source,
+            label,
+            row_start,
+            bits.shape[0],
+            lambda: bits,
+            users,
+            memo,
+            lambda: value_digests(bits),
         )
         np.bitwise_xor(noise, bits, out=noise)
         return noise
@@ -349,9 +356,9 @@ class Rappor(TwoStage):
         """
         codes = np.asarray(codes, dtype=np.int64)
 
-        def values() -> NDArray[np.uint8]:
+        def values() -> NDArray[np.uint8]:  # digests of the one-hot rows, each hashed once
             distinct, inverse = np.unique(codes, return_inverse=True)
-            return self.encode(distinct)[inverse.ravel()]
+            return value_digests(self.encode(distinct))[inverse.ravel()]
 
         noise = self._noise(
             source, label, row_start, codes.size, lambda: self.encode(codes), users, memo, values
@@ -371,7 +378,7 @@ class Rappor(TwoStage):
     ) -> NDArray[np.uint8]:
         """Bits that are 1 with the flip probability, keyed by (label, spec, row, value); with
         ``epsilon_infinity``, the XOR of the instantaneous and the permanent flips, the
-        permanent ones keyed by (user, ``values()``) with ``users``."""
+        permanent ones keyed by (user, value digest ``values()``) with ``users``."""
         base = (label, self._stream_suffix)
         rows = source.rows(base, row_start, num_rows, bits)
         noise = rows.bernoulli("flip", self._flip_numerator, self.num_bits)
@@ -385,7 +392,7 @@ class Rappor(TwoStage):
             memo=memo,
             label=base,
             users=users,
-            values=lambda: value_digests(values()),
+            values=values,
         )
         permanent = held.bernoulli("permanent flip", self._permanent_numerator, self.num_bits)
         np.bitwise_xor(noise, permanent, out=noise)
