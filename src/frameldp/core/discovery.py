@@ -164,17 +164,26 @@ def extension_table(num_buckets: int) -> NDArray[np.uint8]:
     return table
 
 
-@lru_cache(maxsize=8)
-def _inverse_table(num_buckets: int) -> tuple[NDArray[np.int64], NDArray[np.uint8]]:
-    """For every key ``a g + u``, the bytes ``b`` with ``E[a, b] = u``: they are
-    ``sorted_bytes[starts[key] : starts[key + 1]]``."""
+@lru_cache(maxsize=2)
+def _inverse_table(num_buckets: int) -> tuple[NDArray[np.uint16], NDArray[np.uint8]]:
+    """For every coefficient ``a`` and answer ``u``, the bytes ``b`` with ``E[a, b] = u``: they
+    are ``sorted_bytes[a, starts[a, u] : starts[a, u + 1]]`` (each row of ``E`` sorted by
+    value; 16-bit offsets: about 48 MB at ``g = 251``)."""
     g = num_buckets
-    table = extension_table(g).astype(np.int64)
-    keys = (np.arange(table.shape[0], dtype=np.int64)[:, None] * g + table).ravel()
-    order = np.argsort(keys, kind="stable")
-    starts = np.zeros(table.shape[0] * g + 1, dtype=np.int64)
-    np.cumsum(np.bincount(keys, minlength=table.shape[0] * g), out=starts[1:])
-    return starts, (order % 256).astype(np.uint8)
+    table = extension_table(g)
+    sorted_bytes = np.empty(table.shape, dtype=np.uint8)
+    starts = np.zeros((table.shape[0], g + 1), dtype=np.uint16)
+    block = max(1, (1 << 20) // g)
+    for first in range(0, table.shape[0], block):
+        order = np.argsort(table[first : first + block], axis=1, kind="stable")
+        sorted_bytes[first : first + block] = order
+        rows = table[first : first + block].astype(np.int64)
+        keys = np.arange(rows.shape[0], dtype=np.int64)[:, None] * g + rows
+        counts = np.bincount(keys.ravel(), minlength=rows.shape[0] * g).reshape(-1, g)
+        np.cumsum(counts, axis=1, out=starts[first : first + block, 1:], dtype=np.uint16)
+    starts.setflags(write=False)
+    sorted_bytes.setflags(write=False)
+    return starts, sorted_bytes
 
 
 def prefix_hashes(
@@ -239,11 +248,14 @@ def _sparse_counts(groups: NDArray[np.int64], num_buckets: int, size: int) -> ND
     keys = np.arange(count, dtype=np.int64)[None, :] * size + groups
     unique, weights = np.unique(keys.ravel(), return_counts=True)
     which, key = np.divmod(unique, size)
-    low, lengths = starts[key], starts[key + 1] - starts[key]
+    coefficient, answer = np.divmod(key, num_buckets)
+    begin = starts[coefficient, answer].astype(np.int64)
+    lengths = starts[coefficient, answer + 1].astype(np.int64) - begin
+    low = coefficient * 256 + begin  # in sorted_bytes read row by row
     # Each pair's matching bytes: its run of sorted_bytes, laid end to end.
     offsets = np.repeat(low - np.cumsum(lengths) + lengths, lengths)
     positions = offsets + np.arange(int(lengths.sum()), dtype=np.int64)
-    cells = np.repeat(which * 256, lengths) + sorted_bytes[positions]
+    cells = np.repeat(which * 256, lengths) + sorted_bytes.ravel()[positions]
     totals = np.bincount(cells, weights=np.repeat(weights, lengths), minlength=count * 256)
     return totals.astype(np.int64).reshape(count, 256)
 

@@ -60,6 +60,8 @@ from frameldp.errors import DomainError, ParameterError, shown
 __all__ = ["PrefixExtending"]
 
 _ONE: Final = 1 << PRECISION_BITS
+# Reports whose coefficients are checked at once (bounded temporaries).
+_CHECK_ROWS: Final = 1 << 16
 MAX_BUCKETS: Final = 251
 """The largest prime below 256: answers and levels are one byte each."""
 MAX_LENGTH: Final = 254
@@ -282,26 +284,39 @@ class PrefixExtending:
 
     def _decoded(
         self, array: pa.Array | pa.ChunkedArray, column: str
-    ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
-        """Levels, answers and coefficients of a report column, checked."""
+    ) -> tuple[NDArray[np.uint8], NDArray[np.uint8], NDArray[np.uint16]]:
+        """Levels, answers and coefficients of a report column, checked one block of rows at a
+        time (the temporaries stay bounded; the coefficients are kept as 16-bit integers)."""
         raw = packed_bits(array, 8 * self.report_width, column, self.title)
-        levels = raw[:, 0].astype(np.int64)
-        answers = raw[:, 1].astype(np.int64)
-        coefficients = raw[:, 2:].copy().view("<u2").astype(np.int64)
-        past = np.arange(self.num_levels)[None, :] > levels[:, None]
-        bad = (
-            (levels >= self.num_levels)
-            | (answers >= self._g)
-            | np.any(coefficients >= self.num_coefficients, axis=1)
-            | np.any(past & (coefficients != 0), axis=1)
-        )
-        if bad.any():
-            row = int(np.flatnonzero(bad)[0])
-            raise DomainError(
-                f"column {shown(column)}: row {row} is not a report of this prefix-extending "
-                f"mechanism (level, answer or coefficients out of range)"
+        levels, answers = raw[:, 0], raw[:, 1]
+        coefficients = np.ascontiguousarray(raw[:, 2:]).view("<u2")
+        later = np.arange(self.num_levels)[None, :]
+        for first in range(0, raw.shape[0], _CHECK_ROWS):
+            block = slice(first, first + _CHECK_ROWS)
+            level, held = levels[block], coefficients[block]
+            bad = (
+                (level >= self.num_levels)
+                | (answers[block] >= self._g)
+                | np.any(held >= self.num_coefficients, axis=1)
+                | np.any((later > level[:, None]) & (held != 0), axis=1)
             )
+            if bad.any():
+                row = first + int(np.flatnonzero(bad)[0])
+                raise DomainError(
+                    f"column {shown(column)}: row {row} is not a report of this "
+                    "prefix-extending mechanism (level, answer or coefficients out of range)"
+                )
         return levels, answers, coefficients
+
+    def _at_level(
+        self, reports: Mapping[str, pa.Array], column: str, level: int
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+        """The answers and coefficients of the reports at ``level`` (64-bit), and the reports
+        per level."""
+        levels, answers, coefficients = self._decoded(reports[column], column)
+        at = levels == level
+        sizes = np.bincount(levels, minlength=self.num_levels).astype(np.int64)
+        return answers[at].astype(np.int64), coefficients[at].astype(np.int64), sizes
 
     def _extension_statistic(
         self,
@@ -311,20 +326,16 @@ class PrefixExtending:
         level: int,
         prefixes: NDArray[np.uint8],
     ) -> Statistic:
-        levels, answers, coefficients = self._decoded(reports[column], column)
-        at = levels == level
-        counts = extension_counts(coefficients[at], answers[at], prefixes, self._g)
-        sizes = np.bincount(levels, minlength=self.num_levels).astype(np.int64)
-        return Statistic((counts, sizes), levels.size)
+        answers, coefficients, sizes = self._at_level(reports, column, level)
+        counts = extension_counts(coefficients, answers, prefixes, self._g)
+        return Statistic((counts, sizes), int(sizes.sum()))
 
     def _final_statistic(
         self, reports: Mapping[str, pa.Array], *, column: str, strings: NDArray[np.uint8]
     ) -> Statistic:
-        levels, answers, coefficients = self._decoded(reports[column], column)
-        at = levels == self.max_length
-        counts = support_counts(coefficients[at], answers[at], strings, self._g)
-        sizes = np.bincount(levels, minlength=self.num_levels).astype(np.int64)
-        return Statistic((counts, sizes), levels.size)
+        answers, coefficients, sizes = self._at_level(reports, column, self.max_length)
+        counts = support_counts(coefficients, answers, strings, self._g)
+        return Statistic((counts, sizes), int(sizes.sum()))
 
     def discover(
         self,
