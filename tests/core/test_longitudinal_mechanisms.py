@@ -292,3 +292,20 @@ def test_many_nights_are_charged_epsilon_infinity(name: str) -> None:
     infinity = mech.guarantee("m").parameters["epsilon_infinity"]
     assert memoized_book.spent("nightly") == pytest.approx(infinity, rel=1e-9)
     assert fresh_book.spent("nightly") == pytest.approx(30 * fresh.privacy.epsilon, rel=1e-9)
+
+
+def test_a_huge_epsilon_infinity_still_draws_noise() -> None:
+    """RAPPOR's permanent flip probability never rounds to 0: at epsilon_inf = 1500 it is
+    2**-64, and the realized epsilon_inf (88.7) is what the guarantee states."""
+    mech = frameldp.Rappor(1.0, domain=list(range(K)), epsilon_infinity=1500.0)
+    assert mech._permanent_numerator == 1
+    infinity = mech.guarantee("m").parameters["epsilon_infinity"]
+    assert infinity == pytest.approx(2 * math.log(2.0**64 - 1), rel=1e-12)
+
+
+def test_the_automatic_choice_checks_epsilon_infinity_first() -> None:
+    with pytest.raises(frameldp.ParameterError, match="at most epsilon_infinity"):
+        frameldp.choose_mechanism(3.0, domain=list(range(8)), epsilon_infinity=1.0)
+    chosen = frameldp.choose_mechanism(1.0, domain=list(range(64)), epsilon_infinity=3.0)
+    assert chosen.longitudinal
+    assert chosen.guarantee("m").parameters["epsilon_infinity"] <= 3.0

@@ -30,7 +30,9 @@ Closed forms (all for a worst-case pair of neighbouring inputs):
   ``epsilon_1 = h ln(q*(1 - p*) / (p*(1 - q*)))`` and any number of them at most
   ``epsilon_inf = 2h ln((1 - f/2) / (f/2))``.
 * Reports sharing a memoized permanent response of any mechanism (:class:`MemoizedEvent`):
-  ``r`` reports cost at most ``min(r epsilon_1, epsilon_inf)``, and as much at every Rényi order.
+  one report costs ``epsilon_1``, two or more ``epsilon_inf`` (post-processing of the permanent
+  response), at every Rényi order. ``r epsilon_1`` does not bound them: the reports are not
+  independent given the value.
 * Optimized unary encoding, subset selection and Hadamard response (:mod:`.ternary`): the loss
   of k-ary RR with a real ``k - 2``, the neutral weight each derives from its probabilities.
 * Any other pure epsilon-DP mechanism (:class:`PureDP`): dominated by binary RR at epsilon [1]_,

@@ -30,6 +30,7 @@ from typing import Any
 
 from frameldp.core.encoding import Domain
 from frameldp.core.estimation import mean_direct_variance
+from frameldp.core.mechanisms._longitudinal import check_epsilon_infinity
 from frameldp.core.mechanisms._spec import (
     check_epsilon,
     mechanism_class,
@@ -171,6 +172,7 @@ def compare_mechanisms(
     so the same variance formula ranks them.
     """
     epsilon = check_epsilon(epsilon, "compare_mechanisms")
+    check_epsilon_infinity(epsilon, epsilon_infinity, "compare_mechanisms")
     domain = Domain.coerce(domain)
     if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
         raise ParameterError(f"compare_mechanisms: n must be an integer >= 1, got {shown(n)}")

@@ -186,7 +186,9 @@ class LocalHashing(TwoStage):
     function of the user alone (independent of the values, and of other users' seeds), so a
     value that changes does not show in it. Reports of any number of values that share a hash
     value are a post-processing of one permanent response: at most ``epsilon_infinity``, and at
-    most ``g epsilon_infinity`` over any history of values [4]_.
+    most ``g epsilon_infinity`` over any history of values [4]_. The seed is the same in every
+    report of a user under one memo key: like the memoized responses themselves, it links a
+    user's reports across collections.
     :meth:`guarantee` gives a :class:`~frameldp.accounting.MemoizedEvent`.
 
     Estimation

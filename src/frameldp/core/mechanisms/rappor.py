@@ -51,10 +51,10 @@ _HALF: Final = _ONE >> 1
 
 
 def _flip_numerator(epsilon: float, max_weight: int) -> int:
-    """``f/2 = 1 / (1 + e^{epsilon / (2m)})`` as a multiple of ``2**-64``, rounded up (at most
-    1/2)."""
+    """``f/2 = 1 / (1 + e^{epsilon / (2m)})`` as a multiple of ``2**-64``, rounded up (at least
+    ``2**-64``: never a noiseless bit; at most 1/2)."""
     tail = math.exp(-epsilon / (2 * max_weight))  # 1 / (1 + e^x) without overflow
-    return dyadic_at_least(min(0.5, tail / (1.0 + tail) * (1 + FLOAT_MARGIN)))
+    return max(1, dyadic_at_least(min(0.5, tail / (1.0 + tail) * (1 + FLOAT_MARGIN))))
 
 
 @register("rappor")
