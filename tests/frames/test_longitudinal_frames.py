@@ -159,3 +159,15 @@ def test_a_memoized_table_carries_the_memoized_guarantee(backend: Backend) -> No
     one_stage = frameldp.OptimizedUnaryEncoding(1.0, domain=DOMAIN)
     with pytest.raises(frameldp.ParameterError, match="differ in epsilon_infinity"):
         reports.ldp.debias("carrier", one_stage)
+
+
+def test_memoized_reports_are_not_shuffled(backend: Backend) -> None:
+    """Shuffling amplification counts each row as an independent person; memoized rows of one
+    user share a permanent response, so shuffle refuses them (and writes nothing)."""
+    if backend.dask:
+        pytest.skip("Dask refuses shuffle altogether (tests/frames/test_dask.py)")
+    native = backend.make(_data(40))
+    mechanism = frameldp.RandomizedResponse(1.0, domain=DOMAIN, epsilon_infinity=3.0)
+    reports = native.ldp.privatize({"carrier": mechanism}, user="uid", memo_key=MEMO)
+    with pytest.raises(frameldp.ParameterError, match="memoized permanent responses"):
+        reports.ldp.shuffle()

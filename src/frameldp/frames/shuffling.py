@@ -89,6 +89,13 @@ def plan_shuffle(
                 f"column {shown(column)}: {mechanism.title} messages are already the shuffler's "
                 "output"
             )
+        if spec.get("memo"):
+            raise ParameterError(
+                f"column {shown(column)}: its reports share memoized permanent responses per "
+                "user, so a person may hold several correlated rows; amplification by shuffling "
+                "counts each row as an independent person. Shuffle one-report-per-person "
+                "releases (privatize without user=)"
+            )
         reports += report_names(column, mechanism, spec)
     for column in reports:
         require_column(columns, column)
