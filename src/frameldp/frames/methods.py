@@ -628,7 +628,7 @@ class FrameMethods:
                     "unknown or nulls (its domain is open; decode against candidates instead)"
                 )
             with column_context(column):
-                bloom = mechanism_class("bloom_rappor")(
+                mechanism = mechanism_class("bloom_rappor")(
                     epsilon,
                     epsilon_infinity=epsilon_infinity,
                     f=f,
@@ -639,36 +639,28 @@ class FrameMethods:
                     num_cohorts=num_cohorts,
                     hash_scheme=hash_scheme,
                 )
-            return self.privatize(
-                {column: bloom},
-                key=key,
-                seed=seed,
-                ledger=ledger,
-                budget=budget,
-                user=user,
-                memo_key=memo_key,
-            )
-        if encoding != "onehot":
+        elif encoding != "onehot":
             raise ParameterError(
                 f"column {shown(column)}: encoding must be 'onehot' or 'bloom', got {encoding!r}"
             )
-        given = [name for name, value in {"p": p, "q": q}.items() if value is not None]
-        if given:
-            raise ParameterError(
-                f"column {shown(column)}: {', '.join(given)} only apply to encoding='bloom' "
-                "(one-hot RAPPOR takes epsilon, or f)"
+        else:
+            given = [name for name, value in {"p": p, "q": q}.items() if value is not None]
+            if given:
+                raise ParameterError(
+                    f"column {shown(column)}: {', '.join(given)} only apply to encoding='bloom' "
+                    "(one-hot RAPPOR takes epsilon, or f)"
+                )
+            mechanism = build_rappor(
+                column,
+                lambda: self._domain_values(column),
+                epsilon,
+                f=f,
+                domain=domain,
+                max_weight=max_weight,
+                unknown=unknown,
+                nulls=nulls,
+                epsilon_infinity=epsilon_infinity,
             )
-        mechanism = build_rappor(
-            column,
-            lambda: self._domain_values(column),
-            epsilon,
-            f=f,
-            domain=domain,
-            max_weight=max_weight,
-            unknown=unknown,
-            nulls=nulls,
-            epsilon_infinity=epsilon_infinity,
-        )
         return self.privatize(
             {column: mechanism},
             key=key,

@@ -47,7 +47,14 @@ from numpy.typing import NDArray
 
 from frameldp.accounting import MemoizedEvent, PrivacyEvent, PrivacyGuarantee
 from frameldp.core.mechanisms._spec import check_epsilon, fingerprint, memo_name
-from frameldp.core.randomness import PRECISION_BITS, RandomSource, Rows, digests, dyadic_at_least
+from frameldp.core.randomness import (
+    PRECISION_BITS,
+    RandomSource,
+    Rows,
+    code_bytes,
+    digests,
+    dyadic_at_least,
+)
 from frameldp.errors import ParameterError, shown
 
 __all__ = [
@@ -170,6 +177,35 @@ class TwoStage:
     def memo_id(self, memo: RandomSource, label: object) -> str:
         """Public name of the permanent responses under ``memo`` for ``label`` (not the key)."""
         return memo_name(memo, (label, self._stream_suffix))
+
+    def _stage_rows(
+        self,
+        codes: NDArray[np.int64],
+        *,
+        source: RandomSource,
+        label: object,
+        row_start: int,
+        users: NDArray[np.uint8] | None,
+        memo: RandomSource | None,
+    ) -> tuple[Rows, Rows | None]:
+        """The noise of the reports of integer ``codes`` (by position) and of their permanent
+        responses (``None`` for one stage; with ``users``, memoized per (user, code) by
+        :func:`permanent_rows`)."""
+        base = (label, self._stream_suffix)
+        rows = source.rows(base, row_start, codes.size, lambda: code_bytes(codes))
+        if self.epsilon_infinity is None:
+            if users is not None:
+                raise ParameterError("users are only used with epsilon_infinity")
+            return rows, None
+        held = permanent_rows(
+            rows,
+            source=source,
+            memo=memo,
+            label=base,
+            users=users,
+            values=lambda: value_digests(codes),
+        )
+        return rows, held
 
     def guarantee(self, memo: str | None = None) -> PrivacyGuarantee:
         """One report's guarantee; ``memo`` names its memoized permanent responses (then a

@@ -27,8 +27,6 @@ from frameldp.core.mechanisms._longitudinal import (
     TwoStage,
     chained_move,
     check_epsilon_infinity,
-    permanent_rows,
-    value_digests,
 )
 from frameldp.core.mechanisms._spec import (
     check_codes,
@@ -38,7 +36,7 @@ from frameldp.core.mechanisms._spec import (
     row_digests,
 )
 from frameldp.core.mechanisms.protocol import Capability, Statistic
-from frameldp.core.randomness import PRECISION_BITS, RandomSource, Rows, code_bytes
+from frameldp.core.randomness import PRECISION_BITS, RandomSource, Rows
 from frameldp.errors import ParameterError, shown
 
 __all__ = ["OptimizedUnaryEncoding"]
@@ -228,20 +226,11 @@ class OptimizedUnaryEncoding(TwoStage):
         (:meth:`~frameldp.core.randomness.Rows.memoized`).
         """
         codes = check_codes(codes, self.num_bits)
-        base = (label, self._stream_suffix)
-        rows = source.rows(base, row_start, codes.size, lambda: code_bytes(codes))
-        if self.epsilon_infinity is None:
-            if users is not None:
-                raise ParameterError("users are only used with epsilon_infinity")
-            return self._encoded(codes, rows, "")
-        held = permanent_rows(
-            rows,
-            source=source,
-            memo=memo,
-            label=base,
-            users=users,
-            values=lambda: value_digests(codes),
+        rows, held = self._stage_rows(
+            codes, source=source, label=label, row_start=row_start, users=users, memo=memo
         )
+        if held is None:
+            return self._encoded(codes, rows, "")
         reports = self._encoded(codes, held, "permanent ")
         np.bitwise_xor(
             reports, rows.bernoulli("flip", self._flip_numerator, self.num_bits), out=reports

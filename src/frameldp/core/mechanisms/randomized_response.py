@@ -29,8 +29,6 @@ from frameldp.core.mechanisms._longitudinal import (
     TwoStage,
     chained_move,
     check_epsilon_infinity,
-    permanent_rows,
-    value_digests,
 )
 from frameldp.core.mechanisms._spec import (
     check_codes,
@@ -44,7 +42,6 @@ from frameldp.core.randomness import (
     PRECISION_BITS,
     RandomSource,
     Rows,
-    code_bytes,
 )
 from frameldp.errors import ParameterError, renamed
 
@@ -259,20 +256,11 @@ class RandomizedResponse(TwoStage):
         with the same value gets the same one in every call under that memo key.
         """
         codes = check_codes(codes, self.num_buckets)
-        base = (label, self._stream_suffix)
-        rows = source.rows(base, row_start, codes.size, lambda: code_bytes(codes))
-        if self.epsilon_infinity is None:
-            if users is not None:
-                raise ParameterError("users are only used with epsilon_infinity")
-            return self._moved(codes, rows, self._move_numerator, "")
-        held = permanent_rows(
-            rows,
-            source=source,
-            memo=memo,
-            label=base,
-            users=users,
-            values=lambda: value_digests(codes),
+        rows, held = self._stage_rows(
+            codes, source=source, label=label, row_start=row_start, users=users, memo=memo
         )
+        if held is None:
+            return self._moved(codes, rows, self._move_numerator, "")
         permanent = self._moved(codes, held, self._permanent_numerator, "permanent ")
         return self._moved(permanent, rows, self._move_numerator, "")
 

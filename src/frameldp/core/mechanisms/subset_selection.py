@@ -26,8 +26,6 @@ from frameldp.core.mechanisms._longitudinal import (
     TwoStage,
     check_epsilon_infinity,
     mixed_inclusion,
-    permanent_rows,
-    value_digests,
 )
 from frameldp.core.mechanisms._spec import (
     check_codes,
@@ -37,7 +35,7 @@ from frameldp.core.mechanisms._spec import (
     row_digests,
 )
 from frameldp.core.mechanisms.protocol import Capability, Statistic
-from frameldp.core.randomness import PRECISION_BITS, RandomSource, Rows, code_bytes
+from frameldp.core.randomness import PRECISION_BITS, RandomSource, Rows
 from frameldp.errors import DomainError, ParameterError, shown
 
 __all__ = ["SubsetSelection", "optimal_subset_size"]
@@ -345,20 +343,11 @@ class SubsetSelection(TwoStage):
         """
         k, d = self.num_bits, self._d
         codes = check_codes(codes, k)
-        base = (label, self._stream_suffix)
-        rows = source.rows(base, row_start, codes.size, lambda: code_bytes(codes))
-        if self.epsilon_infinity is None:
-            if users is not None:
-                raise ParameterError("users are only used with epsilon_infinity")
-            return self._subsets(codes, rows, "")
-        held = permanent_rows(
-            rows,
-            source=source,
-            memo=memo,
-            label=base,
-            users=users,
-            values=lambda: value_digests(codes),
+        rows, held = self._stage_rows(
+            codes, source=source, label=label, row_start=row_start, users=users, memo=memo
         )
+        if held is None:
+            return self._subsets(codes, rows, "")
         reports = self._subsets(codes, held, "permanent ")
         redraw = np.flatnonzero(rows.bernoulli("redraw", self._redraw_numerator, 1).ravel())
         uniform = np.zeros_like(reports)
