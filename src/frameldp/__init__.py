@@ -79,6 +79,7 @@ if TYPE_CHECKING:
         mechanism_from_spec,
     )
     from frameldp.core.joint import product_domain
+    from frameldp.core.parallel import set_threads, threads
     from frameldp.frames.comparison import Comparison
     from frameldp.frames.planner import Plan, plan
     from frameldp.frames.table import FrequencyTable
@@ -138,6 +139,8 @@ _LAZY: dict[str, str] = {
     "Plan": "frameldp.frames.planner",
     "plan": "frameldp.frames.planner",
     "product_domain": "frameldp.core.joint",
+    "set_threads": "frameldp.core.parallel",
+    "threads": "frameldp.core.parallel",
 }
 """Public name -> the module that defines it (imported when the name is first read)."""
 
@@ -200,6 +203,8 @@ __all__ = [
     "plan",
     "plot",
     "product_domain",
+    "set_threads",
+    "threads",
 ]
 
 register_accessors()

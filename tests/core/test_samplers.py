@@ -14,14 +14,15 @@ import numpy as np
 import pytest
 
 from _stats import P_FAIL, assert_binomial, assert_chisquare, assert_independent
+from frameldp.core.interval_sampler import bernoulli_bytes
 from frameldp.core.randomness import (
-    _TAIL_LANE,
     _WORK_BYTES,
     PLANES,
     PRECISION_BITS,
     KeyedStream,
     RandomSource,
     bernoulli_packed,
+    bernoulli_packed_at,
     dyadic_at_least,
     dyadic_at_most,
     uniform_integers,
@@ -73,51 +74,29 @@ def test_bernoulli_chunk_invariance(bits_per_row: int, numerator: int) -> None:
         np.testing.assert_array_equal(part, whole[start:stop], err_msg=f"rows [{start}, {stop})")
 
 
-def _reference_bernoulli(
-    stream: KeyedStream, numerator: int, row_start: int, num_rows: int, bits_per_row: int
-) -> np.ndarray:
-    """The layout of docs/randomness.md, written plainly: bit j of row i is [U < N / 2**64],
-    where bit t < PLANES of U is the complement of the matching keystream bit of lane t + 1 at
-    the row's packed byte position ("a keystream bit of 1 stands for a 0 bit of U"), and the
-    remaining 64 - PLANES bits of U are the top bits of the first 8 bytes (big-endian) of block
-    ``global bit position`` of lane 0xFFFFFFFF."""
-    width = -(-bits_per_row // 8)
-    u = np.zeros((num_rows, bits_per_row), dtype=np.uint64)
-    for plane in range(PLANES):
-        raw = stream.contiguous(plane + 1, row_start * width, num_rows * width)
-        zero_bits = np.unpackbits(raw.reshape(num_rows, width), axis=1)[:, :bits_per_row]
-        u |= (1 - zero_bits).astype(np.uint64) << np.uint64(PRECISION_BITS - 1 - plane)
-    rows = np.arange(row_start, row_start + num_rows, dtype=np.uint64)[:, None]
-    positions = rows * np.uint64(8 * width) + np.arange(bits_per_row, dtype=np.uint64)
-    blocks = stream.blocks_at(_TAIL_LANE, positions.ravel())
-    tail = blocks[:, :8].copy().view(">u8").ravel().astype(np.uint64) >> np.uint64(PLANES)
-    u |= tail.reshape(num_rows, bits_per_row)
-    return np.packbits((u < np.uint64(numerator)).astype(np.uint8), axis=1)
-
-
-@pytest.mark.parametrize(
-    "numerator", [SQRT3_HALF, TAIL_ONLY, TAIL_HALF, 3, (1 << 63) + 1, 1 << 63, ONE - 3]
-)
-@pytest.mark.parametrize(("row_start", "bits_per_row"), [(0, 13), (7, 1), (3, 100)])
-def test_bernoulli_matches_documented_comparison(
-    numerator: int, row_start: int, bits_per_row: int
-) -> None:
-    """Exact, and a pin of the documented stream layout (changing it changes the reports of
-    every stored key): every bit equals the plain comparison of its 64-bit uniform with the
-    threshold, so the bit-sliced planes and the tail together realize exactly N / 2**64."""
+def test_bernoulli_rows_are_runs_of_the_byte_stream() -> None:
+    """Row i of a packed report is bytes [i * width, (i + 1) * width) of the stream's exact
+    Bernoulli bytes (``tests/core/test_interval_sampler.py`` pins their draw), padding
+    cleared."""
     stream = _stream("reference")
+    rows, bits_per_row, width = 600, 13, 2
     got = bernoulli_packed(
-        stream, numerator, row_start=row_start, num_rows=600, bits_per_row=bits_per_row
+        stream, SQRT3_HALF, row_start=7, num_rows=rows, bits_per_row=bits_per_row
     )
-    expected = _reference_bernoulli(stream, numerator, row_start, 600, bits_per_row)
-    np.testing.assert_array_equal(got, expected)
+    raw = np.empty(rows * width, dtype=np.uint8)
+    bernoulli_bytes(stream, SQRT3_HALF, 7 * width, raw)
+    raw = raw.reshape(rows, width)
+    raw[:, -1] &= 0xF8
+    np.testing.assert_array_equal(got, raw)
 
 
-def test_bernoulli_is_monotone_in_the_numerator() -> None:
-    """Layout-free exactness check: every bit is [U < N / 2**64] for one U per position, so on
-    the same stream and rows a larger numerator can only turn zeros into ones. Numerators that
-    differ only beyond the first PLANES bits, or by 1, probe the tail comparison."""
+def test_keyed_bernoulli_is_monotone_in_the_numerator() -> None:
+    """Layout-free exactness check of the comparison sampler (keyed rows): every bit is
+    [U < N / 2**64] for one U per position, so on the same addresses a larger numerator can
+    only turn zeros into ones. Numerators that differ only beyond the first PLANES bits, or
+    by 1, probe the tail comparison."""
     stream = _stream("monotone")
+    addresses = stream.blocks_at(9, np.arange(50_000, dtype=np.uint64))
     low_bits = 1 << (PRECISION_BITS - PLANES)
     numerators = sorted(
         {
@@ -138,7 +117,7 @@ def test_bernoulli_is_monotone_in_the_numerator() -> None:
     )
     previous = np.zeros((50_000, 2), dtype=np.uint8)
     for numerator in numerators:
-        bits = bernoulli_packed(stream, numerator, row_start=11, num_rows=50_000, bits_per_row=13)
+        bits = bernoulli_packed_at(stream, numerator, addresses, bits_per_row=13)
         assert not np.any(previous & ~bits), f"a one at N-1 became a zero at N={numerator}"
         previous = bits
 
@@ -185,15 +164,13 @@ def test_bernoulli_empty_range() -> None:
 def test_bernoulli_frequency_is_exact(numerator: int) -> None:
     """The count of ones in 4e6 bits passes a two-sided exact binomial test at P_FAIL.
 
-    The tail path (positions whose first PLANES bits of U tie with the threshold's, a fraction
-    2**-PLANES) is exercised by every numerator with nonzero bits beyond the first PLANES:
-    "tail-only" has its first PLANES bits all 0, so every one it produces is decided in the
-    tail; "tail-half" gets a third of its mass from the tail; "half+" and "tiny" need the tail
-    to reject all but a 2**-64 sliver.
+    The numerators span the interval sampler's cases: boundaries inside many cells ("sqrt3",
+    "quarter+"), odd numerators whose mass sits in one cut cell at either end ("tiny",
+    "almost-one", "tail-only"), and "half+", one 2**-64 off a table without cut cells.
 
-    Power 0.99 against |Δp| >= 7.2 sqrt(p(1-p) / 4e6): 1.7e-3 at p = 0.366, and 0.23 p for the
-    tail-only p = 2**-PLANES - 2**-64 (PLANES = 12), 0.19 p for tail-half; for p = 3 * 2**-64
-    and 1 - 3 * 2**-64 a single wrong bit fails the test.
+    Power 0.99 against |Δp| >= 7.2 sqrt(p(1-p) / 4e6): 1.7e-3 at p = 0.366, and 0.23 p for
+    p = 2**-PLANES - 2**-64 ("tail-only", PLANES = 12), 0.19 p for "tail-half"; for
+    p = 3 * 2**-64 and 1 - 3 * 2**-64 a single wrong bit fails the test.
     """
     rows, bits_per_row = 4000, 1000
     packed = bernoulli_packed(

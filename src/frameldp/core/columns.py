@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Hashable
 from decimal import Decimal
-from typing import Any, cast
+from typing import Any, Final, cast
 
 import numpy as np
 import pyarrow as pa
@@ -20,13 +20,16 @@ import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from frameldp.core.encoding import OTHER, Domain, packed_width
+from frameldp.core.parallel import map_ranges
 from frameldp.errors import DomainError, ParameterError, shown
 
 __all__ = [
+    "FUSED_ROWS",
     "bits_array",
     "check_report_labels",
     "combined",
     "distinct_codes",
+    "each_code_run",
     "integer_reports",
     "label_array",
     "label_type",
@@ -35,6 +38,11 @@ __all__ = [
     "set_codes",
     "value_codes",
 ]
+
+
+FUSED_ROWS: Final = 1 << 17
+"""Rows a fused pass (:func:`each_code_run`) handles at a time: its int64 temporaries (1 MB
+each) stay in cache, and a run's fixed costs are a small part of it."""
 
 
 def combined(array: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -48,14 +56,18 @@ def value_codes(
 
     ``row_of(i)`` names the frame row of value ``i`` in error messages (default: ``i``).
     """
-    null_mask = array.is_null().to_numpy(zero_copy_only=False)
     if pa.types.is_dictionary(array.type):
         # Null slots (and every slot of an all-null column, whose dictionary may be empty)
         # point past the dictionary's codes, at a final -1.
         lookup = np.append(_codes_of_values(array.dictionary, domain, column), -1)
-        indices = array.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        indices = array.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.intp)
+        if not array.null_count and lookup[:-1].min(initial=0) >= 0:
+            codes: NDArray[np.int64] = lookup[indices]
+            return codes  # every entry is a category: no policy to apply
+        null_mask = array.is_null().to_numpy(zero_copy_only=False)
         raw = lookup[np.where(null_mask, lookup.size - 1, indices)]
     else:
+        null_mask = array.is_null().to_numpy(zero_copy_only=False)
         raw = _codes_of_values(array, domain, column)
     return domain.resolve(
         raw, null_mask, column=column, value_at=lambda i: array[i].as_py(), row_of=row_of
@@ -285,14 +297,14 @@ def label_type(domain: Domain) -> pa.DataType:
     return pa.dictionary(pa.int32(), pa.array(report_labels(domain)).type)
 
 
-def label_array(codes: NDArray[np.int64], domain: Domain) -> pa.DictionaryArray:
+def label_array(codes: NDArray[np.integer[Any]], domain: Domain) -> pa.DictionaryArray:
     """Report codes as a dictionary column of the reported labels (null bucket: null).
 
     Every batch gets the same dictionary (all labels, in domain order), so the batches of a file
     concatenate and a reader sees one categorical column.
     """
     null = (codes == domain.null_code) if domain.has_null else None
-    indices = pa.array(codes.astype(np.int32), type=pa.int32(), mask=null)
+    indices = pa.array(np.asarray(codes, dtype=np.int32), type=pa.int32(), mask=null)
     return pa.DictionaryArray.from_arrays(indices, pa.array(report_labels(domain)))
 
 
@@ -306,13 +318,41 @@ def single_codes(
 ) -> NDArray[np.int64]:
     """Codes of a column of one value per row (rows numbered from ``row_start`` in errors);
     a list column is refused, naming ``owner``."""
+    array = _single_valued(values, column, owner)
+    return value_codes(array, domain, column, lambda row: row_start + row)
+
+
+def each_code_run(
+    values: pa.Array | pa.ChunkedArray,
+    domain: Domain,
+    column: str,
+    row_start: int,
+    owner: str,
+    work: Callable[[int, int, NDArray[np.int64]], None],
+) -> None:
+    """:func:`single_codes` fused with their use: ``work(start, stop, codes)`` for runs of
+    :data:`FUSED_ROWS` rows ``[start, stop)`` of ``values``, on the threads of
+    :func:`~frameldp.core.parallel.thread_count`. A run's temporaries stay in cache; the error a
+    bad value raises is the one a single pass raises (the first bad run's, in row order)."""
+    array = _single_valued(values, column, owner)
+
+    def run(start: int, stop: int) -> None:
+        codes = value_codes(
+            array.slice(start, stop - start), domain, column, lambda row: row_start + start + row
+        )
+        work(start, stop, codes)
+
+    map_ranges(len(array), FUSED_ROWS, run)
+
+
+def _single_valued(values: pa.Array | pa.ChunkedArray, column: str, owner: str) -> pa.Array:
     array = combined(values)
     if is_list(array):
         raise ParameterError(
             f"column {shown(column)}: {owner} takes one value per row; use "
             "rappor(..., max_weight=m) for set-valued cells"
         )
-    return value_codes(array, domain, column, lambda row: row_start + row)
+    return array
 
 
 def label_counts(

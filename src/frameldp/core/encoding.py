@@ -35,6 +35,7 @@ from typing import Any, Final, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from frameldp.core.parallel import map_ranges
 from frameldp.errors import (
     DomainError,
     ParameterError,
@@ -68,6 +69,7 @@ NullPolicy = Literal["raise", "category"]
 Kind = Literal["str", "bool", "int", "float"]
 
 _COUNT_BLOCK: Final = 255  # rows summed in uint8 lanes before they could overflow
+_COUNT_BLOCKS_PER_RANGE: Final = 64  # blocks a thread counts at a time (~16k rows)
 
 
 _JSON_SCALARS: Final = (str, int, float, bool)
@@ -428,7 +430,17 @@ def xor_one_hot(
 ) -> NDArray[np.uint8]:
     """Flip bit ``codes[i]`` of row ``i`` of ``packed`` in place (and return it)."""
     _check_codes(codes, num_bits)
-    packed[np.arange(codes.size), codes >> 3] ^= (0x80 >> (codes & 7)).astype(np.uint8)
+    if not packed.flags.c_contiguous:
+        packed[np.arange(codes.size), codes >> 3] ^= (0x80 >> (codes & 7)).astype(np.uint8)
+        return packed
+    num_rows, width = packed.shape
+    flat = packed.reshape(-1)  # a view, since packed is C-contiguous
+    step = 1 << 16  # rows per step: bounded index temporaries
+    for start in range(0, num_rows, step):
+        part = codes[start : start + step]
+        where = np.arange(start * width, (start + part.size) * width, width, dtype=np.int64)
+        where += part >> 3
+        flat[where] ^= (0x80 >> (part & 7)).astype(np.uint8)
     return packed
 
 
@@ -509,11 +521,19 @@ def count_bits(packed: NDArray[np.uint8], num_bits: int) -> NDArray[np.int64]:
             f"got {packed.shape}"
         )
     _check_padding(packed, num_bits)
-    totals = np.zeros(num_bits, dtype=np.int64)
-    for start in range(0, packed.shape[0], _COUNT_BLOCK):
-        block = np.unpackbits(packed[start : start + _COUNT_BLOCK], axis=1, count=num_bits)
-        totals += block.sum(axis=0, dtype=np.uint8)
-    return totals
+    partials: list[NDArray[np.int64]] = []
+
+    def count(first: int, last: int) -> None:
+        totals = np.zeros(num_bits, dtype=np.int64)
+        for start in range(first, last, _COUNT_BLOCK):
+            block = np.unpackbits(
+                packed[start : min(start + _COUNT_BLOCK, last)], axis=1, count=num_bits
+            )
+            totals += block.sum(axis=0, dtype=np.uint8)
+        partials.append(totals)  # list.append is atomic; integer sums commute
+
+    map_ranges(packed.shape[0], _COUNT_BLOCK * _COUNT_BLOCKS_PER_RANGE, count)
+    return np.sum(partials, axis=0, dtype=np.int64) if partials else np.zeros(num_bits, np.int64)
 
 
 # ---------------------------------------------------------------------- Bloom filters

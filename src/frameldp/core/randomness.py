@@ -36,12 +36,17 @@ numpy's PCG64 is never used here: its state can be recovered from its output.
 
 Samplers
 --------
-:func:`bernoulli_packed` / :func:`bernoulli_packed_at`
+:func:`bernoulli_packed` / :func:`bernoulli_flags` (by position, fresh keys)
     Independent Bernoulli(q) bits, bit-packed, for a dyadic ``q = numerator / 2**64`` realized
-    *exactly* by comparing a uniform 64-bit fraction with ``q``, bit-sliced: the first
+    *exactly*, eight at a time by the interval algorithm
+    (:mod:`frameldp.core.interval_sampler`): two keystream bytes per output byte. Their layout
+    may change between versions, since a fresh key's noise is never reproduced.
+:func:`bernoulli_packed_at` (by address, a caller's key, a seed, memoized responses)
+    The same law by comparing a uniform 64-bit fraction with ``q``, bit-sliced: the first
     :data:`PLANES` bits of every comparison come from whole keystream "planes" combined with
     bitwise operations, and the ``2**-PLANES`` of positions still undecided after them draw
-    their remaining bits individually.
+    their remaining bits individually. Its layout is frozen: a caller's key, a seed or a memo
+    key re-run with a later version must give the same reports.
 :func:`uniform_integers` / :func:`uniform_integers_at`
     Exactly uniform integers in ``[0, k)`` by rejection sampling of 32-bit words.
 
@@ -68,6 +73,8 @@ import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from numpy.typing import NDArray
 
+from frameldp.core.interval_sampler import bernoulli_bytes
+from frameldp.core.parallel import map_ranges
 from frameldp.errors import NoiseReuseError, ParameterError, shown
 
 __all__ = [
@@ -78,6 +85,7 @@ __all__ = [
     "KeyedStream",
     "RandomSource",
     "Rows",
+    "bernoulli_flags",
     "bernoulli_packed",
     "bernoulli_packed_at",
     "code_bytes",
@@ -395,6 +403,18 @@ class Rows:
             )
         return bernoulli_packed_at(stream, numerator, self._addresses, bits_per_row=bits_per_row)
 
+    def flags(self, purpose: str, numerator: int) -> NDArray[np.bool_]:
+        """One Bernoulli(``numerator / 2**64``) flag per row (eight rows per keystream byte pair
+        under a fresh key; under an address, what ``bernoulli(purpose, numerator, 1)`` gives)."""
+        stream = self.source.stream(*self.label, purpose)
+        if self._addresses is None:
+            return bernoulli_flags(
+                stream, numerator, row_start=self.row_start, num_rows=self.num_rows
+            )
+        packed = bernoulli_packed_at(stream, numerator, self._addresses, bits_per_row=1)
+        flags: NDArray[np.bool_] = packed.ravel() != 0
+        return flags
+
     def uniform(self, purpose: str, k: int) -> NDArray[np.int64]:
         """One exactly uniform integer in ``[0, k)`` per row."""
         stream = self.source.stream(*self.label, purpose)
@@ -552,34 +572,38 @@ def bernoulli_packed(
     """Independent Bernoulli(``numerator / 2**64``) bits, packed ``(num_rows, ceil(bits/8))``.
 
     Bits are packed most significant first (``numpy.packbits`` order); padding bits of the last
-    byte of each row are zero. Bit ``j`` of row ``i`` depends only on (stream, ``i``, ``j``).
-
-    Exactness: a bit is 1 iff a uniform 64-bit fraction ``U`` is below ``numerator / 2**64``.
-    Comparing most significant bit first, plane ``t`` supplies bit ``t`` of ``U`` for every
-    position; a position is decided as soon as its bit differs from the threshold's. After
-    :data:`PLANES` planes the still-undecided positions (probability ``2**-PLANES``) compare
-    the remaining ``64 - PLANES`` bits drawn from their own counter block.
+    byte of each row are zero. Row ``i`` is the run of bytes ``i * width ...`` of the stream's
+    exact Bernoulli bytes (:func:`~frameldp.core.interval_sampler.bernoulli_bytes`, the interval
+    algorithm: two keystream bytes per eight bits), so it depends only on (stream, ``i``) and
+    any range of rows equals the same rows of a longer range. Ranges of bytes are filled on
+    :func:`~frameldp.core.parallel.thread_count` threads with identical results.
     """
     _check_numerator(numerator)
     width = -(-bits_per_row // 8)
-    out = np.zeros(num_rows * width, dtype=np.uint8)
-    if numerator == 1 << PRECISION_BITS:
-        out[:] = 0xFF
-    elif numerator > 0:
-        step = max(width, _WORK_BYTES - _WORK_BYTES % width)
-        for offset in range(0, out.size, step):
-            stop = min(offset + step, out.size)
-            byte_start = row_start * width + offset
+    out = np.empty(num_rows * width, dtype=np.uint8)
 
-            def plane(t: int, nbytes: int, byte_start: int = byte_start) -> NDArray[np.uint8]:
-                return stream.contiguous(t + 1, byte_start, nbytes)
+    def fill(start: int, stop: int) -> None:
+        bernoulli_bytes(stream, numerator, row_start * width + start, out[start:stop])
 
-            def tail(local: NDArray[np.int64], byte_start: int = byte_start) -> NDArray[np.uint8]:
-                position = (byte_start * 8 + local).astype(np.uint64)
-                return stream.blocks_at(_TAIL_LANE, position)
-
-            _bit_sliced(numerator, out[offset:stop], plane, tail, width, bits_per_row, byte_start)
+    map_ranges(out.size, _WORK_BYTES, fill)
     return _clear_padding(out.reshape(num_rows, width), bits_per_row)
+
+
+def bernoulli_flags(
+    stream: KeyedStream, numerator: int, *, row_start: int, num_rows: int
+) -> NDArray[np.bool_]:
+    """One Bernoulli(``numerator / 2**64``) flag per row: bit ``r`` of the stream's exact
+    Bernoulli bytes is row ``r``'s flag (eight rows per byte, a quarter keystream byte a row)."""
+    _check_numerator(numerator)
+    first, last = row_start // 8, -(-(row_start + num_rows) // 8)
+    packed = np.empty(last - first, dtype=np.uint8)
+
+    def fill(start: int, stop: int) -> None:
+        bernoulli_bytes(stream, numerator, first + start, packed[start:stop])
+
+    map_ranges(packed.size, _WORK_BYTES, fill)
+    skip = row_start - 8 * first
+    return np.unpackbits(packed, count=skip + num_rows)[skip:].view(np.bool_)
 
 
 def bernoulli_packed_at(
@@ -764,67 +788,6 @@ def _clear_padding(packed: NDArray[np.uint8], bits_per_row: int) -> NDArray[np.u
     return packed
 
 
-def _bit_sliced(
-    numerator: int,
-    out: NDArray[np.uint8],
-    plane: Callable[[int, int], NDArray[np.uint8]],
-    tail: Callable[[NDArray[np.int64]], NDArray[np.uint8]],
-    width: int,
-    bits_per_row: int,
-    byte_start: int,
-) -> None:
-    """Fill ``out`` with Bernoulli bits compared plane by plane (see :func:`bernoulli_packed`).
-
-    ``plane(t, nbytes)`` gives the uniform bytes of plane ``t`` for every byte of ``out``
-    (padded to ``nbytes``); ``tail(local)`` one uniform 16-byte block per still-undecided bit
-    position (``local`` counts bits from the start of ``out``). ``byte_start`` is the global
-    byte offset of ``out``, which locates the row boundaries.
-    """
-    nbytes = out.size
-    padded = -(-nbytes // 8) * 8
-    decided = np.zeros(padded // 8, dtype=np.uint64)
-    undecided = np.full(padded // 8, np.iinfo(np.uint64).max, dtype=np.uint64)
-    newly = np.empty_like(decided)
-    remainder = numerator
-    for t in range(PLANES):
-        if remainder == 0:
-            break
-        zero_bit_of_u = plane(t, padded).view(np.uint64)
-        remainder = _compare_plane(numerator, t, zero_bit_of_u, decided, undecided, newly)
-    result = decided.view(np.uint8)
-    if remainder:
-        _decide_tail(remainder, result, undecided, tail, width, bits_per_row, byte_start, nbytes)
-    out[:] = result[:nbytes]
-
-
-def _decide_tail(
-    remainder: int,
-    result: NDArray[np.uint8],
-    undecided: NDArray[np.uint64],
-    tail: Callable[[NDArray[np.int64]], NDArray[np.uint8]],
-    width: int,
-    bits_per_row: int,
-    byte_start: int,
-    nbytes: int,
-) -> None:
-    """Finish the comparisons still tied after the planes, one uniform block per position."""
-    words = np.flatnonzero(undecided)
-    if words.size == 0:
-        return
-    bits = np.unpackbits(undecided[words].view(np.uint8))
-    word_of, bit_of = np.divmod(np.flatnonzero(bits.view(np.bool_)), 64)
-    local = words[word_of] * 64 + bit_of
-    keep = (byte_start * 8 + local) % (width * 8) < bits_per_row
-    keep &= local < nbytes * 8  # the padding of the last word is discarded anyway
-    local = local[keep]
-    draws = tail(local.astype(np.int64))
-    # The first 8 bytes of the block, big-endian, are uniform on [0, 2**64); their top
-    # 64 - PLANES bits continue the comparison where the planes stopped.
-    rest = draws[:, :8].copy().view(">u8").ravel() >> np.uint64(PLANES)
-    hits = local[rest < np.uint64(remainder)]
-    np.bitwise_or.at(result, hits // 8, (0x80 >> (hits % 8)).astype(np.uint8))
-
-
 def sort_keys(stream: KeyedStream, rows: NDArray[np.int64]) -> NDArray[np.uint64]:
     """One 128-bit pseudorandom key per row, as ``(len(rows), 2)`` unsigned words (high, low).
 
@@ -874,10 +837,13 @@ def uniform_integers(
     """
     if not _is_int(k) or not 1 <= k <= 1 << 32:
         raise ParameterError(f"k must be an integer in [1, 2**32], got {shown(k)}")
-    words = stream.contiguous(1, 4 * row_start, 4 * num_rows).view("<u4").astype(np.int64)
+    words = stream.contiguous(1, 4 * row_start, 4 * num_rows).view("<u4")
     limit = (1 << 32) - (1 << 32) % k
-    result = words % k
-    pending = np.flatnonzero(words >= limit)
+    if k == 1 << 32:
+        result = words.astype(np.int64)
+    else:  # 32-bit division, then widen: half the memory traffic of 64-bit words
+        result = np.remainder(words, np.uint32(k)).astype(np.int64)
+    pending = np.flatnonzero(words >= limit) if limit < 1 << 32 else np.empty(0, np.int64)
     lane = 2
     while pending.size:
         draws = stream.blocks_at(lane, (row_start + pending).astype(np.uint64))

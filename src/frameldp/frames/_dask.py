@@ -76,6 +76,7 @@ from dask.highlevelgraph import HighLevelGraph
 from dask.task_spec import Task, TaskRef
 
 from frameldp.core.mechanisms import Capability, Mechanism, Statistic
+from frameldp.core.parallel import threads
 from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.errors import ParameterError, shown
 from frameldp.frames._pandas import _unpack
@@ -214,15 +215,16 @@ def _privatize_partition(
     specs: Mapping[str, Mapping[str, Any]],
     user: str | None,
 ) -> pd.DataFrame:
-    out: pd.DataFrame = privatize_frame(
-        frame,
-        mechanisms,
-        specs=specs,
-        source=shipped.source(),
-        row_start=int(row_start),
-        user=user,
-        memo=memo.optional(),
-    )
+    with threads(1):  # Dask's scheduler already runs one task per core
+        out: pd.DataFrame = privatize_frame(
+            frame,
+            mechanisms,
+            specs=specs,
+            source=shipped.source(),
+            row_start=int(row_start),
+            user=user,
+            memo=memo.optional(),
+        )
     return out
 
 
@@ -247,7 +249,10 @@ def _grouped_partition(
             "on its own"
         )
     read = dict.fromkeys((*names, *by))
-    return grouped_statistics({name: adapter.to_arrow(frame, name) for name in read}, reduction, by)
+    with threads(1):  # Dask's scheduler already runs one task per core
+        return grouped_statistics(
+            {name: adapter.to_arrow(frame, name) for name in read}, reduction, by
+        )
 
 
 def _distinct(series: pd.Series) -> pa.Array:

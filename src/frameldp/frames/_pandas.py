@@ -59,6 +59,8 @@ __all__ = [
 def _arrow(series: pd.Series) -> pa.Array | pa.ChunkedArray:
     """The column as Arrow (zero-copy for Arrow-backed and categorical columns; NaN is null)."""
     try:
+        if isinstance(series.dtype, pd.CategoricalDtype):
+            return _categorical(series)
         array = pa.Array.from_pandas(series)
         if series.dtype == object and _coerced(array, series):
             raise pa.ArrowInvalid("text and bytes in one column")
@@ -70,6 +72,19 @@ def _arrow(series: pd.Series) -> pa.Array | pa.ChunkedArray:
             f"column ({shown(str(error), 120)}); cast the column to one type (integers within "
             "64 bits, text without lone surrogates) first"
         ) from None
+
+
+def _categorical(series: pd.Series) -> pa.DictionaryArray:
+    """A ``category`` column as the Arrow dictionary array ``from_pandas`` makes, without its
+    copy of the codes (code -1 is null)."""
+    codes = series.cat.codes.to_numpy()
+    missing = codes < 0
+    indices = pa.array(codes, mask=missing if missing.any() else None)
+    categories = series.cat.categories
+    dictionary = pa.Array.from_pandas(categories.to_series(index=None))
+    if categories.dtype == object and _coerced(dictionary, categories.to_series(index=None)):
+        raise pa.ArrowInvalid("text and bytes in one column")
+    return pa.DictionaryArray.from_arrays(indices, dictionary, ordered=series.cat.ordered)
 
 
 def _coerced(array: pa.Array, series: pd.Series) -> bool:

@@ -185,9 +185,12 @@ def _register() -> None:
 
 def _storage(array: pa.Array) -> pa.Array:
     """The storage a report array is kept in (see the module docstring)."""
-    if pa.types.is_dictionary(array.type):
-        array = array.dictionary_decode()
     kind = _storage_type(array.type)
+    if pa.types.is_dictionary(array.type):
+        # Cast the (small) dictionary, then decode once into the storage type.
+        dictionary = array.dictionary.cast(kind)
+        array = pa.DictionaryArray.from_arrays(array.indices, dictionary, safe=False)
+        array = array.dictionary_decode()
     return array if kind == array.type else array.cast(kind)
 
 

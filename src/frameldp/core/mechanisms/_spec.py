@@ -88,8 +88,8 @@ def check_codes(codes: object, k: int) -> NDArray[np.int64]:
     array = np.asarray(codes, dtype=np.int64)
     if array.ndim != 1:
         raise ParameterError(f"codes must be one-dimensional, got shape {array.shape}")
-    outside = (array < 0) | (array >= k)
-    if outside.any():
+    if array.size and (array.min() < 0 or array.max() >= k):
+        outside = (array < 0) | (array >= k)
         first = int(np.flatnonzero(outside)[0])
         raise ParameterError(
             f"codes must be in [0, {k}), got {int(array[first])} at position {first}"

@@ -209,7 +209,7 @@ class HadamardResponse:
         rows = source.rows(
             (label, self._stream_suffix), row_start, codes.size, lambda: code_bytes(codes)
         )
-        off = (rows.bernoulli("off", self._off_numerator, 1).ravel() != 0).astype(np.int64)
+        off = rows.flags("off", self._off_numerator).astype(np.int64)
         y = rows.uniform("column", self.num_columns)
         index = codes + 1
         # H[index, y] = +1 exactly when popcount(index & y) is even: in the half when parity 0.

@@ -419,7 +419,7 @@ class LocalHashing(TwoStage):
     ) -> NDArray[np.int64]:
         """k-RR over the ``g`` hash values with move probability ``numerator / 2**64``
         (purposes prefixed by ``stage``)."""
-        moves = rows.bernoulli(stage + "move", numerator, 1).ravel() != 0
+        moves = rows.flags(stage + "move", numerator)
         g = self._g
         if g == 2:
             others = 1 - hashed

@@ -241,7 +241,7 @@ class OptimizedUnaryEncoding(TwoStage):
         """OUE with ``q = _zero_numerator / 2**64`` of ``codes`` (purposes prefixed by
         ``stage``)."""
         reports = rows.bernoulli(stage + "zero", self._zero_numerator, self.num_bits)
-        coins = rows.bernoulli(stage + "one", _HALF, 1).ravel() != 0
+        coins = rows.flags(stage + "one", _HALF)
         positions = np.arange(codes.size)
         shifts = (7 - (codes & 7)).astype(np.uint8)
         current = ((reports[positions, codes >> 3] >> shifts) & 1) != 0

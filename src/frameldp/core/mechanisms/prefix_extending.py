@@ -271,7 +271,7 @@ class PrefixExtending:
             coefficients[:, t] = np.where(used, drawn, 0)
             hashed += np.where(used, table[drawn, encoded[:, t]], 0)
         hashed %= g
-        moves = rows.bernoulli("move", self._move_numerator, 1).ravel() != 0
+        moves = rows.flags("move", self._move_numerator)
         shift = rows.uniform("other", g - 1)
         answers = np.where(moves, shift + (shift >= hashed), hashed)
         reports = np.empty((n, self.report_width), dtype=np.uint8)

@@ -17,10 +17,10 @@ from frameldp.accounting.rounding import log_upper
 from frameldp.core.columns import (
     check_report_labels,
     combined,
+    each_code_run,
     label_array,
     label_counts,
     label_type,
-    single_codes,
     value_codes,
 )
 from frameldp.core.encoding import Domain, one_hot_rows
@@ -269,13 +269,13 @@ class RandomizedResponse(TwoStage):
     ) -> NDArray[np.int64]:
         """k-RR of ``codes`` with move probability ``numerator / 2**64`` (purposes prefixed by
         ``stage``)."""
-        moves = rows.bernoulli(stage + "move", numerator, 1).ravel().astype(bool)
+        moves = rows.flags(stage + "move", numerator)
         if self.num_buckets == 2:
             others = 1 - codes
-        else:
-            shift = rows.uniform(stage + "other", self.num_buckets - 1)
-            others = shift + (shift >= codes)
-        return np.asarray(np.where(moves, others, codes), dtype=np.int64)
+        else:  # uniform over the k - 1 other buckets: skip the row's own
+            others = rows.uniform(stage + "other", self.num_buckets - 1)
+            np.add(others, others >= codes, out=others)
+        return np.where(moves, others, codes)
 
     # ------------------------------------------------------------------ the protocol
 
@@ -304,15 +304,21 @@ class RandomizedResponse(TwoStage):
         and ``epsilon_infinity``, permanent responses memoized per (user, value) under
         ``memo``."""
         check_report_labels(self.domain, column)
-        codes = single_codes(values, self.domain, column, row_start, "k-ary randomized response")
         user_digests = None if users is None else row_digests(users, column, user_column, row_start)
-        reports = self.randomize(
-            codes,
-            source=source,
-            label=column,
-            row_start=row_start,
-            users=user_digests,
-            memo=memo,
+        reports = np.empty(len(values), dtype=np.int32)
+
+        def privatize_rows(start: int, stop: int, codes: NDArray[np.int64]) -> None:
+            reports[start:stop] = self.randomize(
+                codes,
+                source=source,
+                label=column,
+                row_start=row_start + start,
+                users=None if user_digests is None else user_digests[start:stop],
+                memo=memo,
+            )
+
+        each_code_run(
+            values, self.domain, column, row_start, "k-ary randomized response", privatize_rows
         )
         return {column: label_array(reports, self.domain)}
 

@@ -349,7 +349,7 @@ class SubsetSelection(TwoStage):
         if held is None:
             return self._subsets(codes, rows, "")
         reports = self._subsets(codes, held, "permanent ")
-        redraw = np.flatnonzero(rows.bernoulli("redraw", self._redraw_numerator, 1).ravel())
+        redraw = np.flatnonzero(rows.flags("redraw", self._redraw_numerator))
         uniform = np.zeros_like(reports)
         nowhere = np.full(codes.size, k, dtype=np.int64)  # excludes no value
         _floyd(uniform, rows, "uniform ", nowhere, d, k)
@@ -359,7 +359,7 @@ class SubsetSelection(TwoStage):
     def _subsets(self, codes: NDArray[np.int64], rows: Rows, stage: str) -> NDArray[np.uint8]:
         """Subset selection with ``P[x not in S] = _out_numerator / 2**64`` of ``codes``
         (purposes prefixed by ``stage``)."""
-        out = rows.bernoulli(stage + "out", self._out_numerator, 1).ravel() != 0
+        out = rows.flags(stage + "out", self._out_numerator)
         reports = np.zeros((codes.size, packed_width(self.num_bits)), dtype=np.uint8)
         _set_bits(reports, np.flatnonzero(~out), codes)
         # Rows holding their value draw d - 1 of the k - 1 others, the rows ``out`` all d.

@@ -1,0 +1,142 @@
+"""Ranges of work on every core: the thread setting and the pool that serves it.
+
+frameldp's hot loops (AES keystream from OpenSSL, numpy gathers and bit counts) release the GIL,
+and their results are pure functions of position: byte ``g`` of a report stream depends on the
+key, the stream label and ``g``, never on which thread computed it or in what order. Splitting a
+range across threads therefore gives byte-identical output for every thread count; it changes
+only the wall time.
+
+The number of threads is, in order of precedence, the innermost ``with threads(n):`` of the
+calling context, the process default set by :func:`set_threads`, or every core this process may
+run on. Work started from inside a pool thread runs serially (no nested fan-out, no deadlock),
+and so does work inside a Dask or Spark task, whose scheduler already owns the cores.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+
+from frameldp.errors import ParameterError, shown
+
+__all__ = ["available_cores", "map_ranges", "set_threads", "thread_count", "threads"]
+
+_MAX_THREADS = 256
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the platform reports it)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+_default: int | None = None  # None: every available core
+_scoped: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "frameldp_threads", default=None
+)
+_local = threading.local()
+_pool_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+
+
+def _checked(n: object) -> int:
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= _MAX_THREADS:
+        raise ParameterError(f"threads must be an integer in [1, {_MAX_THREADS}], got {shown(n)}")
+    return n
+
+
+def set_threads(n: int | None) -> None:
+    """Set the process-wide number of threads frameldp uses; ``None`` restores the default
+    (every available core). Reports are identical for every setting."""
+    global _default
+    _default = None if n is None else _checked(n)
+
+
+@contextmanager
+def threads(n: int) -> Iterator[None]:
+    """Use ``n`` threads inside the ``with`` block (this thread and context only)."""
+    token = _scoped.set(_checked(n))
+    try:
+        yield
+    finally:
+        _scoped.reset(token)
+
+
+def thread_count() -> int:
+    """The number of threads work started here would use."""
+    if getattr(_local, "serial", False):
+        return 1
+    scoped = _scoped.get()
+    if scoped is not None:
+        return scoped
+    return _default if _default is not None else available_cores()
+
+
+def map_ranges(total: int, step: int, work: Callable[[int, int], None]) -> None:
+    """Call ``work(start, stop)`` on the ranges ``[0, step), [step, 2 step), ...`` of
+    ``[0, total)``, spread over :func:`thread_count` threads (the caller is one of them).
+
+    Ranges are handed out in order to whichever thread is free. ``work`` must write only its
+    own range's output. If ranges raise, no further range is started and the exception of the
+    first failing range (in range order, whatever the thread timing) is re-raised here once
+    every thread has stopped: the same error a serial run raises.
+    """
+    ranges = [(start, min(start + step, total)) for start in range(0, total, max(1, step))]
+    count = min(thread_count(), len(ranges))
+    if count <= 1:
+        for start, stop in ranges:
+            work(start, stop)
+        return
+    pending = iter(ranges)
+    lock = threading.Lock()
+    failures: list[tuple[int, BaseException]] = []
+
+    def drain() -> None:
+        previous = getattr(_local, "serial", False)
+        _local.serial = True  # nested map_ranges calls in this thread run serially
+        try:
+            while True:
+                with lock:
+                    taken = None if failures else next(pending, None)
+                if taken is None:
+                    return
+                try:
+                    work(*taken)
+                except BaseException as raised:
+                    with lock:
+                        failures.append((taken[0], raised))
+        finally:
+            _local.serial = previous
+
+    helpers: list[Future[None]] = [_executor().submit(drain) for _ in range(count - 1)]
+    try:
+        drain()
+    finally:
+        for helper in helpers:
+            helper.result()
+    if failures:
+        raise min(failures, key=lambda failure: failure[0])[1]
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=_MAX_THREADS, thread_name_prefix="frameldp")
+        return _pool
+
+
+def _forget_pool() -> None:
+    """In a forked child the parent's pool threads do not exist: start a new pool on demand."""
+    global _pool, _pool_lock
+    _pool = None
+    _pool_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
