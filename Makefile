@@ -42,6 +42,7 @@ test-fast: $(VENV)/.test-installed
 
 bench: $(VENV)/.test-installed
 	$(BIN)/python benchmarks/bench_foundation.py
+	$(BIN)/python benchmarks/bench_speed.py
 	$(BIN)/python benchmarks/bench_accounting.py
 	$(BIN)/python benchmarks/bench_bloom.py
 	$(BIN)/python benchmarks/bench_shuffle.py

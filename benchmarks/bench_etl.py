@@ -24,6 +24,7 @@ Usage::
     python benchmarks/bench_etl.py                  # 1M, 3M and 10M rows, Dask at 10M
     python benchmarks/bench_etl.py --quick          # 200k and 600k rows (smoke run)
     python benchmarks/bench_etl.py --json out.json
+    python benchmarks/bench_etl.py --sizes 100000000 --dask-rows 0   # 10^8 rows, command line
 """
 
 from __future__ import annotations
@@ -192,9 +193,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="200k and 600k rows")
     parser.add_argument("--json", type=Path, help="also write the rows as JSON")
+    parser.add_argument(
+        "--sizes", type=int, nargs="+", metavar="ROWS", help="input sizes (command line runs)"
+    )
+    parser.add_argument(
+        "--dask-rows", type=int, metavar="ROWS", help="the size Dask runs at (0: no Dask run)"
+    )
     arguments = parser.parse_args()
     sizes = [200_000, 600_000] if arguments.quick else [1_000_000, 3_000_000, 10_000_000]
-    rows = run(sizes, dask_rows=sizes[-1])
+    sizes = arguments.sizes or sizes
+    dask_rows = sizes[-1] if arguments.dask_rows is None else arguments.dask_rows
+    rows = run(sizes, dask_rows=dask_rows)
     _print(rows)
     if arguments.json:
         arguments.json.write_text(json.dumps({"rows": rows}, indent=2))

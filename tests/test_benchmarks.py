@@ -159,3 +159,11 @@ def test_longitudinal_benchmark_quick_run(tmp_path: Path) -> None:
         assert row["charged_fresh"] == pytest.approx(row["nights"] * row["epsilon_1"])
         assert row["se_memoized"] < row["se_fresh_same_year"]
     assert "Nightly collections" in stdout
+
+
+def test_speed_benchmark_quick_run(tmp_path: Path) -> None:
+    rows, stdout = _quick_run("bench_speed.py", tmp_path)
+    cases = {(row["case"], row["threads"]) for row in rows if "cpu_s" in row}
+    assert {("keystream", 1), ("rappor_client", 2), ("krr_frame", 1), ("krr_plain", 1)} <= cases
+    assert "randomized bits per keystream byte-time" in stdout
+    assert "k-RR on a frame / plain pandas + numpy" in stdout

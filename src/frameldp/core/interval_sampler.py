@@ -133,22 +133,30 @@ def bernoulli_bytes(
         return
     table = byte_table(numerator)
     index = np.empty(min(out.size, _CHUNK_BYTES), dtype=np.intp)
+    tied_at: list[NDArray[np.int64]] = []
+    tied_cells: list[NDArray[np.uint16]] = []
     for offset in range(0, out.size, _CHUNK_BYTES):
         part = out[offset : offset + _CHUNK_BYTES]
-        start = byte_start + offset
-        words = stream.contiguous(WORD_LANE, 2 * start, 2 * part.size).view("<u2")
+        words = stream.contiguous(WORD_LANE, 2 * (byte_start + offset), 2 * part.size)
+        words = words.view("<u2")
         np.copyto(index[: part.size], words, casting="unsafe")
         np.take(table.outcome, index[: part.size], out=part, mode="wrap")
-        tied = np.flatnonzero(words >= table.first_tied)
-        if tied.size:
-            positions = (start + tied).astype(np.uint64)
-            high = stream.blocks_at(TAIL_LANE, positions)[:, :8].copy().view(">u8").ravel()
-            part[tied] += resolve_cut_cells(
-                table,
-                words[tied].astype(np.int64) - table.first_tied,
-                high.astype(np.uint64),
-                functools.partial(_offsets, stream, positions),
-            )
+        if table.first_tied < _CELLS:
+            tied = np.flatnonzero(words >= table.first_tied)
+            tied_at.append(tied + offset)
+            tied_cells.append(words[tied])
+    # The cut cells of the whole range at once: few numpy calls, so threads rarely wait on
+    # each other for the interpreter.
+    tied = np.concatenate(tied_at) if tied_at else np.empty(0, dtype=np.int64)
+    if tied.size:
+        positions = (byte_start + tied).astype(np.uint64)
+        high = stream.blocks_at(TAIL_LANE, positions)[:, :8].copy().view(">u8").ravel()
+        out[tied] += resolve_cut_cells(
+            table,
+            np.concatenate(tied_cells).astype(np.int64) - table.first_tied,
+            high.astype(np.uint64),
+            functools.partial(_offsets, stream, positions),
+        )
 
 
 def resolve_cut_cells(
