@@ -137,8 +137,8 @@ def bernoulli_bytes(
     tied_cells: list[NDArray[np.uint16]] = []
     for offset in range(0, out.size, _CHUNK_BYTES):
         part = out[offset : offset + _CHUNK_BYTES]
-        words = stream.contiguous(WORD_LANE, 2 * (byte_start + offset), 2 * part.size)
-        words = words.view("<u2")
+        keystream = stream.contiguous(WORD_LANE, 2 * (byte_start + offset), 2 * part.size)
+        words: NDArray[np.uint16] = keystream.view("<u2")
         np.copyto(index[: part.size], words, casting="unsafe")
         np.take(table.outcome, index[: part.size], out=part, mode="wrap")
         if table.first_tied < _CELLS:
