@@ -100,6 +100,32 @@ def test_release_is_the_in_memory_release_whatever_the_batch_size(
     assert leftovers(tmp_path) == []
 
 
+@pytest.mark.parametrize("kind", ["krr", "rappor"])
+def test_threads_option_gives_the_in_memory_release(
+    make_input: MakeInput, domains: dict[str, Path], tmp_path: Path, kind: str
+) -> None:
+    """``frameldp --threads N privatize``: the same reports for any N."""
+    column = COLUMN_OF[kind]
+    source = make_input("parquet", ROWS)
+    reference = in_memory(flights(ROWS), {column: mechanism(kind, column)})
+    try:
+        for count in (1, 2):
+            target = tmp_path / f"release-{count}.parquet"
+            run = invoke(
+                "--threads", count, "privatize", source, target,
+                *options(kind, column, domains), "--seed", SEED,
+            )  # fmt: skip
+            assert run.exit_code == 0, run.stderr
+            assert_same_reports(target, reference, report_columns(kind, column))
+    finally:
+        frameldp.set_threads(None)  # the option sets the process default; restore it
+
+
+def test_threads_option_refuses_zero_on_one_line() -> None:
+    run = invoke("--threads", 0, "demo")
+    assert_user_error(run, "--threads", "greater than or equal to 1")
+
+
 @pytest.mark.parametrize("kind", MECHANISMS)
 @pytest.mark.parametrize(
     ("source_kind", "target_kind"), [("csv", "csv"), ("csv", "parquet"), ("parquet", "csv")]

@@ -27,15 +27,27 @@ class _OneLineErrors(TyperGroup):
     """A command line whose usage errors (``--epsilon one``, an unknown option, a missing
     argument) are one line, ``error: ...``, exit status 1, like every other user mistake."""
 
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        try:  # the root's own options (--threads 0)
+            return list(super().parse_args(ctx, args))
+        except NoArgsIsHelpError:
+            raise
+        except UsageError as error:
+            raise _one_line(error) from None
+
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
         except NoArgsIsHelpError:
             raise
         except UsageError as error:
-            command = error.ctx.command_path if error.ctx is not None else "frameldp"
-            message = error.format_message().rstrip(".")
-            raise fail(f"{brief(message)} (see {command} --help)") from None
+            raise _one_line(error) from None
+
+
+def _one_line(error: UsageError) -> BaseException:
+    command = error.ctx.command_path if error.ctx is not None else "frameldp"
+    message = error.format_message().rstrip(".")
+    return fail(f"{brief(message)} (see {command} --help)")
 
 
 app = typer.Typer(
@@ -51,8 +63,22 @@ app.add_typer(budget_app)
 
 
 @app.callback()
-def _root() -> None:
+def _root(
+    threads: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            max=256,
+            help="Threads for randomizing and counting (default: every core); the output is "
+            "the same for any number.",
+        ),
+    ] = None,
+) -> None:
     """Local differential privacy for dataframe columns."""
+    if threads is not None:
+        from frameldp.core.parallel import set_threads
+
+        set_threads(threads)
 
 
 @app.command()

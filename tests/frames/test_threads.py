@@ -1,0 +1,50 @@
+"""Threads change the wall time, never the reports, the errors or the guarantee.
+
+k-RR on a frame runs its fused runs of rows (``FUSED_ROWS`` each) on the thread setting's
+threads; RAPPOR's sampler splits its bytes. Seeded noise is addressed by (row, value), so two
+runs with different thread counts can be compared report for report.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import frameldp
+from frameldp.core.columns import FUSED_ROWS
+from frameldp.errors import DomainError
+
+LABELS = [f"v{j}" for j in range(12)]
+ROWS = 2 * FUSED_ROWS + 12_345  # three runs of rows, the last one short
+
+
+def _frame(rows: int = ROWS) -> pd.DataFrame:
+    codes = (np.arange(rows) * 7) % len(LABELS)
+    return pd.DataFrame({"c": pd.Categorical.from_codes(codes, categories=LABELS)})
+
+
+@pytest.mark.filterwarnings("ignore::frameldp.InsecureSeedWarning")
+@pytest.mark.parametrize("method", ["krr", "rappor"])
+def test_reports_are_the_same_for_every_thread_count(method: str) -> None:
+    frame = _frame()
+    before = frame.copy()
+    releases = []
+    for count in (1, 2, 3):
+        with frameldp.threads(count):
+            reports = getattr(frame.ldp, method)("c", 2.0, domain=LABELS, seed=7)
+        releases.append(reports["c"].astype(object).tolist())
+    assert releases[0] == releases[1] == releases[2]
+    pd.testing.assert_frame_equal(frame, before)
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_the_first_bad_row_is_named_whatever_the_threads(count: int) -> None:
+    """Bad values in the second and third runs of rows: the error names the first one (what a
+    single pass names), on any number of threads, and no report is returned."""
+    frame = _frame().astype({"c": object})
+    frame.loc[FUSED_ROWS + 5, "c"] = "unknown-1"
+    frame.loc[2 * FUSED_ROWS + 9, "c"] = "unknown-2"
+    with frameldp.threads(count), pytest.raises(DomainError) as raised:
+        frame.ldp.krr("c", 2.0, domain=LABELS)
+    assert f"'unknown-1' at row {FUSED_ROWS + 5}" in str(raised.value)
