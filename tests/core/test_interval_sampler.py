@@ -258,3 +258,61 @@ def test_map_ranges_raises_the_first_failing_range_in_row_order() -> None:
     for count in (1, 2, 4):
         with threads(count), pytest.raises(ValueError, match=r"^range 30$"):
             map_ranges(100, 10, work)
+
+
+# --- writing into a preallocated output ----------------------------------------------------
+
+
+def test_reports_written_into_a_reused_buffer_are_the_reports() -> None:
+    """``out=`` gives the same reports as a new array, batch after batch in one buffer, under
+    a seed (compared report for report) and under a fresh key (shape, padding, identity)."""
+    from frameldp.core import Rappor
+
+    mechanism = Rappor(1.0, domain=range(13))
+    codes = (np.arange(3000) * 5) % 13
+    whole = mechanism.randomize_codes(codes, source=RandomSource.from_seed(3), label="c")
+    buffer = np.full((1000, 2), 0xFF, dtype=np.uint8)
+    source = RandomSource.from_seed(3)
+    for start in range(0, 3000, 1000):
+        got = mechanism.randomize_codes(
+            codes[start : start + 1000], source=source, label="c", row_start=start, out=buffer
+        )
+        assert got is buffer
+        np.testing.assert_array_equal(buffer, whole[start : start + 1000])
+    fresh = mechanism.randomize_codes(
+        codes[:1000], source=RandomSource.fresh(), label="c", out=buffer
+    )
+    assert fresh is buffer
+    assert not np.any(buffer[:, 1] & 0x07)  # 13 bits: the 3 padding bits are clear
+
+
+def test_bernoulli_into_out_equals_a_new_array() -> None:
+    stream = _stream("out")
+    numerator = NUMERATORS[1]
+    expected = bernoulli_packed(stream, numerator, row_start=9, num_rows=500, bits_per_row=20)
+    out = np.full((500, 3), 0xFF, dtype=np.uint8)
+    got = bernoulli_packed(stream, numerator, row_start=9, num_rows=500, bits_per_row=20, out=out)
+    assert got is out
+    np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize(
+    "out",
+    [
+        np.zeros((500, 2), dtype=np.uint8),
+        np.zeros((500, 3), dtype=np.int8),
+        np.zeros((3, 500), dtype=np.uint8).T,
+        [[0] * 3] * 500,
+    ],
+    ids=["shape", "dtype", "not-contiguous", "list"],
+)
+def test_a_wrong_out_is_refused(out: object) -> None:
+    with pytest.raises(ParameterError, match=r"out must be a writable C-contiguous uint8 array"):
+        bernoulli_packed(
+            _stream("out"),
+            3,
+            row_start=0,
+            num_rows=500,
+            bits_per_row=20,
+            out=out,  # type: ignore[arg-type]
+        )

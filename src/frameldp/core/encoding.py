@@ -35,7 +35,6 @@ from typing import Any, Final, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from frameldp.core.parallel import map_ranges
 from frameldp.errors import (
     DomainError,
     ParameterError,
@@ -69,7 +68,6 @@ NullPolicy = Literal["raise", "category"]
 Kind = Literal["str", "bool", "int", "float"]
 
 _COUNT_BLOCK: Final = 255  # rows summed in uint8 lanes before they could overflow
-_COUNT_BLOCKS_PER_RANGE: Final = 64  # blocks a thread counts at a time (~16k rows)
 
 
 _JSON_SCALARS: Final = (str, int, float, bool)
@@ -521,19 +519,13 @@ def count_bits(packed: NDArray[np.uint8], num_bits: int) -> NDArray[np.int64]:
             f"got {packed.shape}"
         )
     _check_padding(packed, num_bits)
-    partials: list[NDArray[np.int64]] = []
-
-    def count(first: int, last: int) -> None:
-        totals = np.zeros(num_bits, dtype=np.int64)
-        for start in range(first, last, _COUNT_BLOCK):
-            block = np.unpackbits(
-                packed[start : min(start + _COUNT_BLOCK, last)], axis=1, count=num_bits
-            )
-            totals += block.sum(axis=0, dtype=np.uint8)
-        partials.append(totals)  # list.append is atomic; integer sums commute
-
-    map_ranges(packed.shape[0], _COUNT_BLOCK * _COUNT_BLOCKS_PER_RANGE, count)
-    return np.sum(partials, axis=0, dtype=np.int64) if partials else np.zeros(num_bits, np.int64)
+    # One thread: numpy's unpackbits holds the interpreter lock, so threads would only take
+    # turns (measured: two threads use 1.6x the CPU for the same wall time).
+    totals = np.zeros(num_bits, dtype=np.int64)
+    for start in range(0, packed.shape[0], _COUNT_BLOCK):
+        block = np.unpackbits(packed[start : start + _COUNT_BLOCK], axis=1, count=num_bits)
+        totals += block.sum(axis=0, dtype=np.uint8)
+    return totals
 
 
 # ---------------------------------------------------------------------- Bloom filters

@@ -390,8 +390,15 @@ class Rows:
         rows._addresses = source.stream(*label, "memo").prf(pairs)
         return rows
 
-    def bernoulli(self, purpose: str, numerator: int, bits_per_row: int) -> NDArray[np.uint8]:
-        """Bernoulli(``numerator / 2**64``) bits, packed ``(num_rows, ceil(bits_per_row/8))``."""
+    def bernoulli(
+        self,
+        purpose: str,
+        numerator: int,
+        bits_per_row: int,
+        out: NDArray[np.uint8] | None = None,
+    ) -> NDArray[np.uint8]:
+        """Bernoulli(``numerator / 2**64``) bits, packed ``(num_rows, ceil(bits_per_row/8))``
+        (written into ``out`` if given)."""
         stream = self.source.stream(*self.label, purpose)
         if self._addresses is None:
             return bernoulli_packed(
@@ -400,8 +407,13 @@ class Rows:
                 row_start=self.row_start,
                 num_rows=self.num_rows,
                 bits_per_row=bits_per_row,
+                out=out,
             )
-        return bernoulli_packed_at(stream, numerator, self._addresses, bits_per_row=bits_per_row)
+        bits = bernoulli_packed_at(stream, numerator, self._addresses, bits_per_row=bits_per_row)
+        if out is None:
+            return bits
+        np.copyto(_checked_out(out, bits.shape), bits)
+        return out
 
     def flags(self, purpose: str, numerator: int) -> NDArray[np.bool_]:
         """One Bernoulli(``numerator / 2**64``) flag per row (eight rows per keystream byte pair
@@ -568,8 +580,10 @@ def bernoulli_packed(
     row_start: int,
     num_rows: int,
     bits_per_row: int,
+    out: NDArray[np.uint8] | None = None,
 ) -> NDArray[np.uint8]:
-    """Independent Bernoulli(``numerator / 2**64``) bits, packed ``(num_rows, ceil(bits/8))``.
+    """Independent Bernoulli(``numerator / 2**64``) bits, packed ``(num_rows, ceil(bits/8))``,
+    written into ``out`` if given (a preallocated array reused across batches: no new pages).
 
     Bits are packed most significant first (``numpy.packbits`` order); padding bits of the last
     byte of each row are zero. Row ``i`` is the run of bytes ``i * width ...`` of the stream's
@@ -580,13 +594,31 @@ def bernoulli_packed(
     """
     _check_numerator(numerator)
     width = -(-bits_per_row // 8)
-    out = np.empty(num_rows * width, dtype=np.uint8)
+    if out is None:
+        out = np.empty((num_rows, width), dtype=np.uint8)
+    flat = _checked_out(out, (num_rows, width)).reshape(-1)
 
     def fill(start: int, stop: int) -> None:
-        bernoulli_bytes(stream, numerator, row_start * width + start, out[start:stop])
+        bernoulli_bytes(stream, numerator, row_start * width + start, flat[start:stop])
 
-    map_ranges(out.size, _WORK_BYTES, fill)
-    return _clear_padding(out.reshape(num_rows, width), bits_per_row)
+    map_ranges(flat.size, _WORK_BYTES, fill)
+    return _clear_padding(out, bits_per_row)
+
+
+def _checked_out(out: NDArray[np.uint8], shape: tuple[int, ...]) -> NDArray[np.uint8]:
+    """``out`` if it can hold packed rows of ``shape`` in place, else a ParameterError."""
+    if (
+        not isinstance(out, np.ndarray)
+        or out.dtype != np.uint8
+        or out.shape != shape
+        or not out.flags.c_contiguous
+        or not out.flags.writeable
+    ):
+        found = f"{out.dtype} {out.shape}" if isinstance(out, np.ndarray) else type(out).__name__
+        raise ParameterError(
+            f"out must be a writable C-contiguous uint8 array of shape {shape}, got {found}"
+        )
+    return out
 
 
 def bernoulli_flags(

@@ -348,11 +348,15 @@ class Rappor(TwoStage):
         row_start: int = 0,
         users: NDArray[np.uint8] | None = None,
         memo: RandomSource | None = None,
+        out: NDArray[np.uint8] | None = None,
     ) -> NDArray[np.uint8]:
         """``randomize(encode(codes))`` without materializing the one-hot vectors (under a
         fresh key; a caller's key binds the noise to them).
 
-        Same reports, bit for bit: the one-hot bit is XORed into the noise.
+        Same reports, bit for bit: the one-hot bit is XORed into the noise. ``out`` (uint8,
+        ``(len(codes), ceil(k / 8))``, C-contiguous) receives the reports instead of a new
+        array: a pipeline that reuses it per batch never pays for new memory pages (if the
+        call raises, what ``out`` holds is unspecified).
         """
         codes = np.asarray(codes, dtype=np.int64)
 
@@ -361,7 +365,15 @@ class Rappor(TwoStage):
             return value_digests(self.encode(distinct))[inverse.ravel()]
 
         noise = self._noise(
-            source, label, row_start, codes.size, lambda: self.encode(codes), users, memo, values
+            source,
+            label,
+            row_start,
+            codes.size,
+            lambda: self.encode(codes),
+            users,
+            memo,
+            values,
+            out,
         )
         return xor_one_hot(noise, codes, self.num_bits)
 
@@ -375,13 +387,14 @@ class Rappor(TwoStage):
         users: NDArray[np.uint8] | None,
         memo: RandomSource | None,
         values: Callable[[], NDArray[np.uint8]],
+        out: NDArray[np.uint8] | None = None,
     ) -> NDArray[np.uint8]:
         """Bits that are 1 with the flip probability, keyed by (label, spec, row, value); with
         ``epsilon_infinity``, the XOR of the instantaneous and the permanent flips, the
         permanent ones keyed by (user, value digest ``values()``) with ``users``."""
         base = (label, self._stream_suffix)
         rows = source.rows(base, row_start, num_rows, bits)
-        noise = rows.bernoulli("flip", self._flip_numerator, self.num_bits)
+        noise = rows.bernoulli("flip", self._flip_numerator, self.num_bits, out=out)
         if self.epsilon_infinity is None:
             if users is not None:
                 raise ParameterError("users are only used with epsilon_infinity")
