@@ -306,6 +306,9 @@ def _reset_peak_rss() -> bool:
 def measure(case: Case, *, quick: bool, repeats: int = REPEATS) -> Row:
     """Prepare ``case`` and measure its call in this process (call it in a fresh process)."""
     n = max(1, case.n // QUICK_DIVISOR) if quick else case.n
+    import frameldp
+
+    frameldp.set_threads(1)  # one thread, comparable across versions (threads: bench_speed.py)
     run = case.prepare(n, case.k)
     gc.collect()
     baseline = _current_rss_mb()
