@@ -13,12 +13,17 @@ from __future__ import annotations
 import hashlib
 
 import numpy as np
+import pandas as pd
+import pyarrow as pa
 import pytest
 
 from frameldp.core import (
+    BalcerCheu,
+    BloomRappor,
     HadamardResponse,
     LocalHashing,
     OptimizedUnaryEncoding,
+    PrefixExtending,
     RandomizedResponse,
     RandomSource,
     Rappor,
@@ -89,3 +94,109 @@ def test_memoized_reports_are_frozen(name: str) -> None:
         memo=RandomSource.from_key(KEY),
     )
     assert _digest(reports) == FROZEN[f"{name}-memo"]
+
+
+# --- whole columns: fused runs of rows, memoized users, open domains, the shuffle model -------
+
+MEMO = bytes(range(1, 33))
+BIG = 300_000  # k-RR runs of rows: more than two fused runs
+CATEGORIES = [f"v{i}" for i in range(20)]
+_CODES = (np.arange(BIG) * 7919 + (np.arange(BIG) // 13)) % 20
+VALUES = pa.array([CATEGORIES[c] for c in _CODES])
+USER_IDS = pa.array([f"u{i % 997}" for i in range(BIG)])
+STRINGS = pa.array([f"site{i % 300}.example" for i in range(5_000)])
+
+COLUMNS = {
+    "krr": (lambda **kw: RandomizedResponse(1.0, domain=CATEGORIES, **kw), VALUES),
+    "krr-k2": (
+        lambda **kw: RandomizedResponse(1.0, domain=CATEGORIES[:2], **kw),
+        pa.array([CATEGORIES[c % 2] for c in _CODES[:20_000]]),
+    ),
+    "bloom": (lambda **kw: BloomRappor(2.0, **kw), STRINGS),
+    "olh": (lambda **kw: LocalHashing(1.0, domain=CATEGORIES, **kw), VALUES[:20_000]),
+    "prefix": (lambda **kw: PrefixExtending(2.0, **kw), STRINGS),
+    "balcer": (
+        lambda **kw: BalcerCheu(2.0, 1e-6, n=20_000, domain=CATEGORIES, **kw),
+        VALUES[:20_000],
+    ),
+}
+MEMOIZED = {"krr": 3.0, "bloom": 4.0, "olh": 3.0}
+
+FROZEN_COLUMNS = {
+    "krr-key": "781bdc2b9ec5d339",
+    "krr-seed": "b243b34fc2a293a6",
+    "krr-memo": "cf341baab92871e8",
+    "krr-two-stage": "30653ad4bae667b0",
+    "krr-k2-key": "bd1880f8995a5db6",
+    "krr-k2-seed": "9aed43589e6ae7ce",
+    "bloom-key": "3e2be5a5a6b0e898",
+    "bloom-seed": "db8e2983820c64ed",
+    "bloom-memo": "685f6b38a810e6aa",
+    "olh-key": "50783437ba10b32d",
+    "olh-seed": "1c587ee69023a0c1",
+    "olh-memo": "38b1edb91a575c8e",
+    "olh-two-stage": "74ee6c036cb62882",
+    "prefix-key": "30720a8f899303e4",
+    "prefix-seed": "e18ca0c7482b808b",
+    "balcer-key": "5042596e628cc6e3",
+    "balcer-seed": "3e48d145be216a9c",
+}
+
+
+def _column_digest(columns: dict[str, pa.Array]) -> str:
+    digest = hashlib.sha256()
+    for name in sorted(columns):
+        digest.update(repr(columns[name].to_pylist()).encode())
+    return digest.hexdigest()[:16]
+
+
+@pytest.mark.parametrize("name", sorted(COLUMNS))
+@pytest.mark.parametrize("kind", ["key", "seed"])
+def test_keyed_columns_are_frozen(name: str, kind: str) -> None:
+    make, values = COLUMNS[name]
+    source = RandomSource.from_key(KEY) if kind == "key" else RandomSource.from_seed(11)
+    mechanism = make(epsilon_infinity=4.0) if name == "bloom" else make()
+    reports = mechanism.privatize_column(values, column="c", source=source, row_start=17)
+    assert _column_digest(reports) == FROZEN_COLUMNS[f"{name}-{kind}"]
+
+
+@pytest.mark.parametrize("name", sorted(MEMOIZED))
+def test_memoized_columns_are_frozen(name: str) -> None:
+    make, values = COLUMNS[name]
+    mechanism = make(epsilon_infinity=MEMOIZED[name])
+    memoized = mechanism.privatize_column(
+        values,
+        column="c",
+        source=RandomSource.from_seed(3),
+        row_start=5,
+        users=USER_IDS[: len(values)],
+        user_column="u",
+        memo=RandomSource.from_key(MEMO),
+    )
+    assert _column_digest(memoized) == FROZEN_COLUMNS[f"{name}-memo"]
+    if name != "bloom":  # two stages, no memo: the permanent response is drawn per report
+        two = mechanism.privatize_column(
+            values, column="c", source=RandomSource.from_key(KEY), row_start=5
+        )
+        assert _column_digest(two) == FROZEN_COLUMNS[f"{name}-two-stage"]
+
+
+@pytest.mark.filterwarnings("ignore::frameldp.InsecureSeedWarning")
+def test_frames_and_buffers_are_frozen() -> None:
+    """A pandas category column (the fast Arrow conversion), the same column as objects, and
+    reports written into a caller's buffer under a key."""
+    labels = [f"v{i}" for i in range(12)]
+    raw = (np.arange(BIG) * 7919) % 12
+    frame = pd.DataFrame(
+        {"c": pd.Categorical.from_codes(raw, categories=[*labels[::-1], "unused"])}
+    )
+    for column in (frame, frame.astype(object)):
+        reports = column.ldp.krr("c", 2.0, domain=labels, key=KEY)["c"].astype(object).tolist()
+        assert hashlib.sha256(repr(reports).encode()).hexdigest()[:16] == "b70469fbe720ef40"
+    mechanism = Rappor(1.0, domain=range(13))
+    codes = (np.arange(3000) * 5) % 13
+    out = np.zeros((3000, 2), dtype=np.uint8)
+    mechanism.randomize_codes(
+        codes, source=RandomSource.from_key(KEY), label="c", row_start=9, out=out
+    )
+    assert _digest(out) == "fd6bf9a84338ba5f"

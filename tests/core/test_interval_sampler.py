@@ -48,7 +48,7 @@ NUMERATORS = [
     (1 << 63) + 1,
     1 << 62,  # q = 1/4: every boundary on a cell edge, nothing cut
     ONE - 3,
-    dyadic_at_least(1e-9),  # all 255 inner boundaries in the first cell
+    dyadic_at_least(1e-9),  # every inner boundary in the last cell
 ]
 
 
@@ -316,3 +316,28 @@ def test_a_wrong_out_is_refused(out: object) -> None:
             bits_per_row=20,
             out=out,  # type: ignore[arg-type]
         )
+
+
+@pytest.mark.parametrize("kind", [np.uint64, np.int64, int])
+def test_numpy_integer_numerators_are_accepted(kind: type) -> None:
+    """A numerator may be a numpy integer: the same bits as the Python int."""
+    numerator = NUMERATORS[1]
+    stream = _stream("numpy-int")
+    expected = bernoulli_packed(stream, numerator, row_start=0, num_rows=300, bits_per_row=64)
+    got = bernoulli_packed(stream, kind(numerator), row_start=0, num_rows=300, bits_per_row=64)
+    np.testing.assert_array_equal(got, expected)
+    flags = bernoulli_flags(stream, kind(numerator), row_start=3, num_rows=50)
+    same = bernoulli_flags(stream, numerator, row_start=3, num_rows=50)
+    np.testing.assert_array_equal(flags, same)
+
+
+def test_a_short_zero_buffer_is_never_handed_out() -> None:
+    """The shared zero buffer read by the keystream is sized from one read of it: whatever
+    another thread stores meanwhile, a caller gets exactly the bytes it asked for."""
+    from frameldp.core import randomness
+
+    small = randomness._zeros(16)
+    big = randomness._zeros(1 << 20)
+    assert len(small) == 16
+    assert len(big) == 1 << 20
+    assert not any(big.tobytes())

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 import frameldp
 from frameldp.core.columns import FUSED_ROWS
-from frameldp.errors import DomainError
+from frameldp.errors import DomainError, ParameterError
 
 LABELS = [f"v{j}" for j in range(12)]
 ROWS = 2 * FUSED_ROWS + 12_345  # three runs of rows, the last one short
@@ -25,14 +26,15 @@ def _frame(rows: int = ROWS) -> pd.DataFrame:
 
 
 @pytest.mark.filterwarnings("ignore::frameldp.InsecureSeedWarning")
-@pytest.mark.parametrize("method", ["krr", "rappor"])
-def test_reports_are_the_same_for_every_thread_count(method: str) -> None:
+def test_reports_are_the_same_for_every_thread_count() -> None:
+    """(The byte stream of a fresh key is checked on 1, 2 and 3 threads in
+    tests/core/test_interval_sampler.py.)"""
     frame = _frame()
     before = frame.copy()
     releases = []
     for count in (1, 2, 3):
         with frameldp.threads(count):
-            reports = getattr(frame.ldp, method)("c", 2.0, domain=LABELS, seed=7)
+            reports = frame.ldp.krr("c", 2.0, domain=LABELS, seed=7)
         releases.append(reports["c"].astype(object).tolist())
     assert releases[0] == releases[1] == releases[2]
     pd.testing.assert_frame_equal(frame, before)
@@ -48,3 +50,33 @@ def test_the_first_bad_row_is_named_whatever_the_threads(count: int) -> None:
     with frameldp.threads(count), pytest.raises(DomainError) as raised:
         frame.ldp.krr("c", 2.0, domain=LABELS)
     assert f"'unknown-1' at row {FUSED_ROWS + 5}" in str(raised.value)
+
+
+def test_memoized_krr_checks_values_before_user_ids() -> None:
+    """With user ids, every value is checked before any id (the order of a single pass): a
+    bad value at row 2 is named, not the null id at row 1."""
+    from frameldp.core import RandomizedResponse, RandomSource
+
+    mechanism = RandomizedResponse(1.0, domain=LABELS, epsilon_infinity=3.0)
+    with pytest.raises(DomainError, match="'zz' at row 2"):
+        mechanism.privatize_column(
+            pa.array(["v1", "v2", "zz"]),
+            column="c",
+            source=RandomSource.fresh(),
+            users=pa.array(["a", None, "b"]),
+            user_column="u",
+            memo=RandomSource.fresh(),
+        )
+
+
+def test_user_ids_without_epsilon_infinity_are_refused_even_on_no_rows() -> None:
+    from frameldp.core import RandomizedResponse, RandomSource
+
+    with pytest.raises(ParameterError, match="users are only used with epsilon_infinity"):
+        RandomizedResponse(1.0, domain=LABELS).privatize_column(
+            pa.array([], pa.string()),
+            column="c",
+            source=RandomSource.fresh(),
+            users=pa.array([], pa.string()),
+            user_column="u",
+        )

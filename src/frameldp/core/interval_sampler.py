@@ -128,6 +128,7 @@ def bernoulli_bytes(
     """Fill ``out`` with bytes ``byte_start, byte_start + 1, ...`` of the stream's Bernoulli
     bytes: each bit independent and exactly Bernoulli(``numerator / 2**64``), byte ``g`` a
     function of (stream, ``g``) only, whatever the range asked for."""
+    numerator = int(numerator)  # numpy integers overflow in the exact arithmetic
     if numerator in (0, 1 << _PRECISION):  # a constant: no keystream to read
         out.fill(0 if numerator == 0 else 0xFF)
         return

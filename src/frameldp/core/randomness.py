@@ -109,7 +109,8 @@ PRECISION_BITS: Final = 64
 PLANES: Final = 12
 """Leading comparison bits drawn as whole bit-sliced keystream planes."""
 STREAM_VERSION: Final = b"frameldp.v2"
-"""Prefix of every stream label: bumped whenever the addressing of noise changes."""
+"""Prefix of every stream label: bumped whenever the addressing of reusable noise (caller's
+key, seed, memo key) changes; a fresh key's positional layout may change without it."""
 
 _BLOCK: Final = 16
 _WORK_BYTES: Final = 1 << 20  # bytes of output per bit-sliced step: stays in L2 cache
@@ -277,6 +278,8 @@ class RandomSource:
         noise is bound to the value. See :class:`Rows`."""
         if not _is_int(row_start) or row_start < 0:
             raise ParameterError(f"row_start must be an integer >= 0, got {shown(row_start)}")
+        if not _is_int(num_rows) or num_rows < 0:
+            raise ParameterError(f"num_rows must be an integer >= 0, got {shown(num_rows)}")
         label = tuple(label)
         if self.is_fresh:
             self._claim(label_bytes(label), int(row_start), int(row_start) + int(num_rows))
@@ -480,7 +483,7 @@ class KeyedStream:
         counter = (lane << 96 | first_block).to_bytes(_BLOCK, "big")
         buffer = bytearray(total + _BLOCK - 1)
         encryptor = Cipher(self._aes, modes.CTR(counter)).encryptor()
-        encryptor.update_into(_zeros(total), buffer)
+        _check_written(encryptor.update_into(_zeros(total), buffer), total)
         return np.frombuffer(buffer, dtype=np.uint8, count=nbytes, offset=skip)
 
     def blocks_at(self, lane: int, blocks: NDArray[np.uint64]) -> NDArray[np.uint8]:
@@ -496,6 +499,7 @@ class KeyedStream:
         out = bytearray(data.size + _BLOCK - 1)
         encryptor = Cipher(self._aes, modes.ECB()).encryptor()
         written = encryptor.update_into(data.data, out)
+        _check_written(written, data.size)
         return np.frombuffer(out, dtype=np.uint8, count=written).reshape(-1, _BLOCK)
 
     def prf(self, digests: NDArray[np.uint8]) -> NDArray[np.uint8]:
@@ -512,11 +516,24 @@ _ZEROS = bytes(0)
 
 
 def _zeros(nbytes: int) -> memoryview:
-    """A read-only zero buffer of at least ``nbytes``, reused across calls."""
+    """A read-only zero buffer of exactly ``nbytes``, reused across calls and threads.
+
+    The buffer is read into a local once: a thread that grows the shared one never hands
+    another thread a shorter buffer than the one it checked (a short buffer would leave part
+    of a keystream unencrypted: zeros, no noise).
+    """
     global _ZEROS
-    if len(_ZEROS) < nbytes:
-        _ZEROS = bytes(max(nbytes, 2 * len(_ZEROS)))
-    return memoryview(_ZEROS)[:nbytes]
+    zeros = _ZEROS
+    if len(zeros) < nbytes:
+        zeros = bytes(max(nbytes, 2 * len(zeros)))
+        _ZEROS = zeros
+    return memoryview(zeros)[:nbytes]
+
+
+def _check_written(written: int, expected: int) -> None:
+    """AES must have produced every byte asked for: a short write leaves zeros, not noise."""
+    if written != expected:
+        raise RuntimeError(f"the cipher wrote {written} bytes of {expected}: no noise released")
 
 
 def _is_int(value: object) -> bool:
@@ -592,7 +609,7 @@ def bernoulli_packed(
     any range of rows equals the same rows of a longer range. Ranges of bytes are filled on
     :func:`~frameldp.core.parallel.thread_count` threads with identical results.
     """
-    _check_numerator(numerator)
+    numerator = _check_numerator(numerator)
     width = -(-bits_per_row // 8)
     if out is None:
         out = np.empty((num_rows, width), dtype=np.uint8)
@@ -626,7 +643,7 @@ def bernoulli_flags(
 ) -> NDArray[np.bool_]:
     """One Bernoulli(``numerator / 2**64``) flag per row: bit ``r`` of the stream's exact
     Bernoulli bytes is row ``r``'s flag (eight rows per byte, a quarter keystream byte a row)."""
-    _check_numerator(numerator)
+    numerator = _check_numerator(numerator)
     first, last = row_start // 8, -(-(row_start + num_rows) // 8)
     packed = np.empty(last - first, dtype=np.uint8)
 
@@ -656,7 +673,7 @@ def bernoulli_packed_at(
     planes use the tweak ``(TAIL, bit)``. Rows of at most 8 bits instead compare each bit's own
     uniform 64-bit word (word ``j`` of the blocks with tweaks ``(3, b)``) with the threshold.
     """
-    _check_numerator(numerator)
+    numerator = _check_numerator(numerator)
     addresses = np.ascontiguousarray(addresses, dtype=np.uint8).reshape(-1, _BLOCK)
     num_rows = addresses.shape[0]
     width = -(-bits_per_row // 8)
@@ -809,9 +826,11 @@ def uniform_integers_at(
     return result
 
 
-def _check_numerator(numerator: int) -> None:
+def _check_numerator(numerator: int) -> int:
+    """``numerator`` as a Python int in ``[0, 2**64]`` (numpy integers included)."""
     if not _is_int(numerator) or not 0 <= numerator <= 1 << PRECISION_BITS:
         raise ParameterError(f"numerator must be an integer in [0, 2**64], got {shown(numerator)}")
+    return int(numerator)
 
 
 def _clear_padding(packed: NDArray[np.uint8], bits_per_row: int) -> NDArray[np.uint8]:

@@ -21,6 +21,7 @@ from frameldp.core.columns import (
     label_array,
     label_counts,
     label_type,
+    single_codes,
     value_codes,
 )
 from frameldp.core.encoding import Domain, one_hot_rows
@@ -304,22 +305,22 @@ class RandomizedResponse(TwoStage):
         and ``epsilon_infinity``, permanent responses memoized per (user, value) under
         ``memo``."""
         check_report_labels(self.domain, column)
-        user_digests = None if users is None else row_digests(users, column, user_column, row_start)
+        owner = "k-ary randomized response"
+        if users is not None:  # values, then user ids, checked whole first (errors in order)
+            codes = single_codes(values, self.domain, column, row_start, owner)
+            digests = row_digests(users, column, user_column, row_start)
+            memoized = self.randomize(
+                codes, source=source, label=column, row_start=row_start, users=digests, memo=memo
+            )
+            return {column: label_array(memoized, self.domain)}
         reports = np.empty(len(values), dtype=np.int32)
 
         def privatize_rows(start: int, stop: int, codes: NDArray[np.int64]) -> None:
             reports[start:stop] = self.randomize(
-                codes,
-                source=source,
-                label=column,
-                row_start=row_start + start,
-                users=None if user_digests is None else user_digests[start:stop],
-                memo=memo,
+                codes, source=source, label=column, row_start=row_start + start, memo=memo
             )
 
-        each_code_run(
-            values, self.domain, column, row_start, "k-ary randomized response", privatize_rows
-        )
+        each_code_run(values, self.domain, column, row_start, owner, privatize_rows)
         return {column: label_array(reports, self.domain)}
 
     def statistic(self, reports: Mapping[str, pa.Array], *, column: str) -> Statistic:
