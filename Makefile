@@ -32,13 +32,15 @@ typecheck: $(VENV)/.test-installed
 	$(BIN)/mypy
 
 # Both cores: the suite is independent tests (each makes its own files and ledgers); an idle
-# worker steals queued tests, so the slow ones at the end do not leave a core unused.
+# worker steals queued tests, so the slow ones at the end do not leave a core unused. A worker
+# per core already uses every core: frameldp's own threads stay at one (FRAMELDP_THREADS), and
+# the tests of threads ask for theirs with frameldp.threads(n).
 unit: $(VENV)/.test-installed
-	$(BIN)/python -m pytest -n auto --dist worksteal
+	FRAMELDP_THREADS=1 $(BIN)/python -m pytest -n auto --dist worksteal
 
 # The same suite without the tests marked slow (for a quick local loop; CI runs `make test`).
 test-fast: $(VENV)/.test-installed
-	$(BIN)/python -m pytest -n auto --dist worksteal -m "not slow"
+	FRAMELDP_THREADS=1 $(BIN)/python -m pytest -n auto --dist worksteal -m "not slow"
 
 bench: $(VENV)/.test-installed
 	$(BIN)/python benchmarks/bench_foundation.py

@@ -211,7 +211,8 @@ def test_keyed_flags_are_the_frozen_comparison_sampler() -> None:
 # --- threads -------------------------------------------------------------------------------
 
 
-def test_thread_settings_and_scopes() -> None:
+def test_thread_settings_and_scopes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FRAMELDP_THREADS", raising=False)  # make test sets it to 1
     default = thread_count()
     assert default == parallel.available_cores()
     parallel.set_threads(3)
@@ -341,3 +342,15 @@ def test_a_short_zero_buffer_is_never_handed_out() -> None:
     assert len(small) == 16
     assert len(big) == 1 << 20
     assert not any(big.tobytes())
+
+
+def test_the_environment_sets_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FRAMELDP_THREADS", "3")
+    assert thread_count() == 3
+    with threads(2):
+        assert thread_count() == 2
+    monkeypatch.setenv("FRAMELDP_THREADS", "many")
+    with pytest.raises(ParameterError, match="FRAMELDP_THREADS must be an integer"):
+        thread_count()
+    monkeypatch.delenv("FRAMELDP_THREADS")
+    assert thread_count() == parallel.available_cores()

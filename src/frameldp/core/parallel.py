@@ -7,9 +7,10 @@ range across threads therefore gives byte-identical output for every thread coun
 only the wall time.
 
 The number of threads is, in order of precedence, the innermost ``with threads(n):`` of the
-calling context, the process default set by :func:`set_threads`, or every core this process may
-run on. Work started from inside a pool thread runs serially (no nested fan-out, no deadlock),
-and so does work inside a Dask or Spark task, whose scheduler already owns the cores.
+calling context, the process default set by :func:`set_threads`, the environment variable
+``FRAMELDP_THREADS``, or every core this process may run on. Work started from inside a pool
+thread runs serially (no nested fan-out, no deadlock), and so does work inside a Dask task,
+whose scheduler already owns the cores.
 """
 
 from __future__ import annotations
@@ -74,7 +75,23 @@ def thread_count() -> int:
     scoped = _scoped.get()
     if scoped is not None:
         return scoped
-    return _default if _default is not None else available_cores()
+    if _default is not None:
+        return _default
+    return _from_environment() or available_cores()
+
+
+def _from_environment() -> int | None:
+    """``FRAMELDP_THREADS`` if set (a worker pool that already runs a process per core sets
+    it to 1)."""
+    text = os.environ.get("FRAMELDP_THREADS", "").strip()
+    if not text:
+        return None
+    try:
+        return _checked(int(text))
+    except ValueError:
+        raise ParameterError(
+            f"FRAMELDP_THREADS must be an integer in [1, {_MAX_THREADS}], got {shown(text)}"
+        ) from None
 
 
 def map_ranges(total: int, step: int, work: Callable[[int, int], None]) -> None:
