@@ -102,28 +102,38 @@ def test_release_is_the_in_memory_release_whatever_the_batch_size(
 
 @pytest.mark.parametrize("kind", ["krr", "rappor"])
 def test_threads_option_gives_the_in_memory_release(
-    make_input: MakeInput, domains: dict[str, Path], tmp_path: Path, kind: str
+    make_input: MakeInput,
+    domains: dict[str, Path],
+    tmp_path: Path,
+    kind: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """``frameldp --threads N privatize``: the same reports for any N."""
+    """``frameldp --threads N privatize`` sets the thread count and gives the same reports for
+    any N."""
+    monkeypatch.delenv("FRAMELDP_THREADS", raising=False)  # the option sets it; restored after
     column = COLUMN_OF[kind]
     source = make_input("parquet", ROWS)
     reference = in_memory(flights(ROWS), {column: mechanism(kind, column)})
-    try:
-        for count in (1, 2):
-            target = tmp_path / f"release-{count}.parquet"
-            run = invoke(
-                "--threads", count, "privatize", source, target,
-                *options(kind, column, domains), "--seed", SEED,
-            )  # fmt: skip
-            assert run.exit_code == 0, run.stderr
-            assert_same_reports(target, reference, report_columns(kind, column))
-    finally:
-        frameldp.set_threads(None)  # the option sets the process default; restore it
+    for count in (1, 2):
+        target = tmp_path / f"release-{count}.parquet"
+        run = invoke(
+            "--threads", count, "privatize", source, target,
+            *options(kind, column, domains), "--seed", SEED,
+        )  # fmt: skip
+        assert run.exit_code == 0, run.stderr
+        assert frameldp.core.parallel.thread_count() == count
+        assert_same_reports(target, reference, report_columns(kind, column))
 
 
 def test_threads_option_refuses_zero_on_one_line() -> None:
     run = invoke("--threads", 0, "demo")
     assert_user_error(run, "--threads", "greater than or equal to 1")
+
+
+@pytest.mark.parametrize("value", ["abc", "0"])
+def test_a_bad_frameldp_threads_variable_is_refused_before_anything_runs(value: str) -> None:
+    run = invoke("demo", env={"FRAMELDP_THREADS": value})
+    assert_user_error(run, "FRAMELDP_THREADS")
 
 
 @pytest.mark.parametrize("kind", MECHANISMS)

@@ -31,8 +31,11 @@ from frameldp.errors import ParameterError
 
 ONE = 1 << PRECISION_BITS
 SQRT3_HALF = dyadic_at_least(0.3660254037844386)  # (sqrt(3) - 1) / 2: bits beyond the 8th
-TAIL_ONLY = (1 << (PRECISION_BITS - PLANES)) - 1  # first 8 bits 0: every 1 is decided in the tail
-TAIL_HALF = 3 << (PRECISION_BITS - PLANES - 1)  # 3/512: a third of the mass decided in the tail
+# For the keyed comparison sampler: every 1 decided in the tail (first PLANES bits 0), and a
+# third of the mass decided there. For the fresh-key interval sampler: odd numerators whose
+# outcomes cut many cells.
+TAIL_ONLY = (1 << (PRECISION_BITS - PLANES)) - 1
+TAIL_HALF = 3 << (PRECISION_BITS - PLANES - 1)
 
 
 def _stream(label: str, seed: int = 2024) -> KeyedStream:

@@ -50,6 +50,7 @@ def test_the_first_bad_row_is_named_whatever_the_threads(count: int) -> None:
     with frameldp.threads(count), pytest.raises(DomainError) as raised:
         frame.ldp.krr("c", 2.0, domain=LABELS)
     assert f"'unknown-1' at row {FUSED_ROWS + 5}" in str(raised.value)
+    assert f"2 such values in the {ROWS} rows checked" in str(raised.value)  # every row's count
 
 
 def test_memoized_krr_checks_values_before_user_ids() -> None:

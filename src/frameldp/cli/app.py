@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -68,17 +69,18 @@ def _root(
         int | None,
         typer.Option(
             min=1,
-            max=256,
-            help="Threads for randomizing and counting (default: every core); the output is "
-            "the same for any number.",
+            max=256,  # frameldp.core.parallel.MAX_THREADS (not imported: --help stays light)
+            envvar="FRAMELDP_THREADS",
+            help="Threads that draw the noise (default: every core); the output is the same "
+            "for any number.",
         ),
     ] = None,
 ) -> None:
     """Local differential privacy for dataframe columns."""
     if threads is not None:
-        from frameldp.core.parallel import set_threads
-
-        set_threads(threads)
+        # Read by frameldp.core.parallel when noise is drawn; setting it here imports nothing
+        # (a command's --help stays light).
+        os.environ["FRAMELDP_THREADS"] = str(threads)
 
 
 @app.command()

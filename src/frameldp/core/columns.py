@@ -28,11 +28,12 @@ __all__ = [
     "bits_array",
     "check_report_labels",
     "combined",
+    "dictionary_lookup",
     "distinct_codes",
-    "each_code_run",
     "integer_reports",
     "label_array",
     "label_type",
+    "map_code_runs",
     "packed_bits",
     "report_labels",
     "set_codes",
@@ -41,7 +42,7 @@ __all__ = [
 
 
 FUSED_ROWS: Final = 1 << 17
-"""Rows a fused pass (:func:`each_code_run`) handles at a time: its int64 temporaries (1 MB
+"""Rows a fused pass (:func:`map_code_runs`) handles at a time: its int64 temporaries (1 MB
 each) stay in cache, and a run's fixed costs are a small part of it."""
 
 
@@ -50,16 +51,22 @@ def combined(array: pa.Array | pa.ChunkedArray) -> pa.Array:
 
 
 def value_codes(
-    array: pa.Array, domain: Domain, column: str, row_of: Callable[[int], int] | None = None
+    array: pa.Array,
+    domain: Domain,
+    column: str,
+    row_of: Callable[[int], int] | None = None,
+    *,
+    lookup: NDArray[np.int64] | None = None,
 ) -> NDArray[np.int64]:
     """Codes of a flat Arrow array against the domain, with the domain's policies applied.
 
-    ``row_of(i)`` names the frame row of value ``i`` in error messages (default: ``i``).
+    ``row_of(i)`` names the frame row of value ``i`` in error messages (default: ``i``). For a
+    dictionary array, ``lookup`` may give :func:`dictionary_lookup` of its dictionary, computed
+    once for many slices of one array.
     """
     if pa.types.is_dictionary(array.type):
-        # Null slots (and every slot of an all-null column, whose dictionary may be empty)
-        # point past the dictionary's codes, at a final -1.
-        lookup = np.append(_codes_of_values(array.dictionary, domain, column), -1)
+        if lookup is None:
+            lookup = dictionary_lookup(array.dictionary, domain, column)
         indices = array.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.intp)
         if not array.null_count and lookup[:-1].min(initial=0) >= 0:
             codes: NDArray[np.int64] = lookup[indices]
@@ -72,6 +79,12 @@ def value_codes(
     return domain.resolve(
         raw, null_mask, column=column, value_at=lambda i: array[i].as_py(), row_of=row_of
     )
+
+
+def dictionary_lookup(dictionary: pa.Array, domain: Domain, column: str) -> NDArray[np.int64]:
+    """The code of each dictionary entry (-1: not a category), then a final -1 that null slots
+    (and every slot of an all-null column, whose dictionary may be empty) are pointed at."""
+    return np.append(_codes_of_values(dictionary, domain, column), -1)
 
 
 def _codes_of_values(array: pa.Array, domain: Domain, column: str) -> NDArray[np.int64]:
@@ -322,7 +335,7 @@ def single_codes(
     return value_codes(array, domain, column, lambda row: row_start + row)
 
 
-def each_code_run(
+def map_code_runs(
     values: pa.Array | pa.ChunkedArray,
     domain: Domain,
     column: str,
@@ -332,14 +345,28 @@ def each_code_run(
 ) -> None:
     """:func:`single_codes` fused with their use: ``work(start, stop, codes)`` for runs of
     :data:`FUSED_ROWS` rows ``[start, stop)`` of ``values``, on the threads of
-    :func:`~frameldp.core.parallel.thread_count`. A run's temporaries stay in cache; the error a
-    bad value raises is the one a single pass raises (the first bad run's, in row order)."""
+    :func:`~frameldp.core.parallel.thread_count`. A run's temporaries stay in cache; a bad value
+    raises the error a single pass over every row raises (the first bad row, every row's
+    counts)."""
     array = _single_valued(values, column, owner)
+    if not pa.types.is_dictionary(array.type):
+        # One hash pass over the rows; each run then only gathers the codes of its indices
+        # (matching the domain once per distinct value, not once per run).
+        with contextlib.suppress(pa.ArrowNotImplementedError):  # types without a hash kernel
+            array = pc.dictionary_encode(array)
+    lookup = None
+    if pa.types.is_dictionary(array.type):
+        lookup = dictionary_lookup(array.dictionary, domain, column)
 
     def run(start: int, stop: int) -> None:
-        codes = value_codes(
-            array.slice(start, stop - start), domain, column, lambda row: row_start + start + row
-        )
+        part = array.slice(start, stop - start)
+        try:
+            codes = value_codes(
+                part, domain, column, lambda row: row_start + start + row, lookup=lookup
+            )
+        except DomainError:  # the error of a single pass over every row (its counts)
+            value_codes(array, domain, column, lambda row: row_start + row, lookup=lookup)
+            raise
         work(start, stop, codes)
 
     map_ranges(len(array), FUSED_ROWS, run)

@@ -435,7 +435,7 @@ def xor_one_hot(
     flat = packed.reshape(-1)  # a view, since packed is C-contiguous
     step = 1 << 16  # rows per step: bounded index temporaries
     for start in range(0, num_rows, step):
-        part = codes[start : start + step]
+        part = np.asarray(codes[start : start + step], dtype=np.int64)
         where = np.arange(start * width, (start + part.size) * width, width, dtype=np.int64)
         where += part >> 3
         flat[where] ^= (0x80 >> (part & 7)).astype(np.uint8)

@@ -18,15 +18,16 @@ from __future__ import annotations
 import contextvars
 import os
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 
-from frameldp.errors import ParameterError, shown
+from frameldp.errors import FrameLDPWarning, ParameterError, shown
 
-__all__ = ["available_cores", "map_ranges", "set_threads", "thread_count", "threads"]
+__all__ = ["MAX_THREADS", "available_cores", "map_ranges", "set_threads", "thread_count", "threads"]
 
-_MAX_THREADS = 256
+MAX_THREADS = 256
 
 
 def available_cores() -> int:
@@ -46,8 +47,8 @@ _pool: ThreadPoolExecutor | None = None
 
 
 def _checked(n: object) -> int:
-    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= _MAX_THREADS:
-        raise ParameterError(f"threads must be an integer in [1, {_MAX_THREADS}], got {shown(n)}")
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_THREADS:
+        raise ParameterError(f"threads must be an integer in [1, {MAX_THREADS}], got {shown(n)}")
     return n
 
 
@@ -82,16 +83,22 @@ def thread_count() -> int:
 
 def _from_environment() -> int | None:
     """``FRAMELDP_THREADS`` if set (a worker pool that already runs a process per core sets
-    it to 1)."""
+    it to 1). A value that is no thread count is reported by a warning and ignored: a
+    misconfigured environment slows a job down, it does not stop one halfway (the command line
+    refuses it before it starts)."""
     text = os.environ.get("FRAMELDP_THREADS", "").strip()
     if not text:
         return None
     try:
         return _checked(int(text))
-    except ValueError:
-        raise ParameterError(
-            f"FRAMELDP_THREADS must be an integer in [1, {_MAX_THREADS}], got {shown(text)}"
-        ) from None
+    except (ValueError, ParameterError):
+        warnings.warn(
+            f"FRAMELDP_THREADS must be an integer in [1, {MAX_THREADS}], got {shown(text)}; "
+            "using every core",
+            FrameLDPWarning,
+            stacklevel=3,
+        )
+        return None
 
 
 def map_ranges(total: int, step: int, work: Callable[[int, int], None]) -> None:
@@ -144,7 +151,7 @@ def _executor() -> ThreadPoolExecutor:
     global _pool
     with _pool_lock:
         if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=_MAX_THREADS, thread_name_prefix="frameldp")
+            _pool = ThreadPoolExecutor(max_workers=MAX_THREADS, thread_name_prefix="frameldp")
         return _pool
 
 

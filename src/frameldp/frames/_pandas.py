@@ -76,7 +76,8 @@ def _arrow(series: pd.Series) -> pa.Array | pa.ChunkedArray:
 
 def _categorical(series: pd.Series) -> pa.DictionaryArray:
     """A ``category`` column as the Arrow dictionary array ``from_pandas`` makes, without its
-    copy of the codes (code -1 is null)."""
+    copy of the codes (code -1 is null). Categories mixing text and bytes are refused, as in an
+    object column (``from_pandas`` would convert one kind into the other)."""
     codes = series.cat.codes.to_numpy()
     missing = codes < 0
     indices = pa.array(codes, mask=missing if missing.any() else None)

@@ -17,10 +17,10 @@ from frameldp.accounting.rounding import log_upper
 from frameldp.core.columns import (
     check_report_labels,
     combined,
-    each_code_run,
     label_array,
     label_counts,
     label_type,
+    map_code_runs,
     single_codes,
     value_codes,
 )
@@ -320,7 +320,7 @@ class RandomizedResponse(TwoStage):
                 codes, source=source, label=column, row_start=row_start + start, memo=memo
             )
 
-        each_code_run(values, self.domain, column, row_start, owner, privatize_rows)
+        map_code_runs(values, self.domain, column, row_start, owner, privatize_rows)
         return {column: label_array(reports, self.domain)}
 
     def statistic(self, reports: Mapping[str, pa.Array], *, column: str) -> Statistic:

@@ -355,8 +355,9 @@ class Rappor(TwoStage):
 
         Same reports, bit for bit: the one-hot bit is XORed into the noise. ``out`` (uint8,
         ``(len(codes), ceil(k / 8))``, C-contiguous) receives the reports instead of a new
-        array: a pipeline that reuses it per batch never pays for new memory pages (if the
-        call raises, what ``out`` holds is unspecified).
+        array: a pipeline that reuses it per batch never pays for new memory pages. The
+        reports are ``out`` itself, so copy them (or finish with them) before the next call
+        reuses it; if the call raises, what ``out`` holds is unspecified.
         """
         codes = np.asarray(codes, dtype=np.int64)
 
