@@ -78,7 +78,7 @@ def thread_count() -> int:
         return scoped
     if _default is not None:
         return _default
-    return _from_environment() or available_cores()
+    return _from_environment() or min(available_cores(), MAX_THREADS)
 
 
 def _from_environment() -> int | None:
