@@ -100,24 +100,19 @@ def byte_table(numerator: int) -> ByteTable:
     # cell_of[j] < c (boundary inside an earlier cell).
     first_cell_at_or_after = cell_of + cut
     low = np.searchsorted(first_cell_at_or_after, np.arange(_CELLS), side="right")
-    tied = np.unique(cell_of[cut])
+    inside_cells = cell_of[cut]  # ascending, like the boundaries
+    tied = np.unique(inside_cells)
     is_tied = np.zeros(_CELLS, dtype=bool)
     is_tied[tied] = True
     cell_of_word = np.concatenate([np.flatnonzero(~is_tied), tied])
-    inside = [(c >> _OFFSET_BITS, c) for c in inner if c & ((1 << _OFFSET_BITS) - 1)]
-    counts = np.searchsorted(tied, [cell for cell, _ in inside], side="left")
-    bound_start = np.zeros(tied.size + 1, dtype=np.int64)
-    np.add.at(bound_start, counts + 1, 1)
-    outcome = low[cell_of_word].astype(np.uint8)
+    inside = [c for c, is_cut in zip(inner, cut.tolist(), strict=True) if is_cut]
     return ByteTable(
         numerator=numerator,
-        outcome=outcome,
+        outcome=low[cell_of_word].astype(np.uint8),
         first_tied=_CELLS - tied.size,
         tied_cells=tied.astype(np.int64),
-        bound_start=np.cumsum(bound_start),
-        bound_high=np.array(
-            [(c >> _HIGH_SHIFT) & ((1 << 64) - 1) for _, c in inside], dtype=np.uint64
-        ),
+        bound_start=np.append(np.searchsorted(inside_cells, tied), inside_cells.size),
+        bound_high=np.array([(c >> _HIGH_SHIFT) & ((1 << 64) - 1) for c in inside], np.uint64),
         boundaries=tuple(boundaries),
     )
 

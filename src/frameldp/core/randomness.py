@@ -613,13 +613,23 @@ def bernoulli_packed(
     width = -(-bits_per_row // 8)
     if out is None:
         out = np.empty((num_rows, width), dtype=np.uint8)
-    flat = _checked_out(out, (num_rows, width)).reshape(-1)
+    _fill_bernoulli(
+        stream, numerator, row_start * width, _checked_out(out, (num_rows, width)).reshape(-1)
+    )
+    return _clear_padding(out, bits_per_row)
+
+
+def _fill_bernoulli(
+    stream: KeyedStream, numerator: int, byte_start: int, out: NDArray[np.uint8]
+) -> None:
+    """Bytes ``byte_start, ...`` of the stream's exact Bernoulli bytes into the flat ``out``,
+    in ranges of :data:`_WORK_BYTES` on :func:`~frameldp.core.parallel.thread_count` threads
+    (the same bytes for any thread count)."""
 
     def fill(start: int, stop: int) -> None:
-        bernoulli_bytes(stream, numerator, row_start * width + start, flat[start:stop])
+        bernoulli_bytes(stream, numerator, byte_start + start, out[start:stop])
 
-    map_ranges(flat.size, _WORK_BYTES, fill)
-    return _clear_padding(out, bits_per_row)
+    map_ranges(out.size, _WORK_BYTES, fill)
 
 
 def _checked_out(out: NDArray[np.uint8], shape: tuple[int, ...]) -> NDArray[np.uint8]:
@@ -646,11 +656,7 @@ def bernoulli_flags(
     numerator = _check_numerator(numerator)
     first, last = row_start // 8, -(-(row_start + num_rows) // 8)
     packed = np.empty(last - first, dtype=np.uint8)
-
-    def fill(start: int, stop: int) -> None:
-        bernoulli_bytes(stream, numerator, first + start, packed[start:stop])
-
-    map_ranges(packed.size, _WORK_BYTES, fill)
+    _fill_bernoulli(stream, numerator, first, packed)
     skip = row_start - 8 * first
     return np.unpackbits(packed, count=skip + num_rows)[skip:].view(np.bool_)
 

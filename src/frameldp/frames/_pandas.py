@@ -61,10 +61,7 @@ def _arrow(series: pd.Series) -> pa.Array | pa.ChunkedArray:
     try:
         if isinstance(series.dtype, pd.CategoricalDtype):
             return _categorical(series)
-        array = pa.Array.from_pandas(series)
-        if series.dtype == object and _coerced(array, series):
-            raise pa.ArrowInvalid("text and bytes in one column")
-        return array
+        return _from_pandas(series)
     except (pa.ArrowException, OverflowError, UnicodeEncodeError) as error:
         kinds = sorted({type(v).__name__ for v in itertools.islice(series.array, 10_000)})
         raise DomainError(
@@ -81,11 +78,17 @@ def _categorical(series: pd.Series) -> pa.DictionaryArray:
     codes = series.cat.codes.to_numpy()
     missing = codes < 0
     indices = pa.array(codes, mask=missing if missing.any() else None)
-    categories = series.cat.categories
-    dictionary = pa.Array.from_pandas(categories.to_series(index=None))
-    if categories.dtype == object and _coerced(dictionary, categories.to_series(index=None)):
-        raise pa.ArrowInvalid("text and bytes in one column")
+    dictionary = _from_pandas(series.cat.categories.to_series(index=None))
     return pa.DictionaryArray.from_arrays(indices, dictionary, ordered=series.cat.ordered)
+
+
+def _from_pandas(series: pd.Series) -> pa.Array:
+    """``pa.Array.from_pandas``, refusing an object column whose cells Arrow converted to
+    another type (raised as an Arrow error, for :func:`_arrow` to report)."""
+    array = pa.Array.from_pandas(series)
+    if series.dtype == object and _coerced(array, series):
+        raise pa.ArrowInvalid("text and bytes in one column")
+    return array
 
 
 def _coerced(array: pa.Array, series: pd.Series) -> bool:
