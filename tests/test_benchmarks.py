@@ -87,10 +87,10 @@ def test_shuffle_benchmark_quick_run(tmp_path: Path) -> None:
 def test_etl_benchmark_quick_run(tmp_path: Path) -> None:
     rows, stdout = _quick_run("bench_etl.py", tmp_path)
     cli = [row for row in rows if row["case"] == "cli"]
-    assert [row["rows"] for row in cli] == [200_000, 600_000]
+    assert [row["rows"] for row in cli] == [100_000, 300_000]
     assert all(row["peak_mb"] > 0 and row["rows_per_s"] > 0 for row in cli)
     dask = {row["case"]: row for row in rows if row["case"].startswith("dask")}
-    assert dask["dask 1 worker(s)"]["rows"] == dask["dask 2 worker(s)"]["rows"] == 600_000
+    assert dask["dask 1 worker(s)"]["rows"] == dask["dask 2 worker(s)"]["rows"] == 300_000
     assert dask["dask 2 worker(s)"]["speedup"] > 0
     assert "peak MB" in stdout
 
@@ -131,7 +131,7 @@ def test_tables_benchmark_quick_run(tmp_path: Path) -> None:
 def test_composition_benchmark_quick_run(tmp_path: Path) -> None:
     rows, stdout = _quick_run("bench_composition.py", tmp_path)
     shuffle = [r for r in rows if r["table"] == "shuffle"]
-    assert {(r["epsilon0"], r["n"]) for r in shuffle} == {(1.0, 10_000), (4.0, 10_000)}
+    assert {(r["epsilon0"], r["n"]) for r in shuffle} == {(1.0, 2_000), (4.0, 2_000)}
     for r in shuffle:
         assert r["lower"] <= r["stronger_clones"] <= r["clones"] <= r["epsilon0"]
         assert r["lower"] - 1e-9 <= r["exact"] <= r["stronger_clones"] + 1e-9

@@ -47,6 +47,7 @@ from numpy.typing import NDArray
 from frameldp._scipy import sparse, special
 from frameldp.core._lasso import nonnegative_lasso
 from frameldp.core.encoding import BloomEncoder
+from frameldp.core.sorting import sorted_distinct
 from frameldp.errors import DomainError, FrameLDPWarning, ParameterError, caller_stacklevel
 
 __all__ = [
@@ -389,7 +390,7 @@ def _design(signatures: NDArray[np.int64], num_bits: int, weight: FloatArray) ->
     )
     columns = np.repeat(np.arange(count, dtype=np.int64), cohorts * hashes)
     # Two hashes of one string may set the same bit: count it once.
-    keys = np.unique(columns * (cohorts * num_bits) + cells.ravel())
+    keys = sorted_distinct(columns * (cohorts * num_bits) + cells.ravel())
     columns, rows = np.divmod(keys, cohorts * num_bits)
     matrix = sparse.csc_matrix((weight[rows], (rows, columns)), shape=(cohorts * num_bits, count))
     matrix.eliminate_zeros()

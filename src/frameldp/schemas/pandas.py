@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 from pandera.config import ValidationDepth, config_context
 from pandera.errors import SchemaError, SchemaErrorReason, SchemaErrors
 
+from frameldp.core.sorting import sorted_distinct
 from frameldp.frames.adapters import adapter_for
 from frameldp.schemas._declare import (
     MAX_LISTED,
@@ -185,7 +186,7 @@ def _max_weight(rule: MaxWeight) -> Callable[[pd.Series], Any]:
         except (*_ARROW_ERRORS, OverflowError):
             pass
         codes[_nulls(values)] = size  # the null bucket
-        keys = np.unique(rows * (size + 2) + codes)
+        keys = sorted_distinct(rows * (size + 2) + codes)
         weights = np.bincount(keys // (size + 2), minlength=len(array))
         return _rows(series, weights <= rule.max_weight)
 

@@ -60,6 +60,7 @@ from frameldp.core.mechanisms._spec import (
 )
 from frameldp.core.mechanisms.protocol import Capability, Statistic
 from frameldp.core.randomness import PRECISION_BITS, RandomSource, Rows, code_bytes
+from frameldp.core.sorting import sorted_distinct
 from frameldp.errors import ParameterError, shown
 
 __all__ = ["LocalHashing", "hashing_guarantee", "optimal_hash_buckets"]
@@ -437,7 +438,7 @@ class LocalHashing(TwoStage):
         """
         g, k = self._g, self.domain.size
         keys, counts = np.unique(np.asarray(reports, dtype=np.int64), return_counts=True)
-        present = np.unique(keys // g)
+        present = sorted_distinct(keys // g)
         value_digits = self._digits(np.arange(k, dtype=np.int64))
         totals = np.zeros(k, dtype=np.int64)
         block = max(1, _TABLE_BLOCK // max(k, 1))
