@@ -1,5 +1,5 @@
-"""Frame adapters: the ``.ldp`` accessor on pandas, polars and Dask objects (plumbing, no
-formula).
+"""Frame adapters: the ``.ldp`` accessor on pandas, polars, Dask and Spark objects (plumbing,
+no formula).
 
 An adapter is registered by the library it adapts, when that library is imported: at ``import
 frameldp`` for a library already imported, otherwise the moment the program imports it.
@@ -29,6 +29,7 @@ ADAPTERS: dict[str, tuple[str, str]] = {
     "pandas": ("pandas", "frameldp.frames._pandas"),
     "polars": ("polars", "frameldp.frames._polars"),
     "dask": ("dask.dataframe", "frameldp.frames._dask"),
+    "pyspark": ("pyspark.sql", "frameldp.frames._spark"),
 }
 """Library -> (the module whose import makes its frames exist, frameldp's adapter module)."""
 

@@ -114,7 +114,7 @@ def _run(frame: Any, declaration: SchemaDeclaration, lazy: bool) -> list[Failure
         return pandas.run_schema(frame, declaration, lazy=lazy)
     raise ParameterError(
         f"{expected}, got {kind}; validate a DataFrame (of a Dask frame: a computed partition "
-        "or chunk) instead"
+        "or chunk; of a Spark frame: a collected sample, sdf.limit(n).toPandas()) instead"
     )
 
 

@@ -1,0 +1,526 @@
+"""The ``.ldp`` accessor on Spark DataFrames (``pyspark.sql.DataFrame``).
+
+Plumbing only: every task hands its Arrow record batches to the one batch pipeline
+(:func:`~frameldp.frames.pipeline.privatize_columns`, the mechanism's ``statistic``) inside
+``mapInArrow``; this module decides which rows a task holds, when reports are drawn and how
+partial counts are added up.
+
+**Privatizing is eager, and a release is read once.** Spark recomputes a DataFrame's lineage
+for every action, and a lost block of a cached frame is recomputed silently: a lazily
+privatized frame would draw new reports (under fresh keys) at every action, each a release of
+its own that no ledger saw. So ``privatize`` runs when it is called:
+
+1. the input is pinned with ``localCheckpoint(eager=True)``: its partitions are fixed blocks
+   from here on (a repartition or a non-deterministic source could otherwise give another row
+   order to the next pass);
+2. a counting pass over the pinned partitions gives the global row of each partition's first
+   row, ``start[i] = rows[0] + ... + rows[i - 1]``;
+3. ``mapInArrow`` privatizes every batch with ``row_start = start[partition] + offset``: a
+   report's noise is a pure function of (key, stream label, global row), so with ``key=`` the
+   reports equal those of the pandas accessor on the pinned frame (``sdf.toPandas()``) for the
+   same key, and no two rows ever share a row id;
+4. the reports are checkpointed the same way (``localCheckpoint(eager=True)``) and the ledger is
+   charged once, on the driver, before the frame is returned.
+
+Every later action reads the checkpointed reports. A lost checkpoint block (an executor gone)
+fails the action instead of drawing the reports again: write a release to storage before
+relying on it.
+
+**Keys.** Without ``key=``/``seed=`` each task draws its own fresh key on its executor when it
+runs; the key never leaves that process (a retried task draws another, and only one attempt's
+reports are kept). A caller's key travels to the executors inside the task closure, as the raw
+data does. ``user=`` needs ``memo_key=`` or ``key=``: a person's permanent responses must be the
+same in every task.
+
+**Report types** travel in the schema: Spark has no Arrow extension types, so every report
+column's :class:`~frameldp.frames.report_type.ReportMetadata` is the ``"frameldp.reports"``
+entry of its ``StructField`` metadata, which Spark keeps through projections, renames and its own
+Parquet files. A Parquet file written by frameldp elsewhere (pandas, polars, the command line)
+records its report types in its Arrow schema, which Spark does not read: they are read from the
+files' footers (``inputFiles()``), and files that record different releases are refused.
+
+**Aggregation** runs ``mapInArrow`` to one additive statistic per partition (per-bit or
+per-label counts, by group), pickled, and sums them with ``treeAggregate``; report columns are
+never collected on one machine, and debiasing the sums gives exactly the pandas estimate.
+``shuffle`` and ``balcer_cheu`` permute every report together and need one machine: they raise.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import pickle
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, cast
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame as SparkDataFrame
+from pyspark.sql import functions as spark_functions
+from pyspark.sql import types as spark_types
+from pyspark.sql.pandas.types import from_arrow_type
+
+from frameldp.core.mechanisms import Mechanism, Statistic, mechanism_from_spec
+from frameldp.core.parallel import threads
+from frameldp.core.randomness import RandomSource, resolve_source
+from frameldp.errors import FrameLDPError, ParameterError, shown
+from frameldp.frames.adapters import register_adapter
+from frameldp.frames.grouping import Grouped, Reduction, grouped_statistics, merge_grouped
+from frameldp.frames.inputs import check_columns, require_column
+from frameldp.frames.lookup import find_mechanism, unpack_reports
+from frameldp.frames.methods import FrameMethods
+from frameldp.frames.pipeline import privatize_columns
+from frameldp.frames.release import LedgerLike, charging, check_budget, plan_release
+from frameldp.frames.report_type import (
+    EXTENSION_NAME,
+    ReportMetadata,
+    metadata_of,
+    report_types,
+    storage_of,
+)
+from frameldp.frames.table import Backend
+
+__all__ = ["METADATA_KEY", "SparkAdapter", "SparkFrameAccessor"]
+
+METADATA_KEY = EXTENSION_NAME
+"""The ``StructField`` metadata entry holding a report column's metadata (JSON)."""
+
+_SPARK_ROW_METADATA = b"org.apache.spark.sql.parquet.row.metadata"
+_SIGNED = {pa.uint8(): pa.int8(), pa.uint16(): pa.int16(), pa.uint32(): pa.int32()}
+_SIGNED[pa.uint64()] = pa.int64()
+_ERROR_MARK = "frameldp-error:"
+_ONE_MACHINE = (
+    "{what} permutes every report together, which needs one machine; collect the frame to "
+    "pandas first: sdf.toPandas().ldp.{method}(...)"
+)
+
+
+# -- errors from the executors -----------------------------------------------------------------
+
+
+def _carried(error: FrameLDPError) -> RuntimeError:
+    """A frameldp error as an executor raises it: Spark returns only the worker's traceback
+    text to the driver, so the error travels pickled inside the message."""
+    return RuntimeError(_ERROR_MARK + base64.b64encode(pickle.dumps(error)).decode() + "|")
+
+
+def _running(action: Callable[[], Any]) -> Any:
+    """Run a Spark action; a frameldp error raised in a task is raised again as itself."""
+    try:
+        return action()
+    except FrameLDPError:
+        raise
+    except Exception as error:  # pyspark's PythonException, Py4JJavaError, ...
+        text = str(error)
+        start = text.find(_ERROR_MARK)
+        if start < 0:
+            raise
+        encoded = text[start + len(_ERROR_MARK) : text.index("|", start)]
+        raise cast(FrameLDPError, pickle.loads(base64.b64decode(encoded))) from None
+
+
+def _frameldp_errors(task: Callable[..., Iterator[pa.RecordBatch]]) -> Callable[..., Any]:
+    """Wrap a ``mapInArrow`` function so that its frameldp errors reach the driver whole."""
+
+    @functools.wraps(task)
+    def wrapped(batches: Iterator[pa.RecordBatch], *args: Any, **kwargs: Any) -> Any:
+        try:
+            yield from task(batches, *args, **kwargs)
+        except FrameLDPError as error:
+            raise _carried(error) from None
+
+    return wrapped
+
+
+# -- report storage in Spark's types -----------------------------------------------------------
+
+
+def _to_spark(array: pa.Array) -> pa.Array:
+    """Spark has no unsigned integers: unsigned reports (local hashing, Hadamard response) are
+    kept in the signed type of their width, bits unchanged."""
+    signed = _SIGNED.get(array.type)
+    return array if signed is None else array.view(signed)
+
+
+def _from_spark(array: pa.Array | pa.ChunkedArray, kind: pa.DataType | None) -> Any:
+    """A report column read from Spark in its storage type ``kind``: the signed view of an
+    unsigned type, or Spark's reading of a Parquet ``UINT_64`` (a decimal), converted exactly."""
+    if kind is None or array.type == kind or not pa.types.is_integer(kind):
+        return array
+    if _SIGNED.get(kind) == array.type:
+        return array.view(kind)
+    return array.cast(kind)
+
+
+def _storage_types(reports: Mapping[Any, ReportMetadata]) -> dict[Any, pa.DataType]:
+    """The storage type of every report column, from its recorded mechanism."""
+    out = {}
+    for name, meta in reports.items():
+        mechanism = mechanism_from_spec(meta.spec)
+        kinds = list(report_types(mechanism, meta.column, meta.spec).values())
+        if meta.part < len(kinds):
+            out[name] = kinds[meta.part].storage_type
+    return out
+
+
+# -- report metadata ---------------------------------------------------------------------------
+
+
+def _quoted(name: str) -> Any:
+    """A top-level column by its exact name (dots and backticks included)."""
+    return spark_functions.col("`" + name.replace("`", "``") + "`")
+
+
+def _schema_reports(schema: spark_types.StructType) -> dict[str, ReportMetadata]:
+    """Report columns recorded in the ``StructField`` metadata."""
+    out: dict[str, ReportMetadata] = {}
+    for field in schema.fields:
+        text = (field.metadata or {}).get(METADATA_KEY)
+        if text is not None:
+            out[field.name] = ReportMetadata.from_json(text)
+    return out
+
+
+def _footer_reports(path: str) -> dict[str, ReportMetadata]:
+    """Report columns a Parquet file records: Arrow extension types (pandas, polars, the command
+    line) or Spark's own schema in the footer (Spark)."""
+    import pyarrow.fs as pafs
+    import pyarrow.parquet as pq
+
+    filesystem, location = pafs.FileSystem.from_uri(path)
+    with filesystem.open_input_file(location) as handle:
+        schema = pq.read_schema(handle)
+    out = {
+        field.name: meta
+        for field in schema
+        if (meta := metadata_of(field.type, field.metadata)) is not None
+    }
+    spark_schema = (schema.metadata or {}).get(_SPARK_ROW_METADATA)
+    if spark_schema is not None:
+        parsed = spark_types.StructType.fromJson(json.loads(spark_schema))
+        out.update(_schema_reports(parsed))
+    return out
+
+
+def _file_reports(frame: SparkDataFrame) -> dict[str, ReportMetadata]:
+    """Report columns of the Parquet files a frame reads (all of them must agree)."""
+    files = [path for path in frame.inputFiles() if path.endswith(".parquet")]
+    found: dict[str, ReportMetadata] | None = None
+    for path in sorted(files):
+        try:
+            here = _footer_reports(path)
+        except (OSError, ValueError, pa.ArrowException):
+            continue  # a store pyarrow cannot open: the schema's metadata is all there is
+        if found is not None and here != found:
+            differing = sorted({*here, *found} - {n for n in here if here[n] == found.get(n)})
+            raise ParameterError(
+                f"column {shown(differing[0] if differing else '?')}: the frame's Parquet files "
+                "record different releases (a dataset of several releases?); debias each "
+                "release on its own"
+            )
+        found = here
+    return found or {}
+
+
+# -- what runs in each task --------------------------------------------------------------------
+
+
+def _partition_id() -> int:
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    if context is None:  # pragma: no cover - only called inside Spark tasks
+        raise RuntimeError("not inside a Spark task")
+    return int(context.partitionId())
+
+
+def _count_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``(partition, rows)`` of one partition."""
+    rows = sum(batch.num_rows for batch in batches)
+    yield pa.RecordBatch.from_arrays(
+        [pa.array([_partition_id()], pa.int32()), pa.array([rows], pa.int64())],
+        names=["partition", "rows"],
+    )
+
+
+class _ShippedSource:
+    """A caller's key sent to the executors with the task (it pickles the key itself, unlike a
+    :class:`RandomSource`, which never does). ``None``: a fresh key per task."""
+
+    def __init__(self, source: RandomSource | None) -> None:
+        self.key = None if source is None else source.key
+        self.kind = None if source is None else source.kind
+
+    def optional(self) -> RandomSource | None:
+        """The caller's source, or None."""
+        return None if self.key is None else RandomSource(self.key, kind=self.kind)
+
+
+@_frameldp_errors
+def _privatize_task(
+    batches: Iterator[pa.RecordBatch],
+    *,
+    starts: Sequence[int],
+    mechanisms: Mapping[str, Mechanism],
+    specs: Mapping[str, Mapping[str, Any]],
+    shipped: _ShippedSource,
+    memo: _ShippedSource,
+    user: str | None,
+    names: Sequence[str],
+) -> Iterator[pa.RecordBatch]:
+    """The reports of one partition, addressed by global row (module docstring)."""
+    row = starts[_partition_id()]
+    source = shipped.optional() or RandomSource.fresh()  # drawn here, never sent anywhere
+    with threads(1):  # Spark already runs one task per core
+        for batch in batches:
+            produced = privatize_columns(
+                {name: batch.column(name) for name in batch.schema.names},
+                mechanisms,
+                specs=specs,
+                source=source,
+                row_start=row,
+                user=user,
+                memo=memo.optional(),
+            )
+            row += batch.num_rows
+            arrays = [
+                _to_spark(storage_of(produced[name])) if name in produced else batch.column(name)
+                for name in names
+            ]
+            yield pa.RecordBatch.from_arrays(arrays, names=list(names))
+
+
+@_frameldp_errors
+def _statistics_task(
+    batches: Iterator[pa.RecordBatch],
+    *,
+    reduction: Reduction,
+    by: tuple[str, ...],
+    kinds: Mapping[str, pa.DataType],
+) -> Iterator[pa.RecordBatch]:
+    """One partition's statistics (by group), pickled into one row."""
+    total = Grouped()
+    with threads(1):
+        for batch in batches:
+            arrays = {
+                name: _from_spark(batch.column(name), kinds.get(name))
+                for name in batch.schema.names
+            }
+            total = merge_grouped(total, grouped_statistics(arrays, reduction, by))
+    yield pa.RecordBatch.from_arrays([pa.array([pickle.dumps(total)], pa.binary())], ["partial"])
+
+
+@_frameldp_errors
+def _unpack_task(
+    batches: Iterator[pa.RecordBatch], *, mechanism: Mechanism, column: str, names: list[str]
+) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        bits, _ = unpack_reports(batch.column(column), mechanism, column)
+        arrays = [pa.array(bits[:, j].astype(np.int8)) for j in range(len(names))]
+        yield pa.RecordBatch.from_arrays(arrays, names=names)
+
+
+def _unpickled(row: Any) -> Grouped:
+    return cast(Grouped, pickle.loads(row[0]))
+
+
+# -- the adapter and the accessor --------------------------------------------------------------
+
+
+@register_adapter(SparkDataFrame)
+class SparkAdapter:
+    """Spark frames: their schema's columns and report types; nothing here gathers a column on
+    the driver (those calls refuse)."""
+
+    backend: Backend = "pandas"
+    in_memory = False
+
+    def columns(self, frame: SparkDataFrame) -> list[Any]:
+        return list(frame.columns)
+
+    def report_columns(self, frame: SparkDataFrame) -> dict[Any, ReportMetadata]:
+        recorded = _schema_reports(frame.schema)
+        for name, meta in _file_reports(frame).items():
+            if name in frame.columns and recorded.setdefault(name, meta) != meta:
+                raise ParameterError(
+                    f"column {shown(name)}: its schema and its Parquet files record different "
+                    "releases; debias each release on its own"
+                )
+        return recorded
+
+    def num_rows(self, frame: SparkDataFrame) -> int:
+        return int(frame.count())
+
+    def to_arrow(self, frame: SparkDataFrame, column: Any) -> pa.Array | pa.ChunkedArray:
+        raise ParameterError(
+            f"column {shown(column)}: reading a whole Spark column needs one machine; collect "
+            "the frame to pandas first (sdf.toPandas()), or work partition by partition"
+        )
+
+    def from_arrow(self, columns: Mapping[Any, pa.Array]) -> SparkDataFrame:
+        raise ParameterError("a Spark frame is not built from Arrow columns on one machine")
+
+    def storage_view(self, frame: SparkDataFrame) -> SparkDataFrame:
+        raise ParameterError(
+            "validation takes a pandas or polars frame; validate a collected sample or "
+            "partition (sdf.toPandas())"
+        )
+
+
+class SparkFrameAccessor(FrameMethods):
+    """``sdf.ldp``: privatize columns of a Spark DataFrame (eagerly, see the module docstring)
+    and debias its reports with tree aggregations (the reports equal the pandas accessor's for
+    the same key)."""
+
+    _frame: SparkDataFrame
+
+    @functools.cached_property
+    def _recorded(self) -> dict[Any, ReportMetadata]:
+        return self._adapter.report_columns(self._frame)
+
+    def _report_columns(self) -> dict[Any, ReportMetadata]:
+        return dict(self._recorded)  # the schema and footers are read once per accessor
+
+    def _domain_values(self, column: str) -> pa.Array | pa.ChunkedArray:
+        """The distinct values of ``column`` (all ``domain="infer"`` reads), computed by Spark."""
+        values = _quoted(column)
+        kind = self._frame.schema[column].dataType
+        if isinstance(kind, spark_types.ArrayType):
+            values = spark_functions.explode(values)
+        distinct = self._frame.select(values.alias("value")).distinct()
+        array = _running(distinct.toArrow).column(0)
+        return pc.unique(array.drop_null()) if len(array) else array
+
+    def shuffle(
+        self, *, keep: Sequence[Any] | str = (), key: bytes | None = None, seed: int | None = None
+    ) -> Any:
+        """Not on Spark: a shuffle permutes all reports on one machine (raises)."""
+        raise ParameterError(_ONE_MACHINE.format(what="shuffle", method="shuffle"))
+
+    def balcer_cheu(self, column: str, *args: Any, **kwargs: Any) -> Any:
+        """Not on Spark: the Balcer–Cheu shuffler needs every message on one machine (raises)."""
+        raise ParameterError(
+            f"column {shown(column)}: "
+            + _ONE_MACHINE.format(what="the Balcer–Cheu shuffler", method="balcer_cheu")
+        )
+
+    def privatize(
+        self,
+        mechanisms: Mapping[str, Mechanism],
+        *,
+        key: bytes | None = None,
+        seed: int | None = None,
+        ledger: LedgerLike | None = None,
+        budget: str | None = None,
+        user: str | None = None,
+        memo_key: bytes | None = None,
+    ) -> SparkDataFrame:
+        """Replace each column by its reports, now (see the module docstring).
+
+        Returns a checkpointed Spark DataFrame whose reports are addressed by global row: with
+        ``key=`` exactly the pandas accessor's reports on ``sdf.toPandas()`` for the same key;
+        without, each task draws a fresh key on its executor. Every later action reads the same
+        reports. Values outside the domain raise their :class:`~frameldp.DomainError` here;
+        with ``ledger`` and ``budget`` the release is charged once, after its reports exist.
+        Bloom RAPPOR columns also get a ``{column}_cohort`` column; ``user=`` needs
+        ``memo_key=`` or ``key=`` (see :meth:`rappor`).
+        """
+        columns = self._columns()
+        check_columns(columns, mechanisms, reports=self._report_columns())
+        keyed = None if key is None and seed is None else resolve_source(key, seed)
+        release = plan_release(
+            columns,
+            mechanisms,
+            source=keyed or RandomSource.fresh(),
+            user=user,
+            memo_key=memo_key,
+            fresh_keys=("on Spark", "each task"),
+        )
+        check_budget(ledger, budget, release)
+        schema = self._release_schema(mechanisms, release.specs)
+        with charging(ledger, budget, release):
+            pinned = _running(lambda: self._frame.localCheckpoint(eager=True))
+            counts = _running(
+                lambda: pinned.mapInArrow(_count_rows, "partition int, rows long").collect()
+            )
+            rows = dict(sorted((int(r["partition"]), int(r["rows"])) for r in counts))
+            starts = np.concatenate([[0], np.cumsum([rows[i] for i in range(len(rows))])])
+            task = functools.partial(
+                _privatize_task,
+                starts=[int(start) for start in starts[:-1]],
+                mechanisms=dict(mechanisms),
+                specs=release.specs,
+                shipped=_ShippedSource(keyed),
+                memo=_ShippedSource(release.memo),
+                user=user,
+                names=schema.fieldNames(),
+            )
+            released = pinned.mapInArrow(task, schema)
+            out: SparkDataFrame = _running(lambda: released.localCheckpoint(eager=True))
+        return out
+
+    def _release_schema(
+        self, mechanisms: Mapping[str, Mechanism], specs: Mapping[str, Mapping[str, Any]]
+    ) -> spark_types.StructType:
+        """The input's fields, each privatized column replaced by its report columns, typed by
+        their storage and recording their metadata."""
+        fields = []
+        for field in self._frame.schema.fields:
+            if field.name not in mechanisms:
+                fields.append(field)
+                continue
+            kinds = report_types(mechanisms[field.name], field.name, specs[field.name])
+            for name, kind in kinds.items():
+                metadata = {METADATA_KEY: kind.metadata.to_json()}
+                spark_kind = from_arrow_type(_SIGNED.get(kind.storage_type, kind.storage_type))
+                fields.append(spark_types.StructField(name, spark_kind, True, metadata))
+        return spark_types.StructType(fields)
+
+    def _grouped(self, reduction: Reduction, by: tuple[str, ...]) -> Grouped:
+        """Per-partition statistics (by group) summed by ``treeAggregate`` (report columns
+        never meet on one machine); debiasing the sums gives exactly the pandas estimates."""
+        read = list(dict.fromkeys((*reduction.names, *by)))
+        kinds = _storage_types(self._report_columns())
+        task = functools.partial(_statistics_task, reduction=reduction, by=by, kinds=kinds)
+        partials = self._frame.select(*map(_quoted, read)).mapInArrow(task, "partial binary")
+        return cast(
+            Grouped,
+            _running(
+                lambda: partials.rdd.map(_unpickled).treeAggregate(
+                    Grouped(), merge_grouped, merge_grouped
+                )
+            ),
+        )
+
+    def _gatherer(
+        self, names: tuple[str, ...], column: str
+    ) -> Callable[[Callable[[Mapping[str, pa.Array]], Statistic]], Statistic]:
+        """Each pass of a search reads the same reports: a release privatized here is
+        checkpointed, and files do not change under a read."""
+
+        def gather(reduce: Callable[[Mapping[str, pa.Array]], Statistic]) -> Statistic:
+            grouped = self._grouped(Reduction(names, reduce, column), ())
+            return cast(Statistic, grouped.statistics[()])
+
+        return gather
+
+    def unpack(self, column: str, mechanism: Mechanism | None = None) -> SparkDataFrame:
+        """RAPPOR reports as one 0/1 ``tinyint`` column per bucket, named ``column=label``."""
+        require_column(self._columns(), column)
+        found = find_mechanism(column, mechanism, self._specs())
+        empty = pa.array([], type=found.report_columns(column)[column])
+        _, names = unpack_reports(empty, found, column)  # refuses reports that are no bit vectors
+        schema = spark_types.StructType(
+            [spark_types.StructField(name, spark_types.ByteType(), False) for name in names]
+        )
+        task = functools.partial(_unpack_task, mechanism=found, column=column, names=names)
+        return self._frame.select(_quoted(column)).mapInArrow(task, schema)
+
+
+def _accessor(frame: SparkDataFrame) -> SparkFrameAccessor:
+    return SparkFrameAccessor(frame)
+
+
+SparkDataFrame.ldp = property(_accessor, doc="The frameldp accessor (``sdf.ldp``).")  # type: ignore[attr-defined]

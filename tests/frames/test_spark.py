@@ -1,0 +1,365 @@
+"""The ``.ldp`` accessor on Spark DataFrames, on a ``local[2]`` session.
+
+The oracle is the pandas accessor with the same key on the rows in the order Spark pinned them
+(the privatized frame carries an ``id`` column, so its rows name their input rows): Spark must
+give exactly those reports, whatever the partitioning (one partition, a round-robin
+repartition), and exactly the pandas tables. Reports are compared exactly, so no statistical
+test is needed here: the estimators are tested on their own.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import frameldp
+from frameldp.frames.report_type import storage_of
+
+from .conftest import CARRIERS, ORIGINS
+
+pytest.importorskip("pyspark", reason="pyspark is not installed: pip install -e '.[spark]'")
+if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+    pytest.skip(
+        "Spark needs Java 17 or later (no java on PATH, no JAVA_HOME)", allow_module_level=True
+    )
+
+from pyspark.sql import DataFrame as SparkDataFrame
+from pyspark.sql import SparkSession
+
+pytestmark = pytest.mark.slow  # a Spark session takes seconds to start: start it first
+
+KEY = bytes(range(32))
+MEMO = bytes(range(100, 132))
+SERVICES = ("wifi", "meal", "lounge", "checked_bag")
+URLS = ("/home", "/search", "/cart", "/help")
+BLOOM = {"num_bits": 16, "num_hashes": 2, "num_cohorts": 4, "f": 0.5, "p": 0.5, "q": 0.75}
+
+Call = Callable[[Any], Any]
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[SparkSession]:
+    """Two cores in one JVM; workers run this interpreter (frameldp importable)."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("frameldp-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("OFF")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(autouse=True)
+def _quiet() -> Iterator[None]:
+    with warnings.catch_warnings():
+        # pyspark 4 warns that it has not been tested with pandas 3 (toPandas only).
+        warnings.filterwarnings("ignore", category=FutureWarning, module="pyspark")
+        warnings.filterwarnings("ignore", category=UserWarning, module="pyspark")
+        yield
+
+
+def table(n: int = 120) -> pa.Table:
+    """Strings over public domains, set-valued cells, URLs and their users, a float, a row id."""
+    rows = np.arange(n)
+    services = [[SERVICES[i % 4], SERVICES[(i // 4) % 4]] if i % 5 else [] for i in rows]
+    return pa.table(
+        {
+            "id": pa.array(rows, pa.int64()),
+            "carrier": np.array(CARRIERS[:3])[rows % 3],
+            "origin": np.array(ORIGINS)[(7 * rows) % 5],
+            "services": pa.array(services, pa.list_(pa.string())),
+            "url": np.array(URLS)[(rows * rows + rows // 3) % 4],
+            "user_id": [f"user{i // 2:04d}" for i in rows],  # two rows per user
+            "fare": rows / 4,
+        }
+    )
+
+
+def spark_frame(spark: SparkSession, partitions: int = 3) -> SparkDataFrame:
+    """The table in ``partitions`` partitions dealt round-robin (an order Spark may change on
+    recomputation: privatize must pin it)."""
+    frame = spark.createDataFrame(table())
+    return frame.repartition(partitions) if partitions > 1 else frame.coalesce(1)
+
+
+CALLS: dict[str, Call] = {
+    "krr": lambda f: f.ldp.krr("carrier", 1.0, domain=CARRIERS, key=KEY),
+    "rappor": lambda f: f.ldp.rappor("origin", 1.0, domain=ORIGINS, key=KEY),
+    "rappor-sets": lambda f: f.ldp.rappor("services", 2.0, domain=SERVICES, max_weight=2, key=KEY),
+    "bloom-user": lambda f: f.ldp.rappor(
+        "url", encoding="bloom", user="user_id", memo_key=MEMO, key=KEY, **BLOOM
+    ),
+    "oracles": lambda f: f.ldp.privatize(
+        {
+            "carrier": frameldp.OptimizedUnaryEncoding(1.0, domain=CARRIERS),
+            "origin": frameldp.LocalHashing(2.0, domain=ORIGINS),
+            "url": frameldp.SubsetSelection(1.0, domain=URLS),
+            "user_id": frameldp.HadamardResponse(1.0, domain=[f"user{i:04d}" for i in range(60)]),
+        },
+        key=KEY,
+    ),
+    "krr-memoized": lambda f: f.ldp.krr(
+        "carrier",
+        1.0,
+        domain=CARRIERS,
+        epsilon_infinity=3.0,
+        user="user_id",
+        memo_key=MEMO,
+        key=KEY,
+    ),
+    "prefix-seeded": lambda f: f.ldp.privatize(
+        {"url": frameldp.PrefixExtending(4.0, max_length=8)}, seed=7
+    ),
+}
+
+
+def pinned_pandas(out: SparkDataFrame) -> pd.DataFrame:
+    """The input rows in the order Spark privatized them."""
+    ids = out.select("id").toArrow().column(0).to_numpy()
+    return table().take(pa.array(ids)).to_pandas(types_mapper=pd.ArrowDtype)
+
+
+def values(frame: SparkDataFrame | pd.DataFrame) -> dict[str, list[Any]]:
+    """Every column's storage values (reports as bytes or labels)."""
+    arrow = frame.toArrow() if isinstance(frame, SparkDataFrame) else pa.Table.from_pandas(frame)
+    return {name: storage_of(arrow.column(name)).to_pylist() for name in arrow.column_names}
+
+
+# ---------------------------------------------------------------------------- row addressing
+
+
+@pytest.mark.parametrize(
+    ("call", "partitions"), [*((call, 3) for call in CALLS), ("krr", 1), ("bloom-user", 1)]
+)
+def test_reports_equal_the_pandas_reports(spark: SparkSession, call: str, partitions: int) -> None:
+    out = CALLS[call](spark_frame(spark, partitions))
+    first = values(out)
+    expected = CALLS[call](pinned_pandas(out))
+
+    assert values(out) == first  # every action reads the same (checkpointed) reports
+    assert first == values(expected)
+    assert out.ldp.specs == expected.ldp.specs
+    assert sorted(first["id"]) == list(range(120))
+
+
+def test_memoized_reports_follow_the_person(spark: SparkSession) -> None:
+    """With a memo key, a person's permanent response is the same in every task: two rows of
+    one user with one value in different partitions give equal reports at epsilon_inf with no
+    instantaneous noise (epsilon_1 = epsilon_inf)."""
+    frame = spark_frame(spark, 3)
+    out = frame.ldp.krr(
+        "carrier", 3.0, domain=CARRIERS, epsilon_infinity=3.0, user="user_id", memo_key=MEMO
+    )
+    got = values(out)
+    rows = pd.DataFrame({"id": got["id"], "report": got["carrier"]}).set_index("id").sort_index()
+    data = table().to_pandas()
+    same = data.groupby(["user_id", "carrier"]).filter(lambda g: len(g) == 2)
+    for _, group in same.groupby(["user_id", "carrier"]):
+        assert rows.loc[group["id"], "report"].nunique() == 1
+
+
+def test_fresh_keys_give_new_reports_each_call_but_one_release_reads_the_same(
+    spark: SparkSession,
+) -> None:
+    frame = spark_frame(spark, 3)
+    domain = [f"v{i}" for i in range(64)]
+    wide = frame.selectExpr("id", "concat('v', cast(id % 64 as string)) as value")
+
+    first = wide.ldp.krr("value", 0.5, domain=domain)
+    second = wide.ldp.krr("value", 0.5, domain=domain)
+
+    by_id = [dict(zip(v["id"], v["value"], strict=True)) for v in (values(first), values(second))]
+    assert values(first) == values(first)
+    # 120 rows of 64 values at epsilon 0.5: two independent releases agree on a row with
+    # probability about 0.02; all 120 equal would need the same key.
+    assert sum(by_id[0][i] == by_id[1][i] for i in range(120)) < 60
+
+
+# ---------------------------------------------------------------------------- estimation
+
+
+ESTIMATED: dict[str, tuple[Any, Call, dict[str, Any]]] = {
+    "krr-by": ("carrier", CALLS["krr"], {"by": "origin"}),
+    "rappor-sets": ("services", CALLS["rappor-sets"], {}),
+    "oracles-joint": (["carrier", "origin"], CALLS["oracles"], {}),
+    "oracles-by": ("url", CALLS["oracles"], {"by": ["origin", "carrier"]}),
+}
+
+
+@pytest.mark.parametrize("kind", list(ESTIMATED))
+def test_debias_equals_the_pandas_debias(spark: SparkSession, kind: str) -> None:
+    column, call, options = ESTIMATED[kind]
+    if kind == "oracles-by":  # group by raw columns: privatize url only
+        reports = spark_frame(spark, 3).ldp.krr("url", 1.0, domain=URLS, key=KEY)
+    else:
+        reports = call(spark_frame(spark, 3))
+    pinned = pinned_pandas(reports)
+    expected_reports = (
+        pinned.ldp.krr("url", 1.0, domain=URLS, key=KEY) if kind == "oracles-by" else call(pinned)
+    )
+
+    got = reports.ldp.debias(column, level=0.9, **options)
+    expected = expected_reports.ldp.debias(column, level=0.9, **options)
+
+    pd.testing.assert_frame_equal(got.frame, expected.frame, check_exact=True)
+    assert (got.n, got.level, got.privacy) == (expected.n, 0.9, expected.privacy)
+
+
+def test_decode_discover_and_unpack_equal_pandas(spark: SparkSession) -> None:
+    frame = spark_frame(spark, 3)
+    bloom = CALLS["bloom-user"](frame)
+    prefix = CALLS["prefix-seeded"](frame)
+    rappor = CALLS["rappor"](frame)
+
+    decoded = bloom.ldp.decode("url", candidates=list(URLS))
+    pd.testing.assert_frame_equal(
+        decoded.frame,
+        CALLS["bloom-user"](pinned_pandas(bloom)).ldp.decode("url", candidates=list(URLS)).frame,
+    )
+    discovered = prefix.ldp.discover("url", top=3)
+    pd.testing.assert_frame_equal(
+        discovered.frame, CALLS["prefix-seeded"](pinned_pandas(prefix)).ldp.discover(top=3).frame
+    )
+    unpacked = rappor.ldp.unpack("origin").toPandas()
+    expected = CALLS["rappor"](pinned_pandas(rappor)).ldp.unpack("origin")
+    assert list(unpacked.columns) == list(expected.columns)
+    assert np.array_equal(unpacked.to_numpy(), expected.to_numpy())
+
+
+def test_inferred_domain_warns_and_matches_pandas(spark: SparkSession) -> None:
+    frame = spark_frame(spark, 3)
+    with pytest.warns(frameldp.DomainInferenceWarning):
+        out = frame.ldp.rappor("services", 1.0, domain="infer", max_weight=2, key=KEY)
+    assert list(out.ldp.mechanisms["services"].categories) == sorted(SERVICES)
+
+
+# ---------------------------------------------------------------------------- files
+
+
+def test_parquet_written_by_spark_keeps_the_mechanism(spark: SparkSession, tmp_path: Path) -> None:
+    reports = CALLS["krr"](spark_frame(spark, 3))
+    reports.write.parquet(str(tmp_path / "krr"))
+
+    back = spark.read.parquet(str(tmp_path / "krr"))
+
+    assert back.ldp.specs == reports.ldp.specs
+    pd.testing.assert_frame_equal(
+        back.ldp.debias("carrier").frame, reports.ldp.debias("carrier").frame
+    )
+
+
+def test_parquet_written_by_pandas_is_read_with_its_report_types(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Spark drops Arrow extension types; the files' footers still record them."""
+    reports = (
+        table()
+        .to_pandas(types_mapper=pd.ArrowDtype)
+        .ldp.rappor("origin", 1.0, domain=ORIGINS, key=KEY)
+    )
+    reports.to_parquet(tmp_path / "part-0.parquet")
+
+    back = spark.read.parquet(str(tmp_path))
+
+    assert back.ldp.specs == reports.ldp.specs
+    pd.testing.assert_frame_equal(
+        back.ldp.debias("origin").frame, reports.ldp.debias("origin").frame
+    )
+
+
+def test_a_dataset_of_two_releases_is_refused(spark: SparkSession, tmp_path: Path) -> None:
+    data = table().to_pandas(types_mapper=pd.ArrowDtype)
+    for epsilon, name in ((1.0, "a"), (2.0, "b")):
+        reports = data.ldp.krr("carrier", epsilon, domain=CARRIERS)
+        pq.write_table(pa.Table.from_pandas(reports), tmp_path / f"{name}.parquet")
+
+    with pytest.raises(frameldp.ParameterError, match="different releases"):
+        spark.read.parquet(str(tmp_path)).ldp.debias("carrier")
+
+
+# ---------------------------------------------------------------------------- ledger, errors
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> frameldp.Ledger:
+    book = frameldp.Ledger(tmp_path / "budget.sqlite")
+    book.set_budget("nightly", epsilon=2.5)
+    return book
+
+
+def test_a_release_is_charged_once(spark: SparkSession, ledger: frameldp.Ledger) -> None:
+    reports = spark_frame(spark, 3).ldp.krr(
+        "carrier", 1.0, domain=CARRIERS, ledger=ledger, budget="nightly"
+    )
+    [entry] = ledger.history("nightly")
+    assert entry.description == "privatize carrier"
+
+    reports.ldp.debias("carrier")
+    reports.count()
+    assert len(ledger.history("nightly")) == 1
+
+
+def test_over_budget_and_bad_values_charge_nothing(
+    spark: SparkSession, ledger: frameldp.Ledger
+) -> None:
+    frame = spark_frame(spark, 3)
+    with pytest.raises(frameldp.DomainError, match=r"column 'carrier': value 'UA' at row \d+"):
+        frame.ldp.krr("carrier", 1.0, domain=["AA", "DL"], ledger=ledger, budget="nightly")
+    assert ledger.history("nightly") == []
+
+    with pytest.raises(frameldp.BudgetExceededError, match="nightly"):
+        frame.ldp.krr("carrier", 3.0, domain=CARRIERS, ledger=ledger, budget="nightly")
+    assert ledger.history("nightly") == []
+
+
+ERRORS: dict[str, tuple[Call, type[Exception], str]] = {
+    "missing column": (
+        lambda f: f.ldp.krr("nope", 1.0, domain=CARRIERS),
+        frameldp.ParameterError,
+        "nope",
+    ),
+    "user without memo key": (
+        lambda f: f.ldp.rappor("url", encoding="bloom", user="user_id", **BLOOM),
+        frameldp.ParameterError,
+        "memo_key",
+    ),
+    "a report column again": (
+        lambda f: CALLS["krr"](CALLS["krr"](f)),
+        frameldp.ParameterError,
+        "already holds frameldp reports",
+    ),
+    "shuffle": (lambda f: CALLS["krr"](f).ldp.shuffle(), frameldp.ParameterError, "one machine"),
+    "balcer_cheu": (
+        lambda f: f.ldp.balcer_cheu("carrier", 1.0, 1e-6, domain=CARRIERS),
+        frameldp.ParameterError,
+        "one machine",
+    ),
+    "validate": (
+        lambda f: f.ldp.validate({"carrier": frameldp.RandomizedResponse(1.0, domain=CARRIERS)}),
+        frameldp.ParameterError,
+        "of a Spark frame: a collected sample",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(ERRORS))
+def test_bad_input_raises_a_frameldp_error(spark: SparkSession, case: str) -> None:
+    call, kind, message = ERRORS[case]
+    with pytest.raises(kind, match=message):
+        call(spark_frame(spark, 3))
