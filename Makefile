@@ -52,6 +52,7 @@ bench: $(VENV)/.test-installed
 	$(BIN)/python benchmarks/bench_discovery.py
 	$(BIN)/python benchmarks/bench_longitudinal.py
 	$(BIN)/python benchmarks/bench_etl.py
+	$(BIN)/python benchmarks/bench_spark.py
 	$(BIN)/python benchmarks/bench_import.py
 
 clean:

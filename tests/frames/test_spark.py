@@ -144,9 +144,7 @@ def values(frame: SparkDataFrame | pd.DataFrame) -> dict[str, list[Any]]:
 # ---------------------------------------------------------------------------- row addressing
 
 
-@pytest.mark.parametrize(
-    ("call", "partitions"), [*((call, 3) for call in CALLS), ("krr", 1), ("bloom-user", 1)]
-)
+@pytest.mark.parametrize(("call", "partitions"), [*((call, 3) for call in CALLS), ("krr", 1)])
 def test_reports_equal_the_pandas_reports(spark: SparkSession, call: str, partitions: int) -> None:
     out = CALLS[call](spark_frame(spark, partitions))
     first = values(out)
@@ -363,3 +361,28 @@ def test_bad_input_raises_a_frameldp_error(spark: SparkSession, case: str) -> No
     call, kind, message = ERRORS[case]
     with pytest.raises(kind, match=message):
         call(spark_frame(spark, 3))
+
+
+@pytest.mark.parametrize("rows", [3, 5], ids=["fewer", "more"])
+def test_a_partition_holding_other_rows_than_counted_is_refused(
+    monkeypatch: pytest.MonkeyPatch, rows: int
+) -> None:
+    """Partition 1 was counted with rows 3..6 (4 rows); if it held 3 or 5 when privatized, its
+    rows would take ids of partition 0's or 2's rows: the task fails, whole."""
+    from frameldp.frames import _spark
+
+    monkeypatch.setattr(_spark, "_partition_id", lambda: 1)
+    mechanism = frameldp.RandomizedResponse(1.0, domain=CARRIERS)
+    task = _spark._privatize_task(
+        iter([pa.record_batch({"carrier": pa.array(["AA"] * rows)})]),
+        starts=[0, 3, 7, 9],
+        mechanisms={"carrier": mechanism},
+        specs={"carrier": mechanism.to_spec()},
+        shipped=_spark._ShippedSource(None),
+        memo=_spark._ShippedSource(None),
+        user=None,
+        names=["carrier"],
+    )
+
+    with pytest.raises(frameldp.NoiseReuseError, match="no longer holds the 4 rows"):
+        _spark._running(lambda: list(task))

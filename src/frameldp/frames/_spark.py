@@ -65,7 +65,7 @@ from pyspark.sql.pandas.types import from_arrow_type
 from frameldp.core.mechanisms import Mechanism, Statistic, mechanism_from_spec
 from frameldp.core.parallel import threads
 from frameldp.core.randomness import RandomSource, resolve_source
-from frameldp.errors import FrameLDPError, ParameterError, shown
+from frameldp.errors import FrameLDPError, NoiseReuseError, ParameterError, shown
 from frameldp.frames.adapters import register_adapter
 from frameldp.frames.grouping import Grouped, Reduction, grouped_statistics, merge_grouped
 from frameldp.frames.inputs import check_columns, require_column
@@ -270,8 +270,11 @@ def _privatize_task(
     user: str | None,
     names: Sequence[str],
 ) -> Iterator[pa.RecordBatch]:
-    """The reports of one partition, addressed by global row (module docstring)."""
-    row = starts[_partition_id()]
+    """The reports of one partition, addressed by global row (module docstring). A partition
+    must hold the rows the counting pass found in it (``starts[i] .. starts[i + 1]``): else the
+    task fails, and the release with it, rather than give a row id to two rows."""
+    partition = _partition_id()
+    row, end = starts[partition], starts[partition + 1]
     source = shipped.optional() or RandomSource.fresh()  # drawn here, never sent anywhere
     with threads(1):  # Spark already runs one task per core
         for batch in batches:
@@ -285,11 +288,22 @@ def _privatize_task(
                 memo=memo.optional(),
             )
             row += batch.num_rows
+            if row > end:
+                raise _miscounted(partition, end - starts[partition])
             arrays = [
                 _to_spark(storage_of(produced[name])) if name in produced else batch.column(name)
                 for name in names
             ]
             yield pa.RecordBatch.from_arrays(arrays, names=list(names))
+    if row != end:
+        raise _miscounted(partition, end - starts[partition])
+
+
+def _miscounted(partition: int, counted: int) -> NoiseReuseError:
+    return NoiseReuseError(
+        f"partition {partition} of the pinned input no longer holds the {counted} rows counted "
+        "in it: its rows would take row ids of others; nothing was released"
+    )
 
 
 @_frameldp_errors
@@ -449,7 +463,7 @@ class SparkFrameAccessor(FrameMethods):
             starts = np.concatenate([[0], np.cumsum([rows[i] for i in range(len(rows))])])
             task = functools.partial(
                 _privatize_task,
-                starts=[int(start) for start in starts[:-1]],
+                starts=[int(start) for start in starts],
                 mechanisms=dict(mechanisms),
                 specs=release.specs,
                 shipped=_ShippedSource(keyed),
