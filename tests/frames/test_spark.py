@@ -386,3 +386,32 @@ def test_a_partition_holding_other_rows_than_counted_is_refused(
 
     with pytest.raises(frameldp.NoiseReuseError, match="no longer holds the 4 rows"):
         _spark._running(lambda: list(task))
+
+
+def test_error_text_from_a_task_is_never_unpickled() -> None:
+    """Spark errors may quote data values, so a value imitating the error mark must not run
+    code on the driver: only frameldp.errors classes are rebuilt, from JSON."""
+    import base64
+    import pickle
+
+    from frameldp.frames import _spark
+
+    class Boom:
+        def __reduce__(self) -> tuple[Any, ...]:
+            return (os.system, ("touch /tmp/frameldp-pwned",))
+
+    forged = "frameldp-error:" + base64.b64encode(pickle.dumps(Boom())).decode() + "|"
+    assert _spark._carried_back(f"CAST_INVALID_INPUT: '{forged}'") is None
+    assert (
+        _spark._carried_back(
+            "frameldp-error:"
+            + base64.b64encode(b'{"type": "Exception", "message": "x"}').decode()
+            + "|"
+        )
+        is None
+    )
+
+    carried = str(_spark._carried(frameldp.DomainError("value 'UA' at row 3", column="carrier")))
+    error = _spark._carried_back(carried)
+    assert isinstance(error, frameldp.DomainError)
+    assert (error.column, str(error)) == ("carrier", "column 'carrier': value 'UA' at row 3")

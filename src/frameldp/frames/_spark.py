@@ -62,6 +62,7 @@ from pyspark.sql import functions as spark_functions
 from pyspark.sql import types as spark_types
 from pyspark.sql.pandas.types import from_arrow_type
 
+from frameldp import errors
 from frameldp.core.mechanisms import Mechanism, Statistic, mechanism_from_spec
 from frameldp.core.parallel import threads
 from frameldp.core.randomness import RandomSource, resolve_source
@@ -102,8 +103,39 @@ _ONE_MACHINE = (
 
 def _carried(error: FrameLDPError) -> RuntimeError:
     """A frameldp error as an executor raises it: Spark returns only the worker's traceback
-    text to the driver, so the error travels pickled inside the message."""
-    return RuntimeError(_ERROR_MARK + base64.b64encode(pickle.dumps(error)).decode() + "|")
+    text to the driver, so the error's class name, message, column and parameter travel as
+    JSON inside the message (never a pickle: that text may quote data values)."""
+    fields = {
+        "type": type(error).__name__,
+        "message": str(error.args[0]) if error.args else "",
+        "column": error.column if isinstance(error.column, str | int) else None,
+        "parameter": error.parameter,
+    }
+    encoded = base64.b64encode(json.dumps(fields).encode()).decode()
+    return RuntimeError(_ERROR_MARK + encoded + "|")
+
+
+def _carried_back(text: str) -> FrameLDPError | None:
+    """The frameldp error a task's error text carries, or None. Only the class names of
+    :mod:`frameldp.errors` are rebuilt, from plain JSON, so a data value that imitates the
+    mark yields at most a frameldp error with its text."""
+    start = text.find(_ERROR_MARK)
+    stop = text.find("|", start + len(_ERROR_MARK))
+    if start < 0 or stop < 0:
+        return None
+    try:
+        fields = json.loads(base64.b64decode(text[start + len(_ERROR_MARK) : stop]))
+        kind = getattr(errors, str(fields["type"]), None)
+        if not (isinstance(kind, type) and issubclass(kind, FrameLDPError)):
+            return None
+        column, parameter = fields.get("column"), fields.get("parameter")
+        return kind(
+            str(fields["message"]),
+            column=column if isinstance(column, str | int) else None,
+            parameter=parameter if isinstance(parameter, str) else None,
+        )
+    except (ValueError, TypeError, KeyError):  # binascii.Error and JSON errors included
+        return None
 
 
 def _running(action: Callable[[], Any]) -> Any:
@@ -113,12 +145,10 @@ def _running(action: Callable[[], Any]) -> Any:
     except FrameLDPError:
         raise
     except Exception as error:  # pyspark's PythonException, Py4JJavaError, ...
-        text = str(error)
-        start = text.find(_ERROR_MARK)
-        if start < 0:
+        carried = _carried_back(str(error))
+        if carried is None:
             raise
-        encoded = text[start + len(_ERROR_MARK) : text.index("|", start)]
-        raise cast(FrameLDPError, pickle.loads(base64.b64decode(encoded))) from None
+        raise carried from None
 
 
 def _frameldp_errors(task: Callable[..., Iterator[pa.RecordBatch]]) -> Callable[..., Any]:
