@@ -370,6 +370,7 @@ def test_a_partition_holding_other_rows_than_counted_is_refused(
     """Partition 1 was counted with rows 3..6 (4 rows); if it held 3 or 5 when privatized, its
     rows would take ids of partition 0's or 2's rows: the task fails, whole."""
     from frameldp.frames import _spark
+    from frameldp.frames.release import ShippedSource
 
     monkeypatch.setattr(_spark, "_partition_id", lambda: 1)
     mechanism = frameldp.RandomizedResponse(1.0, domain=CARRIERS)
@@ -378,8 +379,8 @@ def test_a_partition_holding_other_rows_than_counted_is_refused(
         starts=[0, 3, 7, 9],
         mechanisms={"carrier": mechanism},
         specs={"carrier": mechanism.to_spec()},
-        shipped=_spark._ShippedSource(None),
-        memo=_spark._ShippedSource(None),
+        shipped=ShippedSource(None),
+        memo=ShippedSource(None),
         user=None,
         names=["carrier"],
     )

@@ -35,7 +35,7 @@ key on its worker when it runs, so each computation of the graph is a new releas
 independent noise (and a fresh key never leaves the process that uses it). With ``key=`` the
 same rows give the same reports in every computation; the noise of a row is bound to its global
 position and its value, so a row whose value changed between two computations gets independent
-noise. A caller's key travels to the workers inside the task messages (``_ShippedSource``), as
+noise. A caller's key travels to the workers inside the task messages (``ShippedSource``), as
 the raw data does; task names are random, never derived from it. With a ledger, every
 computation is charged once, by the graph's first task (before any partition is privatized),
 in the process that runs it; a release that could not be charged is refused already when the
@@ -61,7 +61,7 @@ import dataclasses
 import functools
 import operator
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 import dask
@@ -84,11 +84,12 @@ from frameldp.frames.adapters import adapter_for, register_adapter
 from frameldp.frames.grouping import Grouped, Reduction, grouped_statistics, merge_grouped
 from frameldp.frames.inputs import check_columns, require_column
 from frameldp.frames.lookup import find_mechanism, unpack_reports
-from frameldp.frames.methods import FrameMethods
+from frameldp.frames.methods import FrameMethods, OneMachineMethods
 from frameldp.frames.pipeline import privatize_frame
 from frameldp.frames.release import (
     LedgerLike,
     ReleasePlan,
+    ShippedSource,
     charging,
     check_budget,
     plan_release,
@@ -100,11 +101,6 @@ __all__ = ["SPLIT_EVERY", "DaskFrameAccessor"]
 
 SPLIT_EVERY = 8
 """Partial results combined per task of a tree reduction."""
-
-_ONE_MACHINE = (
-    "{what} permutes every report together, which needs one machine; compute the frame to "
-    "pandas first: ddf.compute().ldp.{method}(...)"
-)
 
 
 # -- graphs over pinned partitions -------------------------------------------------------------
@@ -182,23 +178,6 @@ def _tree_reduce(
 # -- what runs on each partition ---------------------------------------------------------------
 
 
-class _ShippedSource:
-    """A caller's key sent to the workers with the tasks (it pickles the key itself, unlike a
-    :class:`RandomSource`, which never does). ``None``: a fresh key per task."""
-
-    def __init__(self, source: RandomSource | None) -> None:
-        self.key = None if source is None else source.key
-        self.kind = None if source is None else source.kind
-
-    def source(self) -> RandomSource:
-        """The caller's source, or a fresh key for this task."""
-        return self.optional() or RandomSource.fresh()
-
-    def optional(self) -> RandomSource | None:
-        """The caller's source, or None."""
-        return None if self.key is None else RandomSource(self.key, kind=self.kind)
-
-
 def _charged_first_row(ledger: LedgerLike | None, budget: str | None, release: ReleasePlan) -> int:
     """Charge one computation of a privatized frame (before any of its reports exist)."""
     with charging(ledger, budget, release):
@@ -210,8 +189,8 @@ def _privatize_partition(
     row_start: int,
     *,
     mechanisms: Mapping[str, Mechanism],
-    shipped: _ShippedSource,
-    memo: _ShippedSource,
+    shipped: ShippedSource,
+    memo: ShippedSource,
     specs: Mapping[str, Mapping[str, Any]],
     user: str | None,
 ) -> pd.DataFrame:
@@ -321,11 +300,12 @@ class DaskAdapter:
 
 
 @dd.extensions.register_dataframe_accessor("ldp")
-class DaskFrameAccessor(FrameMethods):
+class DaskFrameAccessor(OneMachineMethods, FrameMethods):
     """``ddf.ldp``: privatize columns of a Dask DataFrame lazily and debias its reports with
     tree reductions (the reports equal the pandas accessor's for the same key)."""
 
     _frame: dd.DataFrame
+    _to_pandas = ("compute", "ddf.compute()")
 
     def _typed(self, names: list[str]) -> dict[str, ReportMetadata]:
         reports = self._report_columns()
@@ -335,19 +315,6 @@ class DaskFrameAccessor(FrameMethods):
         """The distinct values of ``column`` (all ``domain="infer"`` reads), by tree union."""
         parts, _ = _pinned(self._frame[column])
         return _tree_reduce(parts, _distinct, _union)
-
-    def shuffle(
-        self, *, keep: Sequence[Any] | str = (), key: bytes | None = None, seed: int | None = None
-    ) -> Any:
-        """Not on Dask: a shuffle permutes all reports on one machine (raises)."""
-        raise ParameterError(_ONE_MACHINE.format(what="shuffle", method="shuffle"))
-
-    def balcer_cheu(self, column: str, *args: Any, **kwargs: Any) -> Any:
-        """Not on Dask: the Balcer–Cheu shuffler needs every message on one machine (raises)."""
-        raise ParameterError(
-            f"column {shown(column)}: "
-            + _ONE_MACHINE.format(what="the Balcer–Cheu shuffler", method="balcer_cheu")
-        )
 
     def privatize(
         self,
@@ -387,8 +354,8 @@ class DaskFrameAccessor(FrameMethods):
         privatize = functools.partial(
             _privatize_partition,
             mechanisms=dict(mechanisms),
-            shipped=_ShippedSource(keyed),
-            memo=_ShippedSource(release.memo),
+            shipped=ShippedSource(keyed),
+            memo=ShippedSource(release.memo),
             specs=release.specs,
             user=user,
         )

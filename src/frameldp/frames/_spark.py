@@ -71,9 +71,15 @@ from frameldp.frames.adapters import register_adapter
 from frameldp.frames.grouping import Grouped, Reduction, grouped_statistics, merge_grouped
 from frameldp.frames.inputs import check_columns, require_column
 from frameldp.frames.lookup import find_mechanism, unpack_reports
-from frameldp.frames.methods import FrameMethods
+from frameldp.frames.methods import FrameMethods, OneMachineMethods
 from frameldp.frames.pipeline import privatize_columns
-from frameldp.frames.release import LedgerLike, charging, check_budget, plan_release
+from frameldp.frames.release import (
+    LedgerLike,
+    ShippedSource,
+    charging,
+    check_budget,
+    plan_release,
+)
 from frameldp.frames.report_type import (
     EXTENSION_NAME,
     ReportMetadata,
@@ -92,10 +98,6 @@ _SPARK_ROW_METADATA = b"org.apache.spark.sql.parquet.row.metadata"
 _SIGNED = {pa.uint8(): pa.int8(), pa.uint16(): pa.int16(), pa.uint32(): pa.int32()}
 _SIGNED[pa.uint64()] = pa.int64()
 _ERROR_MARK = "frameldp-error:"
-_ONE_MACHINE = (
-    "{what} permutes every report together, which needs one machine; collect the frame to "
-    "pandas first: sdf.toPandas().ldp.{method}(...)"
-)
 
 
 # -- errors from the executors -----------------------------------------------------------------
@@ -275,19 +277,6 @@ def _count_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     )
 
 
-class _ShippedSource:
-    """A caller's key sent to the executors with the task (it pickles the key itself, unlike a
-    :class:`RandomSource`, which never does). ``None``: a fresh key per task."""
-
-    def __init__(self, source: RandomSource | None) -> None:
-        self.key = None if source is None else source.key
-        self.kind = None if source is None else source.kind
-
-    def optional(self) -> RandomSource | None:
-        """The caller's source, or None."""
-        return None if self.key is None else RandomSource(self.key, kind=self.kind)
-
-
 @_frameldp_errors
 def _privatize_task(
     batches: Iterator[pa.RecordBatch],
@@ -295,8 +284,8 @@ def _privatize_task(
     starts: Sequence[int],
     mechanisms: Mapping[str, Mechanism],
     specs: Mapping[str, Mapping[str, Any]],
-    shipped: _ShippedSource,
-    memo: _ShippedSource,
+    shipped: ShippedSource,
+    memo: ShippedSource,
     user: str | None,
     names: Sequence[str],
 ) -> Iterator[pa.RecordBatch]:
@@ -305,7 +294,7 @@ def _privatize_task(
     task fails, and the release with it, rather than give a row id to two rows."""
     partition = _partition_id()
     row, end = starts[partition], starts[partition + 1]
-    source = shipped.optional() or RandomSource.fresh()  # drawn here, never sent anywhere
+    source = shipped.source()  # a fresh key is drawn here, and never sent anywhere
     with threads(1):  # Spark already runs one task per core
         for batch in batches:
             produced = privatize_columns(
@@ -413,12 +402,13 @@ class SparkAdapter:
         )
 
 
-class SparkFrameAccessor(FrameMethods):
+class SparkFrameAccessor(OneMachineMethods, FrameMethods):
     """``sdf.ldp``: privatize columns of a Spark DataFrame (eagerly, see the module docstring)
     and debias its reports with tree aggregations (the reports equal the pandas accessor's for
     the same key)."""
 
     _frame: SparkDataFrame
+    _to_pandas = ("collect", "sdf.toPandas()")
 
     @functools.cached_property
     def _recorded(self) -> dict[Any, ReportMetadata]:
@@ -436,19 +426,6 @@ class SparkFrameAccessor(FrameMethods):
         distinct = self._frame.select(values.alias("value")).distinct()
         array = _running(distinct.toArrow).column(0)
         return pc.unique(array.drop_null()) if len(array) else array
-
-    def shuffle(
-        self, *, keep: Sequence[Any] | str = (), key: bytes | None = None, seed: int | None = None
-    ) -> Any:
-        """Not on Spark: a shuffle permutes all reports on one machine (raises)."""
-        raise ParameterError(_ONE_MACHINE.format(what="shuffle", method="shuffle"))
-
-    def balcer_cheu(self, column: str, *args: Any, **kwargs: Any) -> Any:
-        """Not on Spark: the Balcer–Cheu shuffler needs every message on one machine (raises)."""
-        raise ParameterError(
-            f"column {shown(column)}: "
-            + _ONE_MACHINE.format(what="the Balcer–Cheu shuffler", method="balcer_cheu")
-        )
 
     def privatize(
         self,
@@ -496,8 +473,8 @@ class SparkFrameAccessor(FrameMethods):
                 starts=[int(start) for start in starts],
                 mechanisms=dict(mechanisms),
                 specs=release.specs,
-                shipped=_ShippedSource(keyed),
-                memo=_ShippedSource(release.memo),
+                shipped=ShippedSource(keyed),
+                memo=ShippedSource(release.memo),
                 user=user,
                 names=schema.fieldNames(),
             )

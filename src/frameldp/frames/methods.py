@@ -126,6 +126,35 @@ def _names_a_pair(column: Any, columns: list[Any]) -> bool:
     return isinstance(column, list | tuple) or hasattr(column, "__array__")
 
 
+class OneMachineMethods:
+    """``shuffle`` and ``balcer_cheu`` of frames spread over machines (Dask, Spark): both permute
+    every report together, which needs one machine, so they raise, naming how the frame is
+    brought to pandas (``_to_pandas``: the verb and the expression). Listed before
+    :class:`FrameMethods` among an accessor's bases."""
+
+    _to_pandas: tuple[str, str]
+
+    def _one_machine(self, what: str, method: str) -> str:
+        verb, expression = self._to_pandas
+        return (
+            f"{what} permutes every report together, which needs one machine; {verb} the frame "
+            f"to pandas first: {expression}.ldp.{method}(...)"
+        )
+
+    def shuffle(
+        self, *, keep: Sequence[Any] | str = (), key: bytes | None = None, seed: int | None = None
+    ) -> Any:
+        """Not here: a shuffle permutes all reports on one machine (raises)."""
+        raise ParameterError(self._one_machine("shuffle", "shuffle"))
+
+    def balcer_cheu(self, column: str, *args: Any, **kwargs: Any) -> Any:
+        """Not here: the Balcer–Cheu shuffler needs every message on one machine (raises)."""
+        raise ParameterError(
+            f"column {shown(column)}: "
+            + self._one_machine("the Balcer–Cheu shuffler", "balcer_cheu")
+        )
+
+
 class FrameMethods:
     """Every frame accessor: ``rappor`` / ``krr`` / ``privatize``, ``debias`` / ``decode``,
     ``shuffle``, ``validate`` and the recorded mechanisms, on any frame the adapter registry

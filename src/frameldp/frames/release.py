@@ -37,6 +37,7 @@ from frameldp.frames.inputs import (
 __all__ = [
     "LedgerLike",
     "ReleasePlan",
+    "ShippedSource",
     "charging",
     "check_budget",
     "companion_columns",
@@ -228,3 +229,21 @@ def guarantee_of(specs: Mapping[str, Any] | None) -> PrivacyGuarantee | None:
     if not specs:
         return None
     return compose(_guarantee_of_spec(spec) for spec in specs.values())
+
+
+class ShippedSource:
+    """A caller's key sent to other processes with the tasks (Dask workers, Spark executors):
+    it pickles the key itself, unlike a :class:`RandomSource`, which never does. ``None``: a
+    fresh key per task, drawn in the process that runs it."""
+
+    def __init__(self, source: RandomSource | None) -> None:
+        self.key = None if source is None else source.key
+        self.kind = None if source is None else source.kind
+
+    def source(self) -> RandomSource:
+        """The caller's source, or a fresh key for this task."""
+        return self.optional() or RandomSource.fresh()
+
+    def optional(self) -> RandomSource | None:
+        """The caller's source, or None."""
+        return None if self.key is None else RandomSource(self.key, kind=self.kind)
