@@ -69,8 +69,7 @@ def spark() -> Iterator[SparkSession]:
 def _quiet() -> Iterator[None]:
     with warnings.catch_warnings():
         # pyspark 4 warns that it has not been tested with pandas 3 (toPandas only).
-        warnings.filterwarnings("ignore", category=FutureWarning, module="pyspark")
-        warnings.filterwarnings("ignore", category=UserWarning, module="pyspark")
+        warnings.filterwarnings("ignore", module="pyspark")
         yield
 
 
@@ -282,13 +281,79 @@ def test_parquet_written_by_pandas_is_read_with_its_report_types(
 
 
 def test_a_dataset_of_two_releases_is_refused(spark: SparkSession, tmp_path: Path) -> None:
+    """Every file is read, whatever its name (not only ``*.parquet``)."""
     data = table().to_pandas(types_mapper=pd.ArrowDtype)
-    for epsilon, name in ((1.0, "a"), (2.0, "b")):
+    for epsilon, name in ((1.0, "a.parquet"), (2.0, "b.bin")):
         reports = data.ldp.krr("carrier", epsilon, domain=CARRIERS)
-        pq.write_table(pa.Table.from_pandas(reports), tmp_path / f"{name}.parquet")
+        pq.write_table(pa.Table.from_pandas(reports), tmp_path / name)
 
     with pytest.raises(frameldp.ParameterError, match="different releases"):
         spark.read.parquet(str(tmp_path)).ldp.debias("carrier")
+
+
+def test_a_raw_column_renamed_to_a_report_column_is_not_taken_for_reports(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Footers name columns; only the attributes read from the file itself hold its reports."""
+    data = table().to_pandas(types_mapper=pd.ArrowDtype)
+    data.ldp.krr("carrier", 1.0, domain=CARRIERS).to_parquet(tmp_path / "release.bin")
+    read = spark.read.parquet(str(tmp_path))
+    renamed = read.drop("carrier").withColumnRenamed("origin", "carrier")
+
+    assert "carrier" in read.filter("fare > 3").select("carrier", "origin").ldp.specs
+    assert renamed.ldp.specs == {}
+    with pytest.raises(frameldp.MechanismNotFoundError, match="'carrier': no mechanism recorded"):
+        renamed.ldp.debias("carrier")
+
+
+def test_a_union_of_different_releases_is_refused(spark: SparkSession) -> None:
+    """Spark's union keeps the first input's field metadata: a seeded or stronger-noise release
+    after it would be debiased under the first one's guarantee."""
+    frame = spark_frame(spark, 1)
+    seeded = frame.ldp.krr("carrier", 1.0, domain=CARRIERS, seed=3)
+    fresh = frame.ldp.krr("carrier", 1.0, domain=CARRIERS)
+    raw = frame.withColumn("carrier", frame["carrier"])
+
+    assert seeded.union(seeded.filter("fare > 3")).ldp.specs == seeded.ldp.specs
+    for union in (fresh.union(seeded), fresh.unionByName(seeded), seeded.union(raw)):
+        with pytest.raises(frameldp.ParameterError, match="union of different releases"):
+            union.ldp.debias("carrier")
+
+
+def test_a_join_with_two_columns_of_one_name_is_refused(spark: SparkSession) -> None:
+    reports = CALLS["krr"](spark_frame(spark, 1))
+    joined = reports.join(reports.select("id", "carrier"), "id")
+
+    with pytest.raises(frameldp.ParameterError, match="'carrier': the frame has 2 columns"):
+        joined.ldp.debias("carrier")
+
+
+def test_speculative_execution_is_refused() -> None:
+    from pyspark import SparkConf
+
+    from frameldp.frames import _spark
+
+    _spark._refuse_speculation(SparkConf(loadDefaults=False))
+    with pytest.raises(frameldp.ParameterError, match=r"spark\.speculation is on"):
+        _spark._refuse_speculation(SparkConf(loadDefaults=False).set("spark.speculation", "true"))
+
+
+def stored_rdds(spark: SparkSession) -> int:
+    return len(spark.sparkContext._jsc.sc().getRDDStorageInfo())
+
+
+def test_a_release_keeps_only_its_reports_in_storage(spark: SparkSession) -> None:
+    """The pinned input is removed once the reports are checkpointed; a failed release leaves
+    no blocks behind."""
+    frame = spark_frame(spark, 3)
+    before = stored_rdds(spark)
+
+    reports = CALLS["krr"](frame)
+    assert stored_rdds(spark) == before + 1
+    with pytest.raises(frameldp.DomainError):
+        frame.ldp.krr("carrier", 1.0, domain=["AA", "DL"])
+    assert stored_rdds(spark) == before + 1
+    assert reports.count() == 120
 
 
 # ---------------------------------------------------------------------------- ledger, errors
@@ -347,6 +412,11 @@ ERRORS: dict[str, tuple[Call, type[Exception], str]] = {
         lambda f: f.ldp.balcer_cheu("carrier", 1.0, 1e-6, domain=CARRIERS),
         frameldp.ParameterError,
         "one machine",
+    ),
+    "a map column": (
+        lambda f: f.selectExpr("map(carrier, origin) AS pair").ldp.krr("pair", 1.0, domain="infer"),
+        frameldp.ParameterError,
+        "'pair': holds map<string,string> values",
     ),
     "validate": (
         lambda f: f.ldp.validate({"carrier": frameldp.RandomizedResponse(1.0, domain=CARRIERS)}),

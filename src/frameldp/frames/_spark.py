@@ -35,9 +35,13 @@ same in every task.
 **Report types** travel in the schema: Spark has no Arrow extension types, so every report
 column's :class:`~frameldp.frames.report_type.ReportMetadata` is the ``"frameldp.reports"``
 entry of its ``StructField`` metadata, which Spark keeps through projections, renames and its own
-Parquet files. A Parquet file written by frameldp elsewhere (pandas, polars, the command line)
-records its report types in its Arrow schema, which Spark does not read: they are read from the
-files' footers (``inputFiles()``), and files that record different releases are refused.
+Parquet files; Parquet files written by frameldp elsewhere record it in their footers.
+:mod:`frameldp.frames._spark_reports` checks both against the frame's plan (unions of different
+releases, renamed raw columns and datasets of several releases are refused).
+
+**Housekeeping.** The pinned input's blocks are removed once the reports are checkpointed (and
+the reports' blocks too when the release fails). With ``spark.speculation`` on, a task could run
+twice and store two versions of its rows' reports: ``privatize`` refuses.
 
 **Aggregation** runs ``mapInArrow`` to one additive statistic per partition (per-bit or
 per-label counts, by group), pickled, and sums them with ``treeAggregate``; report columns are
@@ -48,6 +52,7 @@ never collected on one machine, and debiasing the sums gives exactly the pandas 
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import json
 import pickle
@@ -57,6 +62,7 @@ from typing import Any, cast
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark import SparkConf
 from pyspark.sql import DataFrame as SparkDataFrame
 from pyspark.sql import functions as spark_functions
 from pyspark.sql import types as spark_types
@@ -67,6 +73,7 @@ from frameldp.core.mechanisms import Mechanism, Statistic, mechanism_from_spec
 from frameldp.core.parallel import threads
 from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.errors import FrameLDPError, NoiseReuseError, ParameterError, shown
+from frameldp.frames._spark_reports import METADATA_KEY, recorded_reports
 from frameldp.frames.adapters import register_adapter
 from frameldp.frames.grouping import Grouped, Reduction, grouped_statistics, merge_grouped
 from frameldp.frames.inputs import check_columns, require_column
@@ -80,21 +87,11 @@ from frameldp.frames.release import (
     check_budget,
     plan_release,
 )
-from frameldp.frames.report_type import (
-    EXTENSION_NAME,
-    ReportMetadata,
-    metadata_of,
-    report_types,
-    storage_of,
-)
+from frameldp.frames.report_type import ReportMetadata, report_types, storage_of
 from frameldp.frames.table import Backend
 
 __all__ = ["METADATA_KEY", "SparkAdapter", "SparkFrameAccessor"]
 
-METADATA_KEY = EXTENSION_NAME
-"""The ``StructField`` metadata entry holding a report column's metadata (JSON)."""
-
-_SPARK_ROW_METADATA = b"org.apache.spark.sql.parquet.row.metadata"
 _SIGNED = {pa.uint8(): pa.int8(), pa.uint16(): pa.int16(), pa.uint32(): pa.int32()}
 _SIGNED[pa.uint64()] = pa.int64()
 _ERROR_MARK = "frameldp-error:"
@@ -203,57 +200,6 @@ def _storage_types(reports: Mapping[Any, ReportMetadata]) -> dict[Any, pa.DataTy
 def _quoted(name: str) -> Any:
     """A top-level column by its exact name (dots and backticks included)."""
     return spark_functions.col("`" + name.replace("`", "``") + "`")
-
-
-def _schema_reports(schema: spark_types.StructType) -> dict[str, ReportMetadata]:
-    """Report columns recorded in the ``StructField`` metadata."""
-    out: dict[str, ReportMetadata] = {}
-    for field in schema.fields:
-        text = (field.metadata or {}).get(METADATA_KEY)
-        if text is not None:
-            out[field.name] = ReportMetadata.from_json(text)
-    return out
-
-
-def _footer_reports(path: str) -> dict[str, ReportMetadata]:
-    """Report columns a Parquet file records: Arrow extension types (pandas, polars, the command
-    line) or Spark's own schema in the footer (Spark)."""
-    import pyarrow.fs as pafs
-    import pyarrow.parquet as pq
-
-    filesystem, location = pafs.FileSystem.from_uri(path)
-    with filesystem.open_input_file(location) as handle:
-        schema = pq.read_schema(handle)
-    out = {
-        field.name: meta
-        for field in schema
-        if (meta := metadata_of(field.type, field.metadata)) is not None
-    }
-    spark_schema = (schema.metadata or {}).get(_SPARK_ROW_METADATA)
-    if spark_schema is not None:
-        parsed = spark_types.StructType.fromJson(json.loads(spark_schema))
-        out.update(_schema_reports(parsed))
-    return out
-
-
-def _file_reports(frame: SparkDataFrame) -> dict[str, ReportMetadata]:
-    """Report columns of the Parquet files a frame reads (all of them must agree)."""
-    files = [path for path in frame.inputFiles() if path.endswith(".parquet")]
-    found: dict[str, ReportMetadata] | None = None
-    for path in sorted(files):
-        try:
-            here = _footer_reports(path)
-        except (OSError, ValueError, pa.ArrowException):
-            continue  # a store pyarrow cannot open: the schema's metadata is all there is
-        if found is not None and here != found:
-            differing = sorted({*here, *found} - {n for n in here if here[n] == found.get(n)})
-            raise ParameterError(
-                f"column {shown(differing[0] if differing else '?')}: the frame's Parquet files "
-                "record different releases (a dataset of several releases?); debias each "
-                "release on its own"
-            )
-        found = here
-    return found or {}
 
 
 # -- what runs in each task --------------------------------------------------------------------
@@ -374,17 +320,10 @@ class SparkAdapter:
         return list(frame.columns)
 
     def report_columns(self, frame: SparkDataFrame) -> dict[Any, ReportMetadata]:
-        recorded = _schema_reports(frame.schema)
-        for name, meta in _file_reports(frame).items():
-            if name in frame.columns and recorded.setdefault(name, meta) != meta:
-                raise ParameterError(
-                    f"column {shown(name)}: its schema and its Parquet files record different "
-                    "releases; debias each release on its own"
-                )
-        return recorded
+        return dict(recorded_reports(frame))
 
     def num_rows(self, frame: SparkDataFrame) -> int:
-        return int(frame.count())
+        return int(_running(frame.count))
 
     def to_arrow(self, frame: SparkDataFrame, column: Any) -> pa.Array | pa.ChunkedArray:
         raise ParameterError(
@@ -400,6 +339,26 @@ class SparkAdapter:
             "validation takes a pandas or polars frame; validate a collected sample or "
             "partition (sdf.toPandas())"
         )
+
+
+def _refuse_speculation(conf: SparkConf) -> None:
+    """Speculative execution runs a slow task twice, and each attempt of a fresh-key task
+    draws its own reports: two versions of one row's report could be stored."""
+    if str(conf.get("spark.speculation", "false")).strip().lower() == "true":
+        raise ParameterError(
+            "spark.speculation is on: a speculative copy of a task would draw a second set of "
+            "reports for its rows; privatize in a session with spark.speculation=false"
+        )
+
+
+def _drop_checkpoint(frame: SparkDataFrame | None) -> None:
+    """Remove a local checkpoint's blocks from the executors (best effort: an executor may be
+    gone already, and then so are its blocks)."""
+    from py4j.protocol import Py4JError
+
+    if frame is not None:
+        with contextlib.suppress(Py4JError):
+            frame._jdf.queryExecution().analyzed().rdd().unpersist(False)
 
 
 class SparkFrameAccessor(OneMachineMethods, FrameMethods):
@@ -421,6 +380,13 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
         """The distinct values of ``column`` (all ``domain="infer"`` reads), computed by Spark."""
         values = _quoted(column)
         kind = self._frame.schema[column].dataType
+        if isinstance(kind, spark_types.MapType | spark_types.StructType):
+            raise ParameterError(
+                f"column {shown(column)}: holds {kind.simpleString()[:60]} values; frameldp "
+                "privatizes categories (strings, integers, booleans) and arrays of them",
+                column=column,
+                parameter="domain",
+            )
         if isinstance(kind, spark_types.ArrayType):
             values = spark_functions.explode(values)
         distinct = self._frame.select(values.alias("value")).distinct()
@@ -460,27 +426,35 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
             fresh_keys=("on Spark", "each task"),
         )
         check_budget(ledger, budget, release)
+        _refuse_speculation(self._frame.sparkSession.sparkContext.getConf())
         schema = self._release_schema(mechanisms, release.specs)
-        with charging(ledger, budget, release):
-            pinned = _running(lambda: self._frame.localCheckpoint(eager=True))
-            counts = _running(
-                lambda: pinned.mapInArrow(_count_rows, "partition int, rows long").collect()
-            )
-            rows = dict(sorted((int(r["partition"]), int(r["rows"])) for r in counts))
-            starts = np.concatenate([[0], np.cumsum([rows[i] for i in range(len(rows))])])
-            task = functools.partial(
-                _privatize_task,
-                starts=[int(start) for start in starts],
-                mechanisms=dict(mechanisms),
-                specs=release.specs,
-                shipped=ShippedSource(keyed),
-                memo=ShippedSource(release.memo),
-                user=user,
-                names=schema.fieldNames(),
-            )
-            released = pinned.mapInArrow(task, schema)
-            out: SparkDataFrame = _running(lambda: released.localCheckpoint(eager=True))
-        return out
+        pinned = out = None
+        try:
+            with charging(ledger, budget, release):
+                pinned = _running(lambda: self._frame.localCheckpoint(eager=True))
+                counts = _running(
+                    lambda: pinned.mapInArrow(_count_rows, "partition int, rows long").collect()
+                )
+                rows = dict(sorted((int(r["partition"]), int(r["rows"])) for r in counts))
+                starts = np.concatenate([[0], np.cumsum([rows[i] for i in range(len(rows))])])
+                task = functools.partial(
+                    _privatize_task,
+                    starts=[int(start) for start in starts],
+                    mechanisms=dict(mechanisms),
+                    specs=release.specs,
+                    shipped=ShippedSource(keyed),
+                    memo=ShippedSource(release.memo),
+                    user=user,
+                    names=schema.fieldNames(),
+                )
+                released = pinned.mapInArrow(task, schema)
+                out = _running(lambda: released.localCheckpoint(eager=True))
+        except BaseException:
+            _drop_checkpoint(out)  # reports of a failed release are never read
+            raise
+        finally:
+            _drop_checkpoint(pinned)  # the reports no longer read the input
+        return cast(SparkDataFrame, out)
 
     def _release_schema(
         self, mechanisms: Mapping[str, Mechanism], specs: Mapping[str, Mapping[str, Any]]
