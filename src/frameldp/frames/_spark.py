@@ -66,14 +66,21 @@ from pyspark import SparkConf
 from pyspark.sql import DataFrame as SparkDataFrame
 from pyspark.sql import functions as spark_functions
 from pyspark.sql import types as spark_types
-from pyspark.sql.pandas.types import from_arrow_type
+from pyspark.sql.pandas.types import from_arrow_type, to_arrow_type
 
 from frameldp import errors
 from frameldp.core.mechanisms import Mechanism, Statistic, mechanism_from_spec
 from frameldp.core.parallel import threads
 from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.errors import FrameLDPError, NoiseReuseError, ParameterError, shown
-from frameldp.frames._spark_reports import METADATA_KEY, recorded_reports
+from frameldp.frames._spark_reports import (
+    METADATA_KEY,
+    RELEASE_KEY,
+    ReleaseTag,
+    SparkReports,
+    check_tags,
+    recorded_reports,
+)
 from frameldp.frames.adapters import register_adapter
 from frameldp.frames.grouping import Grouped, Reduction, grouped_statistics, merge_grouped
 from frameldp.frames.inputs import check_columns, require_column
@@ -202,6 +209,17 @@ def _quoted(name: str) -> Any:
     return spark_functions.col("`" + name.replace("`", "``") + "`")
 
 
+def _positional(frame: SparkDataFrame, names: Sequence[str]) -> SparkDataFrame:
+    """``names`` renamed ``_0``, ``_1``, ...: ``mapInArrow`` resolves its input's names again,
+    and fails on a name holding a dot; tasks give the names back by position (``_named``)."""
+    return frame.select(*(_quoted(name).alias(f"_{i}") for i, name in enumerate(names)))
+
+
+def _named(batch: pa.RecordBatch, names: Sequence[str]) -> dict[str, pa.Array]:
+    """A positional batch's columns under their own names."""
+    return {name: batch.column(i) for i, name in enumerate(names)}
+
+
 # -- what runs in each task --------------------------------------------------------------------
 
 
@@ -233,18 +251,22 @@ def _privatize_task(
     shipped: ShippedSource,
     memo: ShippedSource,
     user: str | None,
+    inputs: Sequence[str],
     names: Sequence[str],
+    tag: ReleaseTag,
 ) -> Iterator[pa.RecordBatch]:
-    """The reports of one partition, addressed by global row (module docstring). A partition
-    must hold the rows the counting pass found in it (``starts[i] .. starts[i + 1]``): else the
-    task fails, and the release with it, rather than give a row id to two rows."""
+    """The reports of one partition, addressed by global row (module docstring), and the
+    release's tag column. A partition must hold the rows the counting pass found in it
+    (``starts[i] .. starts[i + 1]``): else the task fails, and the release with it, rather than
+    give a row id to two rows."""
     partition = _partition_id()
     row, end = starts[partition], starts[partition + 1]
     source = shipped.source()  # a fresh key is drawn here, and never sent anywhere
     with threads(1):  # Spark already runs one task per core
         for batch in batches:
+            columns = _named(batch, inputs)
             produced = privatize_columns(
-                {name: batch.column(name) for name in batch.schema.names},
+                columns,
                 mechanisms,
                 specs=specs,
                 source=source,
@@ -255,8 +277,9 @@ def _privatize_task(
             row += batch.num_rows
             if row > end:
                 raise _miscounted(partition, end - starts[partition])
+            produced[tag.column] = pa.array(np.full(batch.num_rows, tag.nonce, np.int64))
             arrays = [
-                _to_spark(storage_of(produced[name])) if name in produced else batch.column(name)
+                _to_spark(storage_of(produced[name])) if name in produced else columns[name]
                 for name in names
             ]
             yield pa.RecordBatch.from_arrays(arrays, names=list(names))
@@ -278,15 +301,19 @@ def _statistics_task(
     reduction: Reduction,
     by: tuple[str, ...],
     kinds: Mapping[str, pa.DataType],
+    tags: Mapping[str, ReleaseTag],
+    names: Sequence[str],
 ) -> Iterator[pa.RecordBatch]:
-    """One partition's statistics (by group), pickled into one row."""
+    """One partition's statistics (by group), pickled into one row, once every row is checked
+    to be of the release its metadata records."""
     total = Grouped()
     with threads(1):
         for batch in batches:
             arrays = {
-                name: _from_spark(batch.column(name), kinds.get(name))
-                for name in batch.schema.names
+                name: _from_spark(array, kinds.get(name))
+                for name, array in _named(batch, names).items()
             }
+            check_tags(arrays, tags)
             total = merge_grouped(total, grouped_statistics(arrays, reduction, by))
     yield pa.RecordBatch.from_arrays([pa.array([pickle.dumps(total)], pa.binary())], ["partial"])
 
@@ -296,7 +323,7 @@ def _unpack_task(
     batches: Iterator[pa.RecordBatch], *, mechanism: Mechanism, column: str, names: list[str]
 ) -> Iterator[pa.RecordBatch]:
     for batch in batches:
-        bits, _ = unpack_reports(batch.column(column), mechanism, column)
+        bits, _ = unpack_reports(batch.column(0), mechanism, column)
         arrays = [pa.array(bits[:, j].astype(np.int8)) for j in range(len(names))]
         yield pa.RecordBatch.from_arrays(arrays, names=names)
 
@@ -320,7 +347,7 @@ class SparkAdapter:
         return list(frame.columns)
 
     def report_columns(self, frame: SparkDataFrame) -> dict[Any, ReportMetadata]:
-        return dict(recorded_reports(frame))
+        return dict(recorded_reports(frame).metadata)
 
     def num_rows(self, frame: SparkDataFrame) -> int:
         return int(_running(frame.count))
@@ -370,11 +397,11 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
     _to_pandas = ("collect", "sdf.toPandas()")
 
     @functools.cached_property
-    def _recorded(self) -> dict[Any, ReportMetadata]:
-        return self._adapter.report_columns(self._frame)
+    def _recorded(self) -> SparkReports:
+        return recorded_reports(self._frame)  # the plan and footers are read once per accessor
 
     def _report_columns(self) -> dict[Any, ReportMetadata]:
-        return dict(self._recorded)  # the schema and footers are read once per accessor
+        return dict(self._recorded.metadata)
 
     def _domain_values(self, column: str) -> pa.Array | pa.ChunkedArray:
         """The distinct values of ``column`` (all ``domain="infer"`` reads), computed by Spark."""
@@ -427,13 +454,15 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
         )
         check_budget(ledger, budget, release)
         _refuse_speculation(self._frame.sparkSession.sparkContext.getConf())
-        schema = self._release_schema(mechanisms, release.specs)
+        tag = ReleaseTag.fresh()
+        schema = self._release_schema(mechanisms, release.specs, tag)
         pinned = out = None
         try:
             with charging(ledger, budget, release):
                 pinned = _running(lambda: self._frame.localCheckpoint(eager=True))
+                positional = _positional(pinned, pinned.columns)
                 counts = _running(
-                    lambda: pinned.mapInArrow(_count_rows, "partition int, rows long").collect()
+                    lambda: positional.mapInArrow(_count_rows, "partition int, rows long").collect()
                 )
                 rows = dict(sorted((int(r["partition"]), int(r["rows"])) for r in counts))
                 starts = np.concatenate([[0], np.cumsum([rows[i] for i in range(len(rows))])])
@@ -445,9 +474,11 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
                     shipped=ShippedSource(keyed),
                     memo=ShippedSource(release.memo),
                     user=user,
+                    inputs=pinned.columns,
                     names=schema.fieldNames(),
+                    tag=tag,
                 )
-                released = pinned.mapInArrow(task, schema)
+                released = positional.mapInArrow(task, schema)
                 out = _running(lambda: released.localCheckpoint(eager=True))
         except BaseException:
             _drop_checkpoint(out)  # reports of a failed release are never read
@@ -457,10 +488,13 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
         return cast(SparkDataFrame, out)
 
     def _release_schema(
-        self, mechanisms: Mapping[str, Mechanism], specs: Mapping[str, Mapping[str, Any]]
+        self,
+        mechanisms: Mapping[str, Mechanism],
+        specs: Mapping[str, Mapping[str, Any]],
+        tag: ReleaseTag,
     ) -> spark_types.StructType:
-        """The input's fields, each privatized column replaced by its report columns, typed by
-        their storage and recording their metadata."""
+        """The input's fields, each privatized column replaced by its report columns (typed by
+        their storage, recording their metadata and release tag), and the tag column."""
         fields = []
         for field in self._frame.schema.fields:
             if field.name not in mechanisms:
@@ -468,19 +502,24 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
                 continue
             kinds = report_types(mechanisms[field.name], field.name, specs[field.name])
             for name, kind in kinds.items():
-                metadata = {METADATA_KEY: kind.metadata.to_json()}
+                metadata = {METADATA_KEY: kind.metadata.to_json(), RELEASE_KEY: tag.to_json()}
                 spark_kind = from_arrow_type(_SIGNED.get(kind.storage_type, kind.storage_type))
                 fields.append(spark_types.StructField(name, spark_kind, True, metadata))
+        fields.append(spark_types.StructField(tag.column, spark_types.LongType(), False))
         return spark_types.StructType(fields)
 
     def _grouped(self, reduction: Reduction, by: tuple[str, ...]) -> Grouped:
         """Per-partition statistics (by group) summed by ``treeAggregate`` (report columns
         never meet on one machine); debiasing the sums gives exactly the pandas estimates."""
-        read = list(dict.fromkeys((*reduction.names, *by)))
+        tagged = self._recorded.tags
+        tags = {name: tagged[name] for name in reduction.names if name in tagged}
+        read = list(dict.fromkeys((*reduction.names, *by, *(t.column for t in tags.values()))))
         kinds = _storage_types(self._report_columns())
-        task = functools.partial(_statistics_task, reduction=reduction, by=by, kinds=kinds)
-        partials = self._frame.select(*map(_quoted, read)).mapInArrow(task, "partial binary")
-        return cast(
+        task = functools.partial(
+            _statistics_task, reduction=reduction, by=by, kinds=kinds, tags=tags, names=read
+        )
+        partials = _positional(self._frame, read).mapInArrow(task, "partial binary")
+        grouped = cast(
             Grouped,
             _running(
                 lambda: partials.rdd.map(_unpickled).treeAggregate(
@@ -488,6 +527,16 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
                 )
             ),
         )
+        if not by and () not in grouped.statistics:  # no rows at all: the empty statistic
+            schema = self._frame.schema
+            empty = {
+                name: _from_spark(
+                    pa.array([], to_arrow_type(schema[name].dataType)), kinds.get(name)
+                )
+                for name in reduction.names
+            }
+            grouped = grouped_statistics(empty, reduction, ())
+        return grouped
 
     def _gatherer(
         self, names: tuple[str, ...], column: str
@@ -511,7 +560,7 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
             [spark_types.StructField(name, spark_types.ByteType(), False) for name in names]
         )
         task = functools.partial(_unpack_task, mechanism=found, column=column, names=names)
-        return self._frame.select(_quoted(column)).mapInArrow(task, schema)
+        return _positional(self._frame, [column]).mapInArrow(task, schema)
 
 
 def _accessor(frame: SparkDataFrame) -> SparkFrameAccessor:

@@ -1,4 +1,5 @@
-"""Which columns of a Spark frame hold frameldp reports, and of which release.
+"""Which columns of a Spark frame hold frameldp reports, of which release, and the check that
+each of their rows belongs to that release.
 
 Spark has no Arrow extension types, so a report column's
 :class:`~frameldp.frames.report_type.ReportMetadata` is found in one of two places:
@@ -9,53 +10,139 @@ Spark has no Arrow extension types, so a report column's
   schema records the extension types that Spark drops when it reads them.
 
 Neither can be taken at face value: the metadata decides which guarantee a table claims and
-whether it is marked seeded, and a wrong answer understates it. Spark's ``union`` keeps the field
-metadata of its first input only (a seeded release unioned after a fresh one loses its mark, a
-higher epsilon is hidden); a footer names a column, and a raw column renamed to that name is no
-report. So this module reads the frame's analyzed logical plan:
+whether it is marked seeded, and a wrong answer understates it. Spark metadata belongs to a
+column, not to its rows, and many operations hand a column's metadata to rows it never described:
+a ``union`` keeps its first input's, an ``insertInto`` a table's, a reused schema the files'
+it reads, a checkpoint whatever it was given. So:
 
-1. **Footers.** Every file of every Parquet relation in the plan is read, through Spark's own
-   Hadoop filesystem (any store Spark reads: ``s3a://``, ``abfss://``, ``hdfs://``), whatever its
-   name. The files of one relation must record the same reports (a dataset of several releases is
-   refused), and a footer's metadata belongs only to that relation's own attributes (by
-   expression id): a column derived from one, rebuilt or renamed is not taken for reports (pass
-   ``mechanism=`` to assert it), and a raw column given a report column's name never is.
-2. **Unions.** At every ``Union`` in the plan, each column must record the same release in every
-   input (or none in all of them); otherwise the frame is refused.
-3. **Names.** Two columns of one name (a join) are refused: Spark would keep one field's metadata.
+1. **Release tags (Spark releases).** ``privatize`` adds one column per release,
+   ``frameldp_release_<nonce>``, holding a random 63-bit nonce in every row, and records
+   ``{"tag": column, "nonce": nonce}`` (``"frameldp.release"``) in each report column's
+   metadata. Every pass that reads reports (``debias``, ``decode``, ``discover``) checks, in the
+   same task, that every row's tag equals the nonce: rows of another release, or raw rows, make
+   it fail, whatever plan or file brought them. A report column whose tag column was dropped is
+   refused, and so is schema metadata without a tag (set by hand).
+2. **Footers (files written outside Spark).** They carry no tags, so their metadata is trusted
+   only where the plan shows that the column is read from those files: every file of every
+   Parquet relation is read through Spark's own Hadoop filesystem (any store Spark reads, any
+   file name); one relation's files must record the same reports; the metadata goes to that
+   relation's own attributes (by expression id; partition columns excluded) and only when every
+   node of the plan is a projection, filter, join, sort, limit, sample, aggregate or union of
+   them. A column renamed or rebuilt, or read through anything else, is not taken for reports
+   (pass ``mechanism=`` to assert it); a raw column given a report column's name never is.
+3. **Unions.** At every ``Union`` (and recursive ``UnionLoop``), each column must record the same
+   release in every input, or none in all of them: refused before any job runs.
+4. **Names.** Two columns of one name (a join) are refused: Spark keeps one field's metadata.
 
-Spark Connect frames do not expose their plan; they are refused.
+``sdf.ldp.specs`` and ``privacy`` read the metadata only; the tables verify the rows. Spark
+Connect frames do not expose their plan; they are refused.
 """
 
 from __future__ import annotations
 
 import base64
 import collections
+import dataclasses
 import json
-from collections.abc import Callable, Iterator
+import secrets
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame as SparkDataFrame
 from pyspark.sql import types as spark_types
 
 from frameldp.errors import ParameterError, shown
 from frameldp.frames.report_type import EXTENSION_NAME, ReportMetadata, metadata_of
 
-__all__ = ["METADATA_KEY", "recorded_reports", "schema_reports"]
+__all__ = [
+    "METADATA_KEY",
+    "RELEASE_KEY",
+    "ReleaseTag",
+    "SparkReports",
+    "check_tags",
+    "recorded_reports",
+    "schema_reports",
+]
 
 METADATA_KEY = EXTENSION_NAME
 """The ``StructField`` metadata entry holding a report column's metadata (JSON)."""
+RELEASE_KEY = "frameldp.release"
+"""The ``StructField`` metadata entry naming a report column's release tag (JSON)."""
 
 _ARROW_SCHEMA = "ARROW:schema"
 _SPARK_ROW_METADATA = "org.apache.spark.sql.parquet.row.metadata"
+_UNIONS = {"Union", "UnionLoop"}
+_FOOTER_SAFE = {
+    *_UNIONS - {"UnionLoop"},
+    "Aggregate",
+    "Deduplicate",
+    "Distinct",
+    "Filter",
+    "GlobalLimit",
+    "Join",
+    "LocalLimit",
+    "LogicalRelation",
+    "Project",
+    "Repartition",
+    "RepartitionByExpression",
+    "Sample",
+    "Sort",
+    "SubqueryAlias",
+}
+"""Plan nodes that pass a relation's attributes on (or drop them), never hand them to other rows
+(a union's inputs are compared)."""
 
-Recorded = Callable[[Any], ReportMetadata | None]
+
+@dataclasses.dataclass(frozen=True)
+class ReleaseTag:
+    """One Spark release's tag: the column whose every row holds ``nonce``."""
+
+    column: str
+    nonce: int
+
+    @classmethod
+    def fresh(cls) -> ReleaseTag:
+        """A new release's tag (63 random bits: Spark's ``long`` is signed)."""
+        nonce = secrets.randbits(63)
+        return cls(f"frameldp_release_{nonce:016x}", nonce)
+
+    def to_json(self) -> str:
+        return json.dumps({"tag": self.column, "nonce": self.nonce})
+
+    @classmethod
+    def from_json(cls, text: str) -> ReleaseTag:
+        try:
+            data = json.loads(text)
+            return cls(str(data["tag"]), int(data["nonce"]))
+        except (ValueError, TypeError, KeyError):
+            raise ParameterError(f"a {RELEASE_KEY} entry is not valid: {shown(text, 80)}") from None
 
 
-def recorded_reports(frame: SparkDataFrame) -> dict[str, ReportMetadata]:
-    """``{column: metadata}`` of the frame's report columns, checked against its plan (module
-    docstring); a :class:`~frameldp.errors.ParameterError` where they cannot be trusted."""
+@dataclasses.dataclass(frozen=True)
+class Found:
+    """A column's report metadata, its release tag, and whether it came from the schema."""
+
+    metadata: ReportMetadata
+    tag: ReleaseTag | None
+    in_schema: bool
+
+    def release(self) -> tuple[ReportMetadata, ReleaseTag | None]:
+        return self.metadata, self.tag
+
+
+@dataclasses.dataclass(frozen=True)
+class SparkReports:
+    """A Spark frame's report columns and, for those of Spark releases, their tags."""
+
+    metadata: dict[str, ReportMetadata]
+    tags: dict[str, ReleaseTag]
+
+
+def recorded_reports(frame: SparkDataFrame) -> SparkReports:
+    """The frame's report columns, checked against its plan (module docstring); a
+    :class:`~frameldp.errors.ParameterError` where they cannot be trusted."""
     counts = collections.Counter(frame.columns)
     twice = [name for name, count in counts.items() if count > 1]
     if twice:
@@ -65,12 +152,13 @@ def recorded_reports(frame: SparkDataFrame) -> dict[str, ReportMetadata]:
         )
     plan = _analyzed(frame)
     nodes = list(_nodes(plan))
-    from_files = _footer_metadata(nodes, frame.sparkSession._jvm)
+    trusted_files = all(_kind(node) in _FOOTER_SAFE for node in nodes)
+    from_files = _footer_metadata(nodes, frame.sparkSession._jvm) if trusted_files else {}
 
-    def recorded(attribute: Any) -> ReportMetadata | None:
+    def recorded(attribute: Any) -> Found | None:
         own = _attribute_metadata(attribute)
         in_file = from_files.get(attribute.exprId().id())
-        if own is not None and in_file is not None and own != in_file:
+        if own is not None and in_file is not None and own.release() != in_file.release():
             raise ParameterError(
                 f"column {shown(attribute.name())}: its schema and its Parquet files record "
                 "different releases; debias each release on its own"
@@ -78,24 +166,50 @@ def recorded_reports(frame: SparkDataFrame) -> dict[str, ReportMetadata]:
         return own or in_file
 
     for node in nodes:
-        if _kind(node) == "Union":
+        if _kind(node) in _UNIONS:
             _check_union(node, recorded)
-    out = {}
+    out = SparkReports({}, {})
     for attribute in _seq(plan.output()):
-        meta = recorded(attribute)
-        if meta is not None:
-            out[str(attribute.name())] = meta
+        found = recorded(attribute)
+        if found is None:
+            continue
+        name = str(attribute.name())
+        if found.tag is None and found.in_schema:
+            raise ParameterError(
+                f"column {shown(name)}: its schema records frameldp reports without a release "
+                "tag (metadata set by hand?), so its rows cannot be checked to be one release; "
+                "drop the metadata and pass mechanism= to debias it"
+            )
+        if found.tag is not None:
+            if found.tag.column not in counts:
+                raise ParameterError(
+                    f"column {shown(name)}: its release tag column {shown(found.tag.column)} is "
+                    "missing (dropped by a select?); keep it beside the reports: every table "
+                    "checks with it that the rows are of one release"
+                )
+            out.tags[name] = found.tag
+        out.metadata[name] = found.metadata
     return out
 
 
 def schema_reports(schema: spark_types.StructType) -> dict[str, ReportMetadata]:
     """Report columns recorded in a schema's ``StructField`` metadata."""
-    out: dict[str, ReportMetadata] = {}
-    for field in schema.fields:
-        text = (field.metadata or {}).get(METADATA_KEY)
-        if text is not None:
-            out[field.name] = ReportMetadata.from_json(text)
-    return out
+    return {name: found.metadata for name, found in _schema_found(schema, True).items()}
+
+
+def check_tags(
+    batch: Mapping[str, pa.Array | pa.ChunkedArray], tags: Mapping[str, ReleaseTag]
+) -> None:
+    """Every row of ``batch`` holds each report column's release nonce (in a task)."""
+    for column, tag in tags.items():
+        values = batch[tag.column]
+        if values.null_count or not pc.all(pc.equal(values, tag.nonce)).as_py():
+            raise ParameterError(
+                f"column {shown(column)}: some rows are not of the release its metadata records "
+                f"(their {tag.column} differs: a union, an insert into a table or a reused "
+                "schema?); debias each release on its own",
+                column=column,
+            )
 
 
 # -- the plan ----------------------------------------------------------------------------------
@@ -117,7 +231,8 @@ def _seq(sequence: Any) -> list[Any]:
 
 
 def _nodes(plan: Any) -> Iterator[Any]:
-    """Every node of a logical plan (its children, not its subqueries: they add no rows)."""
+    """Every node of a logical plan, through its children (subqueries are expressions: a plan
+    holding one is not in ``_FOOTER_SAFE``, and tags check what they bring)."""
     stack = [plan]
     while stack:
         node = stack.pop()
@@ -129,33 +244,53 @@ def _kind(java_object: Any) -> str:
     return str(java_object.getClass().getSimpleName())
 
 
-def _attribute_metadata(attribute: Any) -> ReportMetadata | None:
+def _attribute_metadata(attribute: Any) -> Found | None:
     metadata = attribute.metadata()
     if not metadata.contains(METADATA_KEY):
         return None
-    return ReportMetadata.from_json(str(metadata.getString(METADATA_KEY)))
+    tag = None
+    if metadata.contains(RELEASE_KEY):
+        tag = ReleaseTag.from_json(str(metadata.getString(RELEASE_KEY)))
+    return Found(ReportMetadata.from_json(str(metadata.getString(METADATA_KEY))), tag, True)
 
 
-def _check_union(node: Any, recorded: Recorded) -> None:
+def _schema_found(schema: spark_types.StructType, in_schema: bool) -> dict[str, Found]:
+    out: dict[str, Found] = {}
+    for field in schema.fields:
+        metadata = field.metadata or {}
+        text = metadata.get(METADATA_KEY)
+        if text is not None:
+            tag = metadata.get(RELEASE_KEY)
+            out[field.name] = Found(
+                ReportMetadata.from_json(text),
+                None if tag is None else ReleaseTag.from_json(tag),
+                in_schema,
+            )
+    return out
+
+
+def _check_union(node: Any, recorded: Callable[[Any], Found | None]) -> None:
     """Every column of a union records one release (or none) in all its inputs."""
     inputs = [_seq(child.output()) for child in _seq(node.children())]
     for position, attribute in enumerate(inputs[0]):
         first = recorded(attribute)
-        if any(recorded(columns[position]) != first for columns in inputs[1:]):
-            raise ParameterError(
-                f"column {shown(attribute.name())}: the frame is a union of different releases "
-                "(or of reports and other data), and Spark keeps the first one's metadata only; "
-                "debias each release on its own"
-            )
+        for columns in inputs[1:]:
+            other = recorded(columns[position])
+            if (first and first.release()) != (other and other.release()):
+                raise ParameterError(
+                    f"column {shown(attribute.name())}: the frame is a union of different "
+                    "releases (or of reports and other data), and Spark keeps the first one's "
+                    "metadata only; debias each release on its own"
+                )
 
 
 # -- Parquet footers ---------------------------------------------------------------------------
 
 
-def _footer_metadata(nodes: list[Any], jvm: Any) -> dict[int, ReportMetadata]:
-    """``{expression id: metadata}`` of the attributes read from Parquet files whose footers
-    record report columns."""
-    out: dict[int, ReportMetadata] = {}
+def _footer_metadata(nodes: list[Any], jvm: Any) -> dict[int, Found]:
+    """``{expression id: found}`` of the attributes read from Parquet files whose footers record
+    report columns (a partition column's values come from directory names: never)."""
+    out: dict[int, Found] = {}
     for node in nodes:
         if _kind(node) == "DataSourceV2Relation" and "Parquet" in _kind(node.table()):
             raise ParameterError(
@@ -170,17 +305,18 @@ def _footer_metadata(nodes: list[Any], jvm: Any) -> dict[int, ReportMetadata]:
         ):
             continue
         recorded = _relation_reports(relation, jvm)
+        partitioned = {str(name) for name in relation.partitionSchema().fieldNames()}
         for attribute in _seq(node.output()):
-            meta = recorded.get(str(attribute.name()))
-            if meta is not None:
-                out[attribute.exprId().id()] = meta
+            found = recorded.get(str(attribute.name()))
+            if found is not None and str(attribute.name()) not in partitioned:
+                out[attribute.exprId().id()] = found
     return out
 
 
-def _relation_reports(relation: Any, jvm: Any) -> dict[str, ReportMetadata]:
+def _relation_reports(relation: Any, jvm: Any) -> dict[str, Found]:
     """The report columns all files of one Parquet relation record (they must agree)."""
     conf = relation.sparkSession().sessionState().newHadoopConfWithOptions(relation.options())
-    found: dict[str, ReportMetadata] | None = None
+    found: dict[str, Found] | None = None
     for path in sorted(str(path) for path in relation.location().inputFiles()):
         here = _file_reports(_key_values(jvm, conf, path))
         if found is not None and here != found:
@@ -214,10 +350,10 @@ def _key_values(jvm: Any, conf: Any, path: str) -> dict[str, str]:
         ) from None
 
 
-def _file_reports(key_values: dict[str, str]) -> dict[str, ReportMetadata]:
+def _file_reports(key_values: dict[str, str]) -> dict[str, Found]:
     """Report columns one file's footer records: Arrow extension types in its Arrow schema
-    (pandas, polars, the command line) or field metadata in Spark's schema (Spark)."""
-    out: dict[str, ReportMetadata] = {}
+    (pandas, polars, the command line; no tags) or field metadata in Spark's schema (Spark)."""
+    out: dict[str, Found] = {}
     arrow = key_values.get(_ARROW_SCHEMA)
     if arrow is not None:
         try:
@@ -229,7 +365,7 @@ def _file_reports(key_values: dict[str, str]) -> dict[str, ReportMetadata]:
         for field in schema:
             meta = metadata_of(field.type, field.metadata)
             if meta is not None:
-                out[field.name] = meta
+                out[field.name] = Found(meta, None, False)
     spark_schema = key_values.get(_SPARK_ROW_METADATA)
     if spark_schema is not None:
         try:
@@ -238,5 +374,5 @@ def _file_reports(key_values: dict[str, str]) -> dict[str, ReportMetadata]:
             raise ParameterError(
                 f"a Parquet file's Spark schema cannot be read: {shown(spark_schema, 40)}"
             ) from None
-        out.update(schema_reports(parsed))
+        out.update(_schema_found(parsed, False))
     return out
