@@ -35,9 +35,11 @@ same in every task.
 **Report types** travel in the schema: Spark has no Arrow extension types, so every report
 column's :class:`~frameldp.frames.report_type.ReportMetadata` is the ``"frameldp.reports"``
 entry of its ``StructField`` metadata, which Spark keeps through projections, renames and its own
-Parquet files; Parquet files written by frameldp elsewhere record it in their footers.
-:mod:`frameldp.frames._spark_reports` checks both against the frame's plan (unions of different
-releases, renamed raw columns and datasets of several releases are refused).
+Parquet files; Parquet files written by frameldp elsewhere record it in their footers. A release
+also adds a tag column (``frameldp_release_<nonce>``) that every table checks row by row, so rows
+of another release are refused whatever brought them; :mod:`frameldp.frames._spark_reports`
+also checks the metadata against the frame's plan (unions of different releases, renamed raw
+columns and datasets of several releases are refused).
 
 **Housekeeping.** The pinned input's blocks are removed once the reports are checkpointed (and
 the reports' blocks too when the release fails). With ``spark.speculation`` on, a task could run
