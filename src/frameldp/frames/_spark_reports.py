@@ -63,7 +63,6 @@ __all__ = [
     "SparkReports",
     "check_tags",
     "recorded_reports",
-    "schema_reports",
 ]
 
 METADATA_KEY = EXTENSION_NAME
@@ -75,7 +74,7 @@ _ARROW_SCHEMA = "ARROW:schema"
 _SPARK_ROW_METADATA = "org.apache.spark.sql.parquet.row.metadata"
 _UNIONS = {"Union", "UnionLoop"}
 _FOOTER_SAFE = {
-    *_UNIONS - {"UnionLoop"},
+    "Union",
     "Aggregate",
     "Deduplicate",
     "Distinct",
@@ -192,11 +191,6 @@ def recorded_reports(frame: SparkDataFrame) -> SparkReports:
     return out
 
 
-def schema_reports(schema: spark_types.StructType) -> dict[str, ReportMetadata]:
-    """Report columns recorded in a schema's ``StructField`` metadata."""
-    return {name: found.metadata for name, found in _schema_found(schema, True).items()}
-
-
 def check_tags(
     batch: Mapping[str, pa.Array | pa.ChunkedArray], tags: Mapping[str, ReleaseTag]
 ) -> None:
@@ -231,8 +225,9 @@ def _seq(sequence: Any) -> list[Any]:
 
 
 def _nodes(plan: Any) -> Iterator[Any]:
-    """Every node of a logical plan, through its children (subqueries are expressions: a plan
-    holding one is not in ``_FOOTER_SAFE``, and tags check what they bring)."""
+    """Every node of a logical plan, through its children. Subqueries are expressions: their
+    rows reach the output only through a ``LateralJoin`` (not in ``_FOOTER_SAFE``) or as values
+    of a new, untyped column; tags check the rows of Spark releases whatever brought them."""
     stack = [plan]
     while stack:
         node = stack.pop()
@@ -244,28 +239,31 @@ def _kind(java_object: Any) -> str:
     return str(java_object.getClass().getSimpleName())
 
 
+def _found(text: str | None, tag: str | None, *, in_schema: bool) -> Found | None:
+    """A column's report metadata and release tag from their metadata entries (JSON)."""
+    if text is None:
+        return None
+    release = None if tag is None else ReleaseTag.from_json(tag)
+    return Found(ReportMetadata.from_json(text), release, in_schema)
+
+
 def _attribute_metadata(attribute: Any) -> Found | None:
     metadata = attribute.metadata()
-    if not metadata.contains(METADATA_KEY):
-        return None
-    tag = None
-    if metadata.contains(RELEASE_KEY):
-        tag = ReleaseTag.from_json(str(metadata.getString(RELEASE_KEY)))
-    return Found(ReportMetadata.from_json(str(metadata.getString(METADATA_KEY))), tag, True)
+
+    def entry(key: str) -> str | None:
+        return str(metadata.getString(key)) if metadata.contains(key) else None
+
+    return _found(entry(METADATA_KEY), entry(RELEASE_KEY), in_schema=True)
 
 
-def _schema_found(schema: spark_types.StructType, in_schema: bool) -> dict[str, Found]:
+def _footer_schema_reports(schema: spark_types.StructType) -> dict[str, Found]:
+    """Report columns of the Spark schema in a file's footer."""
     out: dict[str, Found] = {}
     for field in schema.fields:
         metadata = field.metadata or {}
-        text = metadata.get(METADATA_KEY)
-        if text is not None:
-            tag = metadata.get(RELEASE_KEY)
-            out[field.name] = Found(
-                ReportMetadata.from_json(text),
-                None if tag is None else ReleaseTag.from_json(tag),
-                in_schema,
-            )
+        found = _found(metadata.get(METADATA_KEY), metadata.get(RELEASE_KEY), in_schema=False)
+        if found is not None:
+            out[field.name] = found
     return out
 
 
@@ -374,5 +372,5 @@ def _file_reports(key_values: dict[str, str]) -> dict[str, Found]:
             raise ParameterError(
                 f"a Parquet file's Spark schema cannot be read: {shown(spark_schema, 40)}"
             ) from None
-        out.update(_schema_found(parsed, False))
+        out.update(_footer_schema_reports(parsed))
     return out
