@@ -77,12 +77,11 @@ from dask.task_spec import Task, TaskRef
 
 from frameldp.core.mechanisms import Capability, Mechanism, Statistic
 from frameldp.core.parallel import threads
-from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.errors import ParameterError, shown
 from frameldp.frames._pandas import _unpack
 from frameldp.frames.adapters import adapter_for, register_adapter
 from frameldp.frames.grouping import Grouped, Reduction, grouped_statistics, merge_grouped
-from frameldp.frames.inputs import check_columns, require_column
+from frameldp.frames.inputs import require_column
 from frameldp.frames.lookup import find_mechanism, unpack_reports
 from frameldp.frames.methods import FrameMethods, OneMachineMethods
 from frameldp.frames.pipeline import privatize_frame
@@ -92,7 +91,7 @@ from frameldp.frames.release import (
     ShippedSource,
     charging,
     check_budget,
-    plan_release,
+    plan_shipped_release,
 )
 from frameldp.frames.report_type import ReportMetadata
 from frameldp.frames.table import Backend
@@ -340,13 +339,12 @@ class DaskFrameAccessor(OneMachineMethods, FrameMethods):
         ``memo_key``); on Dask, ``user=`` needs ``memo_key=`` or ``key=`` (a person's permanent
         responses must be the same on every worker).
         """
-        columns = self._columns()
-        check_columns(columns, mechanisms, reports=self._report_columns())
-        keyed = None if key is None and seed is None else resolve_source(key, seed)
-        release = plan_release(
-            columns,
+        shipped, release = plan_shipped_release(
+            self._columns(),
             mechanisms,
-            source=keyed or RandomSource.fresh(),
+            reports=self._report_columns(),
+            key=key,
+            seed=seed,
             user=user,
             memo_key=memo_key,
             fresh_keys=("on Dask", "each partition"),
@@ -354,7 +352,7 @@ class DaskFrameAccessor(OneMachineMethods, FrameMethods):
         privatize = functools.partial(
             _privatize_partition,
             mechanisms=dict(mechanisms),
-            shipped=ShippedSource(keyed),
+            shipped=shipped,
             memo=ShippedSource(release.memo),
             specs=release.specs,
             user=user,

@@ -73,7 +73,6 @@ from pyspark.sql.pandas.types import from_arrow_type, to_arrow_type
 from frameldp import errors
 from frameldp.core.mechanisms import Mechanism, Statistic, mechanism_from_spec
 from frameldp.core.parallel import threads
-from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.errors import FrameLDPError, NoiseReuseError, ParameterError, shown
 from frameldp.frames._spark_reports import (
     METADATA_KEY,
@@ -85,7 +84,7 @@ from frameldp.frames._spark_reports import (
 )
 from frameldp.frames.adapters import register_adapter
 from frameldp.frames.grouping import Grouped, Reduction, grouped_statistics, merge_grouped
-from frameldp.frames.inputs import check_columns, require_column
+from frameldp.frames.inputs import require_column
 from frameldp.frames.lookup import find_mechanism, unpack_reports
 from frameldp.frames.methods import FrameMethods, OneMachineMethods
 from frameldp.frames.pipeline import privatize_columns
@@ -94,7 +93,7 @@ from frameldp.frames.release import (
     ShippedSource,
     charging,
     check_budget,
-    plan_release,
+    plan_shipped_release,
 )
 from frameldp.frames.report_type import ReportMetadata, report_types, storage_of
 from frameldp.frames.table import Backend
@@ -443,13 +442,12 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
         Bloom RAPPOR columns also get a ``{column}_cohort`` column; ``user=`` needs
         ``memo_key=`` or ``key=`` (see :meth:`rappor`).
         """
-        columns = self._columns()
-        check_columns(columns, mechanisms, reports=self._report_columns())
-        keyed = None if key is None and seed is None else resolve_source(key, seed)
-        release = plan_release(
-            columns,
+        shipped, release = plan_shipped_release(
+            self._columns(),
             mechanisms,
-            source=keyed or RandomSource.fresh(),
+            reports=self._report_columns(),
+            key=key,
+            seed=seed,
             user=user,
             memo_key=memo_key,
             fresh_keys=("on Spark", "each task"),
@@ -473,7 +471,7 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
                     starts=[int(start) for start in starts],
                     mechanisms=dict(mechanisms),
                     specs=release.specs,
-                    shipped=ShippedSource(keyed),
+                    shipped=shipped,
                     memo=ShippedSource(release.memo),
                     user=user,
                     inputs=pinned.columns,

@@ -22,6 +22,7 @@ from frameldp.core.mechanisms import (
 )
 from frameldp.core.randomness import (
     RandomSource,
+    resolve_source,
 )
 from frameldp.errors import (
     FrameLDPWarning,
@@ -31,6 +32,7 @@ from frameldp.errors import (
     shown,
 )
 from frameldp.frames.inputs import (
+    check_columns,
     require_column,
 )
 
@@ -45,6 +47,7 @@ __all__ = [
     "is_seeded",
     "memoizes",
     "plan_release",
+    "plan_shipped_release",
     "recorded_spec",
 ]
 
@@ -247,3 +250,30 @@ class ShippedSource:
     def optional(self) -> RandomSource | None:
         """The caller's source, or None."""
         return None if self.key is None else RandomSource(self.key, kind=self.kind)
+
+
+def plan_shipped_release(
+    columns: list[Any],
+    mechanisms: Mapping[str, Mechanism],
+    *,
+    reports: Mapping[Any, Any],
+    key: bytes | None,
+    seed: int | None,
+    user: str | None,
+    memo_key: bytes | None,
+    fresh_keys: tuple[str, str],
+) -> tuple[ShippedSource, ReleasePlan]:
+    """Check the columns and plan a release whose reports are drawn in other processes (Dask
+    workers, Spark executors): the caller's key to send with the tasks (none: a fresh key per
+    task, where and per what ``fresh_keys`` names; see :func:`plan_release`) and the plan."""
+    check_columns(columns, mechanisms, reports=reports)
+    keyed = None if key is None and seed is None else resolve_source(key, seed)
+    release = plan_release(
+        columns,
+        mechanisms,
+        source=keyed or RandomSource.fresh(),
+        user=user,
+        memo_key=memo_key,
+        fresh_keys=fresh_keys,
+    )
+    return ShippedSource(keyed), release
