@@ -276,7 +276,12 @@ class RandomizedResponse(TwoStage):
         else:  # uniform over the k - 1 other buckets: skip the row's own
             others = rows.uniform(stage + "other", self.num_buckets - 1)
             np.add(others, others >= codes, out=others)
-        return np.where(moves, others, codes)
+        # where(moves, others, codes), in place and without branches (a random mask makes
+        # numpy.where's selection three times slower than this arithmetic)
+        np.subtract(others, codes, out=others)
+        np.multiply(others, moves, out=others)
+        np.add(others, codes, out=others)
+        return others
 
     # ------------------------------------------------------------------ the protocol
 
