@@ -15,7 +15,9 @@ from frameldp.core.encoding import (
     one_hot_packed,
     packed_width,
     unpack_bits,
+    xor_one_hot,
 )
+from frameldp.core.parallel import threads
 from frameldp.errors import DomainError, ParameterError
 
 
@@ -312,3 +314,18 @@ def test_count_bits_rejects_wrong_shape() -> None:
         count_bits(np.zeros((4, 3), dtype=np.uint8), 13)
     with pytest.raises(ParameterError, match="got \\(4,\\)"):
         count_bits(np.zeros(4, dtype=np.uint8), 13)
+
+
+@pytest.mark.parametrize("count", [1, 2, 3])
+def test_xor_one_hot_flips_each_rows_bit_on_any_number_of_threads(count: int) -> None:
+    """Rows split into several thread ranges (65,536 rows each) flip exactly bit codes[i]."""
+    rng = np.random.default_rng(11)  # test data only, not privacy noise
+    num_bits, n = 13, 150_000
+    codes = rng.integers(0, num_bits, size=n)
+    packed = np.packbits(rng.integers(0, 2, size=(n, num_bits), dtype=np.uint8), axis=1)
+    one_hot = np.packbits(np.eye(num_bits, dtype=np.uint8)[codes], axis=1)
+    want = packed ^ one_hot
+    with threads(count):
+        got = xor_one_hot(packed, codes, num_bits)
+    assert got is packed
+    np.testing.assert_array_equal(got, want)

@@ -358,3 +358,14 @@ def test_the_environment_sets_the_default(monkeypatch: pytest.MonkeyPatch) -> No
             assert thread_count() == parallel.available_cores()
     monkeypatch.delenv("FRAMELDP_THREADS")
     assert thread_count() == parallel.available_cores()
+
+
+def test_prefaulted_arrays_are_new_writable_arrays_of_the_shape_on_any_number_of_threads() -> None:
+    for count in (1, 2):
+        with threads(count):
+            out = parallel.prefaulted_empty((40_000, 1_000), np.uint8)  # 40 MB: several ranges
+        assert out.shape == (40_000, 1_000)
+        assert out.dtype == np.uint8
+        assert out.flags.c_contiguous
+        assert out.flags.writeable
+    assert parallel.prefaulted_empty((0, 3), np.int64).shape == (0, 3)

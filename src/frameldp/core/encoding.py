@@ -36,6 +36,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from frameldp.core.bit_counting import count_packed_bits
+from frameldp.core.parallel import map_ranges
 from frameldp.errors import (
     DomainError,
     ParameterError,
@@ -432,12 +433,14 @@ def xor_one_hot(
         return packed
     num_rows, width = packed.shape
     flat = packed.reshape(-1)  # a view, since packed is C-contiguous
-    step = 1 << 16  # rows per step: bounded index temporaries
-    for start in range(0, num_rows, step):
-        part = np.asarray(codes[start : start + step], dtype=np.int64)
-        where = np.arange(start * width, (start + part.size) * width, width, dtype=np.int64)
+
+    def flip(start: int, stop: int) -> None:  # rows of its own: any thread order
+        part = np.asarray(codes[start:stop], dtype=np.int64)
+        where = np.arange(start * width, stop * width, width, dtype=np.int64)
         where += part >> 3
         flat[where] ^= (0x80 >> (part & 7)).astype(np.uint8)
+
+    map_ranges(num_rows, 1 << 16, flip)  # bounded index temporaries, on every core
     return packed
 
 

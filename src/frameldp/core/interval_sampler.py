@@ -42,6 +42,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 if TYPE_CHECKING:
@@ -61,7 +63,7 @@ _OFFSET_BITS: Final = _OUTCOME_BITS - _CELL_BITS  # bits of U inside a cell: 496
 _BLOCK_BITS: Final = 128
 _TAIL_BLOCKS: Final = -(-_OFFSET_BITS // _BLOCK_BITS)  # blocks that hold all 496 bits: 4
 _HIGH_SHIFT: Final = _OFFSET_BITS - 64  # the first 64 bits of an offset: offset >> 432
-_CHUNK_BYTES: Final = 1 << 18  # output bytes per gather: the index temporaries stay in L2
+_CHUNK_BYTES: Final = 1 << 20  # output bytes per gather: 3 MB of temporaries (words, outcomes)
 
 
 @dataclass(frozen=True, eq=False)
@@ -128,15 +130,16 @@ def bernoulli_bytes(
         out.fill(0 if numerator == 0 else 0xFF)
         return
     table = byte_table(numerator)
-    index = np.empty(min(out.size, _CHUNK_BYTES), dtype=np.intp)
+    # Arrow gathers by the 16-bit words themselves; numpy would first widen each to an intp
+    # (the gather and copy cost half of numpy's widen-then-take).
+    outcome = pa.array(table.outcome)
     tied_at: list[NDArray[np.int64]] = []
     tied_cells: list[NDArray[np.uint16]] = []
     for offset in range(0, out.size, _CHUNK_BYTES):
         part = out[offset : offset + _CHUNK_BYTES]
         keystream = stream.contiguous(WORD_LANE, 2 * (byte_start + offset), 2 * part.size)
         words: NDArray[np.uint16] = keystream.view("<u2")
-        np.copyto(index[: part.size], words, casting="unsafe")
-        np.take(table.outcome, index[: part.size], out=part, mode="wrap")
+        np.copyto(part, pc.take(outcome, pa.array(words)).to_numpy())
         if table.first_tied < _CELLS:
             tied = np.flatnonzero(words >= table.first_tied)
             tied_at.append(tied + offset)

@@ -22,10 +22,22 @@ import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
 
 from frameldp.errors import FrameLDPWarning, ParameterError, shown
 
-__all__ = ["MAX_THREADS", "available_cores", "map_ranges", "set_threads", "thread_count", "threads"]
+__all__ = [
+    "MAX_THREADS",
+    "available_cores",
+    "map_ranges",
+    "prefaulted_empty",
+    "set_threads",
+    "thread_count",
+    "threads",
+]
 
 MAX_THREADS = 256
 
@@ -145,6 +157,27 @@ def map_ranges(total: int, step: int, work: Callable[[int, int], None]) -> None:
             helper.result()
     if failures:
         raise min(failures, key=lambda failure: failure[0])[1]
+
+
+_PREFAULT_BYTES = 1 << 24
+
+
+def prefaulted_empty(shape: tuple[int, ...], dtype: type[np.generic]) -> NDArray[Any]:
+    """A new array whose memory pages are already backed (zero-filled on the threads).
+
+    A large output is first touched by the operating system's page faults. Taken in a pass of
+    their own, before a sampler's temporaries come and go, they cost a fifth of the system time
+    they cost in the middle of its pass (measured: 10^7 RAPPOR reports of 1024 bits, 1.28 GB,
+    0.16 s against 0.8 s), so the per-row cost no longer grows with the output.
+    """
+    out = np.empty(shape, dtype=dtype)
+    flat = out.reshape(-1).view(np.uint8)
+
+    def touch(start: int, stop: int) -> None:
+        flat[start:stop].fill(0)
+
+    map_ranges(flat.size, _PREFAULT_BYTES, touch)
+    return out
 
 
 def _executor() -> ThreadPoolExecutor:

@@ -74,7 +74,7 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from numpy.typing import NDArray
 
 from frameldp.core.interval_sampler import bernoulli_bytes
-from frameldp.core.parallel import map_ranges
+from frameldp.core.parallel import map_ranges, prefaulted_empty
 from frameldp.errors import NoiseReuseError, ParameterError, shown
 
 __all__ = [
@@ -612,7 +612,7 @@ def bernoulli_packed(
     numerator = _check_numerator(numerator)
     width = -(-bits_per_row // 8)
     if out is None:
-        out = np.empty((num_rows, width), dtype=np.uint8)
+        out = prefaulted_empty((num_rows, width), np.uint8)
     _fill_bernoulli(
         stream, numerator, row_start * width, _checked_out(out, (num_rows, width)).reshape(-1)
     )
