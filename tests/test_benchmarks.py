@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,11 +17,12 @@ pytestmark = pytest.mark.slow
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
-def _quick_run(script: str, tmp_path: Path) -> tuple[list[dict[str, Any]], str]:
-    """Run ``script --quick``; return its JSON rows and its printed table."""
+def _quick_run(script: str, tmp_path: Path, *extra: str) -> tuple[list[dict[str, Any]], str]:
+    """Run ``script --quick`` (and ``extra`` arguments); return its JSON rows and its printed
+    table."""
     out = tmp_path / "bench.json"
     done = subprocess.run(
-        [sys.executable, str(BENCHMARKS / script), "--quick", "--json", str(out)],
+        [sys.executable, str(BENCHMARKS / script), "--quick", "--json", str(out), *extra],
         capture_output=True,
         text=True,
         timeout=300,
@@ -167,3 +170,18 @@ def test_speed_benchmark_quick_run(tmp_path: Path) -> None:
     assert {("keystream", 1), ("rappor_client", 2), ("krr_frame", 1), ("krr_plain", 1)} <= cases
     assert "randomized bits per keystream byte-time" in stdout
     assert "k-RR on a frame / plain pandas + numpy" in stdout
+
+
+def test_spark_benchmark_quick_run(tmp_path: Path) -> None:
+    """Spark against pandas (Dask's cluster is smoke-run by bench_etl already)."""
+    pytest.importorskip("pyspark", reason="pyspark is not installed: pip install -e '.[spark]'")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("Spark needs Java 17 or later (no java on PATH, no JAVA_HOME)")
+    rows, stdout = _quick_run("bench_spark.py", tmp_path, "--backends", "pandas", "spark")
+    by_backend = {row["backend"]: row for row in rows}
+    assert set(by_backend) == {"pandas", "spark"}
+    for row in rows:
+        assert row["rows"] == row["n"] == 200_000
+        assert row["rows_per_s"] > 0
+    assert by_backend["spark"]["start_s"] > 0
+    assert "rows/s" in stdout

@@ -329,3 +329,17 @@ def test_xor_one_hot_flips_each_rows_bit_on_any_number_of_threads(count: int) ->
         got = xor_one_hot(packed, codes, num_bits)
     assert got is packed
     np.testing.assert_array_equal(got, want)
+
+
+def test_count_bits_refuses_other_than_packed_bytes() -> None:
+    for dtype in (np.bool_, np.int8, np.int64):
+        with pytest.raises(
+            ParameterError, match=f"packed bytes \\(uint8\\), got {np.dtype(dtype)}"
+        ):
+            count_bits(np.zeros((3000, 2), dtype=dtype), 16)
+
+
+@pytest.mark.parametrize("rows", [8, 12])
+def test_xor_one_hot_refuses_rows_that_do_not_match_the_codes(rows: int) -> None:
+    with pytest.raises(ParameterError, match=r"must have shape \(10, 2\) for 10 codes"):
+        xor_one_hot(np.zeros((rows, 2), dtype=np.uint8), np.arange(10), 16)

@@ -32,8 +32,10 @@ from frameldp.core.parallel import map_ranges
 
 __all__ = ["count_packed_bits"]
 
-_BLOCK_BYTES: Final = 1 << 23  # rows per block: 8 MB of reports (memory per thread ~1.8x that)
-_MIN_BLOCK_ROWS: Final = 1 << 10
+# Rows per block: 8 MB of reports, or 64 rows where rows are wider than 128 KB. Each thread's
+# scratch holds 1.42 blocks (sums and a scratch row per third, carries for a half and a quarter).
+_BLOCK_BYTES: Final = 1 << 23
+_MIN_BLOCK_ROWS: Final = 64
 # Pools smaller than this are unpacked instead of reduced further: a pass over a few rows costs
 # more in interpreter overhead (which holds the lock) than unpacking them.
 _UNPACK_BELOW: Final = 8
@@ -47,18 +49,15 @@ def count_packed_bits(packed: NDArray[np.uint8], num_bits: int) -> NDArray[np.in
     """
     rows, width = packed.shape
     block = max(_MIN_BLOCK_ROWS, _BLOCK_BYTES // max(1, width))
-    partial: list[NDArray[np.int64]] = []
+    totals = np.zeros(8 * width, dtype=np.int64)
     lock = threading.Lock()
 
     def work(start: int, stop: int) -> None:
-        totals = _CarrySaveCounter(min(block, stop - start), width).count(packed[start:stop])
-        with lock:
-            partial.append(totals)
+        counted = _CarrySaveCounter(min(block, stop - start), width).count(packed[start:stop])
+        with lock:  # integer sums: the same in any order
+            np.add(totals, counted, out=totals)
 
     map_ranges(rows, block, work)
-    totals = np.zeros(8 * width, dtype=np.int64)
-    for part in partial:
-        totals += part
     return totals[:num_bits]
 
 

@@ -428,6 +428,11 @@ def xor_one_hot(
 ) -> NDArray[np.uint8]:
     """Flip bit ``codes[i]`` of row ``i`` of ``packed`` in place (and return it)."""
     _check_codes(codes, num_bits)
+    if packed.ndim != 2 or packed.shape != (codes.size, packed_width(num_bits)):
+        raise ParameterError(
+            f"packed rows must have shape ({codes.size}, {packed_width(num_bits)}) for "
+            f"{codes.size} codes of {num_bits} bits, got {packed.shape}"
+        )
     if not packed.flags.c_contiguous:
         packed[np.arange(codes.size), codes >> 3] ^= (0x80 >> (codes & 7)).astype(np.uint8)
         return packed
@@ -517,6 +522,8 @@ def count_bits(packed: NDArray[np.uint8], num_bits: int) -> NDArray[np.int64]:
             f"reports must have shape (n, {packed_width(num_bits)}) for {num_bits} bits, "
             f"got {packed.shape}"
         )
+    if packed.dtype != np.uint8:
+        raise ParameterError(f"reports must be packed bytes (uint8), got {packed.dtype}")
     _check_padding(packed, num_bits)
     return count_packed_bits(packed, num_bits)
 
