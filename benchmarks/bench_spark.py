@@ -105,20 +105,22 @@ def run_dask(source: Path, target: Path) -> dict[str, Any]:
     return {"start_s": start_s, "seconds": seconds, "debias_s": debias_s, "n": table.n}
 
 
-def run_spark(source: Path, target: Path) -> dict[str, Any]:
+def run_spark(source: Path, target: Path, session: Any = None) -> dict[str, Any]:
+    """The Spark run, on ``session`` if given (left running), else on a new ``local[2]`` one."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     import frameldp  # noqa: F401
 
     started = time.perf_counter()
-    spark = (
+    spark = session or (
         SparkSession.builder.master("local[2]")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .getOrCreate()
     )
-    spark.sparkContext.setLogLevel("ERROR")
+    if session is None:
+        spark.sparkContext.setLogLevel("ERROR")
     try:
         warm = spark.createDataFrame([("AA",)], "carrier string")
         warm.ldp.krr("carrier", 1.0, domain=CARRIERS).count()  # workers import frameldp
@@ -133,21 +135,27 @@ def run_spark(source: Path, target: Path) -> dict[str, Any]:
         seconds, release = _timed(privatize)
         debias_s, table = _timed(lambda: release.ldp.debias("dest"))
     finally:
-        spark.stop()
+        if session is None:
+            spark.stop()
     return {"start_s": start_s, "seconds": seconds, "debias_s": debias_s, "n": table.n}
 
 
 RUNS = {"pandas": run_pandas, "dask": run_dask, "spark": run_spark}
 
 
-def run(rows: int, backends: list[str]) -> list[dict[str, Any]]:
+def run(rows: int, backends: list[str], session: Any = None) -> list[dict[str, Any]]:
+    """The rows of the table; Spark runs on ``session`` if one is given (the test suite's)."""
     out = []
     with tempfile.TemporaryDirectory(prefix="frameldp-bench-spark-") as folder:
         source = Path(folder) / "flights.parquet"
         make_input(source, rows)
         megabytes = source.stat().st_size / 2**20
         for backend in backends:
-            row = RUNS[backend](source, Path(folder) / f"release-{backend}")
+            target = Path(folder) / f"release-{backend}"
+            if backend == "spark":
+                row = run_spark(source, target, session)
+            else:
+                row = RUNS[backend](source, target)
             if row["n"] != rows:
                 raise RuntimeError(f"{backend}: debiased {row['n']} reports of {rows}")
             out.append(

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -170,18 +168,3 @@ def test_speed_benchmark_quick_run(tmp_path: Path) -> None:
     assert {("keystream", 1), ("rappor_client", 2), ("krr_frame", 1), ("krr_plain", 1)} <= cases
     assert "randomized bits per keystream byte-time" in stdout
     assert "k-RR on a frame / plain pandas + numpy" in stdout
-
-
-def test_spark_benchmark_quick_run(tmp_path: Path) -> None:
-    """Spark against pandas (Dask's cluster is smoke-run by bench_etl already)."""
-    pytest.importorskip("pyspark", reason="pyspark is not installed: pip install -e '.[spark]'")
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        pytest.skip("Spark needs Java 17 or later (no java on PATH, no JAVA_HOME)")
-    rows, stdout = _quick_run("bench_spark.py", tmp_path, "--backends", "pandas", "spark")
-    by_backend = {row["backend"]: row for row in rows}
-    assert set(by_backend) == {"pandas", "spark"}
-    for row in rows:
-        assert row["rows"] == row["n"] == 200_000
-        assert row["rows_per_s"] > 0
-    assert by_backend["spark"]["start_s"] > 0
-    assert "rows/s" in stdout

@@ -510,3 +510,24 @@ def test_error_text_from_a_task_is_never_unpickled() -> None:
     error = _spark._carried_back(carried)
     assert isinstance(error, frameldp.DomainError)
     assert (error.column, str(error)) == ("carrier", "column 'carrier': value 'UA' at row 3")
+
+
+def test_the_spark_benchmark_runs_on_this_session(spark: SparkSession) -> None:
+    """A smoke run of ``benchmarks/bench_spark.py`` (pandas and Spark) on this module's
+    session: no second JVM (no timing asserted)."""
+    import importlib
+
+    benchmarks = str(Path(__file__).resolve().parents[2] / "benchmarks")
+    sys.path.insert(0, benchmarks)  # bench_spark imports its sibling bench_etl
+    try:
+        bench_spark = importlib.import_module("bench_spark")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # pyspark 4 on pandas 3
+            rows = bench_spark.run(20_000, ["pandas", "spark"], session=spark)
+    finally:
+        sys.path.remove(benchmarks)
+    assert [row["backend"] for row in rows] == ["pandas", "spark"]
+    for row in rows:
+        assert row["rows"] == row["n"] == 20_000
+        assert row["rows_per_s"] > 0
+    assert not spark.sparkContext._jsc.sc().isStopped()  # the session is the caller's
