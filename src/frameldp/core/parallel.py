@@ -11,6 +11,9 @@ calling context, the process default set by :func:`set_threads`, the environment
 ``FRAMELDP_THREADS``, or every core this process may run on. Work started from inside a pool
 thread runs serially (no nested fan-out, no deadlock), and so does work inside a Dask task,
 whose scheduler already owns the cores.
+
+:func:`prefaulted_empty` gives the ranges a large output whose memory is already backed, so
+that the operating system's page faults do not land in the middle of their work.
 """
 
 from __future__ import annotations
