@@ -247,6 +247,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         client = one("rappor_client", sizes[min(1, len(sizes) - 1)])
         if client:
             bits_per_cpu_s = client["n"] * RAPPOR_K / client["cpu_s"]
+            out["client_n"] = client["n"]
             out["rappor_bits_per_cpu_s"] = bits_per_cpu_s
             out["bits_per_keystream_byte_time"] = bits_per_cpu_s / bytes_per_cpu_s
         first, last = (
@@ -254,6 +255,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             one("rappor_client", sizes[-1]),
         )
         if first and last:
+            out["growth_sizes"] = [first["n"], last["n"]]
             out["per_row_growth"] = last["ns_per_row"] / first["ns_per_row"]
     into = sorted((r for r in measured if r["case"] == "rappor_client_into"), key=lambda r: r["n"])
     if len(into) >= 2:
@@ -274,6 +276,7 @@ def format_tables(rows: list[dict[str, Any]], summary: dict[str, Any]) -> str:
     lines = [
         f"frameldp speed benchmark: {platform.python_version()}, "
         f"{os.cpu_count()} cores, {platform.platform()}",
+        "(keystream: n counts units of 128 bytes, the size of one RAPPOR report of 1024 bits)",
         "",
         f"{'case':<18} {'n':>12} {'threads':>7} {'CPU s':>8} {'wall s':>8} "
         f"{'wall/CPU':>8} {'ns/row CPU':>10}",
@@ -287,11 +290,13 @@ def format_tables(rows: list[dict[str, Any]], summary: dict[str, Any]) -> str:
             f"{r['wall_s']:>8.3f} {r['wall_s'] / r['cpu_s']:>8.2f} {r['ns_per_row']:>10.1f}"
         )
     lines.append("")
+    client_n = f"{summary.get('client_n', 0):,}"
+    small, large = (f"{n:,}" for n in summary.get("growth_sizes", [0, 0]))
     names = {
         "keystream_bytes_per_cpu_s": ("AES-CTR keystream, bytes per CPU s", "{:.3g}"),
-        "rappor_bits_per_cpu_s": ("RAPPOR client (n = 10^6), bits per CPU s", "{:.3g}"),
+        "rappor_bits_per_cpu_s": (f"RAPPOR client (n = {client_n}), bits per CPU s", "{:.3g}"),
         "bits_per_keystream_byte_time": ("randomized bits per keystream byte-time", "{:.2f}"),
-        "per_row_growth": ("per-row CPU, largest n / 10^6", "{:.2f}x"),
+        "per_row_growth": (f"per-row CPU, n = {large} / n = {small}", "{:.2f}x"),
         "per_row_growth_into": ("the same, written into a reused output", "{:.2f}x"),
         "rappor_client_wall_over_cpu_2_threads": ("RAPPOR client wall / CPU, 2 threads", "{:.2f}"),
         "rappor_server_wall_over_cpu_2_threads": ("RAPPOR server wall / CPU, 2 threads", "{:.2f}"),

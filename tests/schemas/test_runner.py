@@ -3,6 +3,8 @@ failing closed when a check cannot run, and the same failures on every path."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import pandas as pd
@@ -129,3 +131,23 @@ def test_pieces_cover_every_check() -> None:
     ]
     assert all(not c.rules and c.nullable for c in structure(declaration).columns)
     assert structure(declaration).strict
+
+
+def test_validation_prints_no_spark_warning_on_a_pandas_job() -> None:
+    """pandera imports pyspark.pandas when pyspark is installed; its warning about pandas 3 is
+    not frameldp's user's business (a fresh interpreter: the import happens once)."""
+    pytest.importorskip("pyspark")
+    code = (
+        "import pandas as pd, polars as pl, frameldp\n"
+        "from frameldp.schemas import validate_input\n"
+        "m = {'c': frameldp.RandomizedResponse(1.0, domain=['a', 'b'])}\n"
+        "validate_input(pd.DataFrame({'c': ['a']}), m)\n"
+        "validate_input(pl.DataFrame({'c': ['a']}), m)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-W", "error::FutureWarning", "-c", code],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]

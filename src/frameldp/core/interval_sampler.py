@@ -130,8 +130,8 @@ def bernoulli_bytes(
         out.fill(0 if numerator == 0 else 0xFF)
         return
     table = byte_table(numerator)
-    # Arrow gathers by the 16-bit words themselves; numpy would first widen each to an intp
-    # (the gather and copy cost half of numpy's widen-then-take).
+    # Arrow gathers by the 16-bit words themselves; numpy would first widen each to an intp, a
+    # pass as long as the gather (Arrow's gather plus the copy cost half of numpy's two).
     outcome = pa.array(table.outcome)
     tied_at: list[NDArray[np.int64]] = []
     tied_cells: list[NDArray[np.uint16]] = []

@@ -69,7 +69,8 @@ def _checked(n: object) -> int:
 
 def set_threads(n: int | None) -> None:
     """Set the process-wide number of threads frameldp uses; ``None`` restores the default
-    (every available core). Reports are identical for every setting."""
+    (``FRAMELDP_THREADS`` if set, else every available core). Reports are identical for every
+    setting."""
     global _default
     _default = None if n is None else _checked(n)
 

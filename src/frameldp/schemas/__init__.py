@@ -30,7 +30,9 @@ input schema: 2 failures in 2 check(s)
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import warnings
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, Literal, TypeVar
 
 from frameldp.errors import ParameterError
@@ -59,15 +61,29 @@ Backend = Literal["pandas", "polars"]
 _Frame = TypeVar("_Frame")
 
 
+@contextmanager
+def _pandera_quietly() -> Iterator[None]:
+    """pandera imports ``pyspark.pandas`` whenever pyspark is installed (``frameldp[spark]``),
+    when a schema is first built or run, and pyspark 4 warns at that import that it is not
+    tested with pandas 3. Validation does not use pandas-on-Spark: that one warning is not
+    shown (a pandas job would print a Spark warning)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message="PySpark does not yet fully support", category=FutureWarning
+        )
+        yield
+
+
 def _build(declaration: SchemaDeclaration, backend: str) -> Any:
-    if backend == "pandas":
-        from frameldp.schemas import pandas
+    with _pandera_quietly():
+        if backend == "pandas":
+            from frameldp.schemas import pandas
 
-        return pandas.build_schema(declaration)
-    if backend == "polars":
-        from frameldp.schemas import polars
+            return pandas.build_schema(declaration)
+        if backend == "polars":
+            from frameldp.schemas import polars
 
-        return polars.build_schema(declaration)
+            return polars.build_schema(declaration)
     raise ParameterError(f"backend must be 'pandas' or 'polars', got {backend!r}")
 
 
@@ -104,14 +120,15 @@ def _run(frame: Any, declaration: SchemaDeclaration, lazy: bool) -> list[Failure
         adapter = adapter_for(frame)  # the frame's library, by its registered native type
     except ParameterError:
         raise ParameterError(f"{expected}, got {kind}") from None
-    if adapter.backend == "polars":  # a DataFrame or a LazyFrame (streamed)
-        from frameldp.schemas import polars
+    with _pandera_quietly():
+        if adapter.backend == "polars":  # a DataFrame or a LazyFrame (streamed)
+            from frameldp.schemas import polars
 
-        return polars.run_schema(frame, declaration, lazy=lazy)
-    if adapter.backend == "pandas" and adapter.in_memory:  # a DataFrame
-        from frameldp.schemas import pandas
+            return polars.run_schema(frame, declaration, lazy=lazy)
+        if adapter.backend == "pandas" and adapter.in_memory:  # a DataFrame
+            from frameldp.schemas import pandas
 
-        return pandas.run_schema(frame, declaration, lazy=lazy)
+            return pandas.run_schema(frame, declaration, lazy=lazy)
     raise ParameterError(
         f"{expected}, got {kind}; validate a DataFrame (of a Dask frame: a computed partition "
         "or chunk; of a Spark frame: a collected sample, sdf.limit(n).toPandas()) instead"
