@@ -117,22 +117,34 @@ def test_a_user_keeps_the_permanent_response_of_a_value_and_redraws_it_for_a_new
     assert low <= np.sum(moved == first) <= high
 
 
-def test_the_memoized_event_charges_one_report_then_the_permanent_response() -> None:
-    """One report costs epsilon_1; two or more sharing the memo cost epsilon_inf (the r
-    compositions of epsilon_1 do not bound them: tests/accounting/test_memoized_event.py)."""
+def test_the_memoized_event_charges_one_report_then_the_instantaneous_responses() -> None:
+    """One report costs epsilon_1; r >= 2 of one person sharing the memo cost r uses of the
+    instantaneous response, whatever their values (the r compositions of epsilon_1 do not bound
+    them, nor does epsilon_inf once values change: tests/privacy/test_person_unit.py). An event
+    recorded before the instantaneous response was (a ledger of an earlier frameldp) keeps
+    its per-value bound, epsilon_inf."""
     one = RandomizedResponseEvent(1.0, 5)
     permanent = RandomizedResponseEvent(3.0, 5)
-    event = MemoizedEvent(one, permanent, 1, "m")
+    instant = RandomizedResponseEvent(1.2, 5)
+    event = MemoizedEvent(one, permanent, 1, "m", instant)
     assert event_from_dict(event.to_dict()) == event
     assert Accountant.of([(event, 1)]).pure_epsilon == 1.0
-    assert Accountant.of([(event, 2)]).pure_epsilon == 3.0
-    assert Accountant.of([(event, 365)]).pure_epsilon == 3.0
-    doubled = MemoizedEvent(one, permanent, 2, "m")
+    assert Accountant.of([(event, 2)]).pure_epsilon == pytest.approx(2.4)
+    assert Accountant.of([(event, 365)]).pure_epsilon == pytest.approx(365 * 1.2)
+    doubled = MemoizedEvent(one, permanent, 2, "m", instant)
     for order in (1.5, 2.0, 8.0, 64.0):
-        assert doubled.rdp(order) == permanent.rdp(order)
+        assert doubled.rdp(order) == pytest.approx(2 * instant.rdp(order))
         assert event.rdp(order) == one.rdp(order)
-    unmemoized = Accountant.of([(MemoizedEvent(one, permanent), 365)])
+    unmemoized = Accountant.of([(MemoizedEvent(one, permanent, instant=instant), 365)])
     assert unmemoized.pure_epsilon == pytest.approx(365.0)
+    legacy = MemoizedEvent(one, permanent, 1, "m")
+    assert event_from_dict(legacy.to_dict()) == legacy
+    assert Accountant.of([(legacy, 365)]).pure_epsilon == 3.0
+    silent = MemoizedEvent(one, permanent, 1, "m", None, 0)
+    assert event_from_dict(silent.to_dict()) == silent
+    assert Accountant.of([(silent, 1)]).pure_epsilon == 1.0
+    with pytest.raises(frameldp.ParameterError, match="no noise"):
+        Accountant.of([(silent, 2)]).pure_epsilon  # noqa: B018
     with pytest.raises(frameldp.ParameterError, match="permanent"):
         MemoizedEvent(permanent, one)
 
@@ -149,26 +161,27 @@ def test_bad_longitudinal_parameters_are_refused() -> None:
         )
 
 
-def test_a_year_of_nightly_collections_is_charged_epsilon_infinity() -> None:
-    """365 nightly k-RR releases of the same people: memoized, the ledger charges
-    epsilon_inf = 3 once (the releases share one memo); without memoization, 365 x 1."""
+def test_a_year_of_nightly_collections_is_charged_each_persons_loss() -> None:
+    """365 nightly k-RR releases of the same people. Memoized: a person whose value changes
+    between nights is not protected by epsilon_inf (tests/privacy/test_person_unit.py), so
+    the ledger charges 365 instantaneous responses (1.0946 each here), no less than 365 fresh
+    reports (365 x 1). Before issue 36 it charged epsilon_inf = 3, RAPPOR's bound for one
+    unchanged value, which the guarantee still states as epsilon_infinity."""
     import pandas as pd
 
     frame = pd.DataFrame({"uid": range(50), "carrier": [DOMAIN[i % 5] for i in range(50)]})
     memoized, fresh = frameldp.Ledger(":memory:"), frameldp.Ledger(":memory:")
     for book in (memoized, fresh):
-        book.set_budget("nightly", epsilon=400.0)
+        book.set_budget("nightly", epsilon=1000.0)
+    mechanism = frameldp.RandomizedResponse(1.0, domain=DOMAIN, epsilon_infinity=3.0)
     for _ in range(365):
-        frame.ldp.krr(
-            "carrier",
-            1.0,
-            domain=DOMAIN,
-            epsilon_infinity=3.0,
-            user="uid",
-            memo_key=MEMO,
-            ledger=memoized,
-            budget="nightly",
+        frame.ldp.privatize(
+            {"carrier": mechanism}, user="uid", memo_key=MEMO, ledger=memoized, budget="nightly"
         )
         frame.ldp.krr("carrier", 1.0, domain=DOMAIN, ledger=fresh, budget="nightly")
-    assert memoized.spent("nightly") == pytest.approx(3.0, rel=1e-9)
+    instant, uses = mechanism._instant_event()
+    assert instant is not None
+    assert memoized.spent("nightly") == pytest.approx(365 * uses * instant.epsilon, rel=1e-9)
     assert fresh.spent("nightly") == pytest.approx(365.0, rel=1e-9)
+    assert memoized.spent("nightly") >= fresh.spent("nightly")
+    assert mechanism.guarantee("m").epsilon_infinity == pytest.approx(3.0, rel=1e-9)

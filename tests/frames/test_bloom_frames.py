@@ -9,8 +9,7 @@ folds memoized nightly releases.
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ import pytest
 from scipy.stats import norm
 
 import frameldp
+from frameldp.accounting import per_person
 
 from .conftest import (
     BACKENDS,
@@ -164,17 +164,31 @@ def _memo_data() -> dict[str, list[Any]]:
     }
 
 
-def _by_pair(backend: Backend, reports: Any) -> tuple[dict[tuple[str, str], bytes], dict[str, int]]:
-    """The report of each (user, URL) and the cohort of each user, checking they are unique."""
-    users = backend.column_values(reports, "user_id")
-    urls = backend.column_values(reports, "url_source")
-    values = backend.column_values(reports, "url")
-    cohorts = backend.column_values(reports, "url_cohort")
+def _one_row_per_user(data: dict[str, list[Any]]) -> list[dict[str, list[Any]]]:
+    """``data`` split into blocks holding one row of each user (its n-th row in block n)."""
+    seen: dict[Any, int] = {}
+    blocks: dict[int, list[int]] = {}
+    for i, user in enumerate(data["user_id"]):
+        seen[user] = seen.get(user, -1) + 1
+        blocks.setdefault(seen[user], []).append(i)
+    return [{name: [v[i] for i in rows] for name, v in data.items()} for rows in blocks.values()]
+
+
+def _by_pair(
+    backend: Backend, releases: Sequence[Any]
+) -> tuple[dict[tuple[str, str], bytes], dict[str, int]]:
+    """The report of each (user, URL) and the cohort of each user over ``releases``, checking
+    they are unique."""
     by_pair: dict[tuple[str, str], set[bytes]] = {}
     by_user: dict[str, set[int]] = {}
-    for user, url, value, cohort in zip(users, urls, values, cohorts, strict=True):
-        by_pair.setdefault((user, url), set()).add(value)
-        by_user.setdefault(user, set()).add(cohort)
+    for reports in releases:
+        users = backend.column_values(reports, "user_id")
+        urls = backend.column_values(reports, "url_source")
+        values = backend.column_values(reports, "url")
+        cohorts = backend.column_values(reports, "url_cohort")
+        for user, url, value, cohort in zip(users, urls, values, cohorts, strict=True):
+            by_pair.setdefault((user, url), set()).add(value)
+            by_user.setdefault(user, set()).add(cohort)
     assert all(len(found) == 1 for found in by_pair.values()), "one report per (user, value)"
     assert all(len(found) == 1 for found in by_user.values()), "one cohort per user"
     return (
@@ -184,9 +198,11 @@ def _by_pair(backend: Backend, reports: Any) -> tuple[dict[tuple[str, str], byte
 
 
 def test_memoized_reports_follow_user_and_value_not_rows(backend: Backend) -> None:
-    """Without instantaneous noise, two calls with different keys but the same memo key give
+    """Without instantaneous noise, releases with different keys but the same memo key give
     every (user, value) one report and every user one cohort, however the rows are ordered; a
-    different memo key gives other reports and cohorts.
+    different memo key gives other reports and cohorts. Each release holds one row per person:
+    two rows of one person without instantaneous noise would reveal which share a value (an
+    unbounded loss, refused: tests/privacy/test_person_unit.py).
 
     Under two memo keys, one (user, value) gets equal 32-bit permanent responses with
     probability at most 0.625**32 < 3e-7 (same cohort and bits; f = 0.5), all 24 pairs below
@@ -194,19 +210,21 @@ def test_memoized_reports_follow_user_and_value_not_rows(backend: Backend) -> No
     """
     data = _memo_data()
     data = {**data, "url_source": data["url"]}
-    order = np.random.default_rng(3).permutation(len(data["row"]))  # test data, not noise
-    shuffled = {name: [values[i] for i in order] for name, values in data.items()}
-    native, reordered = backend.make(data), backend.make(shuffled)
-    before = backend.snapshot(native)
+    blocks = _one_row_per_user(data)
+    order = np.random.default_rng(3).permutation(len(blocks[0]["row"]))  # test data, not noise
+    shuffled = [{name: [values[i] for i in order] for name, values in b.items()} for b in blocks]
+    natives = [backend.make(block) for block in blocks]
+    reordered = [backend.make(block) for block in shuffled[::-1]]
+    before = backend.snapshot(natives[0])
 
     def call(frame: Any, **kwargs: Any) -> Any:
         return frame.ldp.rappor(
             "url", encoding="bloom", user="user_id", **NO_INSTANTANEOUS, **kwargs
         )
 
-    first = call(native, memo_key=MEMO, key=KEY)
-    second = call(reordered, memo_key=MEMO, key=bytes(reversed(KEY)))
-    other = call(native, memo_key=OTHER_MEMO, key=KEY)
+    first = [call(native, memo_key=MEMO, key=KEY) for native in natives]
+    second = [call(native, memo_key=MEMO, key=bytes(reversed(KEY))) for native in reordered]
+    other = [call(native, memo_key=OTHER_MEMO, key=KEY) for native in natives]
 
     pairs, cohorts = _by_pair(backend, first)
     assert _by_pair(backend, second) == (pairs, cohorts)
@@ -215,10 +233,10 @@ def test_memoized_reports_follow_user_and_value_not_rows(backend: Backend) -> No
     assert other_pairs != pairs
     assert other_cohorts != cohorts
     # The recorded guarantee names the memo (a public HMAC of the memo key), not the key.
-    assert first.ldp.privacy == second.ldp.privacy
-    assert first.ldp.privacy != other.ldp.privacy
-    assert MEMO.hex() not in str(first.ldp.privacy)
-    backend.assert_unchanged(before, native)
+    assert first[0].ldp.privacy == second[0].ldp.privacy
+    assert first[0].ldp.privacy != other[0].ldp.privacy
+    assert MEMO.hex() not in str(first[0].ldp.privacy)
+    backend.assert_unchanged(before, natives[0])
 
 
 def test_without_user_every_row_gets_a_fresh_permanent_response(backend: Backend) -> None:
@@ -362,7 +380,7 @@ def _paper_epsilons(f: float, p: float, q: float, h: int) -> tuple[mpmath.mpf, m
 def test_reports_know_their_one_report_and_longitudinal_epsilons(backend: Backend) -> None:
     """``reports.ldp.privacy``: epsilon is epsilon_1, epsilon_infinity the longitudinal bound,
     both the paper's closed forms rounded up (1.0743 and 4.3944 at f=.5, p=.5, q=.75, h=2)."""
-    native = backend.make(bloom_data())
+    native = backend.make(bloom_data(12))  # one row per person
 
     reports = native.ldp.rappor(
         "url", encoding="bloom", user="user_id", memo_key=MEMO, seed=1, **SMALL
@@ -434,7 +452,11 @@ def test_privatize_mixes_bloom_with_rappor_and_krr(backend: Backend) -> None:
     origin = native.ldp.krr("origin", 2.0, domain=ORIGINS, key=KEY)
     assert backend.column_values(reports, "carrier") == backend.column_values(carrier, "carrier")
     assert backend.column_values(reports, "origin") == backend.column_values(origin, "origin")
-    expected = frameldp.compose([alone.ldp.privacy, rappor.privacy, krr.privacy])
+    # Every user holds 4 rows: with user=, each column states one person's 4 reports.
+    rows = 4
+    expected = frameldp.compose(
+        [alone.ldp.privacy, per_person(rappor.privacy, rows), per_person(krr.privacy, rows)]
+    )
     assert reports.ldp.privacy == expected
     backend.assert_unchanged(before, native)
 
@@ -453,36 +475,37 @@ def ledger(tmp_path: Path) -> frameldp.Ledger:
     return book
 
 
-def test_memoized_nightly_releases_fold_under_epsilon_infinity(
+def test_memoized_nightly_releases_are_charged_each_persons_loss(
     backend: Backend, ledger: frameldp.Ledger
 ) -> None:
-    """Ten nightly releases of the same users and values under one memo key are all admitted:
-    they share permanent responses, so the ledger folds them and the total stays below
-    epsilon_inf = 4.39 < 5, growing with every night."""
-    native = backend.make(bloom_data())
+    """Nightly releases of the same people (one row each) under one memo key: the first
+    night costs epsilon_1; two nights of one person share permanent responses that reveal
+    whether the value changed, so they cost the person more than epsilon_1 twice, and past
+    epsilon_inf as nights accumulate (tests/privacy/test_person_unit.py). The second night's
+    per-person bound (every bit of both reports' instantaneous responses) is over the cap of
+    5: refused, recording nothing. (Before issue 36 the nights folded under epsilon_inf.)"""
+    native = backend.make(bloom_data(12))
     mechanism = frameldp.BloomRappor(**SMALL)
-    totals = []
 
-    for night in range(NIGHTS):
+    def night(seed: int) -> Any:
         reports = native.ldp.rappor(
             "url",
             encoding="bloom",
             user="user_id",
             memo_key=MEMO,
-            seed=night,
+            seed=seed,
             ledger=ledger,
             budget=BUDGET,
             **SMALL,
         )
-        assert backend.num_rows(reports) == 48
-        totals.append(ledger.spent(BUDGET))
+        return backend.collect(reports)
 
-    history = ledger.history(BUDGET)
-    assert len(history) == NIGHTS
-    assert all(entry.epsilon == mechanism.privacy.epsilon for entry in history)
-    assert totals[0] == mechanism.privacy.epsilon
-    assert all(a < b for a, b in itertools.pairwise(totals))
-    assert totals[-1] <= mechanism.privacy.epsilon_infinity < 5.0
+    night(0)
+    assert ledger.spent(BUDGET) == mechanism.privacy.epsilon
+    with pytest.raises(frameldp.BudgetExceededError):
+        night(1)
+    assert len(ledger.history(BUDGET)) == 1
+    assert ledger.spent(BUDGET) == mechanism.privacy.epsilon
 
 
 def test_unmemoized_releases_compose_and_the_fifth_is_refused(
@@ -547,13 +570,13 @@ ERRORS: dict[str, Any] = {
         ["column 'visits'", "strings", "int64"],
     ),
     "null-value": (
-        _with(BASE, url={7: None}),
+        _with(bloom_data(12), url={7: None}),  # one row per person: within the budget
         _bloom(user="user_id", memo_key=MEMO, seed=1),
         frameldp.DomainError,
         ["column 'url'", "null", "row 7"],
     ),
     "null-user": pytest.param(
-        _with(BASE, user_id={3: None}),
+        _with(bloom_data(12), user_id={3: None}),
         _bloom(user="user_id", memo_key=MEMO, seed=1),
         frameldp.DomainError,
         ["'user_id'", "null", "row 3"],
@@ -569,12 +592,6 @@ ERRORS: dict[str, Any] = {
         _bloom("link"),
         frameldp.ParameterError,
         ["column 'link' not found"],
-    ),
-    "user-with-onehot": (
-        BASE,
-        lambda f, **kw: f.ldp.rappor("url", 1.0, domain=URLS, user="user_id", **kw),
-        frameldp.ParameterError,
-        ["column 'url'", "user", "epsilon_infinity"],
     ),
     "memo-key-with-onehot": (
         BASE,

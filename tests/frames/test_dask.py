@@ -464,12 +464,14 @@ ERRORS: dict[str, tuple[Call, type[frameldp.FrameLDPError], list[str]]] = {
         frameldp.ParameterError,
         ["key=", "seed=", "got both"],
     ),
-    "user-without-bloom": (
+    "memo-key-without-permanent-response": (
         lambda f: f.ldp.privatize(
-            {"carrier": frameldp.RandomizedResponse(1.0, domain=CARRIERS)}, user="user_id"
+            {"carrier": frameldp.RandomizedResponse(1.0, domain=CARRIERS)},
+            user="user_id",
+            memo_key=bytes(32),
         ),
         frameldp.ParameterError,
-        ["user='user_id'", "Bloom"],
+        ["memo_key=", "permanent response"],
     ),
     "bloom-of-numbers": (
         lambda f: f.ldp.rappor("fare", encoding="bloom", **BLOOM),

@@ -160,19 +160,34 @@ def test_reports_equal_the_pandas_reports(spark: SparkSession, call: str, partit
 
 
 def test_memoized_reports_follow_the_person(spark: SparkSession) -> None:
-    """With a memo key, a person's permanent response is the same in every task: two rows of
-    one user with one value in different partitions give equal reports at epsilon_inf with no
-    instantaneous noise (epsilon_1 = epsilon_inf)."""
+    """With a memo key, a person's permanent response is the same in every task: one row of
+    each user, released twice in different partitionings, gives equal reports at epsilon_inf
+    with no instantaneous noise (epsilon_1 = epsilon_inf). (Two rows of one person in one
+    release without instantaneous noise are refused: tests/privacy/test_person_unit.py.)"""
+    firsts = spark.createDataFrame(table().to_pandas().iloc[::2])  # a row of each user
+
+    def release(partitions: int) -> pd.DataFrame:
+        frame = firsts.repartition(partitions)
+        out = frame.ldp.krr(
+            "carrier", 3.0, domain=CARRIERS, epsilon_infinity=3.0, user="user_id", memo_key=MEMO
+        )
+        got = values(out)
+        return pd.DataFrame({"id": got["id"], "report": got["carrier"]}).set_index("id")
+
+    assert release(3).sort_index().equals(release(2).sort_index())
+
+
+def test_a_person_is_the_unit_on_spark(spark: SparkSession) -> None:
+    """Two rows per user: the release states two reports' loss, as pandas does; a row without
+    a user id is refused."""
     frame = spark_frame(spark, 3)
-    out = frame.ldp.krr(
-        "carrier", 3.0, domain=CARRIERS, epsilon_infinity=3.0, user="user_id", memo_key=MEMO
-    )
-    got = values(out)
-    rows = pd.DataFrame({"id": got["id"], "report": got["carrier"]}).set_index("id").sort_index()
-    data = table().to_pandas()
-    same = data.groupby(["user_id", "carrier"]).filter(lambda g: len(g) == 2)
-    for _, group in same.groupby(["user_id", "carrier"]):
-        assert rows.loc[group["id"], "report"].nunique() == 1
+    out = frame.ldp.krr("carrier", 1.0, domain=CARRIERS, user="user_id", key=KEY)
+    pandas = table().to_pandas().ldp.krr("carrier", 1.0, domain=CARRIERS, user="user_id", key=KEY)
+    assert out.ldp.privacy == pandas.ldp.privacy
+    assert out.ldp.privacy.parameters["rows_per_user"] == 2
+    nulls = spark.createDataFrame(pd.DataFrame({"user_id": ["a", None], "carrier": ["AA", "AA"]}))
+    with pytest.raises(frameldp.DomainError, match="null user id"):
+        nulls.ldp.krr("carrier", 1.0, domain=CARRIERS, user="user_id")
 
 
 def test_fresh_keys_give_new_reports_each_call_but_one_release_reads_the_same(

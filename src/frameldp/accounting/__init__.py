@@ -22,7 +22,7 @@ from frameldp.accounting.events import (
     SubsetSelectionEvent,
     event_from_dict,
 )
-from frameldp.accounting.guarantee import PrivacyGuarantee, compose
+from frameldp.accounting.guarantee import PrivacyGuarantee, compose, per_person
 from frameldp.accounting.ledger import BudgetStatus, Ledger, Spend
 from frameldp.accounting.pld import PrivacyLossDistribution
 
@@ -53,4 +53,5 @@ __all__ = [
     "amplify_by_shuffling",
     "compose",
     "event_from_dict",
+    "per_person",
 ]

@@ -40,7 +40,7 @@ from frameldp.accounting.events import PrivacyEvent, PureDP
 from frameldp.accounting.rounding import sum_up
 from frameldp.errors import FrameLDPError, ParameterError, shown
 
-__all__ = ["INSECURE", "MODELS", "Model", "PrivacyGuarantee", "compose"]
+__all__ = ["INSECURE", "MODELS", "Model", "PrivacyGuarantee", "compose", "per_person"]
 
 INSECURE = "INSECURE: seeded noise, anyone who knows the seed can remove it"
 """How a seeded run is marked in guarantees, files, ledgers and the command line."""
@@ -246,4 +246,26 @@ def compose(guarantees: Iterable[PrivacyGuarantee]) -> PrivacyGuarantee:
     seeded = any(p.seeded for p in parts)
     return PrivacyGuarantee(
         total, "composition", {"method": "basic"}, parts, accountant.entries, model, seeded
+    )
+
+
+def per_person(guarantee: PrivacyGuarantee, rows: int) -> PrivacyGuarantee:
+    """What one person loses who holds ``rows`` reports, each under ``guarantee``.
+
+    Reports with independent noise compose ``rows`` times. Reports that share memoized
+    permanent responses fold into one :class:`~frameldp.accounting.MemoizedEvent` of ``rows``
+    reports, whose bound holds whatever the person's values (its module docstring): RAPPOR's
+    ``epsilon_infinity`` bounds only the reports of one unchanged value, not a person's.
+    """
+    if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
+        raise ParameterError(f"rows per person must be an integer >= 1, got {shown(rows)}")
+    if rows == 1:
+        return guarantee
+    events: list[tuple[PrivacyEvent, int]] = []
+    for event, count in guarantee.events:
+        events.append(event.repeated(count * rows))
+    epsilon = sum_up((event.pure_epsilon, uses) for event, uses in events)
+    parameters = {**guarantee.parameters, "rows_per_user": rows}
+    return dataclasses.replace(
+        guarantee, epsilon=epsilon, parameters=parameters, parts=(), events=tuple(events)
     )

@@ -199,8 +199,16 @@ def privatize(
     user: Annotated[
         str | None,
         typer.Option(
-            help="Bloom RAPPOR, or any mechanism with --epsilon-infinity: column identifying "
-            "users (not released)."
+            help="Column identifying people (not released): a person is then the privacy unit, "
+            "charged for the most rows one person holds. Needed by Bloom RAPPOR and "
+            "--epsilon-infinity (memoized permanent responses)."
+        ),
+    ] = None,
+    max_rows_per_user: Annotated[
+        int | None,
+        typer.Option(
+            help="With --user: state and charge this many rows per person; refuse a person "
+            "holding more."
         ),
     ] = None,
     memo_key_file: Annotated[
@@ -250,6 +258,7 @@ def privatize(
             "max_length": max_length,
         },
         user=user,
+        max_rows_per_user=max_rows_per_user,
         memo_key_file=memo_key_file,
         seed=seed,
         key_file=key_file,

@@ -46,6 +46,7 @@ def run_privatize(
     keep: list[str],
     shared: dict[str, Any],
     user: str | None,
+    max_rows_per_user: int | None,
     memo_key_file: Path | None,
     seed: int | None,
     key_file: Path | None,
@@ -76,21 +77,13 @@ def run_privatize(
                 raise ParameterError(
                     f"--ledger and --budget go together; got --ledger {ledger}, --budget {budget}"
                 )
-            if user is not None and not any(
-                s.registered == "bloom_rappor" or (s.memoizes and s.epsilon_infinity) for s in specs
-            ):
-                raise ParameterError(
-                    f"--user {shown(user)} is only used by --mechanism bloom, and with "
-                    "--epsilon-infinity by the mechanisms that memoize permanent responses "
-                    "(rappor, krr, optimized_unary_encoding, local_hashing, subset_selection, "
-                    "auto)"
-                )
             done = privatize_file(
                 source,
                 target,
                 specs,
                 keep=keep,
                 user=user,
+                max_rows_per_user=max_rows_per_user,
                 key=read_key(key_file, "--key-file"),
                 seed=seed,
                 memo_key=read_key(memo_key_file, "--memo-key-file"),

@@ -46,6 +46,7 @@ from frameldp.core.mechanisms import Mechanism
 from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.errors import ParameterError, ValidationError
 from frameldp.frames.batches import hex_width, privatize_batch, release_columns
+from frameldp.frames.persons import check_max_rows, rows_per_user, stated_rows
 from frameldp.frames.release import ReleasePlan, charging, plan_release
 from frameldp.schemas import validate_input, validate_release
 
@@ -73,6 +74,7 @@ def privatize_file(
     *,
     keep: Sequence[str] = (),
     user: str | None = None,
+    max_rows_per_user: int | None = None,
     key: bytes | None = None,
     seed: int | None = None,
     memo_key: bytes | None = None,
@@ -106,7 +108,19 @@ def privatize_file(
         for spec in specs
     }
     randomness = resolve_source(key, seed)
-    release = plan_release(names, mechanisms, source=randomness, user=user, memo_key=memo_key)
+    bound = check_max_rows(max_rows_per_user, user)
+    counted = None
+    if user is not None:  # a first pass over the user column: a person is the privacy unit
+        ids = (batch.column(0) for batch in batches(source, [user], chunk_rows=chunk_rows))
+        counted = stated_rows(rows_per_user(ids, user), bound, user)
+    release = plan_release(
+        names,
+        mechanisms,
+        source=randomness,
+        user=user,
+        memo_key=memo_key,
+        rows_per_user=counted,
+    )
     if seed is not None:
         release = _insecure(release)
     if ledger is not None and not ledger.is_file():

@@ -84,6 +84,7 @@ from frameldp.frames.grouping import Grouped, Reduction, grouped_statistics, mer
 from frameldp.frames.inputs import require_column
 from frameldp.frames.lookup import find_mechanism, unpack_reports
 from frameldp.frames.methods import FrameMethods, OneMachineMethods
+from frameldp.frames.persons import counted_rows
 from frameldp.frames.pipeline import privatize_frame
 from frameldp.frames.release import (
     LedgerLike,
@@ -181,6 +182,13 @@ def _charged_first_row(ledger: LedgerLike | None, budget: str | None, release: R
     """Charge one computation of a privatized frame (before any of its reports exist)."""
     with charging(ledger, budget, release):
         return 0
+
+
+def _first_null(ids: pd.Series) -> pd.Series:
+    """A partition's size and the position of its first null (-1: none)."""
+    missing = ids.isna().to_numpy()
+    first = int(np.argmax(missing)) if missing.any() else -1
+    return pd.Series([(len(ids), first)], dtype=object)
 
 
 def _privatize_partition(
@@ -325,6 +333,7 @@ class DaskFrameAccessor(OneMachineMethods, FrameMethods):
         budget: str | None = None,
         user: str | None = None,
         memo_key: bytes | None = None,
+        max_rows_per_user: int | None = None,
     ) -> dd.DataFrame:
         """Replace each column by its reports, lazily.
 
@@ -337,7 +346,8 @@ class DaskFrameAccessor(OneMachineMethods, FrameMethods):
         privatized (a release that could not be charged now is refused here). Bloom RAPPOR columns
         also get a ``{column}_cohort`` column (see :meth:`rappor` for ``user`` and
         ``memo_key``); on Dask, ``user=`` needs ``memo_key=`` or ``key=`` (a person's permanent
-        responses must be the same on every worker).
+        responses must be the same on every worker). With ``user=``, the user column is computed
+        once now to count each person's rows (see ``DataFrame.ldp.privatize``).
         """
         shipped, release = plan_shipped_release(
             self._columns(),
@@ -348,6 +358,8 @@ class DaskFrameAccessor(OneMachineMethods, FrameMethods):
             user=user,
             memo_key=memo_key,
             fresh_keys=("on Dask", "each partition"),
+            max_rows_per_user=max_rows_per_user,
+            count_rows=self._rows_per_user,
         )
         privatize = functools.partial(
             _privatize_partition,
@@ -370,6 +382,22 @@ class DaskFrameAccessor(OneMachineMethods, FrameMethods):
                 outputs, meta=meta, divisions=divisions, verify_meta=False
             )
         return out
+
+    def _rows_per_user(self, user: str) -> int:
+        """The most rows one user id holds (one computation of the user column)."""
+        ids = self._frame[user]
+        largest, nulls = dask.compute(ids.value_counts().max(), ids.isna().sum())
+        if nulls:  # name the first row without an id, as the pandas accessor does
+            found = ids.map_partitions(_first_null, meta=(None, object)).compute()
+            sizes, firsts = zip(*found, strict=True)
+            starts = np.concatenate([[0], np.cumsum(sizes)])[:-1]
+            row = next(
+                int(start + first)
+                for start, first in zip(starts, firsts, strict=True)
+                if first >= 0
+            )
+            return counted_rows(largest, nulls, user, first_null=row)
+        return counted_rows(largest, nulls, user)
 
     def _grouped(self, reduction: Reduction, by: tuple[str, ...]) -> Grouped:
         """Per-partition statistics (by group) merged in a tree (report columns never meet on

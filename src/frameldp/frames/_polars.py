@@ -45,6 +45,7 @@ from frameldp.frames.grouping import Grouped, Reduction
 from frameldp.frames.inputs import check_columns, require_column
 from frameldp.frames.lookup import find_mechanism, unpack_reports
 from frameldp.frames.methods import FrameMethods, ValueShortcuts
+from frameldp.frames.persons import check_max_rows, rows_per_user, stated_rows
 from frameldp.frames.pipeline import privatize_columns, privatize_frame
 from frameldp.frames.release import (
     LedgerLike,
@@ -387,6 +388,7 @@ class PolarsLazyFrameNamespace(FrameMethods):
         budget: str | None = None,
         user: str | None = None,
         memo_key: bytes | None = None,
+        max_rows_per_user: int | None = None,
     ) -> pl.LazyFrame:
         """A plan that privatizes this one each time it is executed (see the module docstring).
 
@@ -395,17 +397,26 @@ class PolarsLazyFrameNamespace(FrameMethods):
         the same rows (a row whose value changed gets independent noise). With ``ledger`` and
         ``budget``, each execution is checked and charged once, when its first reports are
         about to be released (a collect that fails later stays charged: the ledger errs on the
-        side of spending). Nothing is read now.
+        side of spending). Nothing is read now, except with ``user=``: the user column is
+        collected once to count each person's rows (the release states the loss of the person
+        holding the most, or of ``max_rows_per_user``; see ``DataFrame.ldp.privatize``).
         """
         schema = self._frame.collect_schema()
         check_columns(schema.names(), mechanisms, reports=self._report_columns())
         keyed = None if key is None and seed is None else resolve_source(key, seed)
+        bound = check_max_rows(max_rows_per_user, user)
+        counted = None
+        if user is not None:
+            require_column(schema.names(), user)
+            ids = self._frame.select(user).collect(engine="streaming")
+            counted = stated_rows(rows_per_user([ids.to_arrow().column(0)], user), bound, user)
         release = plan_release(
             schema.names(),
             mechanisms,
             source=keyed or RandomSource.fresh(),
             user=user,
             memo_key=memo_key,
+            rows_per_user=counted,
             fresh_keys=("on a LazyFrame", "each collect"),
         )
         check_budget(ledger, budget, release)

@@ -87,6 +87,7 @@ from frameldp.frames.grouping import Grouped, Reduction, grouped_statistics, mer
 from frameldp.frames.inputs import require_column
 from frameldp.frames.lookup import find_mechanism, unpack_reports
 from frameldp.frames.methods import FrameMethods, OneMachineMethods
+from frameldp.frames.persons import counted_rows
 from frameldp.frames.pipeline import privatize_columns
 from frameldp.frames.release import (
     LedgerLike,
@@ -431,6 +432,7 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
         budget: str | None = None,
         user: str | None = None,
         memo_key: bytes | None = None,
+        max_rows_per_user: int | None = None,
     ) -> SparkDataFrame:
         """Replace each column by its reports, now (see the module docstring).
 
@@ -440,7 +442,8 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
         reports. Values outside the domain raise their :class:`~frameldp.DomainError` here;
         with ``ledger`` and ``budget`` the release is charged once, after its reports exist.
         Bloom RAPPOR columns also get a ``{column}_cohort`` column; ``user=`` needs
-        ``memo_key=`` or ``key=`` (see :meth:`rappor`).
+        ``memo_key=`` or ``key=`` (see :meth:`rappor`); it counts each person's rows first (see
+        ``DataFrame.ldp.privatize``).
         """
         shipped, release = plan_shipped_release(
             self._columns(),
@@ -451,6 +454,8 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
             user=user,
             memo_key=memo_key,
             fresh_keys=("on Spark", "each task"),
+            max_rows_per_user=max_rows_per_user,
+            count_rows=self._rows_per_user,
         )
         check_budget(ledger, budget, release)
         _refuse_speculation(self._frame.sparkSession.sparkContext.getConf())
@@ -486,6 +491,21 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
         finally:
             _drop_checkpoint(pinned)  # the reports no longer read the input
         return cast(SparkDataFrame, out)
+
+    def _rows_per_user(self, user: str) -> int:
+        """The most rows one user id holds (one Spark job over the user column)."""
+        column = spark_functions.col
+        quoted = "`" + user.replace("`", "``") + "`"
+        counts = self._frame.select(column(quoted).alias("id")).groupBy("id").count()
+        row = counts.agg(
+            spark_functions.max(
+                spark_functions.when(column("id").isNotNull(), column("count"))
+            ).alias("largest"),
+            spark_functions.sum(spark_functions.when(column("id").isNull(), column("count"))).alias(
+                "nulls"
+            ),
+        ).first()
+        return counted_rows(row["largest"], row["nulls"], user)
 
     def _release_schema(
         self,

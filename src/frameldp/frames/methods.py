@@ -67,6 +67,7 @@ from frameldp.frames.lookup import (
     refuse_other_mechanism,
     report_names,
 )
+from frameldp.frames.persons import check_max_rows, rows_per_user, stated_rows
 from frameldp.frames.pipeline import (
     column_context,
     privatize_columns,
@@ -221,13 +222,15 @@ class FrameMethods:
     def _table_privacy(self, mechanism: Mechanism, column: Any) -> PrivacyGuarantee | None:
         """The guarantee a debiased table carries (None: the mechanism's own): the frame's when
         it was shuffled; the recorded release's when its reports were drawn from a seed (marked
-        insecure) or share memoized permanent responses (their memo's guarantee)."""
+        insecure), share memoized permanent responses (their memo's guarantee) or were released
+        with ``user=`` (one person's rows)."""
         shuffled = self._shuffled()
         if shuffled:
             specs = self._specs() or {"_": mechanism.to_spec()}
             return shuffled_privacy(specs, shuffled, self._num_rows())
         recorded = (self._specs() or {}).get(column)
-        if recorded is not None and (recorded.get("memo") or recorded.get("seeded")):
+        marks = ("memo", "seeded", "rows_per_user")
+        if recorded is not None and any(recorded.get(mark) for mark in marks):
             return guarantee_of({column: recorded})
         return None
 
@@ -243,6 +246,7 @@ class FrameMethods:
         budget: str | None = None,
         user: str | None = None,
         memo_key: bytes | None = None,
+        max_rows_per_user: int | None = None,
     ) -> Any:
         """Replace each column by its reports; one fresh key for the call unless given.
 
@@ -250,13 +254,33 @@ class FrameMethods:
         without producing any output. The returned frame's report columns record their
         mechanisms in their type. With ``ledger`` and ``budget``, the release is checked
         against the budget first and recorded once the reports exist. Bloom RAPPOR columns
-        also get a ``{column}_cohort`` column; ``user`` and ``memo_key`` are described in
-        :meth:`rappor`.
+        also get a ``{column}_cohort`` column.
+
+        ``user`` names the column that identifies people: a person is then the privacy unit,
+        and the release states (and charges) the loss of the person holding the most rows,
+        or of ``max_rows_per_user`` rows when given (a person holding more is refused).
+        Without ``user``, each row is taken to be a different person. Mechanisms with
+        ``epsilon_infinity`` memoize their permanent responses per (user, value) under
+        ``memo_key`` (a persistent secret); see :meth:`rappor`.
         """
         columns = self._columns()
         check_columns(columns, mechanisms, reports=self._report_columns())
         source = resolve_source(key, seed)
-        release = plan_release(columns, mechanisms, source=source, user=user, memo_key=memo_key)
+        bound = check_max_rows(max_rows_per_user, user)
+        counted = None
+        if user is not None:
+            require_column(columns, user)
+            counted = stated_rows(
+                rows_per_user([self._in_memory.to_arrow(self._frame, user)], user), bound, user
+            )
+        release = plan_release(
+            columns,
+            mechanisms,
+            source=source,
+            user=user,
+            memo_key=memo_key,
+            rows_per_user=counted,
+        )
         with charging(ledger, budget, release):
             return privatize_frame(
                 self._frame,
@@ -632,6 +656,7 @@ class FrameMethods:
         ledger: LedgerLike | None = None,
         budget: str | None = None,
         hash: HashScheme | None = None,
+        max_rows_per_user: int | None = None,
     ) -> Any:
         """Replace ``column`` by RAPPOR reports.
 
@@ -645,8 +670,10 @@ class FrameMethods:
 
         One-hot and k-hot RAPPOR take ``epsilon_infinity`` too (longitudinal RAPPOR): ``user``
         names the column identifying people, whose permanent responses are memoized per (user,
-        value) under ``memo_key``, so that any number of collections of one value cost a person
-        at most ``epsilon_infinity`` (see :class:`frameldp.Rappor`).
+        value) under ``memo_key``, so that any number of collections of one unchanged value
+        cost at most ``epsilon_infinity`` (see :class:`frameldp.Rappor`). A person is the
+        privacy unit: the release states the loss of the person holding the most rows (or
+        ``max_rows_per_user``), whatever their values (see :meth:`privatize`).
         """
         require_column(self._columns(), column)
         hash_scheme = chosen_hash_scheme("df.ldp.rappor", hash_scheme, hash)
@@ -698,6 +725,7 @@ class FrameMethods:
             budget=budget,
             user=user,
             memo_key=memo_key,
+            max_rows_per_user=max_rows_per_user,
         )
 
     def krr(
@@ -715,13 +743,14 @@ class FrameMethods:
         seed: int | None = None,
         ledger: LedgerLike | None = None,
         budget: str | None = None,
+        max_rows_per_user: int | None = None,
     ) -> Any:
         """Replace ``column`` by k-ary randomized response reports.
 
         With ``epsilon_infinity``, longitudinal k-RR (see :class:`frameldp.RandomizedResponse`):
-        ``user`` names the column identifying people, whose permanent responses are memoized
-        per (user, value) under ``memo_key`` (a persistent secret), so that any number of
-        collections of one value cost a person at most ``epsilon_infinity``.
+        permanent responses are memoized per (user, value) under ``memo_key`` (a persistent
+        secret), so that any number of collections of one unchanged value cost at most
+        ``epsilon_infinity``. ``user`` makes a person the privacy unit (see :meth:`privatize`).
         """
         require_column(self._columns(), column)
         mechanism = build_krr(
@@ -741,6 +770,7 @@ class FrameMethods:
             budget=budget,
             user=user,
             memo_key=memo_key,
+            max_rows_per_user=max_rows_per_user,
         )
 
     def validate(

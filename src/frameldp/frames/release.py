@@ -8,11 +8,11 @@ from __future__ import annotations
 import contextlib
 import os
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-from frameldp.accounting import Ledger, PrivacyGuarantee, compose
+from frameldp.accounting import Ledger, PrivacyGuarantee, compose, per_person
 from frameldp.accounting.guarantee import INSECURE
 from frameldp.core.mechanisms import (
     Mechanism,
@@ -35,6 +35,8 @@ from frameldp.frames.inputs import (
     check_columns,
     require_column,
 )
+from frameldp.frames.persons import check_max_rows, stated_rows
+from frameldp.frames.pipeline import column_context
 
 __all__ = [
     "LedgerLike",
@@ -83,33 +85,39 @@ def plan_release(
     source: RandomSource,
     user: str | None,
     memo_key: bytes | None,
+    rows_per_user: int | None = None,
     fresh_keys: tuple[str, str] | None = None,
 ) -> ReleasePlan:
     """Validate the user column and memo key; the specs and guarantees of the release.
 
-    A mechanism with a permanent response (Bloom RAPPOR; any with ``epsilon_infinity``) and a
-    user column memoizes its permanent responses under ``memo_key`` (a persistent secret);
-    without one, under this call's key, which protects only within it.
-    ``fresh_keys`` = (where, unit) names a backend that draws a fresh key per unit (``("on
-    Dask", "each partition")``): there a user's permanent responses would differ between units
-    (and the ledger, which folds them under one memo, would undercharge), so ``user=`` needs
-    ``memo_key=`` or a caller's key.
+    With ``user``, a person is the privacy unit: ``rows_per_user`` is the largest number of
+    rows one person holds in the release (counted by the caller, :func:`rows_per_user` of
+    :mod:`frameldp.frames.persons`), recorded in every spec, and each column's guarantee is
+    that person's loss (:func:`per_person`). A mechanism with a permanent response (Bloom
+    RAPPOR; any with ``epsilon_infinity``) memoizes its permanent responses per (user, value)
+    under ``memo_key`` (a persistent secret); without one, under this call's key, which
+    protects only within it. ``fresh_keys`` = (where, unit) names a backend that draws a fresh
+    key per unit (``("on Dask", "each partition")``): there a user's permanent responses would
+    differ between units (and the ledger, which folds them under one memo, would undercharge),
+    so ``user=`` with a memoizing mechanism needs ``memo_key=`` or a caller's key.
     """
     blooms = [c for c, m in mechanisms.items() if memoizes(m)]
     if user is not None:
         require_column(columns, user)
-        if not blooms:
-            named = ", ".join(f"column {shown(c)}" for c in mechanisms)
-            raise ParameterError(
-                f"{named}: user={user!r} is only used by mechanisms with a memoized permanent "
-                "response (Bloom RAPPOR, encoding='bloom'; any mechanism with "
-                "epsilon_infinity=); no column here uses it"
-            )
         if user in mechanisms:
             raise ParameterError(f"user column {user!r} cannot also be privatized in this call")
+        if rows_per_user is None:
+            raise ParameterError(f"user={shown(user)}: the rows of each person were not counted")
     elif memo_key is not None:
         named = ", ".join(f"column {c!r}" for c in blooms or mechanisms)
         raise ParameterError(f"{named}: memo_key= needs user= (the column that identifies users)")
+    if memo_key is not None and not blooms:
+        named = ", ".join(f"column {shown(c)}" for c in mechanisms)
+        raise ParameterError(
+            f"{named}: memo_key= is only used by mechanisms with a memoized permanent response "
+            "(Bloom RAPPOR, encoding='bloom'; any mechanism with epsilon_infinity=); no column "
+            "here has one"
+        )
     for column, mechanism in mechanisms.items():
         for companion in companion_columns(column, mechanism):
             if companion in columns and companion not in mechanisms:
@@ -117,14 +125,15 @@ def plan_release(
                     f"column {shown(column)}: its column {companion!r} (written beside the "
                     "reports) already exists; rename it first"
                 )
-    if fresh_keys is not None and user is not None and memo_key is None and source.is_fresh:
+    memoized = user is not None and bool(blooms)
+    if fresh_keys is not None and memoized and memo_key is None and source.is_fresh:
         where, unit = fresh_keys
         raise ParameterError(
             f"user={shown(user)} {where} needs memo_key= (or key=): {unit} draws its own fresh "
             "key, and a person's memoized permanent responses must be the same in all of them"
         )
     memo = RandomSource.from_key(memo_key) if memo_key is not None else None
-    if user is not None and memo is None and not source.seeded:
+    if memoized and memo is None and not source.seeded:
         warnings.warn(
             "permanent responses are memoized under this call's key only; pass "
             "memo_key= (a persistent secret) so that later collections reuse them "
@@ -136,7 +145,6 @@ def plan_release(
     guarantees: dict[str, PrivacyGuarantee] = {}
     for column, mechanism in mechanisms.items():
         spec = recorded_spec(mechanism, source)
-        memo_id = None
         if memoizes(mechanism):
             memoizing = cast(Memoizing, mechanism)
             memo_id = None if user is None else memoizing.memo_id(memo or source, column)
@@ -144,7 +152,10 @@ def plan_release(
         companions = companion_columns(column, mechanism)
         if companions:  # read back by earlier releases, which named the cohort column so
             spec = {**spec, "cohort_column": companions[0]}
-        guarantees[column] = _guarantee_of_spec(spec) if memo_id else _marked(mechanism, spec)
+        if user is not None:
+            spec = {**spec, "rows_per_user": int(cast(int, rows_per_user))}
+        with column_context(column):
+            guarantees[column] = _guarantee_of_spec(spec)
         specs[column] = spec
     return ReleasePlan(specs, guarantees, memo)
 
@@ -223,8 +234,17 @@ def _guarantee(mechanism: Mechanism, memo: str | None) -> PrivacyGuarantee:
 
 
 def _guarantee_of_spec(spec: Mapping[str, Any]) -> PrivacyGuarantee:
-    guarantee = _guarantee(mechanism_from_spec(dict(spec)), spec.get("memo"))
+    """The guarantee of a recorded spec: one person's, holding ``rows_per_user`` reports."""
+    one = _guarantee(mechanism_from_spec(dict(spec)), spec.get("memo"))
+    guarantee = per_person(one, _rows_per_user(spec))
     return guarantee.insecure() if spec.get("seeded") else guarantee
+
+
+def _rows_per_user(spec: Mapping[str, Any]) -> int:
+    rows = spec.get("rows_per_user", 1)
+    if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
+        raise ParameterError(f"recorded rows_per_user must be an integer >= 1, got {shown(rows)}")
+    return rows
 
 
 def guarantee_of(specs: Mapping[str, Any] | None) -> PrivacyGuarantee | None:
@@ -262,18 +282,28 @@ def plan_shipped_release(
     user: str | None,
     memo_key: bytes | None,
     fresh_keys: tuple[str, str],
+    max_rows_per_user: int | None,
+    count_rows: Callable[[str], int],
 ) -> tuple[ShippedSource, ReleasePlan]:
     """Check the columns and plan a release whose reports are drawn in other processes (Dask
     workers, Spark executors): the caller's key to send with the tasks (none: a fresh key per
-    task, where and per what ``fresh_keys`` names; see :func:`plan_release`) and the plan."""
+    task, where and per what ``fresh_keys`` names; see :func:`plan_release`) and the plan.
+    ``count_rows(user)`` counts the most rows one user id holds (a pass over the user column,
+    made only with ``user=``)."""
     check_columns(columns, mechanisms, reports=reports)
     keyed = None if key is None and seed is None else resolve_source(key, seed)
+    bound = check_max_rows(max_rows_per_user, user)
+    counted = None
+    if user is not None:
+        require_column(columns, user)
+        counted = stated_rows(count_rows(user), bound, user)
     release = plan_release(
         columns,
         mechanisms,
         source=keyed or RandomSource.fresh(),
         user=user,
         memo_key=memo_key,
+        rows_per_user=counted,
         fresh_keys=fresh_keys,
     )
     return ShippedSource(keyed), release

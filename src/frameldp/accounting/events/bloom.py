@@ -23,6 +23,7 @@ from frameldp.accounting.events.curves import (
     pure_rho,
     sup_over_orders,
 )
+from frameldp.accounting.events.local import PureDP
 from frameldp.accounting.pld import PrivacyLossDistribution
 from frameldp.accounting.rounding import log_upper, pad_up, sum_up
 from frameldp.errors import ParameterError
@@ -67,6 +68,7 @@ class BloomRapporEvent(PrivacyEvent):
     zero_probability: float
     reports: int = 1
     memo: str | None = None
+    num_bits: int | None = None
     kind: ClassVar[str] = "bloom_rappor"
 
     def __post_init__(self) -> None:
@@ -81,6 +83,30 @@ class BloomRapporEvent(PrivacyEvent):
             object.__setattr__(self, name, _check_probability(owner, name, getattr(self, name)))
         if self.memo is not None and not isinstance(self.memo, str):
             raise ParameterError(f"{owner}: memo must be a string or None, got {self.memo!r}")
+        if self.num_bits is not None:
+            object.__setattr__(self, "num_bits", check_count(owner, "num_bits", self.num_bits, 1))
+
+    @property
+    def _person(self) -> tuple[PrivacyEvent, int] | None:
+        """One person's ``reports`` (two or more, any values) as independent uses of one bit's
+        instantaneous response (``P[1] = q`` from a permanent 1, ``p`` from a 0), every bit of
+        every report: the reports are that product channel applied to the person's permanent
+        bit vectors, and the bound of the worst pair of them holds for every coupling
+        (:class:`~frameldp.accounting.MemoizedEvent`). None for one report, or for an event
+        recorded without ``num_bits`` by an earlier frameldp (its per-value bound)."""
+        if self.reports == 1 or self.num_bits is None:
+            return None
+        q, p = Fraction(self.one_probability), Fraction(self.zero_probability)
+        if p == 0 or q == 1 or p == q:
+            if p == q:
+                return PureDP(0.0), 1
+            raise ParameterError(
+                f"Bloom RAPPOR event: {self.reports} reports of one person whose instantaneous "
+                "response adds no noise reveal which of them share a value (an unbounded loss); "
+                "keep one report per person (max_rows_per_user=1)"
+            )
+        ratio = max(q / p, p / q, (1 - p) / (1 - q), (1 - q) / (1 - p))
+        return PureDP(log_upper(ratio)), self.reports * self.num_bits
 
     def repeated(self, count: int) -> tuple[PrivacyEvent, int]:
         """Memoized: one event with ``count`` times the reports; otherwise independent uses."""
@@ -103,7 +129,11 @@ class BloomRapporEvent(PrivacyEvent):
 
     @property
     def pure_epsilon(self) -> float:
-        """Exact pure epsilon of the ``reports``, rounded up (``epsilon_1`` for one)."""
+        """Exact pure epsilon of the ``reports`` of one value, rounded up (``epsilon_1`` for
+        one); a person's bound for two or more (:attr:`_person`)."""
+        person = self._person
+        if person is not None:
+            return sum_up([(person[0].pure_epsilon, person[1])])
         if self.reports == 1:
             ones, zeros = self._report_probabilities()
             if ones == zeros:
@@ -119,6 +149,9 @@ class BloomRapporEvent(PrivacyEvent):
     def rdp(self, order: float) -> float:
         """``h (D_a(P1 || P0) + D_a(P0 || P1))`` over the number of ones per bit (exact)."""
         order = check_order(order)
+        person = self._person
+        if person is not None:
+            return pad_up(person[1] * person[0].rdp(order))
         if math.isinf(order):
             return self.pure_epsilon
         return pad_up(min(self._rdp_raw(order), self.pure_epsilon))
@@ -139,10 +172,16 @@ class BloomRapporEvent(PrivacyEvent):
     @property
     def rho(self) -> float:
         """Numerical ``sup_a RDP(a) / a``, never above ``eps tanh(eps / 2)``."""
+        person = self._person
+        if person is not None:
+            return pad_up(person[1] * person[0].rho)
         return _bloom_rho(self)
 
     def privacy_loss(self, count: int = 1) -> PrivacyLossDistribution:
         """Exact: ``h count`` independent pairs of per-bit channels, composed by squaring."""
+        person = self._person
+        if person is not None:
+            return person[0].privacy_loss(person[1] * count)
         log_one, log_zero = self._log_laws()
         loss = log_one - log_zero
         # A bit the first value sets (law P1 against P0), and one the second value sets.
@@ -170,6 +209,7 @@ class BloomRapporEvent(PrivacyEvent):
             "zero_probability": self.zero_probability,
             "reports": self.reports,
             "memo": self.memo,
+            **({} if self.num_bits is None else {"num_bits": self.num_bits}),
         }
 
 

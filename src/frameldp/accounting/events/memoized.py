@@ -2,29 +2,42 @@
 mechanism whose reports are an instantaneous randomization of a permanent one.
 
 A person's permanent response ``P`` to a value is drawn once, with the loss of ``permanent``
-(epsilon_inf), and memoized; each report is a fresh randomization of ``P`` whose end-to-end
-channel from the value has the loss of ``one`` (epsilon_1).
+(epsilon_inf), and memoized; each report is a fresh randomization of ``P`` (the
+``instant`` channel, from any permanent response to a report) whose end-to-end channel from
+the value has the loss of ``one`` (epsilon_1).
 
 * One report costs ``one``: its end-to-end channel.
-* Any number ``r >= 2`` of reports of one value are a post-processing of ``P``: they cost at
-  most ``permanent`` (Erlingsson, Pihur, Korolova, CCS 2014, Thm. 1; Arcolezi et al., EDBT
-  2023, L-GRR / L-OUE), at every Rényi order, in zCDP and in pure epsilon.
+* **A person** holding ``r >= 2`` such reports, whatever their values: at most ``r`` uses of
+  ``instant`` (pure epsilon, Rényi curve, zCDP and loss distribution alike). The reports are
+  a product channel ``instant^r`` applied to the permanent responses ``(P_{x_1}, ...,
+  P_{x_r})``; any coupling of those under two inputs writes both report distributions as
+  mixtures with equal weights, and every divergence here is jointly quasi-convex, so the
+  worst pair of permanent vectors bounds it (van Erven and Harremoës, IEEE Trans. IT 2014,
+  Thm. 13 for Rényi; the hockey-stick divergence for the loss distribution).
+  No bound below that exists in general: reports that share ``P`` reveal which rows share a
+  value, so a person whose value changes between reports loses without limit as reports
+  accumulate (L-GRR, k = 4, epsilon_1 = 1, epsilon_inf = 4: two reports lose exactly 2.0225
+  against the worst pair of two-row inputs, eight reports 4.199 > epsilon_inf;
+  ``tests/privacy/test_person_unit.py``). With no instantaneous noise the loss of two
+  reports is unbounded, and the event refuses to state one.
+* **One value**: ``r`` reports of one unchanged value are a post-processing of ``P``: they
+  cost at most ``permanent`` (Erlingsson, Pihur, Korolova, CCS 2014, Thm. 1; Arcolezi et al.,
+  EDBT 2023, L-GRR / L-OUE). That is RAPPOR's longitudinal guarantee, per (person, value),
+  kept as :attr:`MemoizedEvent.epsilon_infinity`; frameldp charges the person's bound.
 
 ``r`` compositions of ``one`` do **not** bound ``r`` reports that share ``P``: the reports are
 not independent given the value, and two reports that agree reveal the hidden ``P``. Subset
 selection at k = 16, d = 6, epsilon_1 = 0.5, epsilon_inf = 4 loses at least 3.96 in two
 reports, not 1.0; k-RR at k = 100, epsilon_1 = 1, epsilon_inf = 6 loses 3.18 in three, not 3
-(exact enumeration, ``tests/accounting/test_memoized_event.py``). So this event charges
-``permanent`` from the second report on. Mechanisms whose joint loss of ``r`` reports is known
-exactly say so with their own event (Bloom RAPPOR:
-:class:`~frameldp.accounting.events.bloom.BloomRapporEvent`).
+(exact enumeration, ``tests/accounting/test_memoized_event.py``).
 
-The guarantee protects each (user, value) pair: a user whose value changes gets an independent
-permanent response for each value.
+An event recorded before ``instant`` existed (a ledger written by an earlier frameldp) keeps
+the per-value bound it was charged with.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
@@ -35,6 +48,7 @@ from frameldp.accounting.events.base import (
     event_from_dict,
 )
 from frameldp.accounting.pld import PrivacyLossDistribution
+from frameldp.accounting.rounding import pad_up, sum_up
 from frameldp.errors import ParameterError
 
 __all__ = ["MemoizedEvent"]
@@ -50,8 +64,13 @@ def _event(owner: str, name: str, value: Any) -> PrivacyEvent:
 
 @dataclass(frozen=True)
 class MemoizedEvent(PrivacyEvent):
-    """``reports`` reports of one value sharing a memoized permanent response (module
-    docstring): one costs ``one``, two or more together at most ``permanent``.
+    """``reports`` reports of one person sharing memoized permanent responses (module
+    docstring): one costs ``one``; two or more cost ``reports * instant_uses`` uses of
+    ``instant`` (``instant_uses`` > 1 where the instantaneous channel is that many independent
+    ones, a bit vector's bits); those of one unchanged value at most ``permanent``.
+    ``instant=None, instant_uses=0``: the instantaneous response adds no noise (two reports
+    of one person have no finite bound); ``instant=None, instant_uses=1``: an event recorded
+    by an earlier frameldp (module docstring).
 
     ``memo`` names the permanent responses (a public fingerprint, not the key): uses of events
     with the same ``memo`` share them, so :meth:`repeated` folds them into one event with more
@@ -63,6 +82,8 @@ class MemoizedEvent(PrivacyEvent):
     permanent: PrivacyEvent
     reports: int = 1
     memo: str | None = None
+    instant: PrivacyEvent | None = None
+    instant_uses: int = 1
     kind: ClassVar[str] = "memoized"
 
     def __post_init__(self) -> None:
@@ -70,6 +91,10 @@ class MemoizedEvent(PrivacyEvent):
         object.__setattr__(self, "one", _event(owner, "one", self.one))
         object.__setattr__(self, "permanent", _event(owner, "permanent", self.permanent))
         object.__setattr__(self, "reports", check_count(owner, "reports", self.reports, 1))
+        if self.instant is not None:
+            object.__setattr__(self, "instant", _event(owner, "instant", self.instant))
+        uses = check_count(owner, "instant_uses", self.instant_uses, 0)
+        object.__setattr__(self, "instant_uses", uses)
         if self.memo is not None and not isinstance(self.memo, str):
             raise ParameterError(f"{owner}: memo must be a string or None, got {self.memo!r}")
         if self.one.pure_epsilon > self.permanent.pure_epsilon:
@@ -96,29 +121,45 @@ class MemoizedEvent(PrivacyEvent):
         return self.permanent.pure_epsilon
 
     @property
-    def _bounding(self) -> PrivacyEvent:
-        """The event that bounds the ``reports``: ``one`` for one report, else ``permanent``
-        (module docstring)."""
-        return self.one if self.reports == 1 else self.permanent
+    def _bounding(self) -> tuple[PrivacyEvent, int]:
+        """The event that bounds the ``reports`` and its number of uses (module docstring):
+        ``one`` once for one report, else ``instant`` ``reports * instant_uses`` times (an
+        earlier frameldp's event without ``instant``: ``permanent`` once)."""
+        if self.reports == 1:
+            return self.one, 1
+        if self.instant is None and self.instant_uses:
+            return self.permanent, 1
+        if self.instant is None or not math.isfinite(self.instant.pure_epsilon):
+            raise ParameterError(
+                f"memoized event: {self.reports} reports of one person whose instantaneous "
+                "response adds no noise reveal which of them share a value (an unbounded "
+                "loss); keep one report per person (max_rows_per_user=1) or give "
+                "epsilon_infinity above epsilon"
+            )
+        return self.instant, self.reports * self.instant_uses
 
     @property
     def pure_epsilon(self) -> float:
-        """``epsilon_1`` for one report, ``epsilon_inf`` for more."""
-        return self._bounding.pure_epsilon
+        """``epsilon_1`` for one report, else ``reports * instant_uses`` instantaneous ones."""
+        event, uses = self._bounding
+        return sum_up([(event.pure_epsilon, uses)])
 
     def rdp(self, order: float) -> float:
-        """One report's Rényi divergence, or the permanent response's for more."""
-        return self._bounding.rdp(check_order(order))
+        """One report's Rényi divergence, or the composed instantaneous ones'."""
+        event, uses = self._bounding
+        divergence = event.rdp(check_order(order))
+        return divergence if uses == 1 else pad_up(uses * divergence)
 
     @property
     def rho(self) -> float:
-        """One report's zCDP rho, or the permanent response's for more."""
-        return self._bounding.rho
+        """One report's zCDP rho, or the composed instantaneous ones'."""
+        event, uses = self._bounding
+        return event.rho if uses == 1 else pad_up(uses * event.rho)
 
     def privacy_loss(self, count: int = 1) -> PrivacyLossDistribution:
-        """``count`` independent uses of the bounding pair (one report's, or the permanent
-        response's)."""
-        return self._bounding.privacy_loss(count)
+        """``count`` independent uses of the bounding events."""
+        event, uses = self._bounding
+        return event.privacy_loss(count * uses)
 
     def parameters(self) -> dict[str, Any]:
         """The constructor arguments (the two events as their dicts)."""
@@ -127,4 +168,12 @@ class MemoizedEvent(PrivacyEvent):
             "permanent": self.permanent.to_dict(),
             "reports": self.reports,
             "memo": self.memo,
+            **(
+                {}
+                if self.instant is None and self.instant_uses
+                else {
+                    "instant": None if self.instant is None else self.instant.to_dict(),
+                    "instant_uses": self.instant_uses,
+                }
+            ),
         }

@@ -165,6 +165,13 @@ class TwoStage:
         and the parameters the guarantee shows."""
         raise NotImplementedError  # pragma: no cover - every mechanism defines it
 
+    def _instant_event(self) -> tuple[PrivacyEvent | None, int]:
+        """The instantaneous response as a channel from any permanent response to a report,
+        and its number of independent uses (a bit vector's bits); ``(None, 0)`` when it adds
+        no noise. A person's reports sharing permanent responses cost at most that many uses
+        per report (:class:`~frameldp.accounting.MemoizedEvent`)."""
+        raise NotImplementedError  # pragma: no cover - every mechanism defines it
+
     @cached_property
     def _stream_suffix(self) -> str:
         return fingerprint(self.to_spec())
@@ -220,5 +227,6 @@ class TwoStage:
             }
             if memo is not None:
                 parameters["memo"] = memo
-                event = MemoizedEvent(event, permanent, 1, memo)
+                instant, uses = self._instant_event()
+                event = MemoizedEvent(event, permanent, 1, memo, instant, uses)
         return PrivacyGuarantee(event.pure_epsilon, self.name, parameters, events=((event, 1),))

@@ -368,6 +368,7 @@ class BloomRappor:
             self.zero_probability,
             1,
             memo,
+            self.num_bits if memo is not None else None,
         )
         parameters: dict[str, Any] = {
             **self.encoder.to_json(),

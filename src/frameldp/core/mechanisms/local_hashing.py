@@ -356,6 +356,11 @@ class LocalHashing(TwoStage):
             return event, None, parameters
         return event, hashing_event(Fraction(self._permanent_numerator, _ONE), g), parameters
 
+    def _instant_event(self) -> tuple[PrivacyEvent | None, int]:
+        # k-RR over the hash values of the user's kept hash function.
+        move = Fraction(self._move_numerator, _ONE)
+        return (None, 0) if move == 0 else (hashing_event(move, self._g), 1)
+
     @cached_property
     def _powers(self) -> NDArray[np.int64]:
         return self._g ** np.arange(self._num_digits, dtype=np.int64)

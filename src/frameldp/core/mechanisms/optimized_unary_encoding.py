@@ -12,7 +12,12 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from frameldp.accounting import OptimizedUnaryEncodingEvent, PrivacyEvent, PrivacyGuarantee
+from frameldp.accounting import (
+    OptimizedUnaryEncodingEvent,
+    PrivacyEvent,
+    PrivacyGuarantee,
+    RandomizedResponseEvent,
+)
 from frameldp.accounting.rounding import log_upper
 from frameldp.core.columns import bits_array, packed_bits, single_codes
 from frameldp.core.encoding import (
@@ -201,6 +206,13 @@ class OptimizedUnaryEncoding(TwoStage):
             return event, None, parameters
         q = self._zero_numerator
         return event, OptimizedUnaryEncodingEvent(log_upper(Fraction(_ONE - q, q))), parameters
+
+    def _instant_event(self) -> tuple[PrivacyEvent | None, int]:
+        # A symmetric flip of every bit of any permanent vector: one binary RR per bit.
+        flip = Fraction(self._flip_numerator, _ONE)
+        if flip == 0:
+            return None, 0
+        return RandomizedResponseEvent(log_upper((1 - flip) / flip), 2), self.num_bits
 
     def randomize(
         self,

@@ -232,6 +232,12 @@ class RandomizedResponse(TwoStage):
         permanent = RandomizedResponseEvent(log_upper((1 - move) * (k - 1) / move), k)
         return event, permanent, parameters
 
+    def _instant_event(self) -> tuple[PrivacyEvent | None, int]:
+        k, move = self.num_buckets, Fraction(self._move_numerator, _ONE)
+        if move == 0:
+            return None, 0
+        return RandomizedResponseEvent(log_upper((1 - move) * (k - 1) / move), k), 1
+
     def randomize(
         self,
         codes: NDArray[np.int64],

@@ -13,7 +13,12 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from frameldp.accounting import PrivacyEvent, PrivacyGuarantee, RapporEvent
+from frameldp.accounting import (
+    PrivacyEvent,
+    PrivacyGuarantee,
+    RandomizedResponseEvent,
+    RapporEvent,
+)
 from frameldp.accounting.rounding import log_upper
 from frameldp.core.columns import bits_array, combined, is_list, packed_bits, set_codes, value_codes
 from frameldp.core.encoding import (
@@ -273,6 +278,13 @@ class Rappor(TwoStage):
             return event, None, parameters
         permanent = Fraction(self._permanent_numerator, _ONE)
         return event, RapporEvent(log_upper((1 - permanent) / permanent), m), parameters
+
+    def _instant_event(self) -> tuple[PrivacyEvent | None, int]:
+        # Permanent responses may differ in every bit: each bit's flip is one binary RR.
+        flip = Fraction(self._flip_numerator, _ONE)
+        if flip == 0:
+            return None, 0
+        return RandomizedResponseEvent(log_upper((1 - flip) / flip), 2), self.num_bits
 
     def encode(self, codes: NDArray[np.int64]) -> NDArray[np.uint8]:
         """One-hot bit vectors of integer codes."""

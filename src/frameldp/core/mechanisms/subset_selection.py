@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from frameldp.accounting import PrivacyEvent, PrivacyGuarantee, SubsetSelectionEvent
+from frameldp.accounting import PrivacyEvent, PrivacyGuarantee, PureDP, SubsetSelectionEvent
 from frameldp.accounting.rounding import log_upper
 from frameldp.core.columns import bits_array, packed_bits, single_codes
 from frameldp.core.encoding import Domain, count_bits, packed_width, report_bits_matrix
@@ -316,6 +316,15 @@ class SubsetSelection(TwoStage):
         if self.epsilon_infinity is None:
             return event(self._inclusion), None, parameters
         return event(self._inclusion), event(1 - Fraction(self._out_numerator, _ONE)), parameters
+
+    def _instant_event(self) -> tuple[PrivacyEvent | None, int]:
+        # Keep the permanent subset S, or redraw a uniform one with probability r:
+        # P(S' | S) = (1 - r) [S' = S] + r / C(k, d), a ratio of 1 + (1 - r) C(k, d) / r.
+        redraw = Fraction(self._redraw_numerator, _ONE)
+        if redraw == 0:
+            return None, 0
+        subsets = math.comb(self.num_bits, self._d)
+        return PureDP(log_upper(1 + (1 - redraw) * subsets / redraw)), 1
 
     def randomize(
         self,

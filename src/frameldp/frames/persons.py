@@ -1,0 +1,96 @@
+"""Who is a person: the rows each person holds in a release, counted from its user column.
+
+With ``user=``, a person is the privacy unit (DESIGN.md): a release states the loss of the
+person holding the most rows (:func:`frameldp.accounting.per_person`), so every backend counts
+the rows of each user id before a report is drawn. ``max_rows_per_user=`` declares a bound
+instead: the release states the loss of that many rows, and refuses a person holding more.
+Plumbing only: no formula lives here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from frameldp.core.columns import combined
+from frameldp.errors import DomainError, ParameterError, shown
+from frameldp.frames.report_type import storage_of
+
+__all__ = ["check_max_rows", "counted_rows", "rows_per_user", "stated_rows"]
+
+
+def check_max_rows(max_rows_per_user: Any, user: Any) -> int | None:
+    """``max_rows_per_user`` checked: None, or an integer >= 1 given with ``user``."""
+    if max_rows_per_user is None:
+        return None
+    if user is None:
+        raise ParameterError(
+            f"max_rows_per_user={shown(max_rows_per_user)} needs user= (the column that "
+            "identifies people)"
+        )
+    valid = isinstance(max_rows_per_user, int) and not isinstance(max_rows_per_user, bool)
+    if not valid or max_rows_per_user < 1:
+        raise ParameterError(
+            f"max_rows_per_user must be an integer >= 1, got {shown(max_rows_per_user)}"
+        )
+    return int(max_rows_per_user)
+
+
+def rows_per_user(batches: Iterable[pa.Array | pa.ChunkedArray], user: Any) -> int:
+    """The largest number of rows one user id holds over ``batches`` of the user column (1
+    for no rows). A null id is refused: frameldp cannot tell whose row it is."""
+    counts: pa.Table | None = None
+    start = 0
+    for batch in batches:
+        array = combined(storage_of(batch))
+        if pa.types.is_dictionary(array.type):
+            array = array.dictionary_decode()
+        if array.null_count:
+            row = start + int(pc.index(array.is_null(), True).as_py())
+            counted_rows(None, array.null_count, user, first_null=row)
+        start += len(array)
+        if pa.types.is_nested(array.type):
+            raise ParameterError(
+                f"user column {shown(user)}: user ids must be integers, text or bytes, got "
+                f"{shown(str(array.type))}"
+            )
+        if not len(array):
+            continue
+        counted = pc.value_counts(array).flatten()
+        part = pa.table({"id": counted[0], "rows": counted[1].cast(pa.int64())})
+        if counts is not None:
+            merged = pa.concat_tables([counts, part]).group_by("id").aggregate([("rows", "sum")])
+            part = pa.table({"id": merged["id"], "rows": merged["rows_sum"]})
+        counts = part
+    if counts is None or not counts.num_rows:
+        return 1
+    return int(pc.max(counts["rows"]).as_py())
+
+
+def counted_rows(largest: Any, nulls: Any, user: Any, *, first_null: int | None = None) -> int:
+    """The rows per user a backend counted (``largest``: the most rows of one id, None for
+    none), refusing rows without an id (``nulls`` of them, the first at row ``first_null``
+    when known): frameldp cannot tell whose rows they are."""
+    if nulls:
+        where = "" if first_null is None else f" (first in row {first_null})"
+        raise DomainError(
+            f"user column {shown(user)}: {int(nulls)} rows have a null user id{where}; "
+            "frameldp cannot tell whose rows they are. Fill or drop them first"
+        )
+    return 1 if largest is None or largest != largest else max(1, int(largest))
+
+
+def stated_rows(counted: int, max_rows_per_user: int | None, user: Any) -> int:
+    """The rows per person a release states: the declared bound (a person holding more is
+    refused), else the largest number counted."""
+    if max_rows_per_user is None:
+        return counted
+    if counted > max_rows_per_user:
+        raise ParameterError(
+            f"user column {shown(user)}: a person holds {counted} rows, above "
+            f"max_rows_per_user={max_rows_per_user}"
+        )
+    return max_rows_per_user
