@@ -680,6 +680,11 @@ FAILURES: dict[str, tuple[Any, list[str], list[str]]] = {
         ["column 'dest'", "--domain-file", "nowhere.txt"],
     ),
     "bad-chunk-rows": (None, [*DEST, "--chunk-rows", "0"], ["--chunk-rows", "got 0"]),
+    "huge-chunk-rows": (
+        None,
+        [*DEST, "--chunk-rows", "99999999999999999999"],
+        ["--chunk-rows must be between 1 and 2**63 - 1", "got 99999999999999999999"],
+    ),
     "seed-and-key": (None, [*DEST, "--seed", "1", "--key-file", "KEY"], ["--seed", "--key-file"]),
     "short-key": (None, [*DEST, "--key-file", "SHORT"], ["--key-file", "32 bytes, got 3"]),
     "bad-unknown-policy": (None, [*DEST, "--unknown", "bogus"], ["unknown", "'bogus'"]),
