@@ -307,6 +307,18 @@ def test_huge_local_epsilon_does_not_crash() -> None:
     assert 0.0 < clone_epsilon(DELTA, 700.0, 100) <= 700.0
 
 
+@pytest.mark.parametrize("epsilon0", [5e-324, 1e-320, 1e-310, 1e-300])
+def test_tiny_local_epsilon_gives_a_tiny_central_epsilon(epsilon0: float) -> None:
+    """eps0 near the smallest float (issue 36: 1e-320 raised 'math domain error' from the
+    Rényi curve, whose ``t * eps0`` underflowed): every figure is bounded by eps0."""
+    g = amplify_by_shuffling(epsilon0, 1000)
+    assert 0.0 <= g.epsilon_at(DELTA) <= epsilon0
+    assert 0.0 <= g.delta_at(0.0) <= epsilon0
+    for order in (1.0 + 1e-9, 2.0, 64.0, math.inf):
+        assert 0.0 <= g.rdp(order) <= 2 * epsilon0 + 1e-322  # eps0-DP: eps0, padded up
+    assert 0.0 <= g.rho <= epsilon0
+
+
 # ---------------------------------------------------------------------- lower bound helper
 
 

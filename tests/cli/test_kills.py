@@ -184,6 +184,43 @@ def test_sigterm_before_the_commit_undoes_the_run_and_after_it_exits_0(
     assert leftovers(job["out"]) == []
 
 
+@pytest.mark.parametrize(("signum", "kind"), [(signal.SIGTERM, "csv"), (signal.SIGINT, "parquet")])
+def test_signals_after_the_commit_are_ignored_until_the_process_has_exited(
+    script: str, job: dict[str, Path], signum: int, kind: str
+) -> None:
+    """Once committed, the signal keeps coming (as a scheduler's repeated SIGTERM does) until
+    the process is gone: none may kill it, not even during interpreter shutdown, where Python
+    puts back the default disposition of every signal it handles (issue 36: 13 of 60 runs
+    exited -15 with their release written and charged)."""
+    target = job["out"] / f"release.{kind}"
+    process = subprocess.Popen(
+        command(script, job, target),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        encoding="utf-8",
+        env={**script_environment(), PAUSE_VARIABLE: "committed"},
+    )
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()  # blocks until the command says it paused
+        assert line.startswith("frameldp: paused at committed"), line
+        sent = 0
+        while process.poll() is None:  # no timing: signals until the exit status is there
+            process.send_signal(signum)
+            sent += 1
+            time.sleep(0.001)
+        stdout, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert sent > 1
+    assert process.returncode == 0, stderr
+    assert stdout.startswith(f"wrote {ROWS} rows")
+    assert_complete_release(target)
+    assert charges(job) == 1
+
+
 def test_sigterm_while_committing_replaces_an_older_release_whole(
     script: str, job: dict[str, Path]
 ) -> None:

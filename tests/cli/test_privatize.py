@@ -131,9 +131,32 @@ def test_threads_option_refuses_zero_on_one_line() -> None:
 
 
 @pytest.mark.parametrize("value", ["abc", "0"])
-def test_a_bad_frameldp_threads_variable_is_refused_before_anything_runs(value: str) -> None:
+def test_a_bad_frameldp_threads_variable_is_refused_before_anything_runs(
+    value: str, make_input: MakeInput, domains: dict[str, Path], tmp_path: Path
+) -> None:
     run = invoke("demo", env={"FRAMELDP_THREADS": value})
-    assert_user_error(run, "FRAMELDP_THREADS")
+    assert_user_error(run, "FRAMELDP_THREADS", repr(value))
+    target = tmp_path / "release.parquet"
+    run = invoke(
+        "privatize", make_input("csv", 10), target, *options("krr", "carrier", domains),
+        env={"FRAMELDP_THREADS": value},
+    )  # fmt: skip
+    assert_user_error(run, "FRAMELDP_THREADS must be an integer in [1, 256]")
+    assert list(tmp_path.glob("release*")) == []
+
+
+def test_a_bad_frameldp_threads_variable_leaves_help_and_commands_without_threads_alone() -> None:
+    """(Issue 36: the root option read the variable, so every command failed, help included.)"""
+    bad = {"FRAMELDP_THREADS": "abc"}
+    for args in (["--help"], ["privatize", "--help"], ["budget", "--help"]):
+        run = invoke(*args, env=bad)
+        assert run.exit_code == 0, run.stderr
+        assert "Usage" in run.stdout
+    run = invoke("plan", "--n", 1000, "--domain-size", 5, "--epsilon", 1, env=bad)
+    assert run.exit_code == 0, run.stderr
+    assert run.stdout.startswith("Plan for n = 1,000 reports")
+    run = invoke("--threads", 2, "demo", "--seed", 1, "--epsilon", 1, "--top", 1, env=bad)
+    assert run.exit_code == 0, run.stderr  # --threads overrides the variable
 
 
 @pytest.mark.parametrize("kind", MECHANISMS)
@@ -657,6 +680,11 @@ FAILURES: dict[str, tuple[Any, list[str], list[str]]] = {
         ["column 'dest'", "--domain-file", "nowhere.txt"],
     ),
     "bad-chunk-rows": (None, [*DEST, "--chunk-rows", "0"], ["--chunk-rows", "got 0"]),
+    "huge-chunk-rows": (
+        None,
+        [*DEST, "--chunk-rows", "99999999999999999999"],
+        ["--chunk-rows must be between 1 and 2**63 - 1", "got 99999999999999999999"],
+    ),
     "seed-and-key": (None, [*DEST, "--seed", "1", "--key-file", "KEY"], ["--seed", "--key-file"]),
     "short-key": (None, [*DEST, "--key-file", "SHORT"], ["--key-file", "32 bytes, got 3"]),
     "bad-unknown-policy": (None, [*DEST, "--unknown", "bogus"], ["unknown", "'bogus'"]),

@@ -7,6 +7,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import pandas as pd
+import polars as pl
 import pytest
 
 import frameldp
@@ -205,3 +207,36 @@ def test_a_bad_column_produces_no_output_for_the_good_ones(backend: Backend) -> 
         )
     backend.assert_unchanged(before, native)
     assert native.ldp.privacy is None
+
+
+@pytest.mark.parametrize(
+    ("make", "kind"),
+    [
+        (lambda: pd.DataFrame({"c": pd.period_range("2020-01", periods=3, freq="M")}), "period"),
+        (lambda: pd.DataFrame({"c": pd.interval_range(0, 3)}), "interval"),
+        (lambda: pl.DataFrame({"c": [{"a": 1}, {"a": 2}, None]}), "struct<a: int64>"),
+        (lambda: pl.LazyFrame({"c": [{"a": 1}, {"a": 2}, None]}), "struct<a: int64>"),
+    ],
+    ids=["pandas-period", "pandas-interval", "polars-struct", "polars-lazy-struct"],
+)
+@pytest.mark.parametrize("method", ["krr", "rappor"])
+def test_inferring_the_domain_of_values_that_are_no_categories_is_a_domain_error(
+    make: Callable[[], Any], kind: str, method: str
+) -> None:
+    """(Issue 36: pyarrow's ArrowNotImplementedError from its unique kernel.)"""
+    frame = make()
+    before = (
+        frame.collect()
+        if isinstance(frame, pl.LazyFrame)
+        else frame.copy()
+        if isinstance(frame, pd.DataFrame)
+        else frame.clone()
+    )
+    with pytest.raises(frameldp.DomainError, match="domain='infer'") as raised:
+        getattr(frame.ldp, method)("c", 1.0, domain="infer")  # lazy too: the domain is needed now
+    message = str(raised.value)
+    assert message.startswith("column 'c': "), message
+    assert kind in message, message
+    assert raised.value.parameter == "domain"
+    after = frame.collect() if isinstance(frame, pl.LazyFrame) else frame
+    assert after.equals(before)

@@ -546,3 +546,20 @@ def test_the_spark_benchmark_runs_on_this_session(spark: SparkSession) -> None:
         assert row["rows"] == row["n"] == 20_000
         assert row["rows_per_s"] > 0
     assert not spark.sparkContext._jsc.sc().isStopped()  # the session is the caller's
+
+
+def test_a_streaming_frame_is_refused_before_anything_runs(spark: SparkSession) -> None:
+    """(Issue 36: pyspark's AnalysisException, "queries with streaming sources must be executed
+    with writeStream.start()".)"""
+    stream = spark.readStream.format("rate").load().selectExpr("CAST(value % 3 AS STRING) AS c")
+    domain = ["0", "1", "2"]
+    calls = [
+        lambda: stream.ldp.krr("c", 1.0, domain=domain, key=KEY),
+        lambda: stream.ldp.krr("c", 1.0, domain="infer", key=KEY),
+        lambda: stream.ldp.rappor("c", 1.0, domain=domain),
+        lambda: stream.ldp.privatize({"c": frameldp.RandomizedResponse(1.0, domain=domain)}),
+        lambda: stream.ldp.debias("c", frameldp.RandomizedResponse(1.0, domain=domain)),
+    ]
+    for call in calls:
+        with pytest.raises(frameldp.ParameterError, match="streaming Spark DataFrame"):
+            call()

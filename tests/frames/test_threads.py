@@ -81,3 +81,16 @@ def test_user_ids_without_epsilon_infinity_are_refused_even_on_no_rows() -> None
             users=pa.array([], pa.string()),
             user_column="u",
         )
+
+
+def test_a_bad_frameldp_threads_warns_at_the_callers_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A ``FRAMELDP_THREADS`` that is no thread count is warned about at the line that called
+    frameldp (issue 36: it named a line of frameldp.core.parallel), and every core is used."""
+    monkeypatch.setattr(frameldp.core.parallel, "_default", None)  # a CLI test may have set it
+    monkeypatch.setenv("FRAMELDP_THREADS", "many")
+    with pytest.warns(frameldp.FrameLDPWarning, match="FRAMELDP_THREADS") as caught:
+        frame = _frame().ldp.krr("c", 2.0, domain=LABELS, key=bytes(32))
+    assert len(frame) == ROWS
+    assert {warning.filename for warning in caught} == {__file__}

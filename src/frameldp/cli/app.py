@@ -17,7 +17,7 @@ except ImportError:  # pragma: no cover - older typer uses click
         UsageError,
     )
 
-from frameldp.cli._errors import brief, fail, warnings_as_lines
+from frameldp.cli._errors import brief, fail, user_errors, warnings_as_lines
 from frameldp.cli.budget import budget_app
 
 # Each command imports what it runs when it runs (numpy, pandas, pyarrow, polars): the help and a
@@ -70,9 +70,8 @@ def _root(
         typer.Option(
             min=1,
             max=256,  # frameldp.core.parallel.MAX_THREADS (not imported: --help stays light)
-            envvar="FRAMELDP_THREADS",
-            help="Threads that draw the noise (default: every core); the output is the same "
-            "for any number.",
+            help="Threads that draw the noise and count reports (default: $FRAMELDP_THREADS, "
+            "else every core); the output is the same for any number.",
         ),
     ] = None,
 ) -> None:
@@ -81,6 +80,15 @@ def _root(
         # Read by frameldp.core.parallel when noise is drawn; setting it here imports nothing
         # (a command's --help stays light).
         os.environ["FRAMELDP_THREADS"] = str(threads)
+
+
+def _check_threads() -> None:
+    """A ``FRAMELDP_THREADS`` that is no thread count is refused by the commands that run on
+    threads, before anything runs; ``--help``, ``plan`` and ``budget`` never read it."""
+    with user_errors():
+        from frameldp.core.parallel import environment_threads
+
+        environment_threads()
 
 
 @app.command()
@@ -96,6 +104,7 @@ def demo(
     top: Annotated[int, typer.Option(help="Rows of each table to show.")] = 8,
 ) -> None:
     """Privatize the embedded flights data and compare estimates with the truth."""
+    _check_threads()
     with warnings_as_lines():  # a seed's warning is in the demo's first line
         from frameldp.cli.demo import run_demo
 
@@ -125,6 +134,7 @@ def shuffle(
     delta: Annotated[float, typer.Option(help="Delta at which to report the epsilon.")] = 1e-6,
 ) -> None:
     """Drop identifying columns and permute the rows of a report file (the shuffler)."""
+    _check_threads()
     from frameldp.cli.shuffle import run_shuffle
 
     run_shuffle(source, target, columns or [], keep or [], seed, key_file, delta)
@@ -236,6 +246,7 @@ def privatize(
     delta: Annotated[float, typer.Option(help="Delta at which to report epsilon.")] = 1e-6,
 ) -> None:
     """Privatize columns of a file into a self-describing release, streaming in batches."""
+    _check_threads()
     from frameldp.cli.commands import run_privatize
 
     run_privatize(
@@ -309,6 +320,7 @@ def estimate(
     ] = None,
 ) -> None:
     """Debiased frequency tables, with standard errors and intervals, from a report file."""
+    _check_threads()
     from frameldp.cli.commands import run_estimate
 
     run_estimate(
@@ -346,6 +358,7 @@ def discover(
     delta: Annotated[float, typer.Option(help="Delta at which to report epsilon.")] = 1e-6,
 ) -> None:
     """Frequent strings of a prefix-extending report column, found without candidates."""
+    _check_threads()
     from frameldp.cli.commands import run_discover
 
     run_discover(

@@ -44,13 +44,16 @@ from frameldp.cli._signals import committing, pause_at
 from frameldp.cli._specs import ColumnSpec, build_mechanism
 from frameldp.core.mechanisms import Mechanism
 from frameldp.core.randomness import RandomSource, resolve_source
-from frameldp.errors import ParameterError, ValidationError
+from frameldp.errors import ParameterError, ValidationError, shown
 from frameldp.frames.batches import hex_width, privatize_batch, release_columns
 from frameldp.frames.persons import check_max_rows, rows_per_user, stated_rows
 from frameldp.frames.release import ReleasePlan, charging, plan_release
 from frameldp.schemas import validate_input, validate_release
 
 __all__ = ["Privatized", "privatize_file"]
+
+MAX_CHUNK_ROWS = 2**63 - 1
+"""Most rows per batch: the largest batch size pyarrow's Parquet reader takes (a C int64)."""
 
 MAX_FAILURES = 1000
 """Validation failures kept (and counted beyond) while the rest of the input is checked."""
@@ -89,8 +92,11 @@ def privatize_file(
     once every check has passed, as the first report is about to be drawn."""
     started = time.perf_counter()
     out_kind = check_output(target)
-    if chunk_rows < 1:
-        raise ParameterError(f"--chunk-rows must be >= 1, got {chunk_rows}")
+    if not 1 <= chunk_rows <= MAX_CHUNK_ROWS:
+        raise ParameterError(
+            f"--chunk-rows must be between 1 and 2**63 - 1, got {shown(chunk_rows)}",
+            parameter="chunk_rows",
+        )
     if target.resolve() == source.resolve():
         raise ParameterError(f"output {str(target)!r} would overwrite the input")
     columns = [spec.column for spec in specs]

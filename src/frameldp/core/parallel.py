@@ -30,11 +30,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from frameldp.errors import FrameLDPWarning, ParameterError, shown
+from frameldp.errors import FrameLDPWarning, ParameterError, caller_stacklevel, shown
 
 __all__ = [
     "MAX_THREADS",
     "available_cores",
+    "environment_threads",
     "map_ranges",
     "prefaulted_empty",
     "set_threads",
@@ -97,23 +98,30 @@ def thread_count() -> int:
     return _from_environment() or min(available_cores(), MAX_THREADS)
 
 
-def _from_environment() -> int | None:
+def environment_threads() -> int | None:
     """``FRAMELDP_THREADS`` if set (a worker pool that already runs a process per core sets
-    it to 1). A value that is no thread count is reported by a warning and ignored: a
-    misconfigured environment slows a job down, it does not stop one halfway (the command line
-    refuses it before it starts)."""
+    it to 1), else None; a :class:`~frameldp.errors.ParameterError` if it is no thread count
+    (the command line's check, made by the commands that use threads only)."""
     text = os.environ.get("FRAMELDP_THREADS", "").strip()
     if not text:
         return None
     try:
         return _checked(int(text))
     except (ValueError, ParameterError):
-        warnings.warn(
-            f"FRAMELDP_THREADS must be an integer in [1, {MAX_THREADS}], got {shown(text)}; "
-            "using every core",
-            FrameLDPWarning,
-            stacklevel=3,
-        )
+        raise ParameterError(
+            f"FRAMELDP_THREADS must be an integer in [1, {MAX_THREADS}], got {shown(text)}",
+            parameter="FRAMELDP_THREADS",
+        ) from None
+
+
+def _from_environment() -> int | None:
+    """:func:`environment_threads`, where a value that is no thread count is reported by a
+    warning at the caller's line and ignored: a misconfigured environment slows a job down, it
+    does not stop one halfway."""
+    try:
+        return environment_threads()
+    except ParameterError as error:
+        warnings.warn(f"{error}; using every core", FrameLDPWarning, stacklevel=caller_stacklevel())
         return None
 
 

@@ -380,6 +380,16 @@ def _refuse_speculation(conf: SparkConf) -> None:
         )
 
 
+def _refuse_streaming(frame: SparkDataFrame) -> None:
+    """A streaming frame has no global row positions to address noise by, and Spark runs it
+    only through ``writeStream``: refused before any query runs."""
+    if frame.isStreaming:
+        raise ParameterError(
+            "a streaming Spark DataFrame (spark.readStream) is not supported: frameldp "
+            "privatizes and debiases batch frames (spark.read)"
+        )
+
+
 def _drop_checkpoint(frame: SparkDataFrame | None) -> None:
     """Remove a local checkpoint's blocks from the executors (best effort: an executor may be
     gone already, and then so are its blocks)."""
@@ -400,13 +410,19 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
 
     @functools.cached_property
     def _recorded(self) -> SparkReports:
+        _refuse_streaming(self._frame)
         return recorded_reports(self._frame)  # the plan and footers are read once per accessor
+
+    def _columns(self) -> list[Any]:
+        _refuse_streaming(self._frame)
+        return super()._columns()
 
     def _report_columns(self) -> dict[Any, ReportMetadata]:
         return dict(self._recorded.metadata)
 
     def _domain_values(self, column: str) -> pa.Array | pa.ChunkedArray:
         """The distinct values of ``column`` (all ``domain="infer"`` reads), computed by Spark."""
+        _refuse_streaming(self._frame)
         values = _quoted(column)
         kind = self._frame.schema[column].dataType
         if isinstance(kind, spark_types.MapType | spark_types.StructType):

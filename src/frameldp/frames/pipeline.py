@@ -22,6 +22,7 @@ from frameldp.core.columns import combined
 from frameldp.core.mechanisms import Mechanism, Statistic, memoizes
 from frameldp.core.randomness import RandomSource, label_bytes
 from frameldp.errors import (
+    DomainError,
     DomainInferenceWarning,
     FrameLDPError,
     ParameterError,
@@ -69,7 +70,17 @@ def infer_domain(array: pa.Array | pa.ChunkedArray, column: str) -> tuple[Hashab
         array = pc.list_flatten(array)
     if pa.types.is_dictionary(array.type):
         array = array.dictionary_decode()
-    values = pc.unique(array.drop_null()).sort()
+    try:
+        values = pc.unique(array.drop_null()).sort()
+    except (pa.ArrowNotImplementedError, pa.ArrowTypeError):  # structs, periods, intervals
+        kind = getattr(array.type, "extension_name", None) or str(array.type)
+        raise DomainError(
+            f"domain='infer' cannot list values of type {shown(kind)}: domain "
+            "categories must be str, int, float or bool; convert the column (to strings, for "
+            "example) and pass its public domain",
+            column=column,
+            parameter="domain",
+        ) from None
     warnings.warn(
         f"column {shown(column)}: domain inferred from the data ({len(values)} values). The list "
         "of values that occur is released without any privacy protection; pass the public domain "

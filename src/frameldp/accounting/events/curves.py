@@ -5,6 +5,7 @@ cumulant [1]_, and pure epsilon's tight zCDP rho [2]_ (references in the package
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from functools import lru_cache
 
@@ -31,12 +32,21 @@ def rr_cumulant(t: float, epsilon: float, k: float) -> float:
         return 0.0
     d = t * epsilon
     log_x = (
-        math.log(-math.expm1(-d))
+        _log_one_minus_exp_neg(d, t, epsilon)
         + (epsilon + d)
-        + math.log(-math.expm1(-(epsilon + d)))
+        + _log_one_minus_exp_neg(epsilon + d, t + 1.0, epsilon)
         - (epsilon + math.log1p((k - 1) * math.exp(-epsilon)))
     )
     return float(np.logaddexp(0.0, log_x))
+
+
+def _log_one_minus_exp_neg(d: float, t: float, epsilon: float) -> float:
+    """``ln(1 - e^-d)`` for ``d = t * epsilon > 0``. Where the product is below the smallest
+    normal float (subnormal or 0: epsilon = 1e-320), ``ln d = ln t + ln epsilon`` in its
+    place: ``1 - e^-d <= d``, so the cumulant is bounded from above, on the safe side."""
+    if d >= sys.float_info.min:
+        return math.log(-math.expm1(-d))
+    return math.log(t) + math.log(epsilon)
 
 
 def rr_rdp(order: float, epsilon: float, k: float) -> float:
