@@ -363,10 +363,8 @@ class FrameMethods:
         level: float,
     ) -> FrequencyTable:
         """The joint table of two report columns (:meth:`debias`)."""
-        if len(pair) != 2 or pair[0] == pair[1]:
-            raise ParameterError(
-                f"a joint table needs two different report columns, got {shown(list(pair))}"
-            )
+        if len(pair) != 2:
+            raise ParameterError(f"a joint table needs two report columns, got {shown(list(pair))}")
         given = (None, None) if mechanisms is None else mechanisms
         if not isinstance(given, list | tuple) or len(given) != 2:
             raise ParameterError("a joint table takes a pair of mechanisms (or none)")
@@ -389,6 +387,7 @@ class FrameMethods:
                 require_column(columns, name)
             names.append(listed)
         first, second = found
+        types = self._report_columns()
         keys = self._group_columns(by, pair)
         privacy = self._joint_privacy(pair, (first, second))
 
@@ -396,7 +395,12 @@ class FrameMethods:
             return debias_joint(first, second, statistic)
 
         return self._table(
-            joint_reduction((pair[0], pair[1]), (names[0], names[1]), (first, second)),
+            joint_reduction(
+                (pair[0], pair[1]),
+                (names[0], names[1]),
+                (first, second),
+                (types.get(pair[0]), types.get(pair[1])),
+            ),
             debias,
             keys,
             mechanism=(first, second),
