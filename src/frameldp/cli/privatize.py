@@ -42,7 +42,8 @@ from frameldp.cli._files import (
 from frameldp.cli._progress import rows_progress
 from frameldp.cli._signals import committing, pause_at
 from frameldp.cli._specs import ColumnSpec, build_mechanism
-from frameldp.core.mechanisms import Mechanism
+from frameldp.cli._user_ids import read_user_type, with_user_type
+from frameldp.core.mechanisms import Mechanism, memoizes
 from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.errors import ParameterError, ValidationError
 from frameldp.frames.batches import hex_width, privatize_batch, release_columns
@@ -106,7 +107,15 @@ def privatize_file(
         for spec in specs
     }
     randomness = resolve_source(key, seed)
-    release = plan_release(names, mechanisms, source=randomness, user=user, memo_key=memo_key)
+    user_type = None
+    if user is not None and any(memoizes(m) for m in mechanisms.values()):
+        given = input_file.schema.field(user).type
+        user_type = read_user_type(
+            given, user, mechanisms, memo_key=memo_key, ledger=ledger, budget=budget
+        )
+    release = plan_release(
+        names, mechanisms, source=randomness, user=user, memo_key=memo_key, user_type=user_type
+    )
     if seed is not None:
         release = _insecure(release)
     if ledger is not None and not ledger.is_file():
@@ -131,7 +140,10 @@ def privatize_file(
                 on_start()
             pause_at("start")
             writer = ReportWriter(staged.data, out_kind, metadata)
-            job.run(batches(source, read, chunk_rows=chunk_rows), writer, advance)
+            chunks = batches(source, read, chunk_rows=chunk_rows)
+            if user is not None and user_type is not None:
+                chunks = with_user_type(chunks, user, user_type)
+            job.run(chunks, writer, advance)
             writer.close()
             staged.seal(metadata)
             commit.begin()  # the ledger commit (leaving this block) and the renames complete

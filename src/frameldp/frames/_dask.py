@@ -81,7 +81,7 @@ from frameldp.errors import ParameterError, shown
 from frameldp.frames._pandas import _unpack
 from frameldp.frames.adapters import adapter_for, register_adapter
 from frameldp.frames.grouping import Grouped, Reduction, grouped_statistics, merge_grouped
-from frameldp.frames.inputs import require_column
+from frameldp.frames.inputs import require_column, user_id_type
 from frameldp.frames.lookup import find_mechanism, unpack_reports
 from frameldp.frames.methods import FrameMethods, OneMachineMethods
 from frameldp.frames.pipeline import privatize_frame
@@ -348,6 +348,11 @@ class DaskFrameAccessor(OneMachineMethods, FrameMethods):
             user=user,
             memo_key=memo_key,
             fresh_keys=("on Dask", "each partition"),
+            user_type=None
+            if user is None or user not in self._columns()
+            else user_id_type(
+                adapter_for(self._frame._meta).to_arrow(self._frame._meta, user).type, user
+            ),
         )
         privatize = functools.partial(
             _privatize_partition,

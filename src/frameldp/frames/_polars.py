@@ -42,7 +42,7 @@ from frameldp.core.randomness import (
 from frameldp.errors import DomainError, ParameterError, shown
 from frameldp.frames.adapters import register_adapter
 from frameldp.frames.grouping import Grouped, Reduction
-from frameldp.frames.inputs import check_columns, require_column
+from frameldp.frames.inputs import check_columns, require_column, user_id_type
 from frameldp.frames.lookup import find_mechanism, unpack_reports
 from frameldp.frames.methods import FrameMethods, ValueShortcuts
 from frameldp.frames.pipeline import privatize_columns, privatize_frame
@@ -407,6 +407,9 @@ class PolarsLazyFrameNamespace(FrameMethods):
             user=user,
             memo_key=memo_key,
             fresh_keys=("on a LazyFrame", "each collect"),
+            user_type=None
+            if user is None or user not in schema
+            else user_id_type(pl.Series([], dtype=schema[user]).to_arrow().type, user),
         )
         check_budget(ledger, budget, release)
         out = _privatized_scan(

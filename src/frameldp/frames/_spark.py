@@ -84,7 +84,7 @@ from frameldp.frames._spark_reports import (
 )
 from frameldp.frames.adapters import register_adapter
 from frameldp.frames.grouping import Grouped, Reduction, grouped_statistics, merge_grouped
-from frameldp.frames.inputs import require_column
+from frameldp.frames.inputs import require_column, user_id_type
 from frameldp.frames.lookup import find_mechanism, unpack_reports
 from frameldp.frames.methods import FrameMethods, OneMachineMethods
 from frameldp.frames.pipeline import privatize_columns
@@ -451,6 +451,9 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
             user=user,
             memo_key=memo_key,
             fresh_keys=("on Spark", "each task"),
+            user_type=None
+            if user is None or user not in self._columns()
+            else user_id_type(to_arrow_type(self._frame.schema[user].dataType), user),
         )
         check_budget(ledger, budget, release)
         _refuse_speculation(self._frame.sparkSession.sparkContext.getConf())

@@ -58,6 +58,7 @@ from frameldp.frames.inputs import (
     build_rappor,
     check_columns,
     require_column,
+    user_id_type,
 )
 from frameldp.frames.lookup import (
     find_decoder,
@@ -256,7 +257,14 @@ class FrameMethods:
         columns = self._columns()
         check_columns(columns, mechanisms, reports=self._report_columns())
         source = resolve_source(key, seed)
-        release = plan_release(columns, mechanisms, source=source, user=user, memo_key=memo_key)
+        user_type = (
+            None
+            if user is None or user not in columns
+            else user_id_type(self._adapter.to_arrow(self._frame, user).type, user)
+        )
+        release = plan_release(
+            columns, mechanisms, source=source, user=user, memo_key=memo_key, user_type=user_type
+        )
         with charging(ledger, budget, release):
             return privatize_frame(
                 self._frame,

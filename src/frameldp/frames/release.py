@@ -84,6 +84,7 @@ def plan_release(
     user: str | None,
     memo_key: bytes | None,
     fresh_keys: tuple[str, str] | None = None,
+    user_type: str | None = None,
 ) -> ReleasePlan:
     """Validate the user column and memo key; the specs and guarantees of the release.
 
@@ -93,7 +94,9 @@ def plan_release(
     ``fresh_keys`` = (where, unit) names a backend that draws a fresh key per unit (``("on
     Dask", "each partition")``): there a user's permanent responses would differ between units
     (and the ledger, which folds them under one memo, would undercharge), so ``user=`` needs
-    ``memo_key=`` or a caller's key.
+    ``memo_key=`` or a caller's key. ``user_type`` is the canonical type of the user ids
+    (:func:`~frameldp.frames.inputs.user_id_type`), given with ``user``: it is part of the
+    memo's name.
     """
     blooms = [c for c, m in mechanisms.items() if memoizes(m)]
     if user is not None:
@@ -139,7 +142,13 @@ def plan_release(
         memo_id = None
         if memoizes(mechanism):
             memoizing = cast(Memoizing, mechanism)
-            memo_id = None if user is None else memoizing.memo_id(memo or source, column)
+            if user is not None and user_type is None:
+                raise ParameterError(f"user column {shown(user)}: its id type is not known")
+            memo_id = (
+                None
+                if user is None or user_type is None
+                else memoizing.memo_id(memo or source, column, user_type=user_type)
+            )
             spec = {**spec, "memo": memo_id}
         companions = companion_columns(column, mechanism)
         if companions:  # read back by earlier releases, which named the cohort column so
@@ -262,6 +271,7 @@ def plan_shipped_release(
     user: str | None,
     memo_key: bytes | None,
     fresh_keys: tuple[str, str],
+    user_type: str | None = None,
 ) -> tuple[ShippedSource, ReleasePlan]:
     """Check the columns and plan a release whose reports are drawn in other processes (Dask
     workers, Spark executors): the caller's key to send with the tasks (none: a fresh key per
@@ -275,5 +285,6 @@ def plan_shipped_release(
         user=user,
         memo_key=memo_key,
         fresh_keys=fresh_keys,
+        user_type=user_type,
     )
     return ShippedSource(keyed), release
