@@ -24,6 +24,7 @@ from .conftest import (
     invoke,
     leftovers,
     released,
+    write_input,
 )
 
 MEMO = bytes(range(32))
@@ -98,6 +99,40 @@ def test_nightly_runs_are_charged_each_persons_loss(
     assert spent[0] < spent[1] < spent[2]
     assert spent[2] == pytest.approx(library.spent("nightly"), rel=1e-12)
     assert len(Ledger(book).history("nightly")) == 3
+
+
+def test_nights_alternating_parquet_and_csv_keep_the_permanent_responses(
+    domains: dict[str, Path], tmp_path: Path
+) -> None:
+    """Integer ids in Parquet, the same ids as CSV text, night after night under one memo key.
+    At epsilon = epsilon_inf the reports are the permanent responses: every CSV night is read
+    with the integer ids the ledger charged, so every person's report is identical on all four
+    nights, and the ledger's epsilon_inf is what each person lost. (Before, CSV ids drew
+    independent permanent responses, identical in about 1 row of 4 here, and the ledger folded
+    them into one memo.) Text that is not an integer's decimal spelling is refused, naming
+    the recorded type."""
+    frame = flights(400)[["carrier"]].assign(passenger_id=range(400))
+    book = tmp_path / "ledger.db"
+    Ledger(book).set_budget("nightly", epsilon=10.0)
+    options = (
+        *("--column", "carrier", "--mechanism", "krr", "--epsilon", 3),
+        *("--domain-file", domains["carrier"], "--epsilon-infinity", 3),
+        *("--user", "passenger_id", "--memo-key-file", _memo_file(tmp_path)),
+        *("--ledger", book, "--budget", "nightly"),
+    )
+    nights = []
+    for night, suffix in enumerate(["parquet", "csv", "parquet", "csv"]):
+        source = write_input(frame, tmp_path / f"in{night}.{suffix}")
+        run = invoke("privatize", source, tmp_path / f"night{night}.parquet", *options)
+        assert run.exit_code == 0, run.stderr
+        nights.append(released(tmp_path / f"night{night}.parquet", "carrier"))
+    assert all(reports == nights[0] for reports in nights[1:])
+    assert 2.99 < Ledger(book).spent("nightly") <= 3.0
+    padded = frame.assign(passenger_id=[f"{i:04d}" for i in range(400)])
+    source = tmp_path / "padded.csv"
+    padded.to_csv(source, index=False)
+    refused = invoke("privatize", source, tmp_path / "padded.parquet", *options)
+    assert_user_error(refused, "'passenger_id', row 0", "'0000'", "integers")
 
 
 @pytest.mark.parametrize(

@@ -109,6 +109,22 @@ def test_the_command_prints_and_writes_grouped_tables(
     assert_user_error(invoke("estimate", path, "--joint", "carrier"), "--joint")
 
 
+def test_a_joint_table_of_a_column_and_its_copy_is_refused(
+    make_input: MakeInput, domains: dict[str, Path], tmp_path: Path
+) -> None:
+    """A report column twice, or with a copy of it written to Parquet from pandas (the copy
+    keeps the report type), shares its noise: ``--joint`` refuses both, naming the columns."""
+    path = _release(make_input, domains, tmp_path / "release.parquet")
+    assert_user_error(invoke("estimate", path, "--joint", "carrier,carrier"), "share noise")
+    copied = tmp_path / "copied.parquet"
+    frame = pd.read_parquet(path)
+    frame.assign(again=frame["carrier"]).to_parquet(copied)
+    refused = invoke("estimate", copied, "--joint", "again,carrier")
+    assert_user_error(refused, "'again' and 'carrier'")
+    assert "assumes independent reports" in refused.stderr
+    assert invoke("estimate", copied, "--joint", "carrier,dest").exit_code == 0
+
+
 def test_the_plan_command(tmp_path: Path) -> None:
     run = invoke("plan", "--n", "100000", "--domain-size", "50", "--std-error", "0.005")
     assert run.exit_code == 0, run.stderr

@@ -446,7 +446,7 @@ def test_bloom_rappor_audit(
         # The same N people hold x in the first N rows and x' in the last N (one call, so that
         # their N ids are hashed once).
         keyword = {"user_codes": np.tile(np.arange(N, dtype=np.int64), 2), "user_ids": range(N)}
-        guarantee = mech.guarantee(mech.memo_id(source, LABEL))
+        guarantee = mech.guarantee(mech.memo_id(source, LABEL, user_type="integer"))
     codes = np.repeat(np.arange(2, dtype=np.int64), N)
     reports, _ = mech.randomize(codes, values, source=source, label=LABEL, **keyword)
     counts = [_pattern_counts(half, positions) for half in (reports[:N], reports[N:])]

@@ -159,6 +159,13 @@ class Backend:
             return native.iloc[offset : offset + length]
         return native.slice(offset, length)
 
+    def with_copy(self, native: Any, source: str, target: str) -> Any:
+        """The frame with column ``target`` a copy of ``source`` (pandas and Dask ``assign``,
+        polars ``pl.col(source).alias(target)``)."""
+        if self.library == "pandas":
+            return native.assign(**{target: native[source]})
+        return native.with_columns(pl.col(source).alias(target))
+
     # -- inspecting --------------------------------------------------------------------------
 
     def is_native(self, obj: Any) -> bool:

@@ -393,7 +393,9 @@ def test_reports_know_their_one_report_and_longitudinal_epsilons(backend: Backen
     assert round(privacy.epsilon, 4) == 1.0743
     assert round(privacy.epsilon_infinity, 4) == 4.3944
     memo = frameldp.RandomSource.from_key(MEMO)
-    assert privacy.parameters["memo"] == frameldp.BloomRappor(**SMALL).memo_id(memo, "url")
+    assert privacy.parameters["memo"] == frameldp.BloomRappor(**SMALL).memo_id(
+        memo, "url", user_type="text"
+    )
 
 
 def test_epsilons_may_be_given_instead_of_probabilities(backend: Backend) -> None:

@@ -171,3 +171,39 @@ def test_memoized_reports_are_not_shuffled(backend: Backend) -> None:
     reports = native.ldp.privatize({"carrier": mechanism}, user="uid", memo_key=MEMO)
     with pytest.raises(frameldp.ParameterError, match="memoized permanent responses"):
         reports.ldp.shuffle()
+
+
+def test_the_memo_name_binds_the_user_ids_type(backend: Backend) -> None:
+    """The same people as integers and as their decimal text are digested apart, so their
+    permanent responses are independent: the memo names differ, and four nights alternating
+    them are charged as two memos of two reports (2 epsilon_inf = 6), not as one memo of four
+    (epsilon_inf = 3, what the ledger charged when it folded them). Float ids are refused,
+    whole numbers too."""
+    people = list(range(300))
+    carriers = [DOMAIN[(3 * i) % 5] for i in people]
+    ledger = frameldp.Ledger(":memory:")
+    ledger.set_budget("nightly", epsilon=100.0)
+    names = []
+    for ids in (people, [str(i) for i in people]) * 2:
+        reports = backend.make({"uid": ids, "carrier": carriers}).ldp.krr(
+            "carrier",
+            1.0,
+            domain=DOMAIN,
+            epsilon_infinity=3.0,
+            user="uid",
+            memo_key=MEMO,
+            ledger=ledger,
+            budget="nightly",
+        )
+        backend.collect(reports)
+        names.append(reports.ldp.privacy.parameters["memo"])
+    assert names[0] != names[1]
+    assert names[:2] == names[2:]
+    assert ledger.spent("nightly") == pytest.approx(6.0)
+    floats = backend.make({"uid": [float(i) for i in people], "carrier": carriers})
+    with pytest.raises(frameldp.FrameLDPError, match="user ids must be integers, text or bytes"):
+        backend.collect(
+            floats.ldp.krr(
+                "carrier", 1.0, domain=DOMAIN, epsilon_infinity=3.0, user="uid", memo_key=MEMO
+            )
+        )

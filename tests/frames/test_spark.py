@@ -237,6 +237,17 @@ def test_debias_equals_the_pandas_debias(spark: SparkSession, kind: str) -> None
     assert (got.n, got.level, got.privacy) == (expected.n, 0.9, expected.privacy)
 
 
+def test_a_joint_table_refuses_a_copy_of_a_report_column(spark: SparkSession) -> None:
+    """A copy of a report column shares its noise: its joint table with the column is refused
+    (as on pandas and polars, tests/frames/test_tables.py)."""
+    reports = CALLS["krr"](spark_frame(spark, 3))
+    copied = reports.withColumn("copy", reports["carrier"])
+    with pytest.raises(frameldp.FrameLDPError, match="share noise"):
+        copied.ldp.debias(["carrier", "copy"])
+    with pytest.raises(frameldp.FrameLDPError, match="share noise"):
+        copied.ldp.debias(["carrier", "carrier"])
+
+
 def test_decode_discover_and_unpack_equal_pandas(spark: SparkSession) -> None:
     frame = spark_frame(spark, 3)
     bloom = CALLS["bloom-user"](frame)

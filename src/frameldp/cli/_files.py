@@ -492,6 +492,17 @@ class ReportFile:
         specs_seeded = any(spec.get("seeded") for spec in self.specs.values())
         return guarantee_seeded or specs_seeded or bool(self.shuffled.get("seeded"))
 
+    def report_type(self, column: str) -> ReportMetadata:
+        """What ``column``'s report type records (which privatized column it holds, under which
+        spec): a Parquet file written from a frame keeps it through copies and renames; a
+        column without one holds the reports of the column it is named after."""
+        if self.kind == "parquet":
+            found = pq.read_schema(self.path).field(column)
+            meta = metadata_of(found.type, found.metadata)
+            if meta is not None:
+                return meta
+        return ReportMetadata(dict(self.specs[column]), column)
+
     def _hex_width(self, column: str) -> int:
         return hex_width(mechanism_from_spec(self.specs[column]), column) or 0
 

@@ -174,7 +174,7 @@ def estimate_file(
     if keys and any(_decoded(mechanisms[c]) for c in chosen):
         raise ParameterError("--by: Bloom RAPPOR reports are decoded as a whole, not by group")
     plans = [_flat(c, mechanisms[c], names[c]) for c in chosen]
-    plans += [_joint(pair, mechanisms, names) for pair in joint]
+    plans += [_joint(reports, pair, mechanisms, names) for pair in joint]
     read = list(dict.fromkeys([*(n for plan in plans for n in plan.reduction.names), *keys]))
     sums = [Grouped() for _ in plans]
     rows = 0
@@ -208,12 +208,14 @@ def _flat(column: str, mechanism: Mechanism, names: list[str]) -> _Planned:
 
 
 def _joint(
-    pair: tuple[str, str], mechanisms: dict[str, Mechanism], names: dict[str, list[str]]
+    reports: ReportFile,
+    pair: tuple[str, str],
+    mechanisms: dict[str, Mechanism],
+    names: dict[str, list[str]],
 ) -> _Planned:
     first, second = (mechanisms[c] for c in pair)
-    if pair[0] == pair[1]:
-        raise ParameterError(f"--joint {pair[0]},{pair[1]}: name two different columns")
-    reduction = joint_reduction(pair, (names[pair[0]], names[pair[1]]), (first, second))
+    types = (reports.report_type(pair[0]), reports.report_type(pair[1]))
+    reduction = joint_reduction(pair, (names[pair[0]], names[pair[1]]), (first, second), types)
     oracles = (cast(FrequencyOracle, first), cast(FrequencyOracle, second))
     return _Planned(reduction, functools.partial(debias_joint, *oracles), pair, (first, second))
 

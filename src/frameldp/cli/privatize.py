@@ -42,7 +42,8 @@ from frameldp.cli._files import (
 from frameldp.cli._progress import rows_progress
 from frameldp.cli._signals import committing, pause_at
 from frameldp.cli._specs import ColumnSpec, build_mechanism
-from frameldp.core.mechanisms import Mechanism
+from frameldp.cli._user_ids import read_user_type, with_user_type
+from frameldp.core.mechanisms import Mechanism, memoizes
 from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.errors import ParameterError, ValidationError, shown
 from frameldp.frames.batches import hex_width, privatize_batch, release_columns
@@ -119,6 +120,12 @@ def privatize_file(
     if user is not None:  # a first pass over the user column: a person is the privacy unit
         ids = (batch.column(0) for batch in batches(source, [user], chunk_rows=chunk_rows))
         counted = stated_rows(rows_per_user(ids, user), bound, user)
+    user_type = None
+    if user is not None and any(memoizes(m) for m in mechanisms.values()):
+        given = input_file.schema.field(user).type
+        user_type = read_user_type(
+            given, user, mechanisms, memo_key=memo_key, ledger=ledger, budget=budget
+        )
     release = plan_release(
         names,
         mechanisms,
@@ -126,6 +133,7 @@ def privatize_file(
         user=user,
         memo_key=memo_key,
         rows_per_user=counted,
+        user_type=user_type,
     )
     if seed is not None:
         release = _insecure(release)
@@ -151,7 +159,10 @@ def privatize_file(
                 on_start()
             pause_at("start")
             writer = ReportWriter(staged.data, out_kind, metadata)
-            job.run(batches(source, read, chunk_rows=chunk_rows), writer, advance)
+            chunks = batches(source, read, chunk_rows=chunk_rows)
+            if user is not None and user_type is not None:
+                chunks = with_user_type(chunks, user, user_type)
+            job.run(chunks, writer, advance)
             writer.close()
             staged.seal(metadata)
             commit.begin()  # the ledger commit (leaving this block) and the renames complete

@@ -53,6 +53,7 @@ from frameldp.frames.release import (
     charging,
     check_budget,
     companion_columns,
+    memo_user_type,
     plan_release,
     recorded_spec,
 )
@@ -418,6 +419,12 @@ class PolarsLazyFrameNamespace(FrameMethods):
             memo_key=memo_key,
             rows_per_user=counted,
             fresh_keys=("on a LazyFrame", "each collect"),
+            user_type=memo_user_type(
+                mechanisms,
+                user,
+                schema.names(),
+                lambda: pl.Series([], dtype=schema[user]).to_arrow().type,
+            ),
         )
         check_budget(ledger, budget, release)
         out = _privatized_scan(

@@ -32,7 +32,7 @@ from frameldp.core.mechanisms import Capability, FrequencyOracle, Mechanism, Sta
 from frameldp.errors import ParameterError, shown
 from frameldp.frames.inputs import require_column
 from frameldp.frames.pipeline import add_statistics, column_context, statistic_of
-from frameldp.frames.report_type import storage_of
+from frameldp.frames.report_type import ReportMetadata, described, storage_of
 from frameldp.frames.table import TABLE_COLUMNS, Backend, FrequencyTable, TableGroup
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "Reduction",
     "canonical_key",
     "check_group_columns",
+    "check_independent_reports",
     "flat_reduction",
     "grouped_statistics",
     "joint_reduction",
@@ -98,13 +99,47 @@ def _joint(
         )
 
 
+def check_independent_reports(
+    columns: tuple[Any, Any], recorded: tuple[ReportMetadata | None, ReportMetadata | None]
+) -> None:
+    """Refuse a joint table of two report columns that share noise: one column twice, or two
+    columns whose types (``recorded``) name the same privatized column under the same spec. A
+    copy, a rename or an expression of a report column (pandas ``df["b"] = df["a"]``, polars
+    ``pl.col("a").alias("b")``) keeps its type, so it is recognised here.
+
+    The estimator of :mod:`frameldp.core.joint` multiplies one row's two unbiased indicators,
+    which is an unbiased indicator of the pair only when the two reports' noise is independent.
+    Of one report with itself, ``E[e_a e_b]`` is not 0 for ``a != b``, and the table is off by
+    dozens of standard errors (docs/tables.md). The spec includes a memoized column's memo
+    name: two releases of one column under one memo share the permanent response, so they are
+    refused too. The type records no release id yet, so two releases of one column under one
+    spec are refused even when their noise is independent.
+    """
+    first, second = recorded
+    if columns[0] == columns[1]:
+        why = "one column twice"
+    elif first and second and (first.column, first.spec) == (second.column, second.spec):
+        why = f"both hold the reports of column {shown(first.column)} ({described(first.spec)})"
+    else:
+        return
+    raise ParameterError(
+        f"columns {shown(columns[0])} and {shown(columns[1])}: a joint table needs two "
+        f"independently privatized columns, and these share noise ({why}): the joint estimator "
+        "assumes independent reports. Privatize the two columns separately, or the pair as one "
+        "column (frameldp.product_domain)"
+    )
+
+
 def joint_reduction(
     columns: tuple[str, str],
     names: tuple[Sequence[str], Sequence[str]],
     mechanisms: tuple[Mechanism, Mechanism],
+    recorded: tuple[ReportMetadata | None, ReportMetadata | None],
 ) -> Reduction:
     """The joint statistic of two report columns (:mod:`frameldp.core.joint`); each must hold
-    a frequency oracle's reports."""
+    a frequency oracle's reports, and the two must not share noise (``recorded``: their report
+    types, see :func:`check_independent_reports`)."""
+    check_independent_reports(columns, recorded)
     for column, mechanism in zip(columns, mechanisms, strict=True):
         if Capability.FREQUENCY_ORACLE not in mechanism.capabilities:
             raise ParameterError(

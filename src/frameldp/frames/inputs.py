@@ -30,6 +30,7 @@ __all__ = [
     "build_rappor",
     "check_columns",
     "require_column",
+    "user_id_type",
 ]
 
 
@@ -170,3 +171,41 @@ def build_krr(
             epsilon_infinity=epsilon_infinity,
         )
     return mechanism
+
+
+USER_ID_TYPES = ("integer", "text", "bytes")
+"""The canonical types of user ids: each is digested under its own tag
+(:func:`frameldp.core.randomness.digests`), so ``7`` and ``"7"`` are different people."""
+
+
+def user_id_type(kind: pa.DataType | None, user: Any) -> str:
+    """The canonical type (``"integer"``, ``"text"`` or ``"bytes"``) of a user column of Arrow
+    type ``kind``. It is part of the memo's name: ids of another type draw other permanent
+    responses, so they must never be charged as the same memo. Floats are refused, whole or
+    not (a float holds integers exactly only up to 2**53, and the same id written as text or
+    integer elsewhere would be another person); so is a type that names none of the three (a
+    pandas ``object`` column of no Arrow type, booleans)."""
+    if kind is not None and pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    if kind is not None and pa.types.is_integer(kind):
+        return "integer"
+    if kind is not None and (
+        pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind)
+    ):
+        return "text"
+    if kind is not None and (
+        pa.types.is_binary(kind)
+        or pa.types.is_large_binary(kind)
+        or pa.types.is_fixed_size_binary(kind)
+        or pa.types.is_binary_view(kind)
+    ):
+        return "bytes"
+    if kind is None or pa.types.is_null(kind):
+        held = "Python objects of no one Arrow type (cast the column to integers or strings)"
+    elif pa.types.is_floating(kind):
+        held = f"{kind} (cast whole-number ids to integers)"
+    else:
+        held = str(kind)
+    raise ParameterError(
+        f"user column {shown(user)}: user ids must be integers, text or bytes, got {held}"
+    )

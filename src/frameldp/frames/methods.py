@@ -80,6 +80,7 @@ from frameldp.frames.release import (
     charging,
     guarantee_of,
     is_seeded,
+    memo_user_type,
     plan_release,
     recorded_spec,
 )
@@ -267,12 +268,12 @@ class FrameMethods:
         check_columns(columns, mechanisms, reports=self._report_columns())
         source = resolve_source(key, seed)
         bound = check_max_rows(max_rows_per_user, user)
-        counted = None
+        counted = user_type = None
         if user is not None:
             require_column(columns, user)
-            counted = stated_rows(
-                rows_per_user([self._in_memory.to_arrow(self._frame, user)], user), bound, user
-            )
+            ids = self._in_memory.to_arrow(self._frame, user)
+            counted = stated_rows(rows_per_user([ids], user), bound, user)
+            user_type = memo_user_type(mechanisms, user, columns, lambda: ids.type)
         release = plan_release(
             columns,
             mechanisms,
@@ -280,6 +281,7 @@ class FrameMethods:
             user=user,
             memo_key=memo_key,
             rows_per_user=counted,
+            user_type=user_type,
         )
         with charging(ledger, budget, release):
             return privatize_frame(
@@ -387,10 +389,8 @@ class FrameMethods:
         level: float,
     ) -> FrequencyTable:
         """The joint table of two report columns (:meth:`debias`)."""
-        if len(pair) != 2 or pair[0] == pair[1]:
-            raise ParameterError(
-                f"a joint table needs two different report columns, got {shown(list(pair))}"
-            )
+        if len(pair) != 2:
+            raise ParameterError(f"a joint table needs two report columns, got {shown(list(pair))}")
         given = (None, None) if mechanisms is None else mechanisms
         if not isinstance(given, list | tuple) or len(given) != 2:
             raise ParameterError("a joint table takes a pair of mechanisms (or none)")
@@ -413,6 +413,7 @@ class FrameMethods:
                 require_column(columns, name)
             names.append(listed)
         first, second = found
+        types = self._report_columns()
         keys = self._group_columns(by, pair)
         privacy = self._joint_privacy(pair, (first, second))
 
@@ -420,7 +421,12 @@ class FrameMethods:
             return debias_joint(first, second, statistic)
 
         return self._table(
-            joint_reduction((pair[0], pair[1]), (names[0], names[1]), (first, second)),
+            joint_reduction(
+                (pair[0], pair[1]),
+                (names[0], names[1]),
+                (first, second),
+                (types.get(pair[0]), types.get(pair[1])),
+            ),
             debias,
             keys,
             mechanism=(first, second),

@@ -34,6 +34,7 @@ from frameldp.errors import (
 from frameldp.frames.inputs import (
     check_columns,
     require_column,
+    user_id_type,
 )
 from frameldp.frames.persons import check_max_rows, stated_rows
 from frameldp.frames.pipeline import column_context
@@ -47,6 +48,7 @@ __all__ = [
     "companion_columns",
     "guarantee_of",
     "is_seeded",
+    "memo_user_type",
     "memoizes",
     "plan_release",
     "plan_shipped_release",
@@ -87,6 +89,7 @@ def plan_release(
     memo_key: bytes | None,
     rows_per_user: int | None = None,
     fresh_keys: tuple[str, str] | None = None,
+    user_type: str | None = None,
 ) -> ReleasePlan:
     """Validate the user column and memo key; the specs and guarantees of the release.
 
@@ -100,6 +103,9 @@ def plan_release(
     key per unit (``("on Dask", "each partition")``): there a user's permanent responses would
     differ between units (and the ledger, which folds them under one memo, would undercharge),
     so ``user=`` with a memoizing mechanism needs ``memo_key=`` or a caller's key.
+    ``user_type`` is the canonical type of the user ids
+    (:func:`~frameldp.frames.inputs.user_id_type`), given with ``user``: it is part of the
+    memo's name.
     """
     blooms = [c for c, m in mechanisms.items() if memoizes(m)]
     if user is not None:
@@ -147,7 +153,13 @@ def plan_release(
         spec = recorded_spec(mechanism, source)
         if memoizes(mechanism):
             memoizing = cast(Memoizing, mechanism)
-            memo_id = None if user is None else memoizing.memo_id(memo or source, column)
+            if user is not None and user_type is None:
+                raise ParameterError(f"user column {shown(user)}: its id type is not known")
+            memo_id = (
+                None
+                if user is None or user_type is None
+                else memoizing.memo_id(memo or source, column, user_type=user_type)
+            )
             spec = {**spec, "memo": memo_id}
         companions = companion_columns(column, mechanism)
         if companions:  # read back by earlier releases, which named the cohort column so
@@ -158,6 +170,19 @@ def plan_release(
             guarantees[column] = _guarantee_of_spec(spec)
         specs[column] = spec
     return ReleasePlan(specs, guarantees, memo)
+
+
+def memo_user_type(
+    mechanisms: Mapping[str, Mechanism],
+    user: str | None,
+    columns: list[Any],
+    kind: Callable[[], Any],
+) -> str | None:
+    """The canonical type of the user ids (part of a memo's name), when a column memoizes
+    permanent responses: ``kind()`` gives the user column's Arrow type."""
+    if user is None or user not in columns or not any(map(memoizes, mechanisms.values())):
+        return None
+    return user_id_type(kind(), user)
 
 
 def recorded_spec(mechanism: Any, source: RandomSource) -> dict[str, Any]:
@@ -284,6 +309,7 @@ def plan_shipped_release(
     fresh_keys: tuple[str, str],
     max_rows_per_user: int | None,
     count_rows: Callable[[str], int],
+    user_type: str | None = None,
 ) -> tuple[ShippedSource, ReleasePlan]:
     """Check the columns and plan a release whose reports are drawn in other processes (Dask
     workers, Spark executors): the caller's key to send with the tasks (none: a fresh key per
@@ -305,5 +331,6 @@ def plan_shipped_release(
         memo_key=memo_key,
         rows_per_user=counted,
         fresh_keys=fresh_keys,
+        user_type=user_type,
     )
     return ShippedSource(keyed), release

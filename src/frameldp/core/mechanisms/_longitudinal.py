@@ -181,9 +181,10 @@ class TwoStage:
         """Whether reports have a permanent response (``epsilon_infinity`` is set)."""
         return self.epsilon_infinity is not None
 
-    def memo_id(self, memo: RandomSource, label: object) -> str:
-        """Public name of the permanent responses under ``memo`` for ``label`` (not the key)."""
-        return memo_name(memo, (label, self._stream_suffix))
+    def memo_id(self, memo: RandomSource, label: object, *, user_type: str) -> str:
+        """Public name of the permanent responses under ``memo`` for ``label`` and user ids of
+        canonical type ``user_type`` (not the key)."""
+        return memo_name(memo, (label, self._stream_suffix, user_type))
 
     def _stage_rows(
         self,

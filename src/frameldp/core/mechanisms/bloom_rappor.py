@@ -398,9 +398,10 @@ class BloomRappor:
         """Always: Bloom RAPPOR reports have a permanent response."""
         return True
 
-    def memo_id(self, memo: RandomSource, label: object) -> str:
-        """Public name of the permanent responses under ``memo`` for ``label`` (not the key)."""
-        return memo_name(memo, (label, self._stream_suffix))
+    def memo_id(self, memo: RandomSource, label: object, *, user_type: str) -> str:
+        """Public name of the permanent responses under ``memo`` for ``label`` and user ids of
+        canonical type ``user_type`` (not the key)."""
+        return memo_name(memo, (label, self._stream_suffix, user_type))
 
     def randomize(
         self,

@@ -174,8 +174,11 @@ class Memoizing(Mechanism, Protocol):
         ``epsilon_infinity``; Bloom RAPPOR: always)."""
         ...
 
-    def memo_id(self, memo: RandomSource, label: object) -> str:
-        """Public name of the permanent responses under ``memo`` for ``label`` (not the key)."""
+    def memo_id(self, memo: RandomSource, label: object, *, user_type: str) -> str:
+        """Public name of the permanent responses under ``memo`` for ``label`` (not the key),
+        and user ids of canonical type ``user_type`` (``"integer"``, ``"text"``, ``"bytes"``:
+        ids of another type are other people, whose permanent responses are drawn anew, so
+        their memo must have another name)."""
         ...
 
     def guarantee(self, memo: str | None = None) -> PrivacyGuarantee:
