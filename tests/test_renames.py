@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 import frameldp
+from _releases import assert_frame_equal
 from frameldp.accounting import PrivacyLossDistribution, event_from_dict
 from frameldp.core.encoding import BloomEncoder
 
@@ -132,7 +133,7 @@ def test_the_rappor_shortcut_takes_hash_as_hash_scheme() -> None:
     with _renamed("hash", "hash_scheme"):
         old = frame.ldp.rappor("url", hash="rappor", **common)
     new = frame.ldp.rappor("url", hash_scheme="rappor", **common)
-    pd.testing.assert_frame_equal(old, new)
+    assert_frame_equal(old, new)
     assert new.ldp.mechanisms["url"].hash_scheme == "rappor"
     with (
         pytest.raises(frameldp.ParameterError, match=r"df\.ldp\.rappor: hash_scheme='fast' and"),

@@ -82,6 +82,7 @@ if TYPE_CHECKING:
     from frameldp.core.parallel import set_threads, threads
     from frameldp.frames.comparison import Comparison
     from frameldp.frames.planner import Plan, plan
+    from frameldp.frames.releases import concat_releases
     from frameldp.frames.table import FrequencyTable
 
 __version__ = "0.1.0"
@@ -135,6 +136,7 @@ _LAZY: dict[str, str] = {
         "frameldp.core",
     ),
     "FrequencyTable": "frameldp.frames.table",
+    "concat_releases": "frameldp.frames.releases",
     "Comparison": "frameldp.frames.comparison",
     "Plan": "frameldp.frames.planner",
     "plan": "frameldp.frames.planner",
@@ -197,6 +199,7 @@ __all__ = [
     "choose_mechanism",
     "compare_mechanisms",
     "compose",
+    "concat_releases",
     "errors",
     "io",
     "mechanism_from_spec",

@@ -114,6 +114,15 @@ def _paper_mechanism() -> frameldp.BloomRappor:
     return frameldp.BloomRappor(f=0.5, p=0.5, q=0.75, num_bits=128, num_hashes=2, num_cohorts=64)
 
 
+def _per_value(memo: str) -> frameldp.PrivacyGuarantee:
+    """The paper mechanism's guarantee under ``memo`` with the per-value event an earlier
+    frameldp recorded (no ``num_bits``): the exact loss of reports of one unchanged value, which
+    ledgers written before issue 36 still hold and ``epsilon_infinity`` still states."""
+    guarantee = _paper_mechanism().guarantee(memo=memo)
+    [(event, count)] = guarantee.events
+    return replace(guarantee, events=((replace(event, num_bits=None), count),))
+
+
 def _assert_tight_upper(
     value: float, exact: mpf, rel: float, what: str, slack: float = 0.0
 ) -> None:
@@ -902,11 +911,12 @@ LEDGER_DELTA = 1e-6
 
 
 def test_memoized_spends_fold_and_stay_below_epsilon_infinity(tmp_path: Path) -> None:
-    """Pure budget of 5: fifty releases of the same memoized report all fit, since any number of
-    them costs at most 4 ln 3 ~ 4.394 (independent reports would pass the cap at the fifth)."""
+    """Per-value events (a ledger written before issue 36). Pure budget of 5: fifty releases
+    of the same memoized report all fit, since any number of them costs at most 4 ln 3 ~ 4.394
+    (independent reports would pass the cap at the fifth)."""
     ledger = Ledger(tmp_path / "ledger.db")
     ledger.set_budget("b", epsilon=CAP)
-    guarantee = _paper_mechanism().guarantee(memo="m1")
+    guarantee = _per_value("m1")
     epsilon_inf = guarantee.epsilon_infinity
     assert epsilon_inf is not None
     totals = [ledger.spend("b", guarantee) for _ in range(50)]
@@ -924,14 +934,15 @@ def test_memoized_spends_fold_and_stay_below_epsilon_infinity(tmp_path: Path) ->
 
 
 def test_spends_under_different_memos_compose_independently(tmp_path: Path) -> None:
-    """Each memo names its own permanent responses: three releases under each of two memos cost
-    twice three memoized reports (~5.51), and a cap of 6 that one memo could never reach (any
-    number of its releases costs at most 4 ln 3) is reached by two."""
+    """Per-value events (a ledger written before issue 36). Each memo names its own permanent
+    responses: three releases under each of two memos cost twice three memoized reports
+    (~5.51), and a cap of 6 that one memo could never reach (any number of its releases costs
+    at most 4 ln 3) is reached by two."""
     cap = 6.0
     ledger = Ledger(tmp_path / "ledger.db")
     ledger.set_budget("b", epsilon=cap)
-    first = _paper_mechanism().guarantee(memo="m1")
-    second = _paper_mechanism().guarantee(memo="m2")
+    first = _per_value("m1")
+    second = _per_value("m2")
     for _ in range(3):
         ledger.spend("b", first)
         total = ledger.spend("b", second)
@@ -944,11 +955,12 @@ def test_spends_under_different_memos_compose_independently(tmp_path: Path) -> N
 
 
 def test_memoized_spends_fold_on_a_delta_budget(tmp_path: Path) -> None:
-    """At delta 1e-6 the total is the tightest composition of the folded reports: the exact
-    epsilon(1e-6) of r memoized reports, never above their pure epsilon nor 4 ln 3."""
+    """Per-value events (a ledger written before issue 36). At delta 1e-6 the total is the
+    tightest composition of the folded reports: the exact epsilon(1e-6) of r memoized reports,
+    never above their pure epsilon nor 4 ln 3."""
     ledger = Ledger(tmp_path / "ledger.db")
     ledger.set_budget("b", epsilon=CAP, delta=LEDGER_DELTA)
-    guarantee = _paper_mechanism().guarantee(memo="m1")
+    guarantee = _per_value("m1")
     epsilon_inf = guarantee.epsilon_infinity
     assert epsilon_inf is not None
     totals = [ledger.spend("b", guarantee) for _ in range(20)]
@@ -959,6 +971,25 @@ def test_memoized_spends_fold_on_a_delta_budget(tmp_path: Path) -> None:
     for reports in (5, 20):
         assert totals[reports - 1] <= _pure("paper", 2, reports) * (1 + RDP_REL)
     assert ledger.status("b").releases == 20
+
+
+def test_a_persons_memoized_spends_add_up_their_instantaneous_responses(tmp_path: Path) -> None:
+    """A person's reports sharing permanent responses, whatever their values: from the second
+    on, every bit of every report's instantaneous response (q = 0.75 from a permanent 1, p =
+    0.5 from a 0: ln 2 per bit), 2 x 128 ln 2 ~ 177 for two; the second spend passes a cap of
+    5 and is refused, recording nothing."""
+    ledger = Ledger(tmp_path / "ledger.db")
+    ledger.set_budget("b", epsilon=CAP)
+    guarantee = _paper_mechanism().guarantee(memo="m1")
+    assert ledger.spend("b", guarantee) == guarantee.epsilon
+    [(event, _)] = guarantee.events
+    folded, uses = event.repeated(2)
+    assert uses == 1
+    assert folded.pure_epsilon == pytest.approx(2 * 128 * math.log(2.0))
+    assert folded.pure_epsilon >= 2 * 128 * math.log(2.0)
+    with pytest.raises(BudgetExceededError):
+        ledger.spend("b", guarantee)
+    assert ledger.status("b").releases == 1
 
 
 @pytest.mark.parametrize("delta", [None, LEDGER_DELTA])

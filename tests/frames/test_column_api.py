@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 
 import frameldp
+from _releases import assert_series_equal
 
 from .conftest import CARRIERS, Backend, small_data
 
@@ -105,7 +106,7 @@ def test_pandas_series_accessor_krr_and_series_of_a_report_frame(pandas_backend:
     assert reports.ldp.debias().mechanism == mechanism
     # A column taken from the privatized frame carries the record too.
     assert column_of_frame.ldp.debias().mechanism == mechanism
-    pd.testing.assert_series_equal(reports, column_of_frame, check_flags=False)
+    assert_series_equal(reports, column_of_frame, check_flags=False)
 
 
 @pytest.mark.parametrize("lazy", [False, True], ids=["polars-eager", "polars-lazy"])

@@ -176,9 +176,8 @@ def test_memoized_reports_are_not_shuffled(backend: Backend) -> None:
 def test_the_memo_name_binds_the_user_ids_type(backend: Backend) -> None:
     """The same people as integers and as their decimal text are digested apart, so their
     permanent responses are independent: the memo names differ, and four nights alternating
-    them are charged as two memos of two reports (2 epsilon_inf = 6), not as one memo of four
-    (epsilon_inf = 3, what the ledger charged when it folded them). Float ids are refused,
-    whole numbers too."""
+    them are charged as two memos of two reports each (each a person's two instantaneous
+    responses). Float ids are refused, whole numbers too."""
     people = list(range(300))
     carriers = [DOMAIN[(3 * i) % 5] for i in people]
     ledger = frameldp.Ledger(":memory:")
@@ -199,7 +198,11 @@ def test_the_memo_name_binds_the_user_ids_type(backend: Backend) -> None:
         names.append(reports.ldp.privacy.parameters["memo"])
     assert names[0] != names[1]
     assert names[:2] == names[2:]
-    assert ledger.spent("nightly") == pytest.approx(6.0)
+    instant, uses = frameldp.RandomizedResponse(
+        1.0, domain=DOMAIN, epsilon_infinity=3.0
+    )._instant_event()
+    assert instant is not None
+    assert ledger.spent("nightly") == pytest.approx(2 * 2 * uses * instant.pure_epsilon)
     floats = backend.make({"uid": [float(i) for i in people], "carrier": carriers})
     with pytest.raises(frameldp.FrameLDPError, match="user ids must be integers, text or bytes"):
         backend.collect(

@@ -204,3 +204,42 @@ def test_nightly_memoized_releases_are_charged_each_persons_loss() -> None:
     alternating = pair_loss(mechanism, (0,) * 8, (0, 1) * 4)
     assert alternating > 4.0  # more than epsilon_inf
     assert charged[7] >= alternating
+
+
+@pytest.mark.parametrize("backend", ["pandas", "polars-eager"])
+def test_sampling_one_row_per_person_states_one_report(backend: str) -> None:
+    """contributions='sample' keeps one row of each person, drawn under the call's key: the
+    release holds one row per person and states one report's loss; the same key on the same
+    input keeps the same rows, and each person's kept row is uniform over their rows (40 people
+    with 4 rows each, 200 keys: every position is kept; under uniform draws a position is never
+    drawn in 8000 draws with probability 4 (3/4)^8000 < 1e-900)."""
+    frame = FRAMES[backend](_rows_of_people(40, 4) | {"row": list(range(160))})
+    released = frame.ldp.krr(
+        "value", 0.7, domain=DOMAIN, user="user", contributions="sample", key=MEMO_KEY
+    )
+    kept = collected(released)
+    assert len(kept) == 40
+    assert sorted(_column(kept, "user")) == list(range(40))
+    one = frameldp.RandomizedResponse(0.7, domain=DOMAIN).privacy.epsilon
+    assert kept.ldp.privacy.epsilon == pytest.approx(one)
+    again = frame.ldp.krr(
+        "value", 0.7, domain=DOMAIN, user="user", contributions="sample", key=MEMO_KEY
+    )
+    assert _column(again, "row") == _column(kept, "row")
+    positions = set()
+    for i in range(200):
+        key = i.to_bytes(32, "big")
+        chosen = frame.ldp.krr(
+            "value", 0.7, domain=DOMAIN, user="user", contributions="sample", key=key
+        )
+        positions.update(row % 4 for row in _column(chosen, "row"))
+    assert positions == {0, 1, 2, 3}
+    with pytest.raises(frameldp.ParameterError, match="needs user="):
+        frame.ldp.krr("value", 0.7, domain=DOMAIN, contributions="sample")
+    with pytest.raises(frameldp.ParameterError, match="contributions must be"):
+        frame.ldp.krr("value", 0.7, domain=DOMAIN, user="user", contributions="some")
+
+
+def _column(frame: Any, name: str) -> list[Any]:
+    values = frame[name]
+    return values.to_list() if hasattr(values, "to_list") else values.tolist()

@@ -84,7 +84,7 @@ from frameldp.frames.grouping import Grouped, Reduction, grouped_statistics, mer
 from frameldp.frames.inputs import require_column
 from frameldp.frames.lookup import find_mechanism, unpack_reports
 from frameldp.frames.methods import FrameMethods, OneMachineMethods
-from frameldp.frames.persons import counted_rows
+from frameldp.frames.persons import check_contributions, counted_rows
 from frameldp.frames.pipeline import privatize_frame
 from frameldp.frames.release import (
     LedgerLike,
@@ -335,6 +335,7 @@ class DaskFrameAccessor(OneMachineMethods, FrameMethods):
         user: str | None = None,
         memo_key: bytes | None = None,
         max_rows_per_user: int | None = None,
+        contributions: str = "all",
     ) -> dd.DataFrame:
         """Replace each column by its reports, lazily.
 
@@ -350,6 +351,11 @@ class DaskFrameAccessor(OneMachineMethods, FrameMethods):
         responses must be the same on every worker). With ``user=``, the user column is computed
         once now to count each person's rows (see ``DataFrame.ldp.privatize``).
         """
+        if check_contributions(contributions, user, max_rows_per_user) == "sample":
+            raise ParameterError(
+                "contributions='sample' draws one row per person from an in-memory frame; on "
+                "a Dask DataFrame collect first, or bound the rows with max_rows_per_user="
+            )
         shipped, release = plan_shipped_release(
             self._columns(),
             mechanisms,
@@ -365,7 +371,7 @@ class DaskFrameAccessor(OneMachineMethods, FrameMethods):
                 mechanisms,
                 user,
                 self._columns(),
-                lambda: adapter_for(self._frame._meta).to_arrow(self._frame._meta, user).type,
+                lambda name: adapter_for(self._frame._meta).to_arrow(self._frame._meta, name).type,
             ),
         )
         privatize = functools.partial(
@@ -393,7 +399,7 @@ class DaskFrameAccessor(OneMachineMethods, FrameMethods):
     def _rows_per_user(self, user: str) -> int:
         """The most rows one user id holds (one computation of the user column)."""
         ids = self._frame[user]
-        largest, nulls = dask.compute(ids.value_counts().max(), ids.isna().sum())
+        largest, nulls = dask.base.compute(ids.value_counts().max(), ids.isna().sum())
         if nulls:  # name the first row without an id, as the pandas accessor does
             found = ids.map_partitions(_first_null, meta=(None, object)).compute()
             sizes, firsts = zip(*found, strict=True)

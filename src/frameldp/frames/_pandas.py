@@ -277,7 +277,12 @@ class PandasSeriesAccessor(ValueShortcuts):
         )
         source = resolve_source(key, seed)
         release = plan_release(
-            [self._name], {self._name: mechanism}, source=source, user=None, memo_key=None
+            [self._name],
+            {self._name: mechanism},
+            source=source,
+            user=None,
+            memo_key=None,
+            num_rows=len(self._series),
         )
         with charging(ledger, budget, release):
             # The stream is labelled by the Series' own name (1 and "1" differ), as a frame

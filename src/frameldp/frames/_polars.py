@@ -45,7 +45,7 @@ from frameldp.frames.grouping import Grouped, Reduction
 from frameldp.frames.inputs import check_columns, require_column
 from frameldp.frames.lookup import find_mechanism, unpack_reports
 from frameldp.frames.methods import FrameMethods, ValueShortcuts
-from frameldp.frames.persons import check_max_rows, rows_per_user, stated_rows
+from frameldp.frames.persons import check_contributions, check_max_rows, rows_per_user, stated_rows
 from frameldp.frames.pipeline import privatize_columns, privatize_frame
 from frameldp.frames.release import (
     LedgerLike,
@@ -390,6 +390,7 @@ class PolarsLazyFrameNamespace(FrameMethods):
         user: str | None = None,
         memo_key: bytes | None = None,
         max_rows_per_user: int | None = None,
+        contributions: str = "all",
     ) -> pl.LazyFrame:
         """A plan that privatizes this one each time it is executed (see the module docstring).
 
@@ -402,6 +403,11 @@ class PolarsLazyFrameNamespace(FrameMethods):
         collected once to count each person's rows (the release states the loss of the person
         holding the most, or of ``max_rows_per_user``; see ``DataFrame.ldp.privatize``).
         """
+        if check_contributions(contributions, user, max_rows_per_user) == "sample":
+            raise ParameterError(
+                "contributions='sample' draws one row per person from an in-memory frame; on "
+                "a polars LazyFrame collect first, or bound the rows with max_rows_per_user="
+            )
         schema = self._frame.collect_schema()
         check_columns(schema.names(), mechanisms, reports=self._report_columns())
         keyed = None if key is None and seed is None else resolve_source(key, seed)
@@ -423,7 +429,7 @@ class PolarsLazyFrameNamespace(FrameMethods):
                 mechanisms,
                 user,
                 schema.names(),
-                lambda: pl.Series([], dtype=schema[user]).to_arrow().type,
+                lambda name: pl.Series([], dtype=schema[name]).to_arrow().type,
             ),
         )
         check_budget(ledger, budget, release)

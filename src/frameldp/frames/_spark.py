@@ -87,7 +87,7 @@ from frameldp.frames.grouping import Grouped, Reduction, grouped_statistics, mer
 from frameldp.frames.inputs import require_column
 from frameldp.frames.lookup import find_mechanism, unpack_reports
 from frameldp.frames.methods import FrameMethods, OneMachineMethods
-from frameldp.frames.persons import counted_rows
+from frameldp.frames.persons import check_contributions, counted_rows
 from frameldp.frames.pipeline import privatize_columns
 from frameldp.frames.release import (
     LedgerLike,
@@ -450,6 +450,7 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
         user: str | None = None,
         memo_key: bytes | None = None,
         max_rows_per_user: int | None = None,
+        contributions: str = "all",
     ) -> SparkDataFrame:
         """Replace each column by its reports, now (see the module docstring).
 
@@ -462,6 +463,11 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
         ``memo_key=`` or ``key=`` (see :meth:`rappor`); it counts each person's rows first (see
         ``DataFrame.ldp.privatize``).
         """
+        if check_contributions(contributions, user, max_rows_per_user) == "sample":
+            raise ParameterError(
+                "contributions='sample' draws one row per person from an in-memory frame; on "
+                "a Spark DataFrame collect first, or bound the rows with max_rows_per_user="
+            )
         shipped, release = plan_shipped_release(
             self._columns(),
             mechanisms,
@@ -477,7 +483,7 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
                 mechanisms,
                 user,
                 self._columns(),
-                lambda: to_arrow_type(self._frame.schema[user].dataType),
+                lambda name: to_arrow_type(self._frame.schema[name].dataType),
             ),
         )
         check_budget(ledger, budget, release)
@@ -528,7 +534,7 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
                 "nulls"
             ),
         ).first()
-        return counted_rows(row["largest"], row["nulls"], user)
+        return 1 if row is None else counted_rows(row["largest"], row["nulls"], user)
 
     def _release_schema(
         self,

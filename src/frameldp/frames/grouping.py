@@ -110,16 +110,18 @@ def check_independent_reports(
     The estimator of :mod:`frameldp.core.joint` multiplies one row's two unbiased indicators,
     which is an unbiased indicator of the pair only when the two reports' noise is independent.
     Of one report with itself, ``E[e_a e_b]`` is not 0 for ``a != b``, and the table is off by
-    dozens of standard errors (docs/tables.md). The spec includes a memoized column's memo
-    name: two releases of one column under one memo share the permanent response, so they are
-    refused too. The type records no release id yet, so two releases of one column under one
-    spec are refused even when their noise is independent.
+    dozens of standard errors (docs/tables.md). The spec includes the release id, so two
+    releases of one column (two nights joined on the user) are independent, unless they share
+    memoized permanent responses (one memo name): those are refused too.
     """
     first, second = recorded
+    memo = first.spec.get("memo") if first else None
     if columns[0] == columns[1]:
         why = "one column twice"
     elif first and second and (first.column, first.spec) == (second.column, second.spec):
         why = f"both hold the reports of column {shown(first.column)} ({described(first.spec)})"
+    elif memo and second and second.spec.get("memo") == memo:
+        why = f"both share the memoized permanent responses {shown(memo)}"
     else:
         return
     raise ParameterError(

@@ -35,6 +35,7 @@ __all__ = [
     "find_decoder",
     "find_discoverer",
     "find_mechanism",
+    "mechanism_spec",
     "mechanisms_of",
     "refuse_other_mechanism",
     "report_names",
@@ -64,7 +65,9 @@ def find_mechanism(column: str, given: Mechanism | None, recorded: Mapping[str, 
         known = f" (recorded: {sorted(specs)})" if specs else ""
         raise MechanismNotFoundError(
             f"column {shown(column)}: no mechanism recorded for this column{known}; pass it "
-            "explicitly, e.g. debias(column, frameldp.Rappor(epsilon=..., domain=...))"
+            "explicitly, e.g. debias(column, frameldp.Rappor(epsilon=..., domain=...)). Rows "
+            "of several releases concatenated by pandas lose their report type: stack them "
+            "with frameldp.concat_releases, which composes their guarantees per person"
         )
     if Capability.CANDIDATES in given.capabilities:
         raise ParameterError(
@@ -74,14 +77,19 @@ def find_mechanism(column: str, given: Mechanism | None, recorded: Mapping[str, 
     return given
 
 
-_RELEASE_KEYS = ("seeded", "memo", "cohort_column")
+_RELEASE_KEYS = ("seeded", "memo", "cohort_column", "rows_per_user", "release", "rows")
 """What a release adds to a mechanism's spec (not part of the mechanism)."""
+
+
+def mechanism_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The mechanism's own spec in a recorded one (without what the release added)."""
+    return {k: v for k, v in spec.items() if k not in _RELEASE_KEYS}
 
 
 def refuse_other_mechanism(column: Any, given: Mechanism, spec: Mapping[str, Any]) -> None:
     """Refuse a mechanism other than the one a column's type records: the reports would be
     debiased (and their guarantee stated) as another mechanism's."""
-    recorded = {k: v for k, v in spec.items() if k not in _RELEASE_KEYS}
+    recorded = mechanism_spec(spec)
     wanted = given.to_spec()
     if wanted != recorded:
         differ = sorted(k for k in {*recorded, *wanted} if recorded.get(k) != wanted.get(k))

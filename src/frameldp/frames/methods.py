@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, cast
 
+import numpy as np
 import pyarrow as pa
 
 from frameldp.accounting import PrivacyGuarantee, compose
@@ -33,6 +34,8 @@ from frameldp.core.mechanisms import (
     mechanism_from_spec,
 )
 from frameldp.core.randomness import (
+    RandomSource,
+    content_sort_keys,
     permutation,
     resolve_source,
 )
@@ -67,11 +70,18 @@ from frameldp.frames.lookup import (
     refuse_other_mechanism,
     report_names,
 )
-from frameldp.frames.persons import check_max_rows, rows_per_user, stated_rows
+from frameldp.frames.persons import (
+    check_contributions,
+    check_max_rows,
+    one_row_per_user,
+    rows_per_user,
+    stated_rows,
+)
 from frameldp.frames.pipeline import (
     column_context,
     privatize_columns,
     privatize_frame,
+    row_content,
 )
 from frameldp.frames.release import (
     LedgerLike,
@@ -248,6 +258,7 @@ class FrameMethods:
         user: str | None = None,
         memo_key: bytes | None = None,
         max_rows_per_user: int | None = None,
+        contributions: str = "all",
     ) -> Any:
         """Replace each column by its reports; one fresh key for the call unless given.
 
@@ -260,6 +271,8 @@ class FrameMethods:
         ``user`` names the column that identifies people: a person is then the privacy unit,
         and the release states (and charges) the loss of the person holding the most rows,
         or of ``max_rows_per_user`` rows when given (a person holding more is refused).
+        ``contributions="sample"`` keeps one row of each person instead, drawn uniformly at
+        random under the call's key (the release then has one row per person; index reset).
         Without ``user``, each row is taken to be a different person. Mechanisms with
         ``epsilon_infinity`` memoize their permanent responses per (user, value) under
         ``memo_key`` (a persistent secret); see :meth:`rappor`.
@@ -268,12 +281,15 @@ class FrameMethods:
         check_columns(columns, mechanisms, reports=self._report_columns())
         source = resolve_source(key, seed)
         bound = check_max_rows(max_rows_per_user, user)
-        counted = user_type = None
+        sampled = check_contributions(contributions, user, max_rows_per_user) == "sample"
+        frame, counted, user_type = self._frame, None, None
         if user is not None:
             require_column(columns, user)
-            ids = self._in_memory.to_arrow(self._frame, user)
+            if sampled:
+                frame = self._one_row_per_user(mechanisms, user, source)
+            ids = self._in_memory.to_arrow(frame, user)
             counted = stated_rows(rows_per_user([ids], user), bound, user)
-            user_type = memo_user_type(mechanisms, user, columns, lambda: ids.type)
+            user_type = memo_user_type(mechanisms, user, columns, lambda _: ids.type)
         release = plan_release(
             columns,
             mechanisms,
@@ -281,17 +297,31 @@ class FrameMethods:
             user=user,
             memo_key=memo_key,
             rows_per_user=counted,
+            num_rows=self._in_memory.num_rows(frame),
             user_type=user_type,
         )
         with charging(ledger, budget, release):
             return privatize_frame(
-                self._frame,
+                frame,
                 mechanisms,
                 specs=release.specs,
                 source=source,
                 user=user,
                 memo=release.memo,
             )
+
+    def _one_row_per_user(
+        self, mechanisms: Mapping[str, Mechanism], user: str, source: RandomSource
+    ) -> Any:
+        """The frame with one row of each person, drawn by keys bound to the rows' position and
+        content (the same job on the same input keeps the same rows)."""
+        adapter, frame = self._in_memory, self._frame
+        num_rows = adapter.num_rows(frame)
+        ids = adapter.to_arrow(frame, user)
+        content = row_content([ids, *(adapter.to_arrow(frame, c) for c in mechanisms)], num_rows)
+        rows = np.arange(num_rows, dtype=np.int64)
+        keys = content_sort_keys(source.stream("contributions", str(user)), rows, content)
+        return adapter.take(frame, self._columns(), one_row_per_user(ids, keys))
 
     def shuffle(
         self, *, keep: Sequence[Any] | str = (), key: bytes | None = None, seed: int | None = None
@@ -663,6 +693,7 @@ class FrameMethods:
         budget: str | None = None,
         hash: HashScheme | None = None,
         max_rows_per_user: int | None = None,
+        contributions: str = "all",
     ) -> Any:
         """Replace ``column`` by RAPPOR reports.
 
@@ -732,6 +763,7 @@ class FrameMethods:
             user=user,
             memo_key=memo_key,
             max_rows_per_user=max_rows_per_user,
+            contributions=contributions,
         )
 
     def krr(
@@ -750,6 +782,7 @@ class FrameMethods:
         ledger: LedgerLike | None = None,
         budget: str | None = None,
         max_rows_per_user: int | None = None,
+        contributions: str = "all",
     ) -> Any:
         """Replace ``column`` by k-ary randomized response reports.
 
@@ -777,6 +810,7 @@ class FrameMethods:
             user=user,
             memo_key=memo_key,
             max_rows_per_user=max_rows_per_user,
+            contributions=contributions,
         )
 
     def validate(

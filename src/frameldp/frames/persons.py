@@ -12,14 +12,27 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from numpy.typing import NDArray
 
 from frameldp.core.columns import combined
 from frameldp.errors import DomainError, ParameterError, shown
 from frameldp.frames.report_type import storage_of
 
-__all__ = ["check_max_rows", "counted_rows", "rows_per_user", "stated_rows"]
+__all__ = [
+    "CONTRIBUTIONS",
+    "check_contributions",
+    "check_max_rows",
+    "counted_rows",
+    "one_row_per_user",
+    "rows_per_user",
+    "stated_rows",
+]
+
+CONTRIBUTIONS = ("all", "sample")
+"""What ``contributions=`` takes: every row of a person, or one of them drawn at random."""
 
 
 def check_max_rows(max_rows_per_user: Any, user: Any) -> int | None:
@@ -94,3 +107,36 @@ def stated_rows(counted: int, max_rows_per_user: int | None, user: Any) -> int:
             f"max_rows_per_user={max_rows_per_user}"
         )
     return max_rows_per_user
+
+
+def check_contributions(contributions: Any, user: Any, max_rows_per_user: Any) -> str:
+    """``contributions`` checked: ``"all"``, or ``"sample"`` with ``user`` (and no bound)."""
+    if contributions not in CONTRIBUTIONS:
+        raise ParameterError(
+            f"contributions must be one of {CONTRIBUTIONS}, got {shown(contributions)}"
+        )
+    if contributions == "sample" and user is None:
+        raise ParameterError(
+            "contributions='sample' needs user= (the column that identifies people)"
+        )
+    if contributions == "sample" and max_rows_per_user is not None:
+        raise ParameterError(
+            "contributions='sample' keeps one row per person: max_rows_per_user= says nothing more"
+        )
+    return str(contributions)
+
+
+def one_row_per_user(
+    ids: pa.Array | pa.ChunkedArray, keys: NDArray[np.uint64]
+) -> NDArray[np.int64]:
+    """The row of each user id whose 128-bit ``keys`` row is the smallest: one uniformly random
+    row per person under keyed, independent keys (central DP libraries bound a person's
+    contributions the same way), in their original order."""
+    rows_per_user([ids], "user")  # refuses null ids
+    array = combined(storage_of(ids))
+    if pa.types.is_dictionary(array.type):
+        array = array.dictionary_decode()
+    codes = pc.dictionary_encode(array).indices.to_numpy(zero_copy_only=False)
+    order = np.lexsort((keys[:, 1], keys[:, 0]))
+    _, first = np.unique(codes[order], return_index=True)
+    return np.sort(order[first]).astype(np.int64)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -50,6 +51,7 @@ __all__ = [
     "is_seeded",
     "memo_user_type",
     "memoizes",
+    "new_release_id",
     "plan_release",
     "plan_shipped_release",
     "recorded_spec",
@@ -88,6 +90,7 @@ def plan_release(
     user: str | None,
     memo_key: bytes | None,
     rows_per_user: int | None = None,
+    num_rows: int | None = None,
     fresh_keys: tuple[str, str] | None = None,
     user_type: str | None = None,
 ) -> ReleasePlan:
@@ -103,6 +106,8 @@ def plan_release(
     key per unit (``("on Dask", "each partition")``): there a user's permanent responses would
     differ between units (and the ledger, which folds them under one memo, would undercharge),
     so ``user=`` with a memoizing mechanism needs ``memo_key=`` or a caller's key.
+    ``num_rows`` (when known before the release: an in-memory frame) is recorded, so that
+    rows repeated later are not taken for other people (:mod:`frameldp.frames.shuffling`).
     ``user_type`` is the canonical type of the user ids
     (:func:`~frameldp.frames.inputs.user_id_type`), given with ``user``: it is part of the
     memo's name.
@@ -149,8 +154,9 @@ def plan_release(
         )
     specs: dict[str, dict[str, Any]] = {}
     guarantees: dict[str, PrivacyGuarantee] = {}
+    release = new_release_id()
     for column, mechanism in mechanisms.items():
-        spec = recorded_spec(mechanism, source)
+        spec = {**recorded_spec(mechanism, source), "release": release}
         if memoizes(mechanism):
             memoizing = cast(Memoizing, mechanism)
             if user is not None and user_type is None:
@@ -166,23 +172,32 @@ def plan_release(
             spec = {**spec, "cohort_column": companions[0]}
         if user is not None:
             spec = {**spec, "rows_per_user": int(cast(int, rows_per_user))}
+        if num_rows is not None:  # a shuffle refuses more rows of this release than this
+            spec = {**spec, "rows": int(num_rows)}
         with column_context(column):
             guarantees[column] = _guarantee_of_spec(spec)
         specs[column] = spec
     return ReleasePlan(specs, guarantees, memo)
 
 
+def new_release_id() -> str:
+    """A release id: 128 random bits from the operating system, never derived from a key, so
+    that rows of two releases (two nights, two collects, two files) are never read as one:
+    their report types differ."""
+    return secrets.token_hex(16)
+
+
 def memo_user_type(
     mechanisms: Mapping[str, Mechanism],
     user: str | None,
     columns: list[Any],
-    kind: Callable[[], Any],
+    kind: Callable[[str], Any],
 ) -> str | None:
     """The canonical type of the user ids (part of a memo's name), when a column memoizes
-    permanent responses: ``kind()`` gives the user column's Arrow type."""
+    permanent responses: ``kind(user)`` gives the user column's Arrow type."""
     if user is None or user not in columns or not any(map(memoizes, mechanisms.values())):
         return None
-    return user_id_type(kind(), user)
+    return user_id_type(kind(user), user)
 
 
 def recorded_spec(mechanism: Any, source: RandomSource) -> dict[str, Any]:

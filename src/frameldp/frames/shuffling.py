@@ -48,6 +48,8 @@ from frameldp.frames.release import (
 __all__ = [
     "SHUFFLED_KEY",
     "plan_shuffle",
+    "refuse_repeated_rows",
+    "released_rows",
     "shuffle_keys",
     "shuffle_order",
     "shuffle_record",
@@ -99,6 +101,8 @@ def plan_shuffle(
         reports += report_names(column, mechanism, spec)
     for column in reports:
         require_column(columns, column)
+    if rows is not None:
+        refuse_repeated_rows(specs, rows)
     if isinstance(keep, str):
         kept = [keep]
     elif isinstance(keep, Iterable):
@@ -166,6 +170,26 @@ def shuffle_order(
     return permutation_from_keys(shuffle_keys(shuffle_stream(key, seed), rows, columns))
 
 
+def released_rows(specs: Mapping[str, Any] | None) -> int | None:
+    """The fewest rows any recorded release of these columns had (None: not recorded, as by
+    a lazy plan or a distributed frame, whose rows are counted as they are read)."""
+    counts = [int(spec["rows"]) for spec in (specs or {}).values() if "rows" in spec]
+    return min(counts) if counts else None
+
+
+def refuse_repeated_rows(specs: Mapping[str, Any], rows: int) -> None:
+    """Refuse to shuffle more rows than the release held: rows were repeated, and a shuffle
+    would count a person's copies as other people (a larger crowd, a smaller stated loss)."""
+    for column, spec in specs.items():
+        if "rows" in spec and rows > int(spec["rows"]):
+            raise ParameterError(
+                f"column {shown(column)}: the frame holds {rows} rows of a release of "
+                f"{int(spec['rows'])}: rows were repeated, and amplification by shuffling would "
+                "count a person's copies as other people. Shuffle the release as privatized "
+                "(stack several with frameldp.concat_releases)"
+            )
+
+
 def shuffled_privacy(
     specs: Mapping[str, Any] | None, shuffled: Mapping[str, Any] | None, rows: int | None
 ) -> PrivacyGuarantee | None:
@@ -181,6 +205,9 @@ def shuffled_privacy(
         return local
     reports = shuffled.get("reports")
     reports = rows if reports is None else int(reports)
+    released = released_rows(specs)
+    if reports is not None and released is not None:
+        reports = min(reports, released)  # rows repeated after a lazy shuffle are no one new
     if not reports:
         return local
     amplified = amplify_by_shuffling(local, reports)

@@ -23,7 +23,6 @@ from frameldp.core.mechanisms import (
     Capability,
     is_mechanism,
     mechanism_from_spec,
-    memoizes,
 )
 from frameldp.errors import FrameLDPError, ParameterError, ValidationError, shown
 
@@ -314,19 +313,12 @@ def declare_input(mechanisms: Mapping[str, Any], *, user: str | None = None) -> 
     Each privatized column exists and holds values of the public domain (any value with
     ``unknown="other"``), nulls only with ``nulls="category"``; RAPPOR columns may hold lists
     (sets of at most ``max_weight`` distinct buckets). A Bloom RAPPOR column holds strings and
-    no nulls, and its cohort column does not exist yet. The ``user`` column exists without
-    nulls. Other columns are allowed.
+    no nulls, and its cohort column does not exist yet. The ``user`` column (who is a person,
+    for any mechanism) exists without nulls. Other columns are allowed.
     """
     resolved = _resolve_all(mechanisms, "an input schema")
-    memoizing = [c for c, (m, _) in resolved.items() if memoizes(m)]
-    if user is not None:
-        if not memoizing:
-            raise ParameterError(
-                f"user={user!r} is only used by mechanisms with a memoized permanent response "
-                "(Bloom RAPPOR; any mechanism with epsilon_infinity); no column here uses it"
-            )
-        if user in resolved:
-            raise ParameterError(f"user column {user!r} cannot also be privatized")
+    if user is not None and user in resolved:
+        raise ParameterError(f"user column {user!r} cannot also be privatized")
     columns: list[ColumnDeclaration] = []
     for column, (mechanism, _) in resolved.items():
         name = mechanism.name

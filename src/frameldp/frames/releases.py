@@ -1,0 +1,128 @@
+"""Rows of several releases read as one collection, composed per person: ``concat_releases``.
+
+Every release records a random release id in the type of its report columns (DESIGN.md), so the
+columns of two releases (two nights, two files) have different types: pandas ``concat`` turns
+them into ``object`` columns, which no longer claim to hold reports, and polars ``concat``
+refuses them. Rows of two releases are therefore never debiased as one release, whose guarantee
+would understate what a person holding a report in each lost.
+
+:func:`concat_releases` stacks them on purpose. The releases must use one mechanism per column
+(same spec, but for the release's own records), and the result's type records every release id
+and the rows each person holds over all of them: counted from ``user=`` when the frames keep a
+user column, else the sum of each release's rows per person (anyone may be in every release).
+Plumbing only: the guarantee comes from :func:`frameldp.accounting.per_person`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from frameldp.core.columns import combined
+from frameldp.errors import ParameterError, shown
+from frameldp.frames.adapters import in_memory_adapter_for
+from frameldp.frames.lookup import mechanism_spec
+from frameldp.frames.persons import rows_per_user
+from frameldp.frames.report_type import ReportMetadata, ReportType, storage_of
+
+__all__ = ["RELEASE_SEPARATOR", "concat_releases", "release_ids"]
+
+RELEASE_SEPARATOR = "+"
+"""Joins the ids of the releases a stacked column holds (``"id1+id2"``)."""
+
+
+def release_ids(spec: Mapping[str, Any]) -> list[str]:
+    """The ids of the releases whose rows a column holds (none for reports written before
+    release ids were recorded)."""
+    recorded = spec.get("release")
+    return sorted(str(recorded).split(RELEASE_SEPARATOR)) if recorded else []
+
+
+def concat_releases(frames: Sequence[Any], *, user: str | None = None) -> Any:
+    """The rows of ``frames`` (releases of one library, with the same columns) one below the
+    other, their report columns typed to record every release and the rows per person.
+
+    With ``user``, the column identifying people in every frame, a person's rows are counted
+    over all the frames; without it, each person is taken to hold their release's rows in
+    every release (the releases compose). The pandas index is reset.
+    """
+    frames = list(frames)
+    if not frames:
+        raise ParameterError("concat_releases needs at least one frame")
+    adapter = in_memory_adapter_for(frames[0])
+    columns = adapter.columns(frames[0])
+    for frame in frames[1:]:
+        if type(frame) is not type(frames[0]) or adapter.columns(frame) != columns:
+            raise ParameterError(
+                f"concat_releases: every frame must be a {type(frames[0]).__name__} with the "
+                f"columns {shown(columns)}; got {shown(adapter.columns(frame))}"
+            )
+    reports = [adapter.report_columns(frame) for frame in frames]
+    if user is not None and user not in columns:
+        raise ParameterError(f"concat_releases: user column {shown(user)} is not in the frames")
+    if user is not None and user in reports[0]:
+        raise ParameterError(f"concat_releases: user column {shown(user)} holds reports")
+    rows = _rows_per_person(adapter, frames, reports, user)
+    out: dict[Any, pa.Array] = {}
+    for name in columns:
+        arrays = [combined(storage_of(adapter.to_arrow(frame, name))) for frame in frames]
+        stacked = pa.concat_arrays([array.cast(arrays[0].type) for array in arrays])
+        if name in reports[0]:
+            meta = _stacked_metadata(name, [found.get(name) for found in reports], rows)
+            stacked = pa.ExtensionArray.from_storage(ReportType(stacked.type, meta), stacked)
+        out[name] = stacked
+    return adapter.from_arrow(out)
+
+
+def _rows_per_person(
+    adapter: Any,
+    frames: list[Any],
+    reports: list[dict[Any, ReportMetadata]],
+    user: str | None,
+) -> int:
+    if user is not None:
+        return rows_per_user([adapter.to_arrow(frame, user) for frame in frames], user)
+    held = [
+        max((int(meta.spec.get("rows_per_user", 1)) for meta in found.values()), default=1)
+        for found in reports
+    ]
+    return sum(held)
+
+
+def _stacked_metadata(name: Any, found: list[ReportMetadata | None], rows: int) -> ReportMetadata:
+    """One column's metadata over every release: one mechanism, every release id."""
+    if any(meta is None for meta in found):
+        raise ParameterError(
+            f"column {shown(name)}: holds reports in some frames and not in others"
+        )
+    metas = [meta for meta in found if meta is not None]
+    first = metas[0]
+    for meta in metas[1:]:
+        if mechanism_spec(meta.spec) != mechanism_spec(first.spec) or meta.part != first.part:
+            raise ParameterError(
+                f"column {shown(name)}: the releases use different mechanisms; debias each "
+                "release on its own and compose their guarantees (frameldp.compose)"
+            )
+        if (meta.spec.get("memo"), meta.spec.get("seeded")) != (
+            first.spec.get("memo"),
+            first.spec.get("seeded"),
+        ):
+            raise ParameterError(
+                f"column {shown(name)}: the releases differ in their memo or seed records; "
+                "debias each release on its own"
+            )
+    if any(meta.shuffled for meta in metas):
+        raise ParameterError(
+            f"column {shown(name)}: a shuffled release cannot be stacked with others (its "
+            "amplification holds for its own rows only); stack the releases, then shuffle"
+        )
+    ids = sorted({release for meta in metas for release in release_ids(meta.spec)})
+    spec = {**first.spec, "rows_per_user": rows}
+    spec.pop("rows", None)
+    if all("rows" in meta.spec for meta in metas):
+        spec["rows"] = sum(int(meta.spec["rows"]) for meta in metas)
+    if ids:
+        spec["release"] = RELEASE_SEPARATOR.join(ids)
+    return ReportMetadata(spec, first.column, first.part)
