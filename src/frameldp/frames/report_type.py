@@ -22,6 +22,25 @@ extension. ``tests/frames/test_report_type.py`` pins that polars behaviour.
 Two types are equal only when their metadata is equal: pandas concatenates two releases of
 different mechanisms (or one shuffled and one not) into an ``object`` column, which no longer
 claims either mechanism, and polars refuses to. No formula lives here.
+
+Writes. Values written into a report column are not reports of its release, yet the column's
+type would still claim the release (debias, the stated privacy, the Parquet files). No check of
+the values can tell them apart afterwards: a k-RR report is a domain label like any written
+one, a RAPPOR report any bit vector, and binding each value to its row would need a tag beside
+each value, which report columns read as plain values do not have (and a MAC over the whole
+column would fail every filter and join). So the write itself is refused where it converts the
+values: pandas turns every write of Python values (``.loc``/``.iloc``/``[]`` assignment,
+``update``, ``where``, ``mask``, ``fillna``, ``replace``, ``combine_first``) into an array of
+the column's type with ``pa.array(values, type=...)``, which wraps the converted storage with
+:meth:`ReportType.wrap_array`; ours raises a :class:`ParameterError` naming the column (pandas
+may re-raise it as the cause of a ``TypeError``). Nulls pass (a shift, a reindex); debias refuses
+them. Reads and row operations (filters, ``take``, sorts, ``concat``, merges, Parquet) never
+convert values and keep working. Not caught, because pyarrow and polars call no Python code
+there: a pandas write of a whole column of Arrow-backed values in place (``df.loc[:, c] =
+other``, where ``other`` is a pandas 3 ``str`` or ``ArrowDtype`` column: pyarrow's cast into an
+extension type), and polars ``scatter``, ``set``, ``replace`` and item assignment; polars
+refuses ``fill_null``, ``when/then``, ``zip_with`` and ``update`` (no supertype with an extension
+type). ``tests/privacy/test_raw_values.py`` pins both lists.
 """
 
 from __future__ import annotations
@@ -168,6 +187,28 @@ class ReportType(pa.ExtensionType):  # type: ignore[misc]  # pyarrow has no type
 
     def __repr__(self) -> str:
         return f"ReportType({self.storage_type!r}, {self._json!r})"
+
+    def wrap_array(self, storage: Any) -> Any:
+        """Refuse to make reports of other values (see "Writes" in the module docstring).
+
+        pyarrow calls this when it builds a column of this type from values that are not
+        reports already (``pa.array(values, type=...)``); pandas does so for every write of
+        Python values into a report column. Nulls pass: they are never read as reports (debias
+        refuses them, naming the column). frameldp itself builds reports with
+        ``pa.ExtensionArray.from_storage``, which does not come here.
+        """
+        if storage.null_count == len(storage):
+            return super().wrap_array(storage)
+        try:
+            column = self.metadata.column
+        except ParameterError:  # a type read from a file whose metadata is not ours
+            column = "?"
+        raise ParameterError(
+            f"column {shown(column)}: values written into a column of {self} reports are "
+            "not reports of its release, and would be debiased and counted in its privacy as "
+            "if they were. Write them into a column of their own, or make the column plain "
+            "values first (pandas: s.astype(object), or pa.Array.from_pandas(s).storage)"
+        )
 
     def to_pandas_dtype(self) -> Any:
         """pandas holds report columns as ``ArrowDtype`` of this type (imported here: frameldp
