@@ -156,7 +156,9 @@ def test_longitudinal_benchmark_quick_run(tmp_path: Path) -> None:
     rows, stdout = _quick_run("bench_longitudinal.py", tmp_path)
     assert len(rows) == 5
     for row in rows:
-        assert row["charged_memoized"] <= row["epsilon_infinity"] * (1 + 1e-9)
+        # A person's nights under one memo: every instantaneous response (issue 36), no less
+        # than the same nights of fresh reports.
+        assert row["charged_memoized"] >= row["charged_fresh"] * (1 - 1e-9)
         assert row["charged_fresh"] == pytest.approx(row["nights"] * row["epsilon_1"])
         assert row["se_memoized"] < row["se_fresh_same_year"]
     assert "Nightly collections" in stdout

@@ -909,7 +909,8 @@ def _report_storage(reports: Any) -> _Storage:
 
 def _marks(storage: _Storage) -> dict[str, Any]:
     """What a release adds to a mechanism's spec (a seed, a memo)."""
-    return {k: v for k, v in storage.metadata.spec.items() if k in ("seeded", "memo")}
+    marks = ("seeded", "memo", "release", "rows", "rows_per_user")
+    return {k: v for k, v in storage.metadata.spec.items() if k in marks}
 
 
 def recorded_mechanism(case: Case, out: Any) -> Any:

@@ -283,7 +283,6 @@ def test_pandera_schema_objects() -> None:
         (lambda: input_schema({"c": "not a spec"}), "column 'c': invalid mechanism spec"),
         (lambda: input_schema({"c": {"mechanism": "nope"}}), "unknown mechanism"),
         (lambda: input_schema({"c": 3}), "column 'c': expected a frameldp mechanism"),
-        (lambda: input_schema({"c": KRR}, user="u"), "memoized permanent response"),
         (lambda: input_schema({"c": BLOOM}, user="c"), "cannot also be privatized"),
         (
             lambda: input_schema(

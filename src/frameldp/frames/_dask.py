@@ -84,7 +84,7 @@ from frameldp.frames.grouping import Grouped, Reduction, grouped_statistics, mer
 from frameldp.frames.inputs import require_column
 from frameldp.frames.lookup import find_mechanism, unpack_reports
 from frameldp.frames.methods import FrameMethods, OneMachineMethods
-from frameldp.frames.persons import check_contributions, counted_rows
+from frameldp.frames.persons import counted_rows, refuse_sampling
 from frameldp.frames.pipeline import privatize_frame
 from frameldp.frames.release import (
     LedgerLike,
@@ -351,11 +351,7 @@ class DaskFrameAccessor(OneMachineMethods, FrameMethods):
         responses must be the same on every worker). With ``user=``, the user column is computed
         once now to count each person's rows (see ``DataFrame.ldp.privatize``).
         """
-        if check_contributions(contributions, user, max_rows_per_user) == "sample":
-            raise ParameterError(
-                "contributions='sample' draws one row per person from an in-memory frame; on "
-                "a Dask DataFrame collect first, or bound the rows with max_rows_per_user="
-            )
+        refuse_sampling(contributions, user, max_rows_per_user, "a Dask DataFrame")
         shipped, release = plan_shipped_release(
             self._columns(),
             mechanisms,

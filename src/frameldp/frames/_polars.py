@@ -45,7 +45,7 @@ from frameldp.frames.grouping import Grouped, Reduction
 from frameldp.frames.inputs import check_columns, require_column
 from frameldp.frames.lookup import find_mechanism, unpack_reports
 from frameldp.frames.methods import FrameMethods, ValueShortcuts
-from frameldp.frames.persons import check_contributions, check_max_rows, rows_per_user, stated_rows
+from frameldp.frames.persons import check_max_rows, refuse_sampling, rows_per_user, stated_rows
 from frameldp.frames.pipeline import privatize_columns, privatize_frame
 from frameldp.frames.release import (
     LedgerLike,
@@ -403,11 +403,7 @@ class PolarsLazyFrameNamespace(FrameMethods):
         collected once to count each person's rows (the release states the loss of the person
         holding the most, or of ``max_rows_per_user``; see ``DataFrame.ldp.privatize``).
         """
-        if check_contributions(contributions, user, max_rows_per_user) == "sample":
-            raise ParameterError(
-                "contributions='sample' draws one row per person from an in-memory frame; on "
-                "a polars LazyFrame collect first, or bound the rows with max_rows_per_user="
-            )
+        refuse_sampling(contributions, user, max_rows_per_user, "a polars LazyFrame")
         schema = self._frame.collect_schema()
         check_columns(schema.names(), mechanisms, reports=self._report_columns())
         keyed = None if key is None and seed is None else resolve_source(key, seed)

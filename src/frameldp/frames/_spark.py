@@ -87,7 +87,7 @@ from frameldp.frames.grouping import Grouped, Reduction, grouped_statistics, mer
 from frameldp.frames.inputs import require_column
 from frameldp.frames.lookup import find_mechanism, unpack_reports
 from frameldp.frames.methods import FrameMethods, OneMachineMethods
-from frameldp.frames.persons import check_contributions, counted_rows
+from frameldp.frames.persons import counted_rows, refuse_sampling
 from frameldp.frames.pipeline import privatize_columns
 from frameldp.frames.release import (
     LedgerLike,
@@ -463,11 +463,7 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
         ``memo_key=`` or ``key=`` (see :meth:`rappor`); it counts each person's rows first (see
         ``DataFrame.ldp.privatize``).
         """
-        if check_contributions(contributions, user, max_rows_per_user) == "sample":
-            raise ParameterError(
-                "contributions='sample' draws one row per person from an in-memory frame; on "
-                "a Spark DataFrame collect first, or bound the rows with max_rows_per_user="
-            )
+        refuse_sampling(contributions, user, max_rows_per_user, "a Spark DataFrame")
         shipped, release = plan_shipped_release(
             self._columns(),
             mechanisms,

@@ -31,8 +31,9 @@ from frameldp.core.joint import JointStatistic, joint_statistic
 from frameldp.core.mechanisms import Capability, FrequencyOracle, Mechanism, Statistic
 from frameldp.errors import ParameterError, shown
 from frameldp.frames.inputs import require_column
+from frameldp.frames.lookup import mechanism_spec
 from frameldp.frames.pipeline import add_statistics, column_context, statistic_of
-from frameldp.frames.report_type import ReportMetadata, described, storage_of
+from frameldp.frames.report_type import ReportMetadata, described, release_ids, storage_of
 from frameldp.frames.table import TABLE_COLUMNS, Backend, FrequencyTable, TableGroup
 
 __all__ = [
@@ -110,15 +111,17 @@ def check_independent_reports(
     The estimator of :mod:`frameldp.core.joint` multiplies one row's two unbiased indicators,
     which is an unbiased indicator of the pair only when the two reports' noise is independent.
     Of one report with itself, ``E[e_a e_b]`` is not 0 for ``a != b``, and the table is off by
-    dozens of standard errors (docs/tables.md). The spec includes the release id, so two
-    releases of one column (two nights joined on the user) are independent, unless they share
-    memoized permanent responses (one memo name): those are refused too.
+    dozens of standard errors (docs/tables.md). Two releases of one column (two nights joined
+    on the user) are independent, unless they share memoized permanent responses (one memo
+    name): those are refused too. Two columns of one privatized column and mechanism share
+    noise when they hold rows of a common release (stacked by ``concat_releases`` or not), or
+    when either records no release (a file of an earlier frameldp).
     """
     first, second = recorded
     memo = first.spec.get("memo") if first else None
     if columns[0] == columns[1]:
         why = "one column twice"
-    elif first and second and (first.column, first.spec) == (second.column, second.spec):
+    elif first and second and _same_release_of_one_column(first, second):
         why = f"both hold the reports of column {shown(first.column)} ({described(first.spec)})"
     elif memo and second and second.spec.get("memo") == memo:
         why = f"both share the memoized permanent responses {shown(memo)}"
@@ -130,6 +133,14 @@ def check_independent_reports(
         "assumes independent reports. Privatize the two columns separately, or the pair as one "
         "column (frameldp.product_domain)"
     )
+
+
+def _same_release_of_one_column(first: ReportMetadata, second: ReportMetadata) -> bool:
+    same_column = (first.column, first.part) == (second.column, second.part)
+    if not same_column or mechanism_spec(first.spec) != mechanism_spec(second.spec):
+        return False
+    ours, theirs = release_ids(first.spec), release_ids(second.spec)
+    return not ours or not theirs or bool(set(ours) & set(theirs))
 
 
 def joint_reduction(

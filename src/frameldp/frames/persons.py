@@ -27,6 +27,7 @@ __all__ = [
     "check_max_rows",
     "counted_rows",
     "one_row_per_user",
+    "refuse_sampling",
     "rows_per_user",
     "stated_rows",
 ]
@@ -124,6 +125,16 @@ def check_contributions(contributions: Any, user: Any, max_rows_per_user: Any) -
             "contributions='sample' keeps one row per person: max_rows_per_user= says nothing more"
         )
     return str(contributions)
+
+
+def refuse_sampling(contributions: Any, user: Any, max_rows_per_user: Any, where: str) -> None:
+    """Check ``contributions`` for a frame that is not in memory (``where``: "a Dask
+    DataFrame"), which cannot draw one row per person: ``"sample"`` is refused."""
+    if check_contributions(contributions, user, max_rows_per_user) == "sample":
+        raise ParameterError(
+            "contributions='sample' draws one row per person from an in-memory frame; on "
+            f"{where} collect first, or bound the rows with max_rows_per_user="
+        )
 
 
 def one_row_per_user(

@@ -15,7 +15,7 @@ Plumbing only: the guarantee comes from :func:`frameldp.accounting.per_person`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -25,19 +25,15 @@ from frameldp.errors import ParameterError, shown
 from frameldp.frames.adapters import in_memory_adapter_for
 from frameldp.frames.lookup import mechanism_spec
 from frameldp.frames.persons import rows_per_user
-from frameldp.frames.report_type import ReportMetadata, ReportType, storage_of
+from frameldp.frames.report_type import (
+    RELEASE_SEPARATOR,
+    ReportMetadata,
+    ReportType,
+    release_ids,
+    storage_of,
+)
 
-__all__ = ["RELEASE_SEPARATOR", "concat_releases", "release_ids"]
-
-RELEASE_SEPARATOR = "+"
-"""Joins the ids of the releases a stacked column holds (``"id1+id2"``)."""
-
-
-def release_ids(spec: Mapping[str, Any]) -> list[str]:
-    """The ids of the releases whose rows a column holds (none for reports written before
-    release ids were recorded)."""
-    recorded = spec.get("release")
-    return sorted(str(recorded).split(RELEASE_SEPARATOR)) if recorded else []
+__all__ = ["concat_releases"]
 
 
 def concat_releases(frames: Sequence[Any], *, user: str | None = None) -> Any:

@@ -57,6 +57,7 @@ from frameldp.errors import ParameterError, shown
 
 __all__ = [
     "EXTENSION_NAME",
+    "RELEASE_SEPARATOR",
     "ReportMetadata",
     "ReportType",
     "as_reports",
@@ -67,6 +68,7 @@ __all__ = [
     "recorded_shuffle",
     "recorded_specs",
     "refuse_reports",
+    "release_ids",
     "report_types",
     "storage_of",
     "with_shuffle",
@@ -363,6 +365,17 @@ def refuse_reports(column: Any, metadata: ReportMetadata) -> None:
         f"({described(metadata.spec)}); privatizing them again would bias debias "
         "and release the column twice. Privatize the raw column instead"
     )
+
+
+RELEASE_SEPARATOR = "+"
+"""Joins the ids of the releases a stacked column holds (``"id1+id2"``)."""
+
+
+def release_ids(spec: Mapping[str, Any]) -> list[str]:
+    """The ids of the releases whose rows a column holds (none for reports written before
+    release ids were recorded)."""
+    recorded = spec.get("release")
+    return sorted(str(recorded).split(RELEASE_SEPARATOR)) if recorded else []
 
 
 def described(spec: Mapping[str, Any]) -> str:

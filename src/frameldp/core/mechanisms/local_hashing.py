@@ -34,7 +34,12 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from frameldp.accounting import LocalHashingEvent, PrivacyEvent, PrivacyGuarantee
+from frameldp.accounting import (
+    LocalHashingEvent,
+    PrivacyEvent,
+    PrivacyGuarantee,
+    RandomizedResponseEvent,
+)
 from frameldp.accounting.rounding import log_upper
 from frameldp.core.columns import integer_reports, single_codes
 from frameldp.core.encoding import Domain
@@ -357,9 +362,14 @@ class LocalHashing(TwoStage):
         return event, hashing_event(Fraction(self._permanent_numerator, _ONE), g), parameters
 
     def _instant_event(self) -> tuple[PrivacyEvent | None, int]:
-        # k-RR over the hash values of the user's kept hash function.
+        # g-ary RR of the permanent hash value, under the user's kept hash function: plain
+        # k-RR over g values. (LocalHashingEvent credits a fresh hash per report, under which
+        # two values collide with probability 1/g; a kept hash gives no such credit.)
         move = Fraction(self._move_numerator, _ONE)
-        return (None, 0) if move == 0 else (hashing_event(move, self._g), 1)
+        if move == 0:
+            return None, 0
+        g = self._g
+        return RandomizedResponseEvent(log_upper((1 - move) * (g - 1) / move), g), 1
 
     @cached_property
     def _powers(self) -> NDArray[np.int64]:
