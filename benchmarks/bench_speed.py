@@ -144,6 +144,18 @@ def _krr_frame(n: int) -> tuple[Run, int]:
     return (lambda: frame.ldp.krr("c", KRR_EPSILON, domain=labels)), n
 
 
+def _krr_per_person(n: int) -> tuple[Run, int]:
+    """k-RR with ``user=``: a pass counting each person's rows (n / 3 people) comes first."""
+    import numpy as np
+
+    import frameldp  # noqa: F401  (registers the accessors)
+
+    frame, labels = _krr_column(n)
+    users = np.random.default_rng(SEED + 2).integers(0, max(1, n // 3), n)  # test data
+    frame = frame.assign(user=users)
+    return (lambda: frame.ldp.krr("c", KRR_EPSILON, domain=labels, user="user")), n
+
+
 def _krr_plain(n: int) -> tuple[Run, int]:
     import numpy as np
     import pandas as pd
@@ -170,6 +182,7 @@ CASES: Final[dict[str, Callable[[int], tuple[Run, int]]]] = {
     "rappor_client_into": _rappor_client_into,
     "rappor_server": _rappor_server,
     "krr_frame": _krr_frame,
+    "krr_per_person": _krr_per_person,
     "krr_plain": _krr_plain,
 }
 
@@ -224,6 +237,7 @@ def plan(quick: bool) -> list[tuple[str, int, int]]:
         cases.append(("rappor_server", 1_000_000 // scale, threads))
     for threads in (1, 2):
         cases.append(("krr_frame", 10_000_000 // scale, threads))
+    cases.append(("krr_per_person", 10_000_000 // scale, 1))
     cases.append(("krr_plain", 10_000_000 // scale, 1))
     return cases
 
@@ -268,6 +282,9 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     frame, plain = one("krr_frame"), one("krr_plain")
     if frame and plain:
         out["krr_frame_over_plain_cpu"] = frame["cpu_s"] / plain["cpu_s"]
+    person = one("krr_per_person")
+    if frame and person:
+        out["krr_per_person_over_frame_cpu"] = person["cpu_s"] / frame["cpu_s"]
     return out
 
 
@@ -302,6 +319,7 @@ def format_tables(rows: list[dict[str, Any]], summary: dict[str, Any]) -> str:
         "rappor_server_wall_over_cpu_2_threads": ("RAPPOR server wall / CPU, 2 threads", "{:.2f}"),
         "krr_frame_wall_over_cpu_2_threads": ("k-RR on a frame wall / CPU, 2 threads", "{:.2f}"),
         "krr_frame_over_plain_cpu": ("k-RR on a frame / plain pandas + numpy, CPU", "{:.2f}x"),
+        "krr_per_person_over_frame_cpu": ("k-RR with user= (rows counted) / without", "{:.2f}x"),
     }
     for key, (text, form) in names.items():
         if key in summary:

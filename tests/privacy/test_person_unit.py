@@ -304,3 +304,20 @@ def test_memoized_local_hashing_states_at_least_a_persons_exact_delta() -> None:
             if a != b
         )
         assert guarantee.rdp(order) >= exact * (1 - 1e-9)
+
+
+def test_rows_are_counted_per_person_across_batches() -> None:
+    """The command line counts a user column batch by batch: a person's rows in several
+    batches add up, for integer, text and dictionary-encoded ids alike."""
+    import pyarrow as pa
+
+    from frameldp.frames.persons import rows_per_user
+
+    ints = [pa.array([1, 2, 3]), pa.array([3, 3, 4]), pa.array([], pa.int64())]
+    assert rows_per_user(ints, "u") == 3
+    texts = [pa.array(["a", "b"]), pa.array(["b", "c", "b"])]
+    assert rows_per_user(texts, "u") == 3
+    assert rows_per_user([pa.array(["a", "b", "a"]).dictionary_encode()], "u") == 2
+    assert rows_per_user([], "u") == 1
+    with pytest.raises(frameldp.DomainError, match="row 4"):
+        rows_per_user([pa.array([1, 2, 3]), pa.array([5, None])], "u")
