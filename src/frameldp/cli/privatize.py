@@ -47,7 +47,7 @@ from frameldp.core.mechanisms import Mechanism, memoizes
 from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.errors import ParameterError, ValidationError, shown
 from frameldp.frames.batches import hex_width, privatize_batch, release_columns
-from frameldp.frames.persons import check_max_rows, rows_per_user, stated_rows
+from frameldp.frames.persons import rows_per_user, stated_people
 from frameldp.frames.release import ReleasePlan, charging, plan_release
 from frameldp.schemas import validate_input, validate_release
 
@@ -115,11 +115,16 @@ def privatize_file(
         for spec in specs
     }
     randomness = resolve_source(key, seed)
-    bound = check_max_rows(max_rows_per_user, user)
-    counted = None
-    if user is not None:  # a first pass over the user column: a person is the privacy unit
-        ids = (batch.column(0) for batch in batches(source, [user], chunk_rows=chunk_rows))
-        counted = stated_rows(rows_per_user(ids, user), bound, user)
+    # A first pass over the user column: a person is the privacy unit.
+    counted = stated_people(
+        user,
+        max_rows_per_user,
+        names,
+        lambda: rows_per_user(
+            (batch.column(0) for batch in batches(source, [str(user)], chunk_rows=chunk_rows)),
+            user,
+        ),
+    )
     user_type = None
     if user is not None and any(memoizes(m) for m in mechanisms.values()):
         given = input_file.schema.field(user).type

@@ -45,7 +45,7 @@ from frameldp.frames.grouping import Grouped, Reduction
 from frameldp.frames.inputs import check_columns, require_column
 from frameldp.frames.lookup import find_mechanism, unpack_reports
 from frameldp.frames.methods import FrameMethods, ValueShortcuts
-from frameldp.frames.persons import check_max_rows, refuse_sampling, rows_per_user, stated_rows
+from frameldp.frames.persons import refuse_sampling, rows_per_user, stated_people
 from frameldp.frames.pipeline import privatize_columns, privatize_frame
 from frameldp.frames.release import (
     LedgerLike,
@@ -407,12 +407,14 @@ class PolarsLazyFrameNamespace(FrameMethods):
         schema = self._frame.collect_schema()
         check_columns(schema.names(), mechanisms, reports=self._report_columns())
         keyed = None if key is None and seed is None else resolve_source(key, seed)
-        bound = check_max_rows(max_rows_per_user, user)
-        counted = None
-        if user is not None:
-            require_column(schema.names(), user)
-            ids = self._frame.select(user).collect(engine="streaming")
-            counted = stated_rows(rows_per_user([ids.to_arrow().column(0)], user), bound, user)
+        counted = stated_people(
+            user,
+            max_rows_per_user,
+            schema.names(),
+            lambda: rows_per_user(
+                [self._frame.select(user).collect(engine="streaming").to_arrow().column(0)], user
+            ),
+        )
         release = plan_release(
             schema.names(),
             mechanisms,

@@ -72,10 +72,9 @@ from frameldp.frames.lookup import (
 )
 from frameldp.frames.persons import (
     check_contributions,
-    check_max_rows,
     one_row_per_user,
     rows_per_user,
-    stated_rows,
+    stated_people,
 )
 from frameldp.frames.pipeline import (
     column_context,
@@ -280,16 +279,20 @@ class FrameMethods:
         columns = self._columns()
         check_columns(columns, mechanisms, reports=self._report_columns())
         source = resolve_source(key, seed)
-        bound = check_max_rows(max_rows_per_user, user)
+        frame, adapter = self._frame, self._in_memory
         sampled = check_contributions(contributions, user, max_rows_per_user) == "sample"
-        frame, counted, user_type = self._frame, None, None
-        if user is not None:
+        if sampled and user is not None:  # check_contributions refused sampling without user
             require_column(columns, user)
-            if sampled:
-                frame = self._one_row_per_user(mechanisms, user, source)
-            ids = self._in_memory.to_arrow(frame, user)
-            counted = stated_rows(rows_per_user([ids], user), bound, user)
-            user_type = memo_user_type(mechanisms, user, columns, lambda _: ids.type)
+            frame = self._one_row_per_user(mechanisms, user, source)
+        counted = stated_people(
+            user,
+            max_rows_per_user,
+            columns,
+            lambda: rows_per_user([adapter.to_arrow(frame, user)], user),
+        )
+        user_type = memo_user_type(
+            mechanisms, user, columns, lambda name: adapter.to_arrow(frame, name).type
+        )
         release = plan_release(
             columns,
             mechanisms,
@@ -297,7 +300,7 @@ class FrameMethods:
             user=user,
             memo_key=memo_key,
             rows_per_user=counted,
-            num_rows=self._in_memory.num_rows(frame),
+            num_rows=adapter.num_rows(frame),
             user_type=user_type,
         )
         with charging(ledger, budget, release):

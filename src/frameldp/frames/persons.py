@@ -9,7 +9,7 @@ Plumbing only: no formula lives here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 
 from frameldp.core.columns import combined
 from frameldp.errors import DomainError, ParameterError, shown
+from frameldp.frames.inputs import require_column
 from frameldp.frames.report_type import storage_of
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "one_row_per_user",
     "refuse_sampling",
     "rows_per_user",
+    "stated_people",
     "stated_rows",
 ]
 
@@ -104,6 +106,19 @@ def counted_rows(largest: Any, nulls: Any, user: Any, *, first_null: int | None 
             "frameldp cannot tell whose rows they are. Fill or drop them first"
         )
     return 1 if largest is None or largest != largest else max(1, int(largest))
+
+
+def stated_people(
+    user: Any, max_rows_per_user: Any, columns: list[Any], count: Callable[[], int]
+) -> int | None:
+    """The rows per person a release states (None without ``user``): the bound checked, the
+    user column found among ``columns``, and ``count()`` (a pass over the user column: the
+    most rows one id holds) held to the bound (:func:`stated_rows`)."""
+    bound = check_max_rows(max_rows_per_user, user)
+    if user is None:
+        return None
+    require_column(columns, user)
+    return stated_rows(count(), bound, user)
 
 
 def stated_rows(counted: int, max_rows_per_user: int | None, user: Any) -> int:

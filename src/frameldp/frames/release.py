@@ -37,7 +37,7 @@ from frameldp.frames.inputs import (
     require_column,
     user_id_type,
 )
-from frameldp.frames.persons import check_max_rows, stated_rows
+from frameldp.frames.persons import stated_people
 from frameldp.frames.pipeline import column_context
 
 __all__ = [
@@ -333,11 +333,7 @@ def plan_shipped_release(
     made only with ``user=``)."""
     check_columns(columns, mechanisms, reports=reports)
     keyed = None if key is None and seed is None else resolve_source(key, seed)
-    bound = check_max_rows(max_rows_per_user, user)
-    counted = None
-    if user is not None:
-        require_column(columns, user)
-        counted = stated_rows(count_rows(user), bound, user)
+    counted = stated_people(user, max_rows_per_user, columns, lambda: count_rows(str(user)))
     release = plan_release(
         columns,
         mechanisms,
