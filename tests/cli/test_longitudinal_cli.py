@@ -219,6 +219,9 @@ def test_a_person_is_the_unit_on_the_command_line(
     assert "privacy per person: ε = 3" in run.stdout
     written = pd.read_parquet(tmp_path / "out.parquet")
     assert written.ldp.privacy.epsilon == pytest.approx(3 * one)
+    estimated = invoke("estimate", tmp_path / "out.parquet", "--column", "carrier")
+    assert estimated.exit_code == 0, estimated.stderr
+    assert "ε = 3" in estimated.stdout, estimated.stdout
     refused = invoke(
         "privatize", source, tmp_path / "two.parquet", *options, "--max-rows-per-user", 2
     )

@@ -46,6 +46,7 @@ from frameldp.frames.grouping import (
 from frameldp.frames.inputs import require_column
 from frameldp.frames.lookup import find_discoverer, report_names
 from frameldp.frames.pipeline import column_context
+from frameldp.frames.release import guarantee_of
 from frameldp.frames.shuffling import shuffled_privacy
 from frameldp.frames.table import FrequencyTable
 
@@ -242,7 +243,11 @@ def _table(
         )
     else:
         shuffled = reports.shuffled
-        privacy = shuffled_privacy(reports.specs, shuffled, rows) if shuffled else None
+        privacy = (
+            shuffled_privacy(reports.specs, shuffled, rows)
+            if shuffled
+            else _recorded_privacy(reports, plan.column)
+        )
         table = table_of(
             grouped,
             plan.debias,
@@ -257,6 +262,17 @@ def _table(
     if reports.seeded and not table.privacy.seeded:
         return dataclasses.replace(table, privacy=table.privacy.insecure())
     return table
+
+
+def _recorded_privacy(reports: ReportFile, column: str | tuple[str, str]) -> Any:
+    """A column's guarantee as its release recorded it, where that says more than the
+    mechanism's own (one person's rows, a memo); None for a joint table or a plain release."""
+    if not isinstance(column, str):
+        return None
+    spec = reports.specs[column]
+    if spec.get("rows_per_user", 1) > 1 or spec.get("memo"):
+        return guarantee_of({column: spec})
+    return None
 
 
 def long_table(tables: Sequence[FrequencyTable]) -> pd.DataFrame:
