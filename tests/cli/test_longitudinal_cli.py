@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import frameldp
-from frameldp.accounting import Ledger
+from frameldp.accounting import Ledger, per_person
 from frameldp.datasets import FLIGHTS_DOMAINS
 
 from .conftest import (
@@ -228,3 +228,37 @@ def test_a_person_is_the_unit_on_the_command_line(
     assert_user_error(refused, "max_rows_per_user=2", "3 rows")
     assert not (tmp_path / "two.parquet").exists()
     assert len(Ledger(book).history("b")) == 1
+
+
+def test_several_files_are_several_releases(
+    make_input: MakeInput, domains: dict[str, Path], tmp_path: Path
+) -> None:
+    """Two nights' files estimated together: refused, naming the releases, unless
+    --releases compose; then each person's report of each night composes (2 epsilon, where
+    one file states epsilon), every report is counted, and with --user each night's rows per
+    person add up."""
+    source = make_input("parquet", rows=120)
+    options = ("--column", "carrier", "--mechanism", "krr", "--epsilon", 1)
+    options += ("--domain-file", domains["carrier"])
+    nights = [tmp_path / f"night{i}.parquet" for i in range(2)]
+    for night in nights:
+        assert invoke("privatize", source, night, *options).exit_code == 0
+    refused = invoke("estimate", *nights, "--column", "carrier")
+    assert_user_error(refused, "2 files of 2 releases", "--releases compose")
+    composed = invoke("estimate", *nights, "--column", "carrier", "--releases", "compose")
+    assert composed.exit_code == 0, composed.stderr
+    assert "n = 240, ε = 2 " in composed.stdout, composed.stdout
+    alone = invoke("estimate", nights[0], "--column", "carrier")
+    assert "n = 120, ε = 1 " in alone.stdout, alone.stdout
+    frame = flights(120).assign(passenger_id=[i // 3 for i in range(120)])
+    people = make_input("parquet", frame=frame, name="people")
+    counted = [tmp_path / f"people{i}.parquet" for i in range(2)]
+    for night in counted:
+        run = invoke("privatize", people, night, *options, "--user", "passenger_id")
+        assert run.exit_code == 0, run.stderr
+    stacked = invoke("estimate", *counted, "--column", "carrier", "--releases", "compose")
+    one = frameldp.RandomizedResponse(1.0, domain=FLIGHTS_DOMAINS["carrier"]).privacy
+    six = per_person(one, 6).epsilon_at(1e-6)  # 3 rows per person in each of 2 releases
+    assert f"n = 240, ε = {six:.4g} " in stacked.stdout, stacked.stdout
+    bad = invoke("estimate", *nights, "--column", "carrier", "--releases", "merge")
+    assert_user_error(bad, "--releases must be one of")

@@ -283,7 +283,10 @@ def privatize(
 
 @app.command()
 def estimate(
-    reports: Annotated[Path, typer.Argument(help="Report file written by frameldp privatize.")],
+    reports: Annotated[
+        list[Path],
+        typer.Argument(help="Report file(s) written by frameldp privatize (several: --releases)."),
+    ],
     columns: Annotated[
         list[str] | None,
         typer.Option("--column", help="Report column (repeatable); default: all recorded."),
@@ -318,8 +321,15 @@ def estimate(
             help="Two report columns, 'a,b': their joint table over both domains (repeatable).",
         ),
     ] = None,
+    releases: Annotated[
+        str | None,
+        typer.Option(
+            help="Several files are several releases: 'compose' estimates them as one "
+            "collection, each person's reports in every file composed."
+        ),
+    ] = None,
 ) -> None:
-    """Debiased frequency tables, with standard errors and intervals, from a report file."""
+    """Debiased frequency tables, with standard errors and intervals, from report files."""
     _check_threads()
     from frameldp.cli.commands import run_estimate
 
@@ -334,6 +344,7 @@ def estimate(
         candidates_file=candidates_file,
         top=top,
         delta=delta,
+        releases=releases,
     )
 
 

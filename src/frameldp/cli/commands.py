@@ -115,7 +115,7 @@ def warn_seeded() -> None:
 
 
 def run_estimate(
-    reports: Path,
+    reports: list[Path],
     *,
     columns: list[str],
     by: list[str] | None = None,
@@ -126,12 +126,14 @@ def run_estimate(
     candidates_file: Path | None,
     top: int | None,
     delta: float,
+    releases: str | None = None,
 ) -> None:
     """The ``estimate`` command."""
     with terminate_cleanly(), user_errors():
         _check_delta(delta)
         if out is not None:
-            check_out(out, reports)
+            for path in reports:
+                check_out(out, path)
         if plot is not None:
             _check_plot(plot)
         candidates = None
@@ -141,6 +143,7 @@ def run_estimate(
         found = estimate_file(
             reports,
             columns,
+            releases=releases,
             by=by or [],
             joint=pairs,
             level=level,

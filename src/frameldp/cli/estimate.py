@@ -23,6 +23,7 @@ import pyarrow as pa
 from frameldp._atomic import atomic, check_target
 from frameldp.cli._files import ReportFile, file_kind, read_report_file, sidecar
 from frameldp.cli._progress import rows_progress
+from frameldp.cli._stacked import read_releases
 from frameldp.core.joint import debias_joint
 from frameldp.core.mechanisms import (
     Capability,
@@ -132,9 +133,10 @@ def discover_file(
 
 
 def estimate_file(
-    path: Path,
+    path: Path | Sequence[Path],
     columns: Sequence[str] = (),
     *,
+    releases: str | None = None,
     by: Sequence[str] = (),
     joint: Sequence[tuple[str, str]] = (),
     level: float = 0.95,
@@ -144,8 +146,10 @@ def estimate_file(
 ) -> Estimates:
     """Debiased tables of the report columns of ``path`` (see the module docstring): one per
     column (by the public ``by`` columns when given), and one joint table per pair of
-    ``joint`` columns (then only the columns named with ``columns`` get their own table)."""
-    reports = read_report_file(path)
+    ``joint`` columns (then only the columns named with ``columns`` get their own table).
+    Several files are several releases: refused unless ``releases="compose"``
+    (:mod:`frameldp.cli._stacked`)."""
+    reports = read_releases([path] if isinstance(path, Path) else list(path), releases)
     chosen = [] if joint and not columns else _columns(reports, columns, candidates)
     paired = [column for pair in joint for column in pair]
     for column in paired:

@@ -15,7 +15,7 @@ Plumbing only: the guarantee comes from :func:`frameldp.accounting.per_person`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -33,7 +33,7 @@ from frameldp.frames.report_type import (
     storage_of,
 )
 
-__all__ = ["concat_releases"]
+__all__ = ["concat_releases", "stacked_types"]
 
 
 def concat_releases(frames: Sequence[Any], *, user: str | None = None) -> Any:
@@ -60,31 +60,42 @@ def concat_releases(frames: Sequence[Any], *, user: str | None = None) -> Any:
         raise ParameterError(f"concat_releases: user column {shown(user)} is not in the frames")
     if user is not None and user in reports[0]:
         raise ParameterError(f"concat_releases: user column {shown(user)} holds reports")
-    rows = _rows_per_person(adapter, frames, reports, user)
+    rows = None
+    if user is not None:
+        rows = rows_per_user([adapter.to_arrow(frame, user) for frame in frames], user)
+    types = stacked_types(reports, rows)
     out: dict[Any, pa.Array] = {}
     for name in columns:
         arrays = [combined(storage_of(adapter.to_arrow(frame, name))) for frame in frames]
         stacked = pa.concat_arrays([array.cast(arrays[0].type) for array in arrays])
-        if name in reports[0]:
-            meta = _stacked_metadata(name, [found.get(name) for found in reports], rows)
-            stacked = pa.ExtensionArray.from_storage(ReportType(stacked.type, meta), stacked)
+        if name in types:
+            kind = ReportType(stacked.type, types[name])
+            stacked = pa.ExtensionArray.from_storage(kind, stacked)
         out[name] = stacked
     return adapter.from_arrow(out)
 
 
-def _rows_per_person(
-    adapter: Any,
-    frames: list[Any],
-    reports: list[dict[Any, ReportMetadata]],
-    user: str | None,
-) -> int:
-    if user is not None:
-        return rows_per_user([adapter.to_arrow(frame, user) for frame in frames], user)
-    held = [
-        max((int(meta.spec.get("rows_per_user", 1)) for meta in found.values()), default=1)
-        for found in reports
-    ]
-    return sum(held)
+def stacked_types(
+    releases: Sequence[Mapping[Any, ReportMetadata]], rows: int | None = None
+) -> dict[Any, ReportMetadata]:
+    """The report types of the rows of several releases stacked (``{column: metadata}`` of
+    each, in order): one mechanism per column, every release id recorded, and ``rows`` rows
+    per person (counted from a user column), else each release's rows per person added up."""
+    if rows is None:
+        rows = sum(
+            max((int(meta.spec.get("rows_per_user", 1)) for meta in found.values()), default=1)
+            for found in releases
+        )
+    names = list(releases[0])
+    for found in releases[1:]:
+        if sorted(map(str, found)) != sorted(map(str, names)):
+            raise ParameterError(
+                f"the releases hold other report columns: {shown(names)} and {shown(list(found))}"
+            )
+    return {
+        name: _stacked_metadata(name, [found.get(name) for found in releases], rows)
+        for name in names
+    }
 
 
 def _stacked_metadata(name: Any, found: list[ReportMetadata | None], rows: int) -> ReportMetadata:
