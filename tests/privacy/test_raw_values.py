@@ -163,6 +163,12 @@ def test_pandas_refusal_names_the_released_column(kind: str) -> None:
         reports.loc[0, "d"] = _raw(kind)
 
 
+def _arrow_column(reports: pd.DataFrame, kind: str) -> pd.Series:
+    """A column of values in the report column's storage type (Arrow-backed), none a report."""
+    storage = pa.large_string() if kind == "krr" else pa.large_binary()
+    return pd.Series([_raw(kind)] * len(reports), dtype=pd.ArrowDtype(storage))
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="pandas casts a whole column of Arrow-backed values into the report type in C++ "
@@ -171,8 +177,7 @@ def test_pandas_refusal_names_the_released_column(kind: str) -> None:
 @pytest.mark.parametrize("kind", KINDS)
 def test_pandas_whole_column_of_arrow_values_is_not_caught(kind: str) -> None:
     reports = _released(pd.DataFrame(_data()), kind)
-    storage = pa.large_string() if kind == "krr" else pa.large_binary()
-    raw = pd.Series([_raw(kind)] * len(reports), dtype=pd.ArrowDtype(storage))
+    raw = _arrow_column(reports, kind)
 
     def write(frame: pd.DataFrame) -> pd.DataFrame:
         frame.loc[:, "c"] = raw
@@ -189,8 +194,7 @@ def test_pandas_whole_column_of_arrow_values_is_not_caught(kind: str) -> None:
 @pytest.mark.parametrize("kind", KINDS)
 def test_pandas_astype_into_a_report_type_is_not_caught(kind: str) -> None:
     reports = _released(pd.DataFrame(_data()), kind)
-    storage = pa.large_string() if kind == "krr" else pa.large_binary()
-    raw = pd.Series([_raw(kind)] * len(reports), dtype=pd.ArrowDtype(storage))
+    raw = _arrow_column(reports, kind)
     assert_not_reports(lambda frame: frame.assign(c=raw.astype(frame["c"].dtype)), reports)
 
 

@@ -92,7 +92,6 @@ from frameldp.frames.release import (
     ShippedSource,
     charging,
     check_budget,
-    memo_user_type,
     plan_shipped_release,
 )
 from frameldp.frames.report_type import ReportMetadata
@@ -363,11 +362,8 @@ class DaskFrameAccessor(OneMachineMethods, FrameMethods):
             fresh_keys=("on Dask", "each partition"),
             max_rows_per_user=max_rows_per_user,
             count_rows=self._rows_per_user,
-            user_type=memo_user_type(
-                mechanisms,
-                user,
-                self._columns(),
-                lambda name: adapter_for(self._frame._meta).to_arrow(self._frame._meta, name).type,
+            user_kind=lambda name: (
+                adapter_for(self._frame._meta).to_arrow(self._frame._meta, name).type
             ),
         )
         privatize = functools.partial(

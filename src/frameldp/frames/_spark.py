@@ -94,7 +94,6 @@ from frameldp.frames.release import (
     ShippedSource,
     charging,
     check_budget,
-    memo_user_type,
     plan_shipped_release,
 )
 from frameldp.frames.report_type import ReportMetadata, report_types, storage_of
@@ -475,12 +474,7 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
             fresh_keys=("on Spark", "each task"),
             max_rows_per_user=max_rows_per_user,
             count_rows=self._rows_per_user,
-            user_type=memo_user_type(
-                mechanisms,
-                user,
-                self._columns(),
-                lambda name: to_arrow_type(self._frame.schema[name].dataType),
-            ),
+            user_kind=lambda name: to_arrow_type(self._frame.schema[name].dataType),
         )
         check_budget(ledger, budget, release)
         _refuse_speculation(self._frame.sparkSession.sparkContext.getConf())

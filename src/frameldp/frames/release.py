@@ -324,13 +324,14 @@ def plan_shipped_release(
     fresh_keys: tuple[str, str],
     max_rows_per_user: int | None,
     count_rows: Callable[[str], int],
-    user_type: str | None = None,
+    user_kind: Callable[[str], Any],
 ) -> tuple[ShippedSource, ReleasePlan]:
     """Check the columns and plan a release whose reports are drawn in other processes (Dask
     workers, Spark executors): the caller's key to send with the tasks (none: a fresh key per
     task, where and per what ``fresh_keys`` names; see :func:`plan_release`) and the plan.
     ``count_rows(user)`` counts the most rows one user id holds (a pass over the user column,
-    made only with ``user=``)."""
+    made only with ``user=``); ``user_kind(user)`` is the user column's Arrow type (asked only
+    where a column memoizes: :func:`memo_user_type`)."""
     check_columns(columns, mechanisms, reports=reports)
     keyed = None if key is None and seed is None else resolve_source(key, seed)
     counted = stated_people(user, max_rows_per_user, columns, lambda: count_rows(str(user)))
@@ -342,6 +343,6 @@ def plan_shipped_release(
         memo_key=memo_key,
         rows_per_user=counted,
         fresh_keys=fresh_keys,
-        user_type=user_type,
+        user_type=memo_user_type(mechanisms, user, columns, user_kind),
     )
     return ShippedSource(keyed), release
