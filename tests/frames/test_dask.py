@@ -221,30 +221,32 @@ def test_projection_and_filter_after_privatize(tmp_path: Path) -> None:
     assert_frame_equal(cheap.compute(), expected[expected["fare"] < 10][["carrier", "url_cohort"]])
 
 
-def test_every_computation_without_a_key_is_a_new_release(tmp_path: Path) -> None:
-    """Without key or seed no key is in the graph: each computation draws fresh keys (independent
-    noise) and, with a ledger, is charged once, before its reports exist; a persisted frame is
-    computed once. A release that could not be charged is refused when the graph is built."""
+def test_a_graph_without_a_key_computes_once(tmp_path: Path) -> None:
+    """Without key or seed no key is in the graph: its one computation draws fresh keys and,
+    with a ledger, is charged once, before its reports exist; a second computation is refused
+    before it draws anything. A persisted frame is computed once and read as often as wanted;
+    a new graph is a new release (independent noise, charged again). A release that could not
+    be charged is refused when the graph is built."""
     ledger = frameldp.Ledger(tmp_path / "ledger.sqlite")
-    ledger.set_budget("b", epsilon=3.5)
+    ledger.set_budget("b", epsilon=2.5)
     ddf = dd.from_pandas(frame(), npartitions=3)
 
     out = ddf.ldp.rappor("origin", 1.0, domain=ORIGINS, ledger=ledger, budget="b")
     assert ledger.history("b") == []
     first = out.compute()
     assert len(ledger.history("b")) == 1
-    # 120 reports of 5 bits, each flipped with probability ~0.38: a repeat has chance < 1e-50.
-    assert not out.compute()["origin"].equals(first["origin"])
+    with pytest.raises(frameldp.ParameterError, match=r"release [0-9a-f]{32} ran already"):
+        out.compute()
+    assert len(ledger.history("b")) == 1
+    kept = ddf.ldp.rappor("origin", 1.0, domain=ORIGINS, ledger=ledger, budget="b").persist()
     assert len(ledger.history("b")) == 2
-    kept = out.persist()
-    assert len(ledger.history("b")) == 3
     assert_frame_equal(kept.compute(), kept.compute())
-    assert len(ledger.history("b")) == 3
+    assert len(ledger.history("b")) == 2
+    # 120 reports of 5 bits, each flipped with probability ~0.38: a repeat has chance < 1e-50.
+    assert not kept.compute()["origin"].astype(object).equals(first["origin"].astype(object))
     with pytest.raises(frameldp.BudgetExceededError):
         ddf.ldp.rappor("origin", 1.0, domain=ORIGINS, ledger=ledger, budget="b")
-    with pytest.raises(frameldp.BudgetExceededError):
-        out.compute()
-    assert len(ledger.history("b")) == 3
+    assert len(ledger.history("b")) == 2
 
 
 def test_row_ids_are_never_shared_between_partitions() -> None:
@@ -405,11 +407,12 @@ def ledger(tmp_path: Path) -> frameldp.Ledger:
 
 
 def test_each_computation_is_charged_once(ledger: frameldp.Ledger) -> None:
-    """Building the graph charges nothing; each computation of the reports is one release,
-    charged once however many partitions it has; debias computes them once more."""
+    """Building the graph charges nothing; its computation is one release, charged once
+    however many partitions it has; a keyed graph computed again (debias) is charged again
+    (the ledger cannot tell that it releases nothing new, and errs on the side of spending)."""
     ddf = dd.from_pandas(frame(), npartitions=3)
 
-    reports = ddf.ldp.krr("carrier", 1.0, domain=CARRIERS, ledger=ledger, budget="nightly")
+    reports = ddf.ldp.krr("carrier", 1.0, domain=CARRIERS, ledger=ledger, budget="nightly", key=KEY)
 
     assert ledger.history("nightly") == []
     reports.compute()
@@ -429,15 +432,17 @@ def test_over_budget_builds_nothing(ledger: frameldp.Ledger) -> None:
 
 
 def test_a_domain_error_at_compute_leaves_the_release_charged(ledger: frameldp.Ledger) -> None:
-    """As for a polars LazyFrame (docs/privacy.md): the data is read at compute time, after the
-    computation was charged (the ledger errs on the side of spending), each time."""
+    """The data is read at compute time, after the computation was charged (the ledger errs on
+    the side of spending: partitions before the failing one may have been written). That
+    computation was the release's one run: a second is refused, and not charged."""
     reports = dd.from_pandas(frame(), npartitions=3).ldp.krr(
         "carrier", 1.0, domain=["AA", "DL"], ledger=ledger, budget="nightly"
     )
-    for _ in range(2):
-        with pytest.raises(frameldp.DomainError, match=r"column 'carrier': value 'UA' at row"):
-            reports.compute()
-    assert len(ledger.history("nightly")) == 2
+    with pytest.raises(frameldp.DomainError, match=r"column 'carrier': value 'UA' at row"):
+        reports.compute()
+    with pytest.raises(frameldp.ParameterError, match="ran already"):
+        reports.compute()
+    assert len(ledger.history("nightly")) == 1
 
 
 # ---------------------------------------------------------------------------- errors
@@ -616,6 +621,31 @@ def test_cluster_gives_the_pandas_reports_and_tables(client: Any) -> None:
     )
 
 
+def test_cluster_computes_a_fresh_key_release_once(client: Any) -> None:
+    """On a cluster the tasks run in worker processes: they ask the scheduler whether the
+    release (and each partition) ran, so a second computation is refused whichever worker
+    runs it, unless the scheduler still holds the first one's results and hands them out
+    again (the same reports: nothing new is released)."""
+    reports = dd.from_pandas(frame(), npartitions=4).ldp.krr("carrier", 1.0, domain=CARRIERS)
+
+    with dask.config.set(scheduler=client):
+        first = reports.compute()
+        for _ in range(3):
+            again = _computed_or_refused(reports)
+            if again is not None:
+                assert_frame_equal(again, first, check_exact=True)
+
+
+def _computed_or_refused(reports: dd.DataFrame) -> pd.DataFrame | None:
+    """``reports`` computed, or None if frameldp refused to run the release again."""
+    try:
+        return reports.compute()
+    except frameldp.ParameterError as refused:
+        if "ran already" not in str(refused):
+            raise
+        return None
+
+
 def test_cluster_keeps_the_error_type(client: Any) -> None:
     """A worker's DomainError reaches the caller as a DomainError naming the frame row."""
     data = frame()
@@ -667,15 +697,20 @@ def test_frameldp_imports_without_dask() -> None:
 
 def test_a_computation_in_other_processes_is_charged_once(tmp_path: Path) -> None:
     """The graph's first task charges the ledger in whichever process runs it: a ledger file
-    travels by its path (a ``":memory:"`` ledger cannot leave its process and says so)."""
+    travels by its path (a ``":memory:"`` ledger cannot leave its process and says so). A
+    fresh-key graph is refused in a process pool, which cannot tell whether it ran before."""
     ledger = frameldp.Ledger(tmp_path / "ledger.sqlite")
     ledger.set_budget("b", epsilon=5.0)
     ddf = dd.from_pandas(frame(), npartitions=3)
-    out = ddf.ldp.krr("carrier", 1.0, domain=CARRIERS, ledger=ledger, budget="b")
+    out = ddf.ldp.krr("carrier", 1.0, domain=CARRIERS, ledger=ledger, budget="b", key=KEY)
 
     computed = out.compute(scheduler="processes", num_workers=2)
 
     assert len(computed) == len(frame())
+    assert len(ledger.history("b")) == 1
+    fresh = ddf.ldp.krr("carrier", 1.0, domain=CARRIERS, ledger=ledger, budget="b")
+    with pytest.raises(frameldp.ParameterError, match="process pool"):
+        fresh.compute(scheduler="processes", num_workers=2)
     assert len(ledger.history("b")) == 1
     with pytest.raises(frameldp.ParameterError, match="cannot be sent to another process"):
         pickle.dumps(frameldp.Ledger(":memory:"))

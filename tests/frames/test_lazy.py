@@ -29,19 +29,24 @@ def _mechanisms() -> dict[str, Any]:
     }
 
 
-def test_every_collect_is_a_fresh_release_unless_keyed() -> None:
-    """Without key=, each collect of the plan draws a fresh key: independent reports. With
-    key=, every collect (either engine) gives the same reports for the same rows."""
+def test_a_fresh_plan_runs_once_and_a_keyed_plan_reruns_alike() -> None:
+    """Without key=, a plan is one release and runs once: a second collect is refused before it
+    draws anything (it would release every row again under the same release id); planning
+    again is a new release with independent reports. With key=, every collect (either engine)
+    gives the same reports for the same rows."""
     lazy = pl.LazyFrame(small_data())
 
     reports = lazy.ldp.privatize(_mechanisms())
 
     assert isinstance(reports, pl.LazyFrame)
     first = reports.collect(engine="streaming")
-    second = reports.collect(engine="streaming")
+    with pytest.raises(frameldp.ParameterError, match=r"release [0-9a-f]{32} ran already"):
+        reports.collect(engine="in-memory")
+    second = lazy.ldp.privatize(_mechanisms()).collect(engine="streaming")
     # 64 RAPPOR reports of 3 bits at epsilon 1 (each bit flipped with probability ~0.38): two
-    # independent collects agree on every report with probability below 0.53**64 < 1e-17.
+    # independent releases agree on every report with probability below 0.53**64 < 1e-17.
     assert not first["carrier"].equals(second["carrier"])
+    assert first.schema != second.schema  # two release ids: they never pass for one
     assert first["carrier"].dtype.ext_storage() == pl.Binary
     assert first["origin"].dtype.ext_storage() == pl.String
     assert first.ldp.mechanisms == _mechanisms()

@@ -193,14 +193,23 @@ def test_parquet_files_cross_between_pandas_polars_and_dask(tmp_path: Path) -> N
     pd.testing.assert_frame_equal(_table(back, "carrier"), _table(reports, "carrier"))
 
 
-def test_an_expression_column_keeps_its_mechanism_in_groups() -> None:
-    """``pl.col(c).ldp.krr`` in ``group_by().agg`` and ``over``: typed reports per group."""
+def test_an_expression_is_one_release_evaluated_once() -> None:
+    """``pl.col(c).ldp.krr`` evaluated over the whole column keeps its mechanism; evaluated
+    again (a second query), or per group (``group_by().agg``, ``over``: once per group, row
+    positions restarting in each), it is refused before a second evaluation's reports leave."""
     frame = pl.from_pandas(_data())
+    assert frame["month"].n_unique() > 1
     expression = pl.col("carrier").ldp.krr(1.0, domain=CARRIERS)
-    windowed = frame.with_columns(expression.over("month"))
-    assert windowed.ldp.mechanisms == {"carrier": KRR}
-    grouped = frame.group_by("month").agg(expression)
-    assert grouped.schema["carrier"].inner.ext_name() == EXTENSION_NAME
+    evaluated = frame.with_columns(expression)
+    assert evaluated.ldp.mechanisms == {"carrier": KRR}
+    with pytest.raises(frameldp.ParameterError, match="ran already"):
+        frame.with_columns(expression)
+    for grouped in (
+        lambda e: frame.with_columns(e.over("month")),
+        lambda e: frame.group_by("month").agg(e),
+    ):
+        with pytest.raises(frameldp.ParameterError, match="ran already"):
+            grouped(pl.col("carrier").ldp.krr(1.0, domain=CARRIERS))
 
 
 # -- polars' extension API, as relied on -----------------------------------------------------

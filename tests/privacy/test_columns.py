@@ -18,7 +18,7 @@ import frameldp
 from _stats import P_FAIL
 from frameldp.core.encoding import Domain
 
-from ._frames import FRAMES, reports
+from ._frames import FRAMES, collected, reports
 from ._linkage import DOMAIN, EPSILON, KEY, MECHANISM, assert_unlinked, ldp, people
 
 KEYS = pytest.mark.parametrize("key", [None, KEY], ids=["fresh", "key"])
@@ -30,7 +30,7 @@ def test_two_columns_of_equal_values_are_unlinked(backend: str, key: bytes | Non
     """Columns ``a`` and ``b`` hold the same values: their reports are unlinked."""
     values = people()
     frame = FRAMES[backend]({"a": values, "b": values})
-    out = ldp(frame).privatize({"a": MECHANISM, "b": MECHANISM}, key=key)
+    out = collected(ldp(frame).privatize({"a": MECHANISM, "b": MECHANISM}, key=key))
 
     assert_unlinked(reports(out, "a"), reports(out, "b"), values)
 

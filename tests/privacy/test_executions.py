@@ -1,9 +1,10 @@
-"""Without ``key=``, every execution draws independent noise, on every backend.
+"""Without ``key=``, every release draws independent noise, on every backend, and a lazy
+plan is one release that runs once.
 
 Every test compares reports of the *same* values at the *same* positions (two calls, two
-collects of one plan, two computations of one graph, a Parquet scan before and after its file
-changed) or equal values in different chunks / partitions of one release, and asserts that no
-two reports are linked: the XOR test of ``_linkage.py``, an exact binomial test at the declared
+plans of one lazy frame or graph, a Parquet scan before and after its file changed) or equal
+values in different chunks / partitions of one release, and asserts that no two reports are
+linked: the XOR test of ``_linkage.py``, an exact binomial test at the declared
 false-failure probability ``P_FAIL = 1e-6`` per test (Bonferroni-split where a test makes
 several), which detects shared noise in 5% of 3000 rows with probability 0.99.
 """
@@ -19,6 +20,7 @@ import pandas as pd  # type: ignore[import-untyped]
 import polars as pl
 import pytest
 
+import frameldp
 from _stats import P_FAIL
 
 from ._frames import FRAMES, dask_frame, reports, stacked
@@ -77,23 +79,35 @@ RUNS: dict[str, tuple[str, Callable[[Any], Any]]] = {
 
 
 @pytest.mark.parametrize("run", RUNS)
-def test_one_plan_run_twice_is_unlinked(run: str) -> None:
-    """One privatized LazyFrame collected (or sunk) twice, one Dask graph computed twice: each
-    execution is a new release with independent noise."""
+def test_one_fresh_plan_runs_once(run: str) -> None:
+    """One privatized LazyFrame collected (or sunk) twice, one Dask graph computed twice: the
+    second run is refused (it would release every row again, with new noise, under the same
+    release id)."""
+    backend, execute = RUNS[run]
+    plan = _rappor(FRAMES[backend]({"c": people()}))
+    execute(plan)
+
+    with pytest.raises(frameldp.ParameterError, match="ran already"):
+        execute(plan)
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_two_plans_of_one_frame_are_unlinked(run: str) -> None:
+    """Two privatized plans of one LazyFrame or Dask frame, each run once: independent noise."""
     backend, execute = RUNS[run]
     values = people()
-    plan = _rappor(FRAMES[backend]({"c": values}))
+    frame = FRAMES[backend]({"c": values})
 
-    assert_unlinked(reports(execute(plan), "c"), reports(execute(plan), "c"), values)
+    first, second = (reports(execute(_rappor(frame)), "c") for _ in range(2))
+    assert_unlinked(first, second, values)
 
 
-def test_one_plan_used_twice_in_one_query_is_unlinked() -> None:
-    """``pl.concat([plan, plan])``: the scan runs once per use, so the halves are unlinked."""
-    values = people()
-    plan = _rappor(FRAMES["polars-lazy"]({"c": values}))
-    out = reports(pl.concat([plan, plan]), "c")
+def test_one_plan_used_twice_in_one_query_is_refused() -> None:
+    """``pl.concat([plan, plan])`` runs the scan twice: the second run is refused."""
+    plan = _rappor(FRAMES["polars-lazy"]({"c": people()}))
 
-    assert_unlinked(out[:ROWS], out[ROWS:], values)
+    with pytest.raises(frameldp.ParameterError, match="ran already"):
+        pl.concat([plan, plan]).collect()
 
 
 def test_dask_partitions_of_one_release_are_unlinked() -> None:
@@ -124,16 +138,17 @@ def test_series_accessor_calls_are_unlinked() -> None:
 
 def test_a_parquet_scan_collected_after_its_file_changed_is_unlinked(tmp_path: Path) -> None:
     """A plan over ``scan_parquet`` collected, the file rewritten with every even row changed,
-    collected again: the changed rows and the unchanged rows are unlinked (P_FAIL / 2 each)."""
+    a plan over the same scan collected: the changed rows and the unchanged rows are unlinked
+    (P_FAIL / 2 each)."""
     values = people(2 * ROWS)
     new, mask = changed(values)
     path = tmp_path / "people.parquet"
     pl.DataFrame({"c": values}).write_parquet(path)
-    plan = _rappor(pl.scan_parquet(path))
+    scan = pl.scan_parquet(path)
 
-    first = reports(plan, "c")
+    first = reports(_rappor(scan), "c")
     pl.DataFrame({"c": new}).write_parquet(path)
-    second = reports(plan, "c")
+    second = reports(_rappor(scan), "c")
 
     for rows in (mask, ~mask):
         assert_unlinked(

@@ -80,6 +80,7 @@ from frameldp.core.parallel import threads
 from frameldp.errors import ParameterError, shown
 from frameldp.frames._pandas import _unpack
 from frameldp.frames.adapters import adapter_for, register_adapter
+from frameldp.frames.executions import SingleExecution
 from frameldp.frames.grouping import Grouped, Reduction, grouped_statistics, merge_grouped
 from frameldp.frames.inputs import require_column
 from frameldp.frames.lookup import find_mechanism, unpack_reports
@@ -126,13 +127,13 @@ def _graph(name: str, tasks: dict[Any, Any], parts: list[Delayed]) -> HighLevelG
 
 def _row_addressed(
     parts: list[Delayed],
-    privatize: Callable[[pd.DataFrame, int], pd.DataFrame],
+    privatize: Callable[..., pd.DataFrame],
     first_row: Callable[[], int],
 ) -> list[Delayed]:
-    """``privatize(part, start)`` of every part, ``start`` being the global row of its first row
-    (prefix sums of the lengths of the very same parts, in the same graph). ``first_row()``
-    runs once per computation before any part is privatized (it charges the ledger) and
-    returns 0."""
+    """``privatize(part, start, part=i)`` of every part ``i``, ``start`` being the global row
+    of its first row (prefix sums of the lengths of the very same parts, in the same graph).
+    ``first_row()`` runs once per computation before any part is privatized (it charges the
+    ledger) and returns 0."""
     name = f"frameldp-privatize-{uuid.uuid4().hex}"  # random: never a hash of the key
     length, start = f"{name}-length", f"{name}-start"
     tasks: dict[Any, Any] = {(start, 0): Task((start, 0), first_row)}
@@ -142,7 +143,9 @@ def _row_addressed(
             tasks[(start, i)] = Task(
                 (start, i), operator.add, TaskRef((start, i - 1)), TaskRef((length, i - 1))
             )
-        tasks[(name, i)] = Task((name, i), privatize, TaskRef(part.key), TaskRef((start, i)))
+        tasks[(name, i)] = Task(
+            (name, i), privatize, TaskRef(part.key), TaskRef((start, i)), part=i
+        )
     graph = _graph(name, tasks, parts)
     return [Delayed((name, i), graph, layer=name) for i in range(len(parts))]
 
@@ -178,8 +181,17 @@ def _tree_reduce(
 # -- what runs on each partition ---------------------------------------------------------------
 
 
-def _charged_first_row(ledger: LedgerLike | None, budget: str | None, release: ReleasePlan) -> int:
-    """Charge one computation of a privatized frame (before any of its reports exist)."""
+def _charged_first_row(
+    ledger: LedgerLike | None,
+    budget: str | None,
+    release: ReleasePlan,
+    once: SingleExecution | None,
+) -> int:
+    """Admit and charge one computation of a privatized frame (before any of its reports
+    exist): a fresh-key release computes once (``once``, see
+    :mod:`frameldp.frames.executions`)."""
+    if once is not None:
+        once.claim()
     with charging(ledger, budget, release):
         return 0
 
@@ -195,12 +207,18 @@ def _privatize_partition(
     frame: pd.DataFrame,
     row_start: int,
     *,
+    once: SingleExecution | None = None,
+    part: int | None = None,
     mechanisms: Mapping[str, Mechanism],
     shipped: ShippedSource,
     memo: ShippedSource,
     specs: Mapping[str, Mapping[str, Any]],
     user: str | None,
 ) -> pd.DataFrame:
+    """The reports of one partition, whose first row is row ``row_start`` of the frame; a
+    fresh-key release's partition ``part`` is privatized once (``once``)."""
+    if once is not None and part is not None:
+        once.claim(part)
     with threads(1):  # Dask's scheduler already runs one task per core
         out: pd.DataFrame = privatize_frame(
             frame,
@@ -366,8 +384,10 @@ class DaskFrameAccessor(OneMachineMethods, FrameMethods):
                 adapter_for(self._frame._meta).to_arrow(self._frame._meta, name).type
             ),
         )
+        once = None if shipped.key is not None else SingleExecution(release.release, "Dask")
         privatize = functools.partial(
             _privatize_partition,
+            once=once,
             mechanisms=dict(mechanisms),
             shipped=shipped,
             memo=ShippedSource(release.memo),
@@ -376,7 +396,7 @@ class DaskFrameAccessor(OneMachineMethods, FrameMethods):
         )
         check_budget(ledger, budget, release)
         first_row = functools.partial(
-            _charged_first_row, ledger, budget, dataclasses.replace(release, memo=None)
+            _charged_first_row, ledger, budget, dataclasses.replace(release, memo=None), once
         )
         meta = privatize(_meta_input(self._frame._meta, mechanisms), 0)
         parts, divisions = _pinned(self._frame)

@@ -4,16 +4,20 @@ Plumbing only. Which rows may share noise (see :mod:`frameldp.core.randomness`):
 
 * **DataFrame**: one key per call; rows are addressed by their position in the frame.
 * **LazyFrame**: the privatized plan is a Python scan (``register_io_source``) over the input
-  plan. Every execution (``collect``, ``sink_*``, a plan used twice) runs the scan once: it
-  draws a fresh key (unless ``key=``/``seed=`` was given), streams the input batch by batch,
-  numbers the rows itself (global positions, whatever the batch sizes), randomizes them and
-  charges the ledger once, when the first reports are about to leave the scan. A plan collected
-  twice therefore releases twice, with independent noise, and is charged twice. A caller's key
-  is held by reference (:class:`~frameldp.core.randomness.RandomSource` pickles as a handle):
-  ``pickle.dumps`` or ``LazyFrame.serialize`` of the plan never contains it.
-* **Expr**: polars may evaluate an expression once per frame, group or window, and its row
-  positions restart in each: every evaluation draws a fresh key (and is charged, when a ledger
-  is given). ``key=``/``seed=`` are refused, since no global row position is known there.
+  plan. Its run (``collect``, ``sink_*``) draws a fresh key (unless ``key=``/``seed=`` was
+  given), streams the input batch by batch, numbers the rows itself (global positions,
+  whatever the batch sizes), randomizes them and charges the ledger once, when the first
+  reports are about to leave the scan. A fresh-key plan is one release and runs once: a second
+  run (a second collect, a plan used twice in one query) is refused there
+  (:mod:`frameldp.frames.executions`); a keyed plan may run again and gives the same reports
+  for the same rows. A caller's key is held by reference
+  (:class:`~frameldp.core.randomness.RandomSource` pickles as a handle): ``pickle.dumps`` or
+  ``LazyFrame.serialize`` of the plan never contains it.
+* **Expr**: an expression is one release, evaluated once over a whole column with a fresh key
+  (and charged, when a ledger is given); polars would evaluate it again per group or window
+  (``group_by().agg``, ``over``), with row positions restarting in each, and in every later
+  query: those evaluations are refused. ``key=``/``seed=`` are refused, since no global row
+  position is known there.
 
 Report columns are of the polars extension dtype :class:`ReportsDtype` (``frameldp.reports``,
 the Arrow extension type of :mod:`frameldp.frames.report_type`), which carries the mechanism
@@ -41,6 +45,7 @@ from frameldp.core.randomness import (
 )
 from frameldp.errors import DomainError, ParameterError, shown
 from frameldp.frames.adapters import register_adapter
+from frameldp.frames.executions import SingleExecution
 from frameldp.frames.grouping import Grouped, Reduction
 from frameldp.frames.inputs import check_columns, require_column
 from frameldp.frames.lookup import find_mechanism, unpack_reports
@@ -54,6 +59,7 @@ from frameldp.frames.release import (
     check_budget,
     companion_columns,
     memo_user_type,
+    new_release_id,
     plan_release,
     recorded_spec,
 )
@@ -179,6 +185,7 @@ def _privatized_scan(
         empty, mechanisms=mechanisms, source=RandomSource.fresh(), row_start=0
     ).schema
     inputs = empty.columns
+    once = None if keyed is not None else SingleExecution(release.release, "the LazyFrame")
 
     def scan(
         with_columns: list[str] | None,
@@ -210,6 +217,8 @@ def _privatized_scan(
             out = privatize(batch, mechanisms=chosen, source=source, row_start=row)
             row += batch.height
             if not charged:
+                if once is not None:  # refused before any report of a second run leaves
+                    once.claim()
                 with charging(ledger, budget, release):
                     charged = True  # recorded now: the first reports leave the scan next
             if predicate is not None:
@@ -486,14 +495,16 @@ class PolarsExprNamespace(ValueShortcuts):
         ledger: LedgerLike | None = None,
         budget: str | None = None,
     ) -> pl.Expr:
-        """Reports of this expression under ``mechanism``, with a fresh key per evaluation.
+        """Reports of this expression under ``mechanism``: one release, with a fresh key.
 
-        polars evaluates an expression once per frame, group (``group_by().agg``) or window
-        (``over``), with row positions restarting in each, so every evaluation draws its own
-        fresh key; ``key=``/``seed=`` are refused (no global row position is known here: use
-        ``df.ldp.privatize`` or ``lf.ldp.privatize``). With ``ledger`` and ``budget`` every
-        evaluation is charged (once per group in a ``group_by``: the ledger cannot tell that
-        groups hold different people, so it errs on the side of spending).
+        The expression is one release with its own release id, and polars may evaluate it
+        once: in one query, over the whole column. A second evaluation (a second query, or
+        ``group_by().agg`` / ``over``, which evaluate it per group with row positions
+        restarting in each) is refused before its reports leave (see
+        :mod:`frameldp.frames.executions`); build a new expression for each release.
+        ``key=``/``seed=`` are refused (no global row position is known here: use
+        ``df.ldp.privatize`` or ``lf.ldp.privatize``). With ``ledger`` and ``budget`` the
+        evaluation is charged.
         """
         name = self._name
         if self._expr.meta.has_multiple_outputs():
@@ -512,10 +523,12 @@ class PolarsExprNamespace(ValueShortcuts):
                 "fresh noise per evaluation"
             )
         check_budget(ledger, budget, {name: mechanism})
-        spec = recorded_spec(mechanism, RandomSource.fresh())
+        release = new_release_id()
+        spec = {**recorded_spec(mechanism, RandomSource.fresh()), "release": release}
         dtype = _dtype_of(report_types(mechanism, name, spec)[name])
         evaluate = partial(
             _evaluate_expression,
+            once=SingleExecution(release, "the expression (one query, whole column)"),
             mechanism=mechanism,
             column=name,
             spec=spec,
@@ -531,13 +544,14 @@ class PolarsExprNamespace(ValueShortcuts):
 def _evaluate_expression(
     values: pl.Series,
     *,
+    once: SingleExecution,
     mechanism: Mechanism,
     column: str,
     spec: dict[str, Any],
     ledger: LedgerLike | None,
     budget: str | None,
 ) -> pl.Series:
-    """One evaluation of a privatizing expression: a fresh key, charged before it is used."""
+    """The one evaluation of a privatizing expression: a fresh key, charged before it is used."""
     held = _metadata_of(values.dtype)
     if held is not None:
         refuse_reports(column, held)
@@ -548,4 +562,5 @@ def _evaluate_expression(
             specs={column: spec},
             source=RandomSource.fresh(),
         )
+        once.claim()  # its reports leave next: no other evaluation may release these rows
     return _native(storage_of(produced[column]), values.name)

@@ -81,6 +81,11 @@ class ReleasePlan:
         """Per-person guarantee of the whole release."""
         return compose(self.guarantees.values())
 
+    @property
+    def release(self) -> str:
+        """The release id every column records (:func:`new_release_id`)."""
+        return str(next(iter(self.specs.values()))["release"]) if self.specs else ""
+
 
 def plan_release(
     columns: list[Any],
