@@ -1,6 +1,6 @@
 """Comparing two releases of one job: the same reports and mechanism, another release id.
 
-Every privatize call records a fresh release id (and, in memory, its row count) in the type of
+Every privatize call records a fresh release id (and, in memory, its rows) in the type of
 its report columns, so two releases of the same job with the same key have equal reports but
 different types. :func:`as_one_release` drops those records, so that tests can compare the
 reports and the mechanisms of two releases (pandas against Dask, eager against lazy) exactly.
@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from frameldp.frames.report_type import ReportMetadata, ReportType, storage_of
 
-RELEASE_RECORDS = ("release", "rows")
+RELEASE_RECORDS = ("release", "rows", "fingerprint")
 """What a release adds to the spec of its report types that another release of the job lacks."""
 
 

@@ -210,9 +210,10 @@ def test_chunked_input_gives_the_same_order(backend: Backend) -> None:
     assert rows_of(backend, shuffled) == reference_order(data, seed=SEED)
 
 
-def test_shuffled_lazy_frame_collects_to_one_order_under_a_key() -> None:
-    """With key=, collected twice and with either engine, a shuffled LazyFrame gives one order;
-    without, each collect draws its own order of the same reports."""
+def test_a_lazy_frame_is_shuffled_when_asked() -> None:
+    """A LazyFrame is shuffled when ``shuffle`` is called (it reads every report): collected
+    twice and with either engine it gives one order; two shuffles without a key draw two
+    orders of the same reports, with a key the same one."""
     reports = privatized(pl.LazyFrame(report_data()))
 
     shuffled = reports.ldp.shuffle(key=bytes(32))
@@ -222,11 +223,13 @@ def test_shuffled_lazy_frame_collects_to_one_order_under_a_key() -> None:
     polars.testing.assert_frame_equal(first, shuffled.collect(engine="streaming"))
     polars.testing.assert_frame_equal(first, shuffled.collect())
     polars.testing.assert_frame_equal(first, shuffled.collect(engine="in-memory"))
+    assert first.rows() == reports.ldp.shuffle(key=bytes(32)).collect().rows()
     fresh = reports.ldp.shuffle()
     again = fresh.collect()
+    assert again.equals(fresh.collect())
     assert sorted(again.rows()) == sorted(first.rows())
     # N rows in two independent uniform orders: equal with probability 1 / N!.
-    assert not again.equals(fresh.collect())
+    assert not again.equals(reports.ldp.shuffle().collect())
 
 
 def test_every_order_of_three_reports_is_equally_likely() -> None:

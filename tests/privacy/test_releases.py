@@ -127,14 +127,74 @@ def test_stacking_refuses_what_it_cannot_compose() -> None:
 
 
 def _shuffle_input() -> pd.DataFrame:
+    """2000 k-RR reports at epsilon 3, under a fixed key (the repeats below are checked on
+    these reports: a row repeated in place of one with an equal report changes nothing)."""
     values = np.array(DOMAIN)[np.arange(2000) % 4]
-    return pd.DataFrame({"value": values}).ldp.krr("value", 3.0, domain=DOMAIN)
+    return pd.DataFrame({"value": values}).ldp.krr("value", 3.0, domain=DOMAIN, key=KEY)
+
+
+def _one_row_for_another(reports: pd.DataFrame) -> pd.DataFrame:
+    """Row 0 repeated in place of the last row whose report differs from it."""
+    labels = pa.Table.from_pandas(reports).column("value").combine_chunks().storage.to_pylist()
+    other = max(i for i, label in enumerate(labels) if label != labels[0])
+    return reports.iloc[[*range(other), 0, *range(other + 1, len(reports))]]
 
 
 def test_rows_repeated_before_a_shuffle_are_refused() -> None:
     reports = _shuffle_input()
     with pytest.raises(frameldp.ParameterError, match="repeated"):
         pd.concat([reports] * 10).ldp.shuffle()
+
+
+REPEATS = {
+    "resampled": lambda r: r.sample(frac=1.0, replace=True, random_state=1),
+    "half twice": lambda r: pd.concat([r.iloc[: len(r) // 2]] * 2, ignore_index=True),
+    "one row for another": _one_row_for_another,
+    "a subset": lambda r: r.iloc[: len(r) // 2],
+}
+
+
+@pytest.mark.parametrize("library", ["pandas", "polars"])
+@pytest.mark.parametrize("repeat", REPEATS)
+def test_other_rows_of_a_release_are_not_shuffled(repeat: str, library: str) -> None:
+    """Rows repeated in place of others keep the row count (a bootstrap resample, half of the
+    rows twice, one row instead of another); a shuffle would count the copies as other people.
+    The release's fingerprint (its rows' multiset) tells them apart, and a subset too."""
+    reports = REPEATS[repeat](_shuffle_input())
+    frame = pl.from_pandas(reports) if library == "polars" else reports
+    with pytest.raises(frameldp.ParameterError, match="not the 2000 rows of its release"):
+        frame.ldp.shuffle()
+
+
+def test_the_release_in_another_order_library_or_file_is_shuffled(tmp_path: Path) -> None:
+    """The same rows in another order, in polars, or read back from Parquet: the fingerprint
+    hashes the reports' values, not their order or storage, and the shuffle is amplified."""
+    reports = _shuffle_input()
+    reports.to_parquet(tmp_path / "r.parquet")
+    shuffled = [
+        reports.iloc[::-1].ldp.shuffle(),
+        pl.from_pandas(reports).ldp.shuffle(),
+        pd.read_parquet(tmp_path / "r.parquet").ldp.shuffle(),
+        pl.read_parquet(tmp_path / "r.parquet").ldp.shuffle(),
+    ]
+    for frame in shuffled:
+        assert frame.ldp.privacy.epsilon_at(1e-6) == pytest.approx(0.5477, abs=1e-4)
+
+
+def test_a_lazy_release_is_shuffled_and_counted_when_asked() -> None:
+    """A fresh-key LazyFrame release shuffled: the plan runs when ``shuffle`` is called, the
+    shuffle records its 2000 reports, and two copies of its result state what one does."""
+    values = np.array(DOMAIN)[np.arange(2000) % 4]
+    plan = pl.LazyFrame({"value": values}).ldp.krr("value", 3.0, domain=DOMAIN)
+    shuffled = plan.ldp.shuffle()
+    once = shuffled.collect()
+
+    assert once.ldp.privacy.epsilon_at(1e-6) == pytest.approx(0.5477, abs=1e-4)
+    assert pl.concat([once, shuffled.collect()]).ldp.privacy.epsilon_at(1e-6) == pytest.approx(
+        0.5477, abs=1e-4
+    )
+    with pytest.raises(frameldp.ParameterError, match="ran already"):
+        plan.collect()
 
 
 @pytest.mark.parametrize("lazy", [False, True])

@@ -2,7 +2,7 @@
 
 Every random bit frameldp uses for privacy noise is a pure function of
 
-* a 256-bit **key** — fresh from :mod:`secrets` for every execution by default, given by the
+* a 256-bit **key** — fresh from :mod:`secrets` for every release by default, given by the
   caller (``key=``) to re-run the *same* job on the *same* rows idempotently, or derived from an
   integer ``seed=`` for reproducible tests and simulations (insecure: anyone who knows the seed
   knows the noise);

@@ -31,8 +31,10 @@ lowered frame (they describe exactly these partitions); later projections or fil
 the privatized partitions and cannot reach back into the row addressing.
 
 **Keys.** Without ``key=``/``seed=`` no key is in the graph: every partition task draws a fresh
-key on its worker when it runs, so each computation of the graph is a new release with
-independent noise (and a fresh key never leaves the process that uses it). With ``key=`` the
+key on its worker when it runs (a fresh key never leaves the process that uses it), and the
+graph is one release that computes once: its first task and every partition task claim their
+run, and a second computation is refused (:mod:`frameldp.frames.executions`; ``persist()`` a
+release to read it several times). With ``key=`` the
 same rows give the same reports in every computation; the noise of a row is bound to its global
 position and its value, so a row whose value changed between two computations gets independent
 noise. A caller's key travels to the workers inside the task messages (``ShippedSource``), as
@@ -358,11 +360,12 @@ class DaskFrameAccessor(OneMachineMethods, FrameMethods):
 
         Returns a Dask DataFrame whose partitions are privatized with global row addressing
         (see the module docstring). With ``key=`` it computes to exactly the pandas accessor's
-        reports for the same key, every time; without, each computation draws fresh keys on
-        the workers. Nothing is read now; values outside the domain raise their
-        :class:`~frameldp.DomainError` when the frame is computed. With ``ledger`` and
-        ``budget`` every computation is charged, once, before its first partition is
-        privatized (a release that could not be charged now is refused here). Bloom RAPPOR columns
+        reports for the same key, every time; without, its one computation draws fresh keys
+        on the workers, and a second is refused (``persist()`` it to read it again). Nothing
+        is read now; values outside the domain raise their :class:`~frameldp.DomainError`
+        when the frame is computed. With ``ledger`` and ``budget`` every computation is
+        charged, once, before its first partition is privatized (a release that could not be
+        charged now is refused here). Bloom RAPPOR columns
         also get a ``{column}_cohort`` column (see :meth:`rappor` for ``user`` and
         ``memo_key``); on Dask, ``user=`` needs ``memo_key=`` or ``key=`` (a person's permanent
         responses must be the same on every worker). With ``user=``, the user column is computed

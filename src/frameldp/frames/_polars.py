@@ -28,7 +28,7 @@ relied on here.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -68,13 +68,10 @@ from frameldp.frames.report_type import (
     ReportMetadata,
     ReportType,
     empty_reports,
-    recorded_specs,
     refuse_reports,
     report_types,
     storage_of,
-    with_shuffle,
 )
-from frameldp.frames.shuffling import plan_shuffle, shuffle_keys
 from frameldp.frames.table import Backend
 
 __all__ = [
@@ -85,10 +82,6 @@ __all__ = [
     "PolarsLazyFrameNamespace",
     "ReportsDtype",
 ]
-
-_ROW = "__frameldp_row__"
-_KEY = "__frameldp_key__"
-_KEY_DTYPE = pl.Struct({"hi": pl.UInt64(), "lo": pl.UInt64()})
 
 
 class ReportsDtype(pl.BaseExtension):
@@ -176,9 +169,9 @@ def _privatized_scan(
     ledger: LedgerLike | None,
     budget: str | None,
 ) -> pl.LazyFrame:
-    """A LazyFrame whose every execution privatizes ``frame`` afresh (see the module
-    docstring): a fresh key per execution unless ``keyed``, rows numbered by the scan, one
-    ledger charge per execution."""
+    """A LazyFrame whose run privatizes ``frame`` (see the module docstring): a fresh key,
+    and a single run, unless ``keyed``; rows numbered by the scan; one ledger charge per
+    run."""
     privatize = partial(privatize_frame, specs=release.specs, user=user, memo=release.memo)
     empty = frame.clear().collect()
     schema = privatize(
@@ -242,30 +235,6 @@ def _collected(frame: pl.LazyFrame, names: list[str], column: str) -> pl.DataFra
             f"column {shown(column)}: the plan's files hold reports of different releases "
             f"({shown(str(error).splitlines()[0], 120)}); debias each release on its own"
         ) from None
-
-
-def _key_batch(batch: pl.Series, keyed: RandomSource | None) -> pl.Series:
-    """The 128-bit shuffle keys of a batch (a struct of the row index and the shuffled
-    columns): under a caller's key bound to each row's position and content
-    (batch-invariant, the eager frames' keys); otherwise from a fresh key per batch
-    (independent keys sort into a uniformly random order just as well)."""
-    frame = batch.struct.unnest()
-    stream = (keyed or RandomSource.fresh()).stream("shuffle")
-    rows = frame[_ROW].to_numpy().astype(np.int64)
-    content = [series.to_arrow() for series in frame.drop(_ROW).get_columns()]
-    keys = shuffle_keys(stream, rows, content)
-    return pl.DataFrame({"hi": keys[:, 0], "lo": keys[:, 1]}).to_struct(_KEY)
-
-
-def _shuffled_types(
-    reports: Mapping[str, ReportMetadata], schema: Mapping[str, pl.DataType], record: dict[str, Any]
-) -> dict[str, pl.DataType]:
-    """The dtypes of the report columns of a shuffled frame (their types record ``record``)."""
-    dtypes = {}
-    for name, meta in reports.items():
-        storage = pl.Series([], dtype=schema[name]).ext.storage().to_arrow()
-        dtypes[name] = pl.Series(with_shuffle(storage, meta, record)).dtype
-    return dtypes
 
 
 @register_adapter(pl.DataFrame)
@@ -347,46 +316,26 @@ class PolarsFrameNamespace(FrameMethods):
 
 @pl.api.register_lazyframe_namespace("ldp")
 class PolarsLazyFrameNamespace(FrameMethods):
-    """``lf.ldp`` on a polars LazyFrame: lazy and streaming; each collect of a privatized plan
-    is a release of its own (fresh noise unless ``key=``)."""
+    """``lf.ldp`` on a polars LazyFrame: lazy and streaming; a privatized plan is one release,
+    run once (unless ``key=``, whose runs give the same reports)."""
 
     _frame: pl.LazyFrame
 
     def shuffle(
         self, *, keep: Sequence[str] | str = (), key: bytes | None = None, seed: int | None = None
     ) -> pl.LazyFrame:
-        """Lazily: the report columns only, sorted by keyed 128-bit per-row keys (a uniformly
-        random order, the same as the eager and pandas ``shuffle`` for the same key). Without
-        ``key``/``seed`` each collect draws its own order; with one, every collect gives the
-        same order (the keys are bound to each row's position and content)."""
-        reports = self._report_columns()
-        columns, record = plan_shuffle(
-            self._columns(), recorded_specs(reports), keep, None, seed=seed
-        )
-        dtypes = _shuffled_types(reports, self._frame.collect_schema(), record)
-        keys = pl.struct(_ROW, *columns).map_batches(
-            partial(
-                _key_batch,
-                keyed=None if key is None and seed is None else resolve_source(key, seed),
-            ),
-            return_dtype=_KEY_DTYPE,
-            is_elementwise=True,
-        )
-        out = (
-            self._frame.select(columns)
-            .with_row_index(_ROW)
-            .with_columns(keys.alias(_KEY))
-            .sort(
-                pl.col(_KEY).struct.field("hi"),
-                pl.col(_KEY).struct.field("lo"),
-                maintain_order=True,
-            )
-            .drop(_ROW, _KEY)
-            .with_columns(
-                pl.col(name).ext.storage().ext.to(dtype) for name, dtype in dtypes.items()
-            )
-        )
-        return out
+        """Now: the report columns only, in a keyed uniformly random order (the eager and
+        pandas ``shuffle``'s order for the same key), as a LazyFrame.
+
+        A shuffle permutes every report, so it reads them all: the report columns and the
+        ``keep`` ones are collected here (a privatized plan runs now, its one run), and the
+        shuffle records how many reports it shuffled, which later stacking cannot inflate.
+        """
+        kept = [keep] if isinstance(keep, str) else list(keep) if isinstance(keep, Iterable) else []
+        names = [*self._report_columns(), *(name for name in kept if name in self._columns())]
+        eager = self._frame.select(list(dict.fromkeys(names))).collect(engine="streaming")
+        shuffled: pl.DataFrame = PolarsFrameNamespace(eager).shuffle(keep=keep, key=key, seed=seed)
+        return shuffled.lazy()
 
     def privatize(
         self,
@@ -401,14 +350,15 @@ class PolarsLazyFrameNamespace(FrameMethods):
         max_rows_per_user: int | None = None,
         contributions: str = "all",
     ) -> pl.LazyFrame:
-        """A plan that privatizes this one each time it is executed (see the module docstring).
+        """A plan that privatizes this one when it runs (see the module docstring).
 
-        Without ``key=``/``seed=`` every execution draws a fresh key: collecting twice releases
-        twice, with independent noise. With ``key=`` every execution gives the same reports for
+        Without ``key=``/``seed=`` the plan is one release: its run draws a fresh key, and a
+        second run (collect, sink) is refused before it draws anything
+        (:mod:`frameldp.frames.executions`). With ``key=`` every run gives the same reports for
         the same rows (a row whose value changed gets independent noise). With ``ledger`` and
-        ``budget``, each execution is checked and charged once, when its first reports are
-        about to be released (a collect that fails later stays charged: the ledger errs on the
-        side of spending). Nothing is read now, except with ``user=``: the user column is
+        ``budget``, each run is checked and charged once, when its first reports are about to
+        be released (a collect that fails later stays charged: the ledger errs on the side of
+        spending). Nothing is read now, except with ``user=``: the user column is
         collected once to count each person's rows (the release states the loss of the person
         holding the most, or of ``max_rows_per_user``; see ``DataFrame.ldp.privatize``).
         """

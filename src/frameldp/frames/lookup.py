@@ -77,7 +77,15 @@ def find_mechanism(column: str, given: Mechanism | None, recorded: Mapping[str, 
     return given
 
 
-_RELEASE_KEYS = ("seeded", "memo", "cohort_column", "rows_per_user", "release", "rows")
+_RELEASE_KEYS = (
+    "seeded",
+    "memo",
+    "cohort_column",
+    "rows_per_user",
+    "release",
+    "rows",
+    "fingerprint",
+)
 """What a release adds to a mechanism's spec (not part of the mechanism)."""
 
 

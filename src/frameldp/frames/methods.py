@@ -100,7 +100,12 @@ from frameldp.frames.report_type import (
     refuse_reports,
     with_shuffle,
 )
-from frameldp.frames.shuffling import plan_shuffle, shuffle_order, shuffled_privacy
+from frameldp.frames.shuffling import (
+    plan_shuffle,
+    refuse_other_rows,
+    shuffle_order,
+    shuffled_privacy,
+)
 from frameldp.frames.table import STAT_COLUMNS, FrequencyTable
 
 __all__ = ["Encoding", "FrameMethods", "ValueShortcuts"]
@@ -341,9 +346,9 @@ class FrameMethods:
         adapter = self._in_memory
         reports = self._report_columns()
         num_rows = self._num_rows()
-        columns, record = plan_shuffle(
-            self._columns(), recorded_specs(reports), keep, num_rows, seed=seed
-        )
+        specs = recorded_specs(reports)
+        columns, record = plan_shuffle(self._columns(), specs, keep, num_rows, seed=seed)
+        refuse_other_rows(specs, lambda name: adapter.to_arrow(self._frame, name))
         arrays = [adapter.to_arrow(self._frame, name) for name in columns]
         order = shuffle_order(arrays, num_rows, key, seed)
         shuffled = {

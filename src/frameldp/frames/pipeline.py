@@ -30,6 +30,7 @@ from frameldp.errors import (
     shown,
 )
 from frameldp.frames.adapters import in_memory_adapter_for
+from frameldp.frames.fingerprint import fingerprint_of
 from frameldp.frames.report_type import (
     ReportMetadata,
     as_reports,
@@ -169,6 +170,8 @@ def privatize_columns(
                 memo=memo,
             )
         spec = dict(specs[column])
+        if "rows" in spec:  # a whole in-memory release: record which rows it holds
+            spec["fingerprint"] = fingerprint_of(list(produced.values()))
         for part, (name, array) in enumerate(produced.items()):
             out[name] = as_reports(array, ReportMetadata(spec, str(column), part))
     return out

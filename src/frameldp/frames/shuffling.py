@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import secrets
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -34,6 +34,7 @@ from frameldp.errors import (
     caller_stacklevel,
     shown,
 )
+from frameldp.frames.fingerprint import fingerprint_of
 from frameldp.frames.inputs import (
     require_column,
 )
@@ -48,6 +49,7 @@ from frameldp.frames.release import (
 __all__ = [
     "SHUFFLED_KEY",
     "plan_shuffle",
+    "refuse_other_rows",
     "refuse_repeated_rows",
     "released_rows",
     "shuffle_keys",
@@ -187,6 +189,30 @@ def refuse_repeated_rows(specs: Mapping[str, Any], rows: int) -> None:
                 f"{int(spec['rows'])}: rows were repeated, and amplification by shuffling would "
                 "count a person's copies as other people. Shuffle the release as privatized "
                 "(stack several with frameldp.concat_releases)"
+            )
+
+
+def refuse_other_rows(
+    specs: Mapping[str, Any], read: Callable[[Any], pa.Array | pa.ChunkedArray]
+) -> None:
+    """Refuse to shuffle rows that are not exactly the rows of their release, where the release
+    recorded their fingerprint (an in-memory release; :mod:`frameldp.frames.fingerprint`):
+    a row repeated, even in place of a dropped one, would make a shuffle count one person's
+    copies as other people. ``read(name)`` is the frame's column ``name``."""
+    for column, spec in specs.items():
+        recorded = spec.get("fingerprint")
+        if recorded is None:
+            continue
+        names = report_names(column, mechanism_from_spec(spec), spec)
+        found = fingerprint_of([read(name) for name in names])
+        if found != recorded:
+            held, released = found.split(":")[0], str(recorded).split(":")[0]
+            raise ParameterError(
+                f"column {shown(column)}: the frame's {held} rows are not the {released} rows "
+                "of its release (rows were repeated, dropped or changed since): a shuffle "
+                "counts every row as another person, so it takes a release as privatized, "
+                "whole (privatize a subset on its own to shuffle it; stack releases with "
+                "frameldp.concat_releases)"
             )
 
 

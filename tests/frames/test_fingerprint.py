@@ -1,0 +1,80 @@
+"""The fingerprint of a release's rows (:mod:`frameldp.frames.fingerprint`): it names the
+multiset of rows whatever their order, chunking or storage type, and changes when a row is
+repeated in place of another."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from frameldp.frames.fingerprint import Fingerprint, fingerprint_of
+
+RNG = np.random.default_rng(7)
+WORDS = [bytes(RNG.integers(0, 256, 3, dtype=np.uint8)) for _ in range(500)]
+
+
+def _storages() -> dict[str, list[pa.Array]]:
+    """One column of 500 rows in every storage it may have, equal by value."""
+    ints = RNG.integers(0, 2**40, 500)
+    labels = [f"v{i % 7}" for i in range(500)]
+    return {
+        "binary": [
+            pa.array(WORDS, pa.binary(3)),
+            pa.array(WORDS, pa.binary()),
+            pa.array(WORDS, pa.large_binary()),
+        ],
+        "integer": [pa.array(ints, pa.int64()), pa.array(ints, pa.uint64())],
+        "small integer": [
+            pa.array(ints % 1000, pa.uint32()),
+            pa.array(ints % 1000, pa.int64()),
+        ],
+        "text": [
+            pa.array(labels, pa.string()),
+            pa.array(labels, pa.large_string()),
+            pa.array(labels).dictionary_encode(),
+        ],
+        "text with nulls": [
+            pa.array([None if i % 5 == 0 else x for i, x in enumerate(labels)]),
+            pa.array([None if i % 5 == 0 else x for i, x in enumerate(labels)], pa.large_string()),
+        ],
+    }
+
+
+@pytest.mark.parametrize("kind", _storages())
+def test_equal_values_give_one_fingerprint_in_any_storage_order_or_chunking(kind: str) -> None:
+    storages = _storages()[kind]
+    expected = fingerprint_of([storages[0]])
+    order = pa.array(RNG.permutation(500))
+    for array in storages:
+        assert fingerprint_of([array]) == expected
+        assert fingerprint_of([array.take(order)]) == expected
+        assert fingerprint_of([pa.chunked_array([array[:123], array[123:]])]) == expected
+        assert fingerprint_of([array.slice(0, 500)]) == expected
+    batches = Fingerprint()
+    batches.add([storages[0][:200]])
+    batches.add([storages[0][200:]])
+    assert batches.hexdigest() == expected
+    assert expected.startswith("500:")
+
+
+@pytest.mark.parametrize("kind", _storages())
+def test_a_row_repeated_in_place_of_another_changes_it(kind: str) -> None:
+    array = _storages()[kind][0]
+    distinct = next(i for i in range(1, 500) if array[i] != array[0])
+    repeated = array.take(pa.array([0, *range(1, distinct), 0, *range(distinct + 1, 500)]))
+    assert len(repeated) == 500
+    assert fingerprint_of([repeated]) != fingerprint_of([array])
+
+
+def test_rows_of_several_parts_are_hashed_together() -> None:
+    """A Bloom report and its cohort are one row: swapping cohorts between two rows keeps each
+    column's multiset but changes the rows'."""
+    reports = pa.array(WORDS[:4], pa.binary(3))
+    cohorts = pa.array([0, 1, 2, 3])
+    swapped = pa.array([1, 0, 2, 3])
+    assert fingerprint_of([reports, cohorts]) != fingerprint_of([reports, swapped])
+
+
+def test_an_empty_column_has_the_empty_fingerprint() -> None:
+    assert fingerprint_of([pa.array([], pa.binary(2))]) == fingerprint_of([])
