@@ -909,7 +909,7 @@ def _report_storage(reports: Any) -> _Storage:
 
 def _marks(storage: _Storage) -> dict[str, Any]:
     """What a release adds to a mechanism's spec (a seed, a memo)."""
-    marks = ("seeded", "memo", "release", "rows", "rows_per_user")
+    marks = ("seeded", "memo", "release", "rows", "rows_per_user", "fingerprint")
     return {k: v for k, v in storage.metadata.spec.items() if k in marks}
 
 

@@ -10,8 +10,6 @@ epsilon must be at least that, on every frame library.
 from __future__ import annotations
 
 import itertools
-import warnings
-from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
 
@@ -29,11 +27,7 @@ DOMAIN = ["a", "b", "c", "d"]
 MEMO_KEY = bytes(range(32))
 
 
-@pytest.fixture(autouse=True)
-def _quiet() -> Iterator[None]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", frameldp.FrameLDPWarning)
-        yield
+pytestmark = pytest.mark.usefixtures("quiet")
 
 
 def _channel(k: int, move: Fraction) -> list[list[Fraction]]:

@@ -11,8 +11,6 @@ collected lazy shuffle concatenated with itself 0.372, where shuffling the origi
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +27,7 @@ DOMAIN = ["a", "b", "c", "d"]
 KEY = bytes(range(32))
 
 
-@pytest.fixture(autouse=True)
-def _quiet() -> Iterator[None]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", frameldp.FrameLDPWarning)
-        yield
+pytestmark = pytest.mark.usefixtures("quiet")
 
 
 def _night(rows: int = 40, library: str = "pandas") -> Any:
