@@ -227,3 +227,12 @@ def test_a_stacked_copy_of_a_column_still_shares_its_noise() -> None:
     copy = frameldp.concat_releases([reports])["value"].array
     with pytest.raises(frameldp.ParameterError, match="share noise"):
         reports.assign(again=copy).ldp.debias(["value", "again"])
+
+
+def test_a_bad_keep_is_refused_before_a_lazy_release_runs() -> None:
+    """``keep=`` naming a missing column is refused before the plan runs: its one run is not
+    spent, and the plan still collects."""
+    plan = pl.LazyFrame({"value": DOMAIN * 5}).ldp.krr("value", 3.0, domain=DOMAIN)
+    with pytest.raises(frameldp.ParameterError, match="'nope'"):
+        plan.ldp.shuffle(keep=["nope"])
+    assert plan.collect().height == 20

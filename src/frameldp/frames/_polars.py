@@ -28,7 +28,7 @@ relied on here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -72,6 +72,7 @@ from frameldp.frames.report_type import (
     report_types,
     storage_of,
 )
+from frameldp.frames.shuffling import kept_columns
 from frameldp.frames.table import Backend
 
 __all__ = [
@@ -330,9 +331,9 @@ class PolarsLazyFrameNamespace(FrameMethods):
         A shuffle permutes every report, so it reads them all: the report columns and the
         ``keep`` ones are collected here (a privatized plan runs now, its one run), and the
         shuffle records how many reports it shuffled, which later stacking cannot inflate.
+        A bad ``keep`` is refused before the plan runs.
         """
-        kept = [keep] if isinstance(keep, str) else list(keep) if isinstance(keep, Iterable) else []
-        names = [*self._report_columns(), *(name for name in kept if name in self._columns())]
+        names = [*self._report_columns(), *kept_columns(self._columns(), keep)]
         eager = self._frame.select(list(dict.fromkeys(names))).collect(engine="streaming")
         shuffled: pl.DataFrame = PolarsFrameNamespace(eager).shuffle(keep=keep, key=key, seed=seed)
         return shuffled.lazy()

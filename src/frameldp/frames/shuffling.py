@@ -48,6 +48,7 @@ from frameldp.frames.release import (
 
 __all__ = [
     "SHUFFLED_KEY",
+    "kept_columns",
     "plan_shuffle",
     "refuse_other_rows",
     "refuse_repeated_rows",
@@ -105,18 +106,7 @@ def plan_shuffle(
         require_column(columns, column)
     if rows is not None:
         refuse_repeated_rows(specs, rows)
-    if isinstance(keep, str):
-        kept = [keep]
-    elif isinstance(keep, Iterable):
-        kept = list(keep)
-    else:
-        raise ParameterError(
-            f"keep= takes a column name or a list of names, got {shown(keep)}", parameter="keep"
-        )
-    for i, column in enumerate(kept):
-        require_column(columns, column)
-        if column in kept[:i]:
-            raise ParameterError(f"keep= names column {shown(column)} twice", parameter="keep")
+    kept = kept_columns(columns, keep)
     extra = [column for column in kept if column not in reports]
     if extra:
         warnings.warn(
@@ -134,6 +124,23 @@ def plan_shuffle(
         )
         record["seeded"] = True
     return reports + extra, record
+
+
+def kept_columns(columns: list[Any], keep: Any) -> list[Any]:
+    """The columns ``keep`` names (one name or a list), each in ``columns`` and named once."""
+    if isinstance(keep, str):
+        kept = [keep]
+    elif isinstance(keep, Iterable):
+        kept = list(keep)
+    else:
+        raise ParameterError(
+            f"keep= takes a column name or a list of names, got {shown(keep)}", parameter="keep"
+        )
+    for i, column in enumerate(kept):
+        require_column(columns, column)
+        if column in kept[:i]:
+            raise ParameterError(f"keep= names column {shown(column)} twice", parameter="keep")
+    return kept
 
 
 def shuffle_record(kept: list[Any], rows: int | None) -> dict[str, Any]:
