@@ -275,3 +275,25 @@ def _key(tmp_path: Path) -> str:
     key = tmp_path / "order.key"
     key.write_bytes(bytes(range(32)))
     return str(key)
+
+
+def test_a_release_file_records_its_rows_and_is_shuffled_only_whole(tmp_path: Path) -> None:
+    """``frameldp privatize`` writes each report column's row count and fingerprint into the
+    file when it is complete (its ``frameldp`` metadata and the Parquet report types), so pandas
+    can shuffle the file as read, and a copy holding half of its rows twice (the same count) is
+    refused by ``frameldp shuffle`` and by pandas alike."""
+    release, shuffled, runner = _pipeline(tmp_path, "parquet")
+    specs = read_report_file(release).specs
+    assert {spec["rows"] for spec in specs.values()} == {ROWS}
+    assert pd.read_parquet(release).ldp.shuffle().ldp.privacy.model == "shuffle"
+
+    table = pq.read_table(release)
+    half = table.slice(0, ROWS // 2)
+    doubled = tmp_path / "doubled.parquet"
+    pq.write_table(pa.concat_tables([half, half]), doubled)
+    done = runner.invoke(app, ["shuffle", str(doubled), str(shuffled), "--seed", "9"])
+    assert done.exit_code != 0
+    assert f"not the {ROWS} rows of its release" in done.output
+    assert not shuffled.exists()
+    with pytest.raises(frameldp.ParameterError, match="not the 4000 rows"):
+        pd.read_parquet(doubled).ldp.shuffle()

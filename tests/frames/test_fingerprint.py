@@ -1,14 +1,22 @@
 """The fingerprint of a release's rows (:mod:`frameldp.frames.fingerprint`): it names the
 multiset of rows whatever their order, chunking or storage type, and changes when a row is
-repeated in place of another."""
+repeated in place of another; batches drawn in this process add up, each input row once."""
 
 from __future__ import annotations
+
+import uuid
 
 import numpy as np
 import pyarrow as pa
 import pytest
 
-from frameldp.frames.fingerprint import Fingerprint, fingerprint_of
+from frameldp.frames.fingerprint import (
+    Fingerprint,
+    drawn_fingerprint,
+    fingerprint_of,
+    record_drawn,
+    summed,
+)
 
 RNG = np.random.default_rng(7)
 WORDS = [bytes(RNG.integers(0, 256, 3, dtype=np.uint8)) for _ in range(500)]
@@ -78,3 +86,30 @@ def test_rows_of_several_parts_are_hashed_together() -> None:
 
 def test_an_empty_column_has_the_empty_fingerprint() -> None:
     assert fingerprint_of([pa.array([], pa.binary(2))]) == fingerprint_of([])
+
+
+def test_fingerprints_add_up_and_read_back() -> None:
+    array = pa.array([f"r{i % 7}" for i in range(300)])
+    whole = fingerprint_of([array])
+    parts = [fingerprint_of([array.slice(0, 100)]), fingerprint_of([array.slice(100)])]
+    assert summed(parts) == whole
+    assert Fingerprint.from_hexdigest(whole).hexdigest() == whole
+    with pytest.raises(ValueError, match="invalid literal"):
+        Fingerprint.from_hexdigest("12:zz:00")
+
+
+def test_batches_drawn_in_this_process_count_each_input_row_once() -> None:
+    """A batch recorded again over the same input rows (a keyed re-run) replaces the first;
+    batches over other boundaries (a re-run in other batch sizes) replace every batch they
+    overlap, so an input row is never counted twice."""
+    array = pa.array(np.arange(300) % 11)
+    release = uuid.uuid4().hex
+    assert drawn_fingerprint(release, "c") is None
+    record_drawn(release, "c", 0, 100, [array.slice(0, 100)])
+    record_drawn(release, "c", 100, 200, [array.slice(100)])
+    assert drawn_fingerprint(release, "c") == fingerprint_of([array])
+    record_drawn(release, "c", 0, 100, [array.slice(0, 100)])  # the same batch, again
+    assert drawn_fingerprint(release, "c") == fingerprint_of([array])
+    record_drawn(release, "c", 50, 100, [array.slice(50, 100)])  # overlaps both
+    assert drawn_fingerprint(release, "c") == fingerprint_of([array.slice(50, 100)])
+    assert drawn_fingerprint(release, "other") is None

@@ -236,3 +236,74 @@ def test_a_bad_keep_is_refused_before_a_lazy_release_runs() -> None:
     with pytest.raises(frameldp.ParameterError, match="'nope'"):
         plan.ldp.shuffle(keep=["nope"])
     assert plan.collect().height == 20
+
+
+def _batch_release(how: str) -> Any:
+    """The 2000 reports of ``_shuffle_input``'s values, drawn batch by batch in this process
+    (their types cannot record a fingerprint: each batch is recorded as it is drawn)."""
+    values = pd.DataFrame({"value": np.array(DOMAIN)[np.arange(2000) % 4]})
+    if how == "polars lazy":
+        return pl.from_pandas(values).lazy().ldp.krr("value", 3.0, domain=DOMAIN).collect()
+    if how == "polars lazy, keyed, run twice":
+        plan = pl.from_pandas(values).lazy().ldp.krr("value", 3.0, domain=DOMAIN, key=KEY)
+        plan.collect()
+        return plan.collect()
+    frame = dd.from_pandas(values, npartitions=4)
+    return frame.ldp.krr("value", 3.0, domain=DOMAIN).compute(scheduler="threads")
+
+
+BATCHES = ["polars lazy", "polars lazy, keyed, run twice", "dask"]
+
+
+def _half_twice(frame: Any) -> Any:
+    half = frame[: len(frame) // 2]
+    return pl.concat([half, half]) if isinstance(frame, pl.DataFrame) else pd.concat([half] * 2)
+
+
+@pytest.mark.parametrize("how", BATCHES)
+def test_a_release_drawn_batch_by_batch_is_shuffled_whole_and_only_whole(how: str) -> None:
+    """A LazyFrame or Dask release records each batch it draws, so a shuffle of its collected
+    rows is amplified over them (0.548), and a shuffle of half of them twice, which keeps the
+    count, is refused (before, only a count larger than the release's was caught)."""
+    reports = _batch_release(how)
+    assert reports.ldp.shuffle().ldp.privacy.epsilon_at(1e-6) == pytest.approx(0.5477, abs=1e-4)
+    with pytest.raises(frameldp.ParameterError, match="not the 2000 rows of its release"):
+        _half_twice(reports).ldp.shuffle()
+
+
+_DRAWN_ELSEWHERE = """
+import sys, warnings
+warnings.simplefilter("ignore")
+import polars as pl, frameldp
+plan = pl.LazyFrame({"value": ["a", "b", "c", "d"] * 50}).ldp.krr(
+    "value", 3.0, domain=["a", "b", "c", "d"])
+plan.collect().write_parquet(sys.argv[1])
+"""
+
+
+def test_a_batch_release_drawn_in_another_process_is_not_shuffled(tmp_path: Path) -> None:
+    """Nothing here tells whether the rows of a lazy release collected by another process are
+    its rows, each once: the shuffle refuses them and says where to shuffle instead."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "elsewhere.parquet"
+    subprocess.run([sys.executable, "-c", _DRAWN_ELSEWHERE, str(path)], check=True)
+    reports = pl.read_parquet(path)
+    assert reports.ldp.privacy is not None  # still reports, with their local guarantee
+    with pytest.raises(frameldp.ParameterError, match="cannot tell"):
+        reports.ldp.shuffle()
+
+
+def test_a_shuffle_hides_each_person_among_people_not_rows() -> None:
+    """1000 people with two k-RR reports each (epsilon 1 per report): shuffling the 2000 rows
+    hides each person's pair among 1000 people (their reports together are one randomizer of
+    epsilon 2), not among 2000 reports: 0.545 at delta 1e-6 (before: 0.371, over 2000)."""
+    values = np.array(DOMAIN)[np.arange(2000) % 4]
+    frame = pd.DataFrame({"user": np.arange(2000) // 2, "value": values})
+    reports = frame.ldp.krr("value", 1.0, domain=DOMAIN, user="user").drop(columns="user")
+    local = reports.ldp.privacy
+    shuffled = reports.ldp.shuffle().ldp.privacy
+    expected = frameldp.amplify_by_shuffling(local, 1000).epsilon_at(1e-6)
+    assert shuffled.epsilon_at(1e-6) == pytest.approx(expected, rel=1e-9)
+    assert expected > frameldp.amplify_by_shuffling(local, 2000).epsilon_at(1e-6)

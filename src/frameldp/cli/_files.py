@@ -21,6 +21,7 @@ renamed once complete, so a failed or interrupted run leaves no partial output.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
 import json
@@ -45,6 +46,7 @@ from frameldp.frames.inputs import METADATA_KEY, require_column
 from frameldp.frames.lookup import report_names
 from frameldp.frames.report_type import (
     ReportMetadata,
+    ReportType,
     as_reports,
     legacy_report_columns,
     metadata_of,
@@ -307,11 +309,14 @@ class ReportWriter:
     rows: int = 0
     _writer: Any = field(default=None, repr=False)
 
+    _schema: pa.Schema | None = field(default=None, repr=False)
+
     def write(self, batch: pa.RecordBatch) -> None:
         """Append one batch of the release."""
         batch = self._as_text(batch) if self.kind == "csv" else self._typed(batch)
         if self._writer is None:
             self._writer = self._open(batch.schema)
+            self._schema = batch.schema
         self._writer.write_batch(batch)
         self.rows += batch.num_rows
 
@@ -358,9 +363,33 @@ class ReportWriter:
         schema = schema.with_metadata({METADATA_KEY.encode(): json.dumps(self.metadata).encode()})
         return pq.ParquetWriter(self.path, schema)
 
-    def close(self) -> None:
+    def close(self, records: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         """Finish the file (every input gives at least one batch, maybe empty: see
-        :func:`batches`)."""
+        :func:`batches`). ``records`` adds to the specs of ``metadata`` what is known only
+        now, when every row is written (a release's row count and fingerprint, so that a
+        shuffle of the file can check that it gets the release's rows, each once); a Parquet
+        file records them in its footer, in its ``frameldp`` key and in its report types."""
+        mechanisms = self.metadata["mechanisms"]
+        for column, record in (records or {}).items():
+            mechanisms[column] = {**mechanisms[column], **record}
+        if self.kind == "parquet" and records and self._schema is not None:
+            self.__dict__.pop("_report_types", None)  # the types now hold the records
+            types = self._report_types
+            fields = [
+                pa.field(f.name, ReportType(f.type.storage_type, types[f.name]))
+                if f.name in types
+                else f
+                for f in self._schema
+            ]
+            described = json.dumps(self.metadata)
+            final = pa.schema(fields, metadata={METADATA_KEY: described})
+            self._writer.add_key_value_metadata(
+                {
+                    METADATA_KEY: described,
+                    # The Arrow schema a reader rebuilds the columns from (its report types).
+                    "ARROW:schema": base64.b64encode(final.serialize().to_pybytes()).decode(),
+                }
+            )
         self._writer.close()
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,7 @@ from frameldp.core.mechanisms import Mechanism, memoizes
 from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.errors import ParameterError, ValidationError, shown
 from frameldp.frames.batches import hex_width, privatize_batch, release_columns
+from frameldp.frames.fingerprint import drawn_fingerprint
 from frameldp.frames.persons import rows_per_user, stated_people
 from frameldp.frames.release import ReleasePlan, charging, plan_release
 from frameldp.schemas import validate_input, validate_release
@@ -168,7 +169,7 @@ def privatize_file(
             if user is not None and user_type is not None:
                 chunks = with_user_type(chunks, user, user_type)
             job.run(chunks, writer, advance)
-            writer.close()
+            writer.close(_drawn_records(release.specs, writer.rows))
             staged.seal(metadata)
             commit.begin()  # the ledger commit (leaving this block) and the renames complete
         pause_at("charged")
@@ -176,6 +177,17 @@ def privatize_file(
     pause_at("committed")
     names = release_columns(read, mechanisms, keep)
     return Privatized(target, writer.rows, names, release.guarantee, time.perf_counter() - started)
+
+
+def _drawn_records(specs: Mapping[str, Mapping[str, Any]], rows: int) -> dict[str, dict[str, Any]]:
+    """What each column's spec records once its file is complete: its row count and the
+    fingerprint of the reports this process drew for it (every batch was written)."""
+    records: dict[str, dict[str, Any]] = {}
+    for column, spec in specs.items():
+        found = drawn_fingerprint(str(spec.get("release")), column)
+        if found is not None and int(found.split(":")[0]) == rows:
+            records[column] = {"rows": rows, "fingerprint": found}
+    return records
 
 
 def _insecure(release: ReleasePlan) -> ReleasePlan:

@@ -51,6 +51,8 @@ from frameldp.frames.inputs import METADATA_KEY
 from frameldp.frames.shuffling import (
     SHUFFLED_KEY,
     plan_shuffle,
+    refuse_other_rows,
+    refuse_repeated_rows,
     shuffle_order,
     shuffle_record,
     shuffled_privacy,
@@ -93,6 +95,10 @@ def shuffle_file(
     extra = keep + [c for c in columns if c not in keep]
     kept, record = plan_shuffle(reports.names, reports.specs, extra, None)
     table = _read_all(reports, kept, text=[c for c in kept if c in extra])
+    # A shuffle counts every row as another person: the file must hold its release's rows,
+    # each once (a file of repeated or other rows is refused, as by reports.ldp.shuffle).
+    refuse_repeated_rows(reports.specs, table.num_rows)
+    refuse_other_rows(reports.specs, table.column)
     order = shuffle_order(table.columns, table.num_rows, key, seed)
     shuffled = table.take(pa.array(order))
     # The count of shuffled reports, and whether a seed (known to others) ordered them.

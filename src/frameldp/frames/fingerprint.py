@@ -17,13 +17,24 @@ could do worse anyway.
 
 Cells are hashed by value, not by storage type, so pandas, polars and Arrow copies of one
 release agree (fixed-size and variable binary, 32- and 64-bit integers, text of any offset
-width). Plumbing only: no formula lives here.
+width).
+
+A release produced batch by batch (a polars LazyFrame, a Dask graph, a polars expression, the
+command line) fixes its types before its rows exist, so its types cannot hold the fingerprint.
+Each batch it draws in this process is recorded under its release id, column and input rows
+(:func:`record_drawn`), and :func:`drawn_fingerprint` sums the batches: the fingerprint of every
+row it drew here, each input row once (a keyed re-run of a batch replaces it; a batch of other
+input rows overlapping it replaces it too, so no input row is counted twice). A release drawn in
+another process (a cluster's workers) has no record here. The command line writes the
+fingerprint of its file into the file when it is complete. Plumbing only: no formula lives here.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -31,9 +42,16 @@ import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from frameldp.core.columns import combined
-from frameldp.frames.report_type import storage_of
+from frameldp.frames.report_type import RELEASE_SEPARATOR, storage_of
 
-__all__ = ["Fingerprint", "fingerprint_of"]
+__all__ = [
+    "Fingerprint",
+    "drawn_fingerprint",
+    "fingerprint_of",
+    "record_drawn",
+    "recorded_fingerprint",
+    "summed",
+]
 
 _MASK = 0xFFFFFFFFFFFFFFFF
 _NULL = np.uint64(0x9E3779B97F4A7C15)
@@ -161,9 +179,25 @@ class Fingerprint:
         self._second = (self._second + int(second)) & _MASK
         self.rows += len(hashes)
 
+    def merge(self, other: Fingerprint) -> None:
+        """Add the rows ``other`` holds (a multiset union)."""
+        self.rows += other.rows
+        self._first = (self._first + other._first) & _MASK
+        self._second = (self._second + other._second) & _MASK
+
     def hexdigest(self) -> str:
         """``rows:first:second``, the first two in hexadecimal."""
         return f"{self.rows}:{self._first:016x}:{self._second:016x}"
+
+    @classmethod
+    def from_hexdigest(cls, digest: str) -> Fingerprint:
+        """The fingerprint :meth:`hexdigest` wrote (``ValueError`` for anything else)."""
+        rows, first, second = str(digest).split(":")
+        found = cls()
+        found.rows, found._first, found._second = int(rows), int(first, 16), int(second, 16)
+        if found.rows < 0 or max(found._first, found._second) > _MASK:
+            raise ValueError(f"not a fingerprint: {digest!r}")
+        return found
 
 
 def fingerprint_of(arrays: Iterable[pa.Array | pa.ChunkedArray]) -> str:
@@ -171,3 +205,63 @@ def fingerprint_of(arrays: Iterable[pa.Array | pa.ChunkedArray]) -> str:
     found = Fingerprint()
     found.add(arrays)
     return found.hexdigest()
+
+
+def summed(digests: Iterable[str]) -> str:
+    """The fingerprint of the rows of several fingerprinted multisets together."""
+    total = Fingerprint()
+    for digest in digests:
+        total.merge(Fingerprint.from_hexdigest(digest))
+    return total.hexdigest()
+
+
+# -- batches drawn in this process -------------------------------------------------------------
+
+_DRAWN: dict[tuple[str, str], dict[int, tuple[int, Fingerprint]]] = {}
+_DRAWN_LOCK = threading.Lock()
+
+
+def record_drawn(
+    release: str, column: str, row_start: int, input_rows: int, arrays: Iterable[Any]
+) -> None:
+    """Record the reports ``arrays`` (the parts of one report column) that release ``release``
+    drew for its input rows ``row_start .. row_start + input_rows - 1`` in this process: a batch
+    recorded before over any of those rows is replaced (a keyed re-run draws the same reports)."""
+    found = Fingerprint()
+    found.add(arrays)
+    stop = row_start + input_rows
+    with _DRAWN_LOCK:
+        batches = _DRAWN.setdefault((release, column), {})
+        for start, (end, _) in list(batches.items()):
+            if start < stop and row_start < end:
+                del batches[start]
+        batches[row_start] = (stop, found)
+
+
+def drawn_fingerprint(release: str, column: str) -> str | None:
+    """The fingerprint of the rows of ``column`` that release ``release`` drew batch by batch in
+    this process (None: it drew none here)."""
+    with _DRAWN_LOCK:
+        batches = _DRAWN.get((release, column))
+        if not batches:
+            return None
+        total = Fingerprint()
+        for _, found in batches.values():
+            total.merge(found)
+    return total.hexdigest()
+
+
+def recorded_fingerprint(spec: Mapping[str, Any], column: str) -> str | None:
+    """The fingerprint of the rows a column's release holds: recorded in its spec (an in-memory
+    release, a file of the command line), else drawn batch by batch in this process by its one
+    release; None when neither is known or the record is malformed (the caller refuses)."""
+    recorded = spec.get("fingerprint")
+    if recorded is not None:
+        try:  # a file's record, read back: only a well-formed one is a fingerprint
+            return Fingerprint.from_hexdigest(str(recorded)).hexdigest()
+        except ValueError:
+            return None
+    release = spec.get("release")
+    if not release or RELEASE_SEPARATOR in str(release):
+        return None
+    return drawn_fingerprint(str(release), str(column))

@@ -30,7 +30,7 @@ from frameldp.errors import (
     shown,
 )
 from frameldp.frames.adapters import in_memory_adapter_for
-from frameldp.frames.fingerprint import fingerprint_of
+from frameldp.frames.fingerprint import fingerprint_of, record_drawn
 from frameldp.frames.report_type import (
     ReportMetadata,
     as_reports,
@@ -172,6 +172,9 @@ def privatize_columns(
         spec = dict(specs[column])
         if "rows" in spec:  # a whole in-memory release: record which rows it holds
             spec["fingerprint"] = fingerprint_of(list(produced.values()))
+        elif spec.get("release"):  # a batch of a release: recorded in this process
+            rows = len(columns[column])
+            record_drawn(str(spec["release"]), str(column), row_start, rows, produced.values())
         for part, (name, array) in enumerate(produced.items()):
             out[name] = as_reports(array, ReportMetadata(spec, str(column), part))
     return out

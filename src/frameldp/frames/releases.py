@@ -16,13 +16,14 @@ Plumbing only: the guarantee comes from :func:`frameldp.accounting.per_person`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 
 from frameldp.core.columns import combined
 from frameldp.errors import ParameterError, shown
 from frameldp.frames.adapters import in_memory_adapter_for
+from frameldp.frames.fingerprint import recorded_fingerprint, summed
 from frameldp.frames.lookup import mechanism_spec
 from frameldp.frames.persons import rows_per_user
 from frameldp.frames.report_type import (
@@ -130,6 +131,11 @@ def _stacked_metadata(name: Any, found: list[ReportMetadata | None], rows: int) 
     spec.pop("rows", None)
     if all("rows" in meta.spec for meta in metas):
         spec["rows"] = sum(int(meta.spec["rows"]) for meta in metas)
+    # The stacked rows are the releases' rows together (a shuffle checks that it gets them).
+    spec.pop("fingerprint", None)
+    prints = [recorded_fingerprint(meta.spec, meta.column) for meta in metas]
+    if all(found is not None for found in prints):
+        spec["fingerprint"] = summed(cast(list[str], prints))
     if ids:
         spec["release"] = RELEASE_SEPARATOR.join(ids)
     return ReportMetadata(spec, first.column, first.part)

@@ -34,7 +34,7 @@ from frameldp.errors import (
     caller_stacklevel,
     shown,
 )
-from frameldp.frames.fingerprint import fingerprint_of
+from frameldp.frames.fingerprint import fingerprint_of, recorded_fingerprint
 from frameldp.frames.inputs import (
     require_column,
 )
@@ -179,6 +179,11 @@ def shuffle_order(
     return permutation_from_keys(shuffle_keys(shuffle_stream(key, seed), rows, columns))
 
 
+def people_rows(specs: Mapping[str, Any] | None) -> int:
+    """The most reports one person holds in these columns' releases (1 when not recorded)."""
+    return max((int(spec.get("rows_per_user", 1)) for spec in (specs or {}).values()), default=1)
+
+
 def released_rows(specs: Mapping[str, Any] | None) -> int | None:
     """The fewest rows any recorded release of these columns had (None: not recorded, as by
     a lazy plan or a distributed frame, whose rows are counted as they are read)."""
@@ -202,18 +207,28 @@ def refuse_repeated_rows(specs: Mapping[str, Any], rows: int) -> None:
 def refuse_other_rows(
     specs: Mapping[str, Any], read: Callable[[Any], pa.Array | pa.ChunkedArray]
 ) -> None:
-    """Refuse to shuffle rows that are not exactly the rows of their release, where the release
-    recorded their fingerprint (an in-memory release; :mod:`frameldp.frames.fingerprint`):
-    a row repeated, even in place of a dropped one, would make a shuffle count one person's
-    copies as other people. ``read(name)`` is the frame's column ``name``."""
+    """Refuse to shuffle rows that are not exactly the rows of their release: a row repeated,
+    even in place of a dropped one, would make a shuffle count one person's copies as other
+    people. The release's rows are known by their fingerprint
+    (:func:`~frameldp.frames.fingerprint.recorded_fingerprint`: recorded by an in-memory release
+    or a file, or drawn batch by batch in this process); a release whose rows are not known is
+    refused too. ``read(name)`` is the frame's column ``name``."""
     for column, spec in specs.items():
-        recorded = spec.get("fingerprint")
+        recorded = recorded_fingerprint(spec, column)
         if recorded is None:
-            continue
+            raise ParameterError(
+                f"column {shown(column)}: frameldp cannot tell whether these rows are the rows "
+                "of their release, each once: the release records no readable fingerprint of "
+                "its rows (it was drawn batch by batch in another process: a cluster's "
+                "workers, or a file not written by frameldp privatize). A shuffle counts every "
+                "row as another person, so shuffle a release in the process that drew it (a "
+                "LazyFrame or a Dask frame computed here, or ldp.shuffle on the lazy frame "
+                "itself), or a file written by frameldp privatize"
+            )
         names = report_names(column, mechanism_from_spec(spec), spec)
         found = fingerprint_of([read(name) for name in names])
         if found != recorded:
-            held, released = found.split(":")[0], str(recorded).split(":")[0]
+            held, released = found.split(":")[0], recorded.split(":")[0]
             raise ParameterError(
                 f"column {shown(column)}: the frame's {held} rows are not the {released} rows "
                 "of its release (rows were repeated, dropped or changed since): a shuffle "
@@ -243,6 +258,10 @@ def shuffled_privacy(
         reports = min(reports, released)  # rows repeated after a lazy shuffle are no one new
     if not reports:
         return local
+    # A person holding r reports is one randomizer of r messages: the shuffle hides them among
+    # the people, at least ceil(reports / r) of them (shuffling messages one by one is a
+    # post-processing of shuffling each person's messages together).
+    reports = -(-reports // max(people_rows(specs), 1))
     amplified = amplify_by_shuffling(local, reports)
     # A seeded order is known to whoever knows the seed: the shuffle hides nothing from them.
     return amplified.insecure() if shuffled.get("seeded") else amplified
