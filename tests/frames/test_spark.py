@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import frameldp
+from _persons import FRESH, MEMOIZED, ROWS_PER_PERSON, people, table_of
 from _releases import without_release_records
 from frameldp.frames.report_type import storage_of
 
@@ -189,6 +190,31 @@ def test_a_person_is_the_unit_on_spark(spark: SparkSession) -> None:
     nulls = spark.createDataFrame(pd.DataFrame({"user_id": ["a", None], "carrier": ["AA", "AA"]}))
     with pytest.raises(frameldp.DomainError, match="null user id"):
         nulls.ldp.krr("carrier", 1.0, domain=CARRIERS, user="user_id")
+
+
+def test_every_oracle_states_a_persons_loss_on_spark_as_on_pandas(spark: SparkSession) -> None:
+    """The person-level audit of tests/privacy/test_person_backends.py on Spark: for every
+    frequency oracle, fresh and memoized, three rows per person are stated, tabled and charged
+    exactly as pandas states them (fresh: three compositions of one report)."""
+    rows = people()
+    frame = spark.createDataFrame(pd.DataFrame(rows)).repartition(2)
+    cases = [(name, make, {}) for name, make in FRESH.items()]
+    cases += [(name, make, {"memo_key": MEMO}) for name, make in MEMOIZED.items()]
+    for name, make, memo in cases:
+        mechanism = make()
+        statements = []
+        for data in (frame, pd.DataFrame(rows)):
+            ledger = frameldp.Ledger(":memory:")
+            ledger.set_budget("b", epsilon=1000.0)
+            out = data.ldp.privatize(
+                {"value": mechanism}, user="user", key=KEY, ledger=ledger, budget="b", **memo
+            )
+            found = (out.ldp.privacy.epsilon, table_of(out, mechanism).privacy.epsilon)
+            statements.append((*found, ledger.spent("b")))
+        assert statements[0] == pytest.approx(statements[1], rel=1e-12), name
+        if not memo:
+            one = mechanism.privacy.epsilon
+            assert statements[0][0] == pytest.approx(ROWS_PER_PERSON * one, rel=1e-12), name
 
 
 def test_fresh_keys_give_new_reports_each_call_but_one_release_reads_the_same(
