@@ -4,18 +4,25 @@ For each mechanism, fresh and memoized, a release with ``user=`` of people holdi
 each states, tables and charges the same per-person epsilon on pandas, polars (eager and lazy)
 and Dask: for fresh noise exactly three compositions of one report; for memoized reports the
 bound that ``test_person_unit.py`` audits against exact enumeration, which is at least the
-loss of one report. Spark runs the same table in ``tests/frames/test_spark.py``.
+loss of one report. Spark runs the same table in ``tests/frames/test_spark.py``. A release
+that counts people in one pass and draws in another refuses an input that changed in between.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import dask.dataframe as dd
+import pandas as pd
+import polars as pl
 import pytest
 
 import frameldp
-from _persons import FRESH, MEMOIZED, ROWS_PER_PERSON, people, table_of
+from _persons import DOMAIN, FRESH, MEMOIZED, ROWS_PER_PERSON, people, table_of
+from frameldp.cli._specs import ColumnSpec
+from frameldp.cli.privatize import privatize_file
 
 from ._frames import FRAMES
 
@@ -59,3 +66,72 @@ def test_memoized_reports_of_a_person_are_stated_as_on_pandas(
     assert expected[0] > mechanism.privacy.epsilon  # three reports cost more than one
     found = _statements(FRAMES[backend](people()), mechanism, memo_key=MEMO_KEY)
     assert found == pytest.approx(expected, rel=1e-12)
+
+
+# -- the input changes between the count of people and the draw --------------------------------
+
+
+def _log(path: Path, copies: int = 1) -> None:
+    """An event log of 200 people, one row each, written ``copies`` times (a growing log)."""
+    frame = pd.DataFrame(people(200)).drop_duplicates("user")
+    pd.concat([frame] * copies).to_csv(path, index=False)
+
+
+def test_a_lazy_release_refuses_a_log_that_grew_since_it_counted(tmp_path: Path) -> None:
+    """polars counts each person's rows when the plan is built and draws when it runs: a log
+    that grew in between (each person now holds three rows where one was counted) is refused,
+    where the release stated 1.0 and a shuffle 0.057 over 6000 "people" (the attack review of
+    issue 36: the true loss is 3.0, and 0.80 shuffled over the 2000 people)."""
+    path = tmp_path / "log.csv"
+    _log(path)
+    plan = pl.scan_csv(path).ldp.krr("value", 1.0, domain=DOMAIN, user="user")
+    _log(path, copies=3)
+    with pytest.raises(frameldp.ParameterError, match="input changed since the release counted"):
+        plan.collect()
+
+
+def test_a_lazy_release_refuses_other_ids_in_as_many_rows(tmp_path: Path) -> None:
+    """A log rewritten with as many rows but other people (one person now holding two rows) is
+    refused once the input is read."""
+    path = tmp_path / "log.csv"
+    _log(path)
+    plan = pl.scan_csv(path).ldp.krr("value", 1.0, domain=DOMAIN, user="user")
+    rewritten = pd.read_csv(path)
+    rewritten.loc[1, "user"] = rewritten.loc[0, "user"]
+    rewritten.to_csv(path, index=False)
+    with pytest.raises(frameldp.ParameterError, match="now hold other user ids"):
+        plan.collect()
+
+
+def test_a_dask_release_refuses_a_log_that_grew_since_it_counted(tmp_path: Path) -> None:
+    """Dask fixes its blocks when the graph is built but reads the first appended line: each
+    partition checks its ids before it draws (before: 2001 rows, one person with two reports,
+    stated as one)."""
+    path = tmp_path / "log.csv"
+    _log(path)
+    plan = dd.read_csv(path).ldp.krr("value", 1.0, domain=DOMAIN, user="user", key=KEY)
+    _log(path, copies=3)
+    with pytest.raises(frameldp.ParameterError, match="input changed since the release counted"):
+        plan.compute(scheduler="threads")
+
+
+def test_the_command_line_refuses_a_file_that_changed_between_its_passes(tmp_path: Path) -> None:
+    """``frameldp privatize --user`` counts people in a first pass and draws in a second: rows
+    appended in between are refused, with no file written and nothing charged."""
+    source, target = tmp_path / "log.csv", tmp_path / "out.parquet"
+    _log(source)
+    ledger = tmp_path / "ledger.db"
+    frameldp.Ledger(ledger).set_budget("b", epsilon=10.0)
+    spec = ColumnSpec("value", "krr", 1.0, domain=tuple(DOMAIN))
+    with pytest.raises(frameldp.ParameterError, match="input changed since the release counted"):
+        privatize_file(
+            source,
+            target,
+            [spec],
+            user="user",
+            ledger=ledger,
+            budget="b",
+            on_start=lambda: _log(source, copies=3),
+        )
+    assert not target.exists()
+    assert frameldp.Ledger(ledger).spent("b") == 0.0

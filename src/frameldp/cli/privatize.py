@@ -48,7 +48,7 @@ from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.errors import ParameterError, ValidationError, shown
 from frameldp.frames.batches import hex_width, privatize_batch, release_columns
 from frameldp.frames.fingerprint import drawn_fingerprint
-from frameldp.frames.persons import rows_per_user, stated_people
+from frameldp.frames.persons import People, rows_per_user, stated_people
 from frameldp.frames.release import ReleasePlan, charging, plan_release
 from frameldp.schemas import validate_input, validate_release
 
@@ -117,6 +117,7 @@ def privatize_file(
     }
     randomness = resolve_source(key, seed)
     # A first pass over the user column: a person is the privacy unit.
+    people = None if user is None else People(user)
     counted = stated_people(
         user,
         max_rows_per_user,
@@ -124,6 +125,7 @@ def privatize_file(
         lambda: rows_per_user(
             (batch.column(0) for batch in batches(source, [str(user)], chunk_rows=chunk_rows)),
             user,
+            people=people,
         ),
     )
     user_type = None
@@ -166,6 +168,8 @@ def privatize_file(
             pause_at("start")
             writer = ReportWriter(staged.data, out_kind, metadata)
             chunks = batches(source, read, chunk_rows=chunk_rows)
+            if people is not None:  # the ids counted by the first pass, or nothing is written
+                chunks = people.checked(chunks)
             if user is not None and user_type is not None:
                 chunks = with_user_type(chunks, user, user_type)
             job.run(chunks, writer, advance)

@@ -112,8 +112,8 @@ def shuffle_file(
         if kind == "csv" and hex_width(mechanism_from_spec(reports.specs[c]), c) is not None
     ]
     metadata = report_metadata(reports.specs, guarantee, hex_columns, record)
+    central = shuffled_privacy(reports.specs, record, table.num_rows)  # may refuse: write after
     _write(target, kind, shuffled, metadata)
-    central = shuffled_privacy(reports.specs, record, table.num_rows)
     if central is not None and (seed is not None or reports.seeded) and not central.seeded:
         central = central.insecure()
     return Shuffled(table.num_rows, list(shuffled.column_names), central)
@@ -210,10 +210,15 @@ def run_shuffle(
         mark = f" [{INSECURE}]" if guarantee is not None and guarantee.seeded else ""
         if guarantee is not None and guarantee.shuffled:
             local = guarantee.parameters["local_epsilon"]
+            people = int(guarantee.parameters["reports"])
+            hidden = (
+                f"{done.rows} reports, one per person"
+                if people == done.rows
+                else f"the {done.rows} reports of at least {people} people"
+            )
             typer.echo(
                 f"central ε = {guarantee.epsilon_at(delta):.6g} at δ = {delta:g} "
-                f"(local ε0 = {local:.6g}, amplified by shuffling {done.rows} reports, one per "
-                f"person){mark}"
+                f"(local ε0 = {local:.6g} per person, amplified by shuffling {hidden}){mark}"
             )
         elif guarantee is not None:
             typer.echo(

@@ -73,7 +73,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-from dask.delayed import Delayed
+from dask.delayed import Delayed, delayed
 from dask.highlevelgraph import HighLevelGraph
 from dask.task_spec import Task, TaskRef
 
@@ -83,11 +83,12 @@ from frameldp.errors import ParameterError, shown
 from frameldp.frames._pandas import _unpack
 from frameldp.frames.adapters import adapter_for, register_adapter
 from frameldp.frames.executions import SingleExecution
+from frameldp.frames.fingerprint import Fingerprint, fingerprint_of
 from frameldp.frames.grouping import Grouped, Reduction, grouped_statistics, merge_grouped
 from frameldp.frames.inputs import require_column
 from frameldp.frames.lookup import find_mechanism, unpack_reports
 from frameldp.frames.methods import FrameMethods, OneMachineMethods
-from frameldp.frames.persons import counted_rows, refuse_sampling
+from frameldp.frames.persons import counted_rows, refuse_other_ids, refuse_sampling
 from frameldp.frames.pipeline import privatize_frame
 from frameldp.frames.release import (
     LedgerLike,
@@ -205,6 +206,13 @@ def _first_null(ids: pd.Series) -> pd.Series:
     return pd.Series([(len(ids), first)], dtype=object)
 
 
+def _ids_fingerprints(ids: pd.Series | pd.DataFrame, user: str) -> pd.Series:
+    """The fingerprint of a partition's user ids (its user column ``user``), as a Series of
+    one."""
+    frame = ids.to_frame(user) if isinstance(ids, pd.Series) else ids
+    return pd.Series([fingerprint_of([adapter_for(frame).to_arrow(frame, user)])], dtype=object)
+
+
 def _privatize_partition(
     frame: pd.DataFrame,
     row_start: int,
@@ -216,9 +224,15 @@ def _privatize_partition(
     memo: ShippedSource,
     specs: Mapping[str, Mapping[str, Any]],
     user: str | None,
+    counted_ids: tuple[str, ...] | None = None,
 ) -> pd.DataFrame:
     """The reports of one partition, whose first row is row ``row_start`` of the frame; a
-    fresh-key release's partition ``part`` is privatized once (``once``)."""
+    fresh-key release's partition ``part`` is privatized once (``once``); with ``user``, only
+    if its user ids are the ones counted when the release was planned (``counted_ids``)."""
+    if counted_ids is not None and part is not None and user is not None:
+        found = Fingerprint()
+        found.add([adapter_for(frame).to_arrow(frame, user)])
+        refuse_other_ids(user, counted_ids[part], found)
     if once is not None and part is not None:
         once.claim(part)
     with threads(1):  # Dask's scheduler already runs one task per core
@@ -372,6 +386,8 @@ class DaskFrameAccessor(OneMachineMethods, FrameMethods):
         once now to count each person's rows (see ``DataFrame.ldp.privatize``).
         """
         refuse_sampling(contributions, user, max_rows_per_user, "a Dask DataFrame")
+        parts, divisions = _pinned(self._frame)
+        counted_ids: list[str] = []  # each partition's user ids, as counted
         shipped, release = plan_shipped_release(
             self._columns(),
             mechanisms,
@@ -382,7 +398,7 @@ class DaskFrameAccessor(OneMachineMethods, FrameMethods):
             memo_key=memo_key,
             fresh_keys=("on Dask", "each partition"),
             max_rows_per_user=max_rows_per_user,
-            count_rows=self._rows_per_user,
+            count_rows=lambda name: self._rows_per_user(name, len(parts), counted_ids),
             user_kind=lambda name: (
                 adapter_for(self._frame._meta).to_arrow(self._frame._meta, name).type
             ),
@@ -396,13 +412,13 @@ class DaskFrameAccessor(OneMachineMethods, FrameMethods):
             memo=ShippedSource(release.memo),
             specs=release.specs,
             user=user,
+            counted_ids=tuple(counted_ids) or None,
         )
         check_budget(ledger, budget, release)
         first_row = functools.partial(
             _charged_first_row, ledger, budget, dataclasses.replace(release, memo=None), once
         )
         meta = privatize(_meta_input(self._frame._meta, mechanisms), 0)
-        parts, divisions = _pinned(self._frame)
         outputs = _row_addressed(parts, privatize, first_row)
         # Keep every column's dtype as privatize_frame made it (no object -> string cast).
         with dask.config.set({"dataframe.convert-string": False}):
@@ -411,10 +427,20 @@ class DaskFrameAccessor(OneMachineMethods, FrameMethods):
             )
         return out
 
-    def _rows_per_user(self, user: str) -> int:
-        """The most rows one user id holds (one computation of the user column)."""
+    def _rows_per_user(self, user: str, partitions: int, counted_ids: list[str]) -> int:
+        """The most rows one user id holds (one computation of the user column), and into
+        ``counted_ids`` the fingerprint of each of the ``partitions`` partitions' ids, which
+        its privatizing task checks (:mod:`frameldp.frames.persons`)."""
         ids = self._frame[user]
-        largest, nulls = dask.base.compute(ids.value_counts().max(), ids.isna().sum())
+        prints = ids.map_partitions(_ids_fingerprints, user, meta=(None, object))
+        largest, nulls, found = dask.base.compute(
+            ids.value_counts().max(), ids.isna().sum(), prints
+        )
+        if len(found) != partitions:  # the user column alone partitioned otherwise: read all
+            parts = _pinned(self._frame)[0]
+            found = dask.base.compute(*[delayed(_ids_fingerprints)(p, user) for p in parts])
+            found = pd.concat(found)
+        counted_ids.extend(found)
         if nulls:  # name the first row without an id, as the pandas accessor does
             found = ids.map_partitions(_first_null, meta=(None, object)).compute()
             sizes, firsts = zip(*found, strict=True)

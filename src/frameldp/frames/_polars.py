@@ -46,11 +46,12 @@ from frameldp.core.randomness import (
 from frameldp.errors import DomainError, ParameterError, shown
 from frameldp.frames.adapters import register_adapter
 from frameldp.frames.executions import SingleExecution
+from frameldp.frames.fingerprint import Fingerprint
 from frameldp.frames.grouping import Grouped, Reduction
 from frameldp.frames.inputs import check_columns, require_column
 from frameldp.frames.lookup import find_mechanism, unpack_reports
 from frameldp.frames.methods import FrameMethods, ValueShortcuts
-from frameldp.frames.persons import refuse_sampling, rows_per_user, stated_people
+from frameldp.frames.persons import People, refuse_sampling, rows_per_user, stated_people
 from frameldp.frames.pipeline import privatize_columns, privatize_frame
 from frameldp.frames.release import (
     LedgerLike,
@@ -167,12 +168,15 @@ def _privatized_scan(
     keyed: RandomSource | None,
     release: ReleasePlan,
     user: str | None,
+    people: People | None,
     ledger: LedgerLike | None,
     budget: str | None,
 ) -> pl.LazyFrame:
     """A LazyFrame whose run privatizes ``frame`` (see the module docstring): a fresh key,
     and a single run, unless ``keyed``; rows numbered by the scan; one ledger charge per
-    run."""
+    run. With ``user``, the run reads the ids ``people`` counted, or stops
+    (:class:`~frameldp.frames.persons.People`): before a batch that holds more rows than were
+    counted, and once the input is read (a run of a prefix, ``head``, checks the count only)."""
     privatize = partial(privatize_frame, specs=release.specs, user=user, memo=release.memo)
     empty = frame.clear().collect()
     schema = privatize(
@@ -205,9 +209,15 @@ def _privatized_scan(
         # The first n_rows rows are rows 0 .. n_rows - 1 of the whole input: a limit read
         # there changes no row's number, and polars stops reading after them.
         rows = frame.select(read) if n_rows is None else frame.select(read).head(n_rows)
+        read_ids = Fingerprint()
         for batch in rows.collect_batches(chunk_size=batch_size):
             if batch.height == 0:
                 continue
+            if people is not None:
+                read_ids.add([batch.get_column(people.user).to_arrow()])
+                people.refuse_other_ids(read_ids, whole=False)
+            if once is not None and not charged:
+                once.refuse_if_ran()  # a refused run draws (and records) no reports
             out = privatize(batch, mechanisms=chosen, source=source, row_start=row)
             row += batch.height
             if not charged:
@@ -218,6 +228,8 @@ def _privatized_scan(
             if predicate is not None:
                 out = out.filter(predicate)
             yield out if with_columns is None else out.select(with_columns)
+        if people is not None and n_rows is None:
+            people.refuse_other_ids(read_ids)
         if not charged:
             with charging(ledger, budget, release):
                 pass
@@ -367,12 +379,15 @@ class PolarsLazyFrameNamespace(FrameMethods):
         schema = self._frame.collect_schema()
         check_columns(schema.names(), mechanisms, reports=self._report_columns())
         keyed = None if key is None and seed is None else resolve_source(key, seed)
+        people = None if user is None else People(user)
         counted = stated_people(
             user,
             max_rows_per_user,
             schema.names(),
             lambda: rows_per_user(
-                [self._frame.select(user).collect(engine="streaming").to_arrow().column(0)], user
+                [self._frame.select(user).collect(engine="streaming").to_arrow().column(0)],
+                user,
+                people=people,
             ),
         )
         release = plan_release(
@@ -397,6 +412,7 @@ class PolarsLazyFrameNamespace(FrameMethods):
             keyed=keyed,
             release=release,
             user=user,
+            people=people,
             ledger=ledger,
             budget=budget,
         )
@@ -506,6 +522,7 @@ def _evaluate_expression(
     held = _metadata_of(values.dtype)
     if held is not None:
         refuse_reports(column, held)
+    once.refuse_if_ran()  # a refused evaluation draws (and records) no reports
     with charging(ledger, budget, {column: mechanism}):
         produced = privatize_columns(
             {column: _arrow_of(values, column)},

@@ -12,7 +12,9 @@ its own that no ledger saw. So ``privatize`` runs when it is called:
 
 1. the input is pinned with ``localCheckpoint(eager=True)``: its partitions are fixed blocks
    from here on (a repartition or a non-deterministic source could otherwise give another row
-   order to the next pass);
+   order to the next pass); with ``user=``, each person's rows are counted on the pinned input,
+   so a source that changes afterwards (a log that grows) cannot hold more rows of a person
+   than the release states;
 2. a counting pass over the pinned partitions gives the global row of each partition's first
    row, ``start[i] = rows[0] + ... + rows[i - 1]``;
 3. ``mapInArrow`` privatizes every batch with ``row_start = start[partition] + offset``: a
@@ -390,6 +392,22 @@ def _refuse_streaming(frame: SparkDataFrame) -> None:
         )
 
 
+def _rows_per_user(frame: SparkDataFrame, user: str) -> int:
+    """The most rows one user id holds in ``frame`` (one Spark job over the user column)."""
+    column = spark_functions.col
+    quoted = "`" + user.replace("`", "``") + "`"
+    counts = frame.select(column(quoted).alias("id")).groupBy("id").count()
+    row = counts.agg(
+        spark_functions.max(spark_functions.when(column("id").isNotNull(), column("count"))).alias(
+            "largest"
+        ),
+        spark_functions.sum(spark_functions.when(column("id").isNull(), column("count"))).alias(
+            "nulls"
+        ),
+    ).first()
+    return 1 if row is None else counted_rows(row["largest"], row["nulls"], user)
+
+
 def _drop_checkpoint(frame: SparkDataFrame | None) -> None:
     """Remove a local checkpoint's blocks from the executors (best effort: an executor may be
     gone already, and then so are its blocks)."""
@@ -463,6 +481,44 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
         ``DataFrame.ldp.privatize``).
         """
         refuse_sampling(contributions, user, max_rows_per_user, "a Spark DataFrame")
+        pins: list[SparkDataFrame] = []
+
+        def pinned_input() -> SparkDataFrame:
+            """The input pinned once: people are counted on the rows that are privatized."""
+            if not pins:
+                pins.append(_running(lambda: self._frame.localCheckpoint(eager=True)))
+            return pins[0]
+
+        try:
+            return self._privatized(
+                mechanisms,
+                pinned_input,
+                key=key,
+                seed=seed,
+                ledger=ledger,
+                budget=budget,
+                user=user,
+                memo_key=memo_key,
+                max_rows_per_user=max_rows_per_user,
+            )
+        finally:
+            for pin in pins:
+                _drop_checkpoint(pin)  # the reports no longer read the input
+
+    def _privatized(
+        self,
+        mechanisms: Mapping[str, Mechanism],
+        pinned_input: Callable[[], SparkDataFrame],
+        *,
+        key: bytes | None,
+        seed: int | None,
+        ledger: LedgerLike | None,
+        budget: str | None,
+        user: str | None,
+        memo_key: bytes | None,
+        max_rows_per_user: int | None,
+    ) -> SparkDataFrame:
+        """:meth:`privatize` of the input ``pinned_input()`` pins (see the module docstring)."""
         shipped, release = plan_shipped_release(
             self._columns(),
             mechanisms,
@@ -473,17 +529,17 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
             memo_key=memo_key,
             fresh_keys=("on Spark", "each task"),
             max_rows_per_user=max_rows_per_user,
-            count_rows=self._rows_per_user,
+            count_rows=lambda name: _rows_per_user(pinned_input(), name),
             user_kind=lambda name: to_arrow_type(self._frame.schema[name].dataType),
         )
         check_budget(ledger, budget, release)
         _refuse_speculation(self._frame.sparkSession.sparkContext.getConf())
         tag = ReleaseTag.fresh()
         schema = self._release_schema(mechanisms, release.specs, tag)
-        pinned = out = None
+        out = None
         try:
             with charging(ledger, budget, release):
-                pinned = _running(lambda: self._frame.localCheckpoint(eager=True))
+                pinned = pinned_input()
                 positional = _positional(pinned, pinned.columns)
                 counts = _running(
                     lambda: positional.mapInArrow(_count_rows, "partition int, rows long").collect()
@@ -507,24 +563,7 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
         except BaseException:
             _drop_checkpoint(out)  # reports of a failed release are never read
             raise
-        finally:
-            _drop_checkpoint(pinned)  # the reports no longer read the input
         return cast(SparkDataFrame, out)
-
-    def _rows_per_user(self, user: str) -> int:
-        """The most rows one user id holds (one Spark job over the user column)."""
-        column = spark_functions.col
-        quoted = "`" + user.replace("`", "``") + "`"
-        counts = self._frame.select(column(quoted).alias("id")).groupBy("id").count()
-        row = counts.agg(
-            spark_functions.max(
-                spark_functions.when(column("id").isNotNull(), column("count"))
-            ).alias("largest"),
-            spark_functions.sum(spark_functions.when(column("id").isNull(), column("count"))).alias(
-                "nulls"
-            ),
-        ).first()
-        return 1 if row is None else counted_rows(row["largest"], row["nulls"], user)
 
     def _release_schema(
         self,

@@ -57,6 +57,15 @@ class SingleExecution:
             return
         self._claim_on_cluster(name)
 
+    def refuse_if_ran(self) -> None:
+        """Raise if the release ran before, without claiming this run (in the planning
+        process): a plan that claims its run once its first reports are drawn calls this
+        first, so that a refused run draws nothing (and records no batch of reports)."""
+        if os.getpid() == self._planned_in:
+            with _LOCK:
+                if f"frameldp-release-{self.release}" in _CLAIMED:
+                    raise self._refusal()
+
     def _claim_on_cluster(self, name: str) -> None:
         worker = _distributed_worker()
         if worker is None:

@@ -126,6 +126,9 @@ def _cell_hash(array: pa.Array) -> NDArray[np.uint64]:
     kind = array.type
     if pa.types.is_dictionary(kind):
         return _cell_hash(array.dictionary_decode())
+    if pa.types.is_string_view(kind) or pa.types.is_binary_view(kind):  # polars' own layout
+        wide = pa.large_string() if pa.types.is_string_view(kind) else pa.large_binary()
+        return _cell_hash(array.cast(wide))
     if pa.types.is_integer(kind):
         values = pc.cast(array, pa.int64(), safe=False) if kind != pa.uint64() else array
         words = values.fill_null(0).to_numpy(zero_copy_only=False).astype(np.uint64, copy=False)

@@ -4,12 +4,20 @@ With ``user=``, a person is the privacy unit (DESIGN.md): a release states the l
 person holding the most rows (:func:`frameldp.accounting.per_person`), so every backend counts
 the rows of each user id before a report is drawn. ``max_rows_per_user=`` declares a bound
 instead: the release states the loss of that many rows, and refuses a person holding more.
-Plumbing only: no formula lives here.
+
+A release that counts its people in one pass and draws its reports in another (a LazyFrame, a
+Dask graph, the command line) reads its input twice, and the input may change in between (a log
+that grows, a file rewritten): the count would then understate a person's rows. So the counting
+pass also takes the fingerprint of the user ids it counted (:class:`People`), and the drawing
+pass refuses rows whose ids are not those (:meth:`People.refuse_other_ids`): a Dask partition
+before it draws, a LazyFrame when its rows outnumber the count and once its input is read, the
+command line before its file and its ledger entry are committed. Plumbing only: no formula lives
+here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -19,15 +27,18 @@ from numpy.typing import NDArray
 
 from frameldp.core.columns import combined
 from frameldp.errors import DomainError, ParameterError, shown
+from frameldp.frames.fingerprint import Fingerprint
 from frameldp.frames.inputs import require_column
 from frameldp.frames.report_type import storage_of
 
 __all__ = [
     "CONTRIBUTIONS",
+    "People",
     "check_contributions",
     "check_max_rows",
     "counted_rows",
     "one_row_per_user",
+    "refuse_other_ids",
     "refuse_sampling",
     "rows_per_user",
     "stated_people",
@@ -55,12 +66,61 @@ def check_max_rows(max_rows_per_user: Any, user: Any) -> int | None:
     return int(max_rows_per_user)
 
 
-def rows_per_user(batches: Iterable[pa.Array | pa.ChunkedArray], user: Any) -> int:
+class People:
+    """The user ids a release counted its people from: their number and fingerprint."""
+
+    def __init__(self, user: Any) -> None:
+        self.user = user
+        self.ids = Fingerprint()
+
+    def add(self, ids: pa.Array | pa.ChunkedArray) -> None:
+        """Add a batch of user ids."""
+        self.ids.add([ids])
+
+    def refuse_other_ids(self, found: Fingerprint, *, whole: bool = True) -> None:
+        """Refuse a drawing pass whose user ids (``found``, so far unless ``whole``) are not
+        the ones counted: more of them, or, once the input is read, other ones."""
+        refuse_other_ids(self.user, self.ids.hexdigest(), found, whole=whole)
+
+    def checked(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """``batches`` of the drawing pass, each refused when the ids read so far outnumber
+        the counted ones, and, after the last, the whole input when its ids are others."""
+        found = Fingerprint()
+        for batch in batches:
+            found.add([batch.column(self.user)])
+            self.refuse_other_ids(found, whole=False)
+            yield batch
+        self.refuse_other_ids(found)
+
+
+def refuse_other_ids(user: Any, counted: str, found: Fingerprint, *, whole: bool = True) -> None:
+    """Refuse user ids (``found``, so far unless ``whole``) that are not the ones whose
+    fingerprint ``counted`` a release counted its people from (see the module docstring)."""
+    rows = int(counted.split(":")[0])
+    if found.rows > rows:
+        changed = f"it counted {rows} rows, and {found.rows} are read now"
+    elif whole and found.hexdigest() != counted:
+        changed = f"its {rows} rows now hold other user ids"
+    else:
+        return
+    raise ParameterError(
+        f"user column {shown(user)}: the input changed since the release counted each "
+        f"person's rows ({changed}): a person may hold more rows than the release states. "
+        "Privatize again over the input as it is now (or over a copy that does not change)"
+    )
+
+
+def rows_per_user(
+    batches: Iterable[pa.Array | pa.ChunkedArray], user: Any, *, people: People | None = None
+) -> int:
     """The largest number of rows one user id holds over ``batches`` of the user column (1
-    for no rows). A null id is refused: frameldp cannot tell whose row it is."""
+    for no rows), each batch also added to ``people`` when given. A null id is refused:
+    frameldp cannot tell whose row it is."""
     counts: pa.Table | None = None
     start = 0
     for batch in batches:
+        if people is not None:
+            people.add(batch)
         array = combined(storage_of(batch))
         if pa.types.is_dictionary(array.type):
             array = array.dictionary_decode()

@@ -24,6 +24,7 @@ from frameldp.core.columns import combined
 from frameldp.errors import ParameterError, shown
 from frameldp.frames.adapters import in_memory_adapter_for
 from frameldp.frames.fingerprint import recorded_fingerprint, summed
+from frameldp.frames.inputs import user_id_type
 from frameldp.frames.lookup import mechanism_spec
 from frameldp.frames.persons import rows_per_user
 from frameldp.frames.report_type import (
@@ -63,7 +64,19 @@ def concat_releases(frames: Sequence[Any], *, user: str | None = None) -> Any:
         raise ParameterError(f"concat_releases: user column {shown(user)} holds reports")
     rows = None
     if user is not None:
-        rows = rows_per_user([adapter.to_arrow(frame, user) for frame in frames], user)
+        ids = [_canonical_ids(adapter.to_arrow(frame, user), user) for frame in frames]
+        kinds = {str(array.type) for array in ids}
+        if len(kinds) > 1:
+            raise ParameterError(
+                f"concat_releases: user column {shown(user)} holds ids of different types "
+                f"({', '.join(sorted(kinds))}): cast them to one type first, so that a person "
+                "is one id in every frame"
+            )
+        # A release's recorded count is a floor: a person held that many rows in it.
+        recorded = max(
+            int(meta.spec.get("rows_per_user", 1)) for found in reports for meta in found.values()
+        )
+        rows = max(rows_per_user(ids, user), recorded)
     types = stacked_types(reports, rows)
     out: dict[Any, pa.Array] = {}
     for name in columns:
@@ -74,6 +87,18 @@ def concat_releases(frames: Sequence[Any], *, user: str | None = None) -> Any:
             stacked = pa.ExtensionArray.from_storage(kind, stacked)
         out[name] = stacked
     return adapter.from_arrow(out)
+
+
+_CANONICAL_IDS = {"integer": pa.int64(), "text": pa.large_string(), "bytes": pa.large_binary()}
+
+
+def _canonical_ids(array: pa.Array | pa.ChunkedArray, user: str) -> pa.Array:
+    """A frame's user ids in their canonical Arrow type (64-bit integers, large text or bytes),
+    so that one id is one person in every frame, whatever width or encoding each one used."""
+    values = combined(storage_of(array))
+    if pa.types.is_dictionary(values.type):
+        values = values.dictionary_decode()
+    return values.cast(_CANONICAL_IDS[user_id_type(values.type, user)])
 
 
 def stacked_types(

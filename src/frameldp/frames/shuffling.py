@@ -187,18 +187,34 @@ def people_rows(specs: Mapping[str, Any] | None) -> int:
 def released_rows(specs: Mapping[str, Any] | None) -> int | None:
     """The fewest rows any recorded release of these columns had (None: not recorded, as by
     a lazy plan or a distributed frame, whose rows are counted as they are read)."""
-    counts = [int(spec["rows"]) for spec in (specs or {}).values() if "rows" in spec]
-    return min(counts) if counts else None
+    counts = [_recorded_rows(column, spec) for column, spec in (specs or {}).items()]
+    found = [count for count in counts if count is not None]
+    return min(found) if found else None
+
+
+def _recorded_rows(column: Any, spec: Mapping[str, Any]) -> int | None:
+    """The row count a release recorded for ``column`` (None: none recorded)."""
+    if "rows" not in spec:
+        return None
+    rows = spec["rows"]
+    if isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:
+        raise ParameterError(
+            f"column {shown(column)}: the recorded row count of its release must be an "
+            f"integer >= 0, got {shown(rows)}",
+            column=column,
+        )
+    return rows
 
 
 def refuse_repeated_rows(specs: Mapping[str, Any], rows: int) -> None:
     """Refuse to shuffle more rows than the release held: rows were repeated, and a shuffle
     would count a person's copies as other people (a larger crowd, a smaller stated loss)."""
     for column, spec in specs.items():
-        if "rows" in spec and rows > int(spec["rows"]):
+        released = _recorded_rows(column, spec)
+        if released is not None and rows > released:
             raise ParameterError(
                 f"column {shown(column)}: the frame holds {rows} rows of a release of "
-                f"{int(spec['rows'])}: rows were repeated, and amplification by shuffling would "
+                f"{released}: rows were repeated, and amplification by shuffling would "
                 "count a person's copies as other people. Shuffle the release as privatized "
                 "(stack several with frameldp.concat_releases)"
             )
