@@ -297,3 +297,17 @@ def test_a_release_file_records_its_rows_and_is_shuffled_only_whole(tmp_path: Pa
     assert not shuffled.exists()
     with pytest.raises(frameldp.ParameterError, match="not the 4000 rows"):
         pd.read_parquet(doubled).ldp.shuffle()
+
+
+def test_a_malformed_record_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    """A CSV release whose sidecar records a row count that is no count: a frameldp error, and
+    no output (the guarantee is computed before the file is written)."""
+    release, shuffled, runner = _pipeline(tmp_path, "csv")
+    beside = release.with_name(release.name + ".frameldp.json")
+    data = json.loads(beside.read_text())
+    data["mechanisms"]["carrier"]["rows"] = "x"
+    beside.write_text(json.dumps(data))
+    done = runner.invoke(app, ["shuffle", str(release), str(shuffled), "--seed", "9"])
+    assert done.exit_code != 0
+    assert "recorded row count" in done.output
+    assert not shuffled.exists()
