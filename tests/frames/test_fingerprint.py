@@ -12,6 +12,7 @@ import pytest
 
 from frameldp.frames.fingerprint import (
     Fingerprint,
+    _row_hashes,
     drawn_fingerprint,
     fingerprint_of,
     record_drawn,
@@ -113,3 +114,15 @@ def test_batches_drawn_in_this_process_count_each_input_row_once() -> None:
     record_drawn(release, "c", 50, 100, [array.slice(50, 100)])  # overlaps both
     assert drawn_fingerprint(release, "c") == fingerprint_of([array.slice(50, 100)])
     assert drawn_fingerprint(release, "other") is None
+
+
+@pytest.mark.parametrize("kind", _storages())
+def test_labels_hashed_by_distinct_value_give_the_row_by_row_sums(kind: str) -> None:
+    """Text and dictionaries are fingerprinted from their value counts: the sums must be those
+    of hashing every row."""
+    for array in _storages()[kind]:
+        rows = _row_hashes([array])
+        with np.errstate(over="ignore"):
+            first = int(rows.sum(dtype=np.uint64))
+            second = int((rows * (rows | np.uint64(1))).sum(dtype=np.uint64))
+        assert fingerprint_of([array]) == f"{len(array)}:{first:016x}:{second:016x}"

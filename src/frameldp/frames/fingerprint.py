@@ -149,6 +149,18 @@ def _cell_hash(array: pa.Array) -> NDArray[np.uint64]:
     return hashed
 
 
+def _by_value(kind: pa.DataType) -> bool:
+    """Whether a column of this type is fingerprinted by its distinct values (labels: text or
+    a dictionary, of few distinct values and widths), not row by row (bit vectors: one width,
+    many distinct values, faster row by row)."""
+    return (
+        pa.types.is_dictionary(kind)
+        or pa.types.is_string(kind)
+        or pa.types.is_large_string(kind)
+        or pa.types.is_string_view(kind)
+    )
+
+
 def _row_hashes(arrays: list[pa.Array]) -> NDArray[np.uint64]:
     """One 64-bit hash per row of the cells of ``arrays`` (one chunk each, equal lengths):
     the cell's own hash for one column, else the mix of their weighted sum."""
@@ -174,13 +186,21 @@ class Fingerprint:
         whole = [combined(array) for array in arrays]
         if not whole or len(whole[0]) == 0:
             return
-        hashes = _row_hashes(whole)
+        if len(whole) == 1 and _by_value(storage_of(whole[0]).type):
+            # Labels (k-RR): each distinct value hashed once, weighted by its count; the same
+            # sums as hashing every row, eight times faster for text of several widths.
+            counted = pc.value_counts(storage_of(whole[0]))
+            hashes = _cell_hash(counted.field("values"))
+            weights = counted.field("counts").to_numpy(zero_copy_only=False).astype(np.uint64)
+        else:
+            hashes = _row_hashes(whole)
+            weights = np.ones(len(hashes), dtype=np.uint64)
         with np.errstate(over="ignore"):
-            first = hashes.sum(dtype=np.uint64)
-            second = (hashes * (hashes | np.uint64(1))).sum(dtype=np.uint64)
+            first = (hashes * weights).sum(dtype=np.uint64)
+            second = (hashes * (hashes | np.uint64(1)) * weights).sum(dtype=np.uint64)
         self._first = (self._first + int(first)) & _MASK
         self._second = (self._second + int(second)) & _MASK
-        self.rows += len(hashes)
+        self.rows += len(whole[0])
 
     def merge(self, other: Fingerprint) -> None:
         """Add the rows ``other`` holds (a multiset union)."""
