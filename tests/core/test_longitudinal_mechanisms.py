@@ -277,9 +277,11 @@ def test_rappor_epsilon_infinity_needs_epsilon_not_f() -> None:
 def test_many_nights_are_charged_each_persons_loss(name: str) -> None:
     """30 nightly releases of the same people (one row each): memoized, the ledger charges one
     person's 30 reports sharing permanent responses, 30 uses of the instantaneous response
-    (each bit of it for the bit vectors), whatever their values; without memoization, 30 x
-    epsilon_1. Neither is below what a person whose value changes loses; epsilon_inf bounds
-    only the reports of one unchanged value (tests/privacy/test_person_unit.py)."""
+    (each bit of it for the bit vectors), whatever their values; for the unary encodings, the
+    exact loss of three reports (tests/accounting/test_unary_memo.py) and 27 uses, which is
+    less; without memoization, 30 x epsilon_1. Neither is below what a person whose value
+    changes loses; epsilon_inf bounds only the reports of one unchanged value
+    (tests/privacy/test_person_unit.py)."""
     frame = pd.DataFrame({"uid": range(40), "c": [i % K for i in range(40)]})
     if name == "k_hot_rappor":
         frame["c"] = [[i % K] for i in range(40)]
@@ -295,6 +297,10 @@ def test_many_nights_are_charged_each_persons_loss(name: str) -> None:
     instant, uses = mech._instant_event()
     assert instant is not None
     expected = 30 * uses * instant.pure_epsilon
+    exact = mech._exact_person_losses()
+    if exact:
+        assert len(exact) == 3
+        expected = exact[2] + 27 * uses * instant.pure_epsilon
     assert memoized_book.spent("nightly") == pytest.approx(expected, rel=1e-9)
     assert fresh_book.spent("nightly") == pytest.approx(30 * fresh.privacy.epsilon, rel=1e-9)
     assert memoized_book.spent("nightly") >= fresh_book.spent("nightly") * (1 - 1e-12)

@@ -153,7 +153,7 @@ def _by_value(kind: pa.DataType) -> bool:
     """Whether a column of this type is fingerprinted by its distinct values (labels: text or
     a dictionary, of few distinct values and widths), not row by row (bit vectors: one width,
     many distinct values, faster row by row)."""
-    return (
+    return bool(
         pa.types.is_dictionary(kind)
         or pa.types.is_string(kind)
         or pa.types.is_large_string(kind)

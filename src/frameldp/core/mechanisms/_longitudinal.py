@@ -172,6 +172,12 @@ class TwoStage:
         per report (:class:`~frameldp.accounting.MemoizedEvent`)."""
         raise NotImplementedError  # pragma: no cover - every mechanism defines it
 
+    def _exact_person_losses(self) -> tuple[float, ...]:
+        """The exact pure loss of ``1, 2, ...`` memoized reports of one person over every pair
+        of inputs, where it is computed (a unary encoding: :mod:`~frameldp.accounting.
+        unary_memo`); empty otherwise (the instantaneous bound applies)."""
+        return ()
+
     @cached_property
     def _stream_suffix(self) -> str:
         return fingerprint(self.to_spec())
@@ -229,5 +235,6 @@ class TwoStage:
             if memo is not None:
                 parameters["memo"] = memo
                 instant, uses = self._instant_event()
-                event = MemoizedEvent(event, permanent, 1, memo, instant, uses)
+                exact = self._exact_person_losses() if instant is not None else ()
+                event = MemoizedEvent(event, permanent, 1, memo, instant, uses, exact)
         return PrivacyGuarantee(event.pure_epsilon, self.name, parameters, events=((event, 1),))

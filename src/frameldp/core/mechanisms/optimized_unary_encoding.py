@@ -19,6 +19,7 @@ from frameldp.accounting import (
     RandomizedResponseEvent,
 )
 from frameldp.accounting.rounding import log_upper
+from frameldp.accounting.unary_memo import unary_memo_losses
 from frameldp.core.columns import bits_array, packed_bits, single_codes
 from frameldp.core.encoding import (
     Domain,
@@ -213,6 +214,13 @@ class OptimizedUnaryEncoding(TwoStage):
         if flip == 0:
             return None, 0
         return RandomizedResponseEvent(log_upper((1 - flip) / flip), 2), self.num_bits
+
+    def _exact_person_losses(self) -> tuple[float, ...]:
+        # The permanent OUE holds the value's bit with a fair coin and every other bit with
+        # q; every bit of it is then flipped (L-OUE).
+        q = Fraction(self._zero_numerator, _ONE)
+        flip = Fraction(self._flip_numerator, _ONE)
+        return unary_memo_losses(self.num_bits, Fraction(1, 2), q, flip)
 
     def randomize(
         self,

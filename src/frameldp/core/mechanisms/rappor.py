@@ -20,6 +20,7 @@ from frameldp.accounting import (
     RapporEvent,
 )
 from frameldp.accounting.rounding import log_upper
+from frameldp.accounting.unary_memo import unary_memo_losses
 from frameldp.core.columns import bits_array, combined, is_list, packed_bits, set_codes, value_codes
 from frameldp.core.encoding import (
     Domain,
@@ -285,6 +286,15 @@ class Rappor(TwoStage):
         if flip == 0:
             return None, 0
         return RandomizedResponseEvent(log_upper((1 - flip) / flip), 2), self.num_bits
+
+    def _exact_person_losses(self) -> tuple[float, ...]:
+        # One-hot vectors (one value per cell): every bit is flipped with the permanent
+        # probability, then with the instantaneous one (L-SUE).
+        if self.max_weight != 1:
+            return ()
+        permanent = Fraction(self._permanent_numerator, _ONE)
+        flip = Fraction(self._flip_numerator, _ONE)
+        return unary_memo_losses(self.num_bits, 1 - permanent, permanent, flip)
 
     def encode(self, codes: NDArray[np.int64]) -> NDArray[np.uint8]:
         """One-hot bit vectors of integer codes."""
