@@ -103,6 +103,34 @@ def test_a_lazy_release_refuses_other_ids_in_as_many_rows(tmp_path: Path) -> Non
         plan.collect()
 
 
+@pytest.mark.parametrize("run", ["head", "batches"])
+def test_a_lazy_release_checks_the_ids_before_it_draws(tmp_path: Path, run: str) -> None:
+    """A run of a prefix (``head``) or read batch by batch reads the ids as they are before it
+    draws: four rows of one person where one each was counted are refused, and no batch
+    leaves (found by the attack review of issue 36: ``head(4)`` drew four reports of one
+    person, stated and charged as one)."""
+    path = tmp_path / "log.csv"
+    pl.DataFrame({"user": list(range(1, 9)), "value": DOMAIN * 2}).write_csv(path)
+    plan = pl.scan_csv(path).ldp.krr("value", 1.0, domain=DOMAIN, user="user")
+    pl.DataFrame({"user": [1, 1, 1, 1, 5, 6, 7, 8], "value": DOMAIN * 2}).write_csv(path)
+    delivered: list[pl.DataFrame] = []
+
+    def read() -> None:
+        if run == "head":
+            delivered.append(plan.head(4).collect())
+        delivered.extend(plan.collect_batches(chunk_size=2))
+
+    with pytest.raises(frameldp.ParameterError, match="now hold other user ids"):
+        read()
+    assert delivered == []
+
+
+def test_user_ids_of_a_nested_type_are_refused_on_a_lazy_frame() -> None:
+    frame = pl.LazyFrame({"user": [[1], [1], [2]], "value": ["a", "b", "c"]})
+    with pytest.raises(frameldp.ParameterError, match="integers, text or bytes"):
+        frame.ldp.krr("value", 1.0, domain=DOMAIN, user="user")
+
+
 def test_a_dask_release_refuses_a_log_that_grew_since_it_counted(tmp_path: Path) -> None:
     """Dask fixes its blocks when the graph is built but reads the first appended line: each
     partition checks its ids before it draws (before: 2001 rows, one person with two reports,

@@ -50,7 +50,8 @@ from frameldp.errors import ParameterError
 __all__ = ["EXACT_REPORTS", "unary_memo_losses"]
 
 EXACT_REPORTS = 3
-"""How many reports of one person are enumerated exactly (203 pairs of inputs for three)."""
+"""How many reports of one person are enumerated exactly (203 pairs of inputs for three, and
+each with one of its values taken as the empty set where cells may be empty)."""
 
 # Float error of one log term is below 1e-13 for any probability here; a bit sums at most 2r
 # of them per side. This absolute margin per bit covers it many times over.
@@ -63,9 +64,12 @@ def unary_memo_losses(
     permanent_zero: Fraction,
     flip: Fraction,
     reports: int = EXACT_REPORTS,
+    *,
+    empty: bool = False,
 ) -> tuple[float, ...]:
     """The exact pure loss (rounded up) of one person holding ``1, 2, ..., reports`` reports
-    (module docstring)."""
+    (module docstring); with ``empty``, an input may also be the empty set, which sets no bit
+    (RAPPOR takes set-valued cells of at most one value)."""
     for name, value in (("permanent_one", permanent_one), ("permanent_zero", permanent_zero)):
         if not 0 < value < 1:
             raise ParameterError(f"unary_memo_losses: {name} must be in (0, 1), got {value}")
@@ -75,28 +79,51 @@ def unary_memo_losses(
         raise ParameterError(
             f"unary_memo_losses: bits must be >= 1 and reports in [1, 4], got {bits}, {reports}"
         )
-    return _losses(bits, float(permanent_one), float(permanent_zero), float(flip), reports)
+    values = (float(permanent_one), float(permanent_zero), float(flip))
+    return _losses(bits, *values, reports, empty)
 
 
 @functools.lru_cache(maxsize=256)
-def _losses(bits: int, one: float, zero: float, flip: float, reports: int) -> tuple[float, ...]:
-    return tuple(_exact(bits, one, zero, flip, r) for r in range(1, reports + 1))
+def _losses(
+    bits: int, one: float, zero: float, flip: float, reports: int, empty: bool
+) -> tuple[float, ...]:
+    return tuple(_exact(bits, one, zero, flip, r, empty) for r in range(1, reports + 1))
 
 
-def _exact(bits: int, one: float, zero: float, flip: float, r: int) -> float:
+_EMPTY = -2
+"""The label of the empty set: it sets no bit (and is no idle bit's "no value", -1)."""
+
+
+def _exact(bits: int, one: float, zero: float, flip: float, r: int, empty: bool) -> float:
     outputs = np.array(list(itertools.product((0, 1), repeat=r)), dtype=np.int64)
-    log_prob = functools.partial(_log_prob, outputs, one, zero, flip)
+    laws: dict[tuple[tuple[int, bool], ...], NDArray[np.float64]] = {}
+    losses: dict[tuple[object, ...], float] = {}
+
+    def bit_loss(first: tuple[int, ...], second: tuple[int, ...], bit: int) -> float:
+        """The largest log-ratio of one bit's outputs; bits of one shape are computed once."""
+        shapes = (_shape(first, bit), _shape(second, bit))
+        if shapes not in losses:
+            for shape in shapes:
+                if shape not in laws:
+                    laws[shape] = _log_prob(outputs, one, zero, flip, shape)
+            losses[shapes] = float(np.max(laws[shapes[0]] - laws[shapes[1]]))
+        return losses[shapes]
+
     worst = 0.0
-    for labels in _pairs(2 * r, bits):
-        first, second = labels[:r], labels[r:]
-        used = sorted(set(labels))
-        total = math.fsum(
-            float(np.max(log_prob(first, value) - log_prob(second, value))) for value in used
-        )
-        idle = bits - len(used)
-        if idle:
-            total += idle * float(np.max(log_prob(first, -1) - log_prob(second, -1)))
-        worst = max(worst, total)
+    for labels in _pairs(2 * r, bits + 1 if empty else bits):
+        distinct = sorted(set(labels))
+        # Each label may stand for a bit's value, or (one of them) for the empty set.
+        for blank in [None, *distinct] if empty else [None]:
+            used = [label for label in distinct if label != blank]
+            if len(used) > bits:
+                continue
+            named = tuple(_EMPTY if label == blank else label for label in labels)
+            first, second = named[:r], named[r:]
+            total = math.fsum(bit_loss(first, second, value) for value in used)
+            idle = bits - len(used)
+            if idle:
+                total += idle * bit_loss(first, second, -1)
+            worst = max(worst, total)
     return pad_up(worst + bits * _MARGIN_PER_BIT)
 
 
@@ -114,23 +141,29 @@ def _pairs(length: int, most: int) -> Iterator[tuple[int, ...]]:
     yield from grow((), -1)
 
 
+def _shape(values: tuple[int, ...], bit: int) -> tuple[tuple[int, bool], ...]:
+    """What one bit of reports of ``values`` depends on: for each report, which permanent
+    vector it shares (values numbered by first appearance) and whether that value sets
+    ``bit`` (-1: a bit that no value sets; the value ``_EMPTY`` sets no bit)."""
+    groups: dict[int, int] = {}
+    return tuple((groups.setdefault(value, len(groups)), value == bit) for value in values)
+
+
 def _log_prob(
     outputs: NDArray[np.int64],
     one: float,
     zero: float,
     flip: float,
-    values: tuple[int, ...],
-    bit: int,
+    shape: tuple[tuple[int, bool], ...],
 ) -> NDArray[np.float64]:
-    """Log-probability of every output of bit ``bit`` over reports of ``values`` (``bit`` -1:
-    a bit that no value sets)."""
+    """Log-probability of every output of one bit over reports of the given ``shape``."""
     total = np.zeros(len(outputs))
-    for value in sorted(set(values)):
-        rows = [i for i, held in enumerate(values) if held == value]
+    for group in sorted({group for group, _ in shape}):
+        rows = [i for i, (held, _) in enumerate(shape) if held == group]
         ones = outputs[:, rows].sum(axis=1)
         zeros = len(rows) - ones
         kept = (1 - flip) ** ones * flip**zeros  # the permanent bit is 1
         flipped = flip**ones * (1 - flip) ** zeros  # it is 0
-        start = one if value == bit else zero
+        start = one if shape[rows[0]][1] else zero
         total += np.log(start * kept + (1 - start) * flipped)
     return total

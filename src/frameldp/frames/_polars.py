@@ -175,8 +175,9 @@ def _privatized_scan(
     """A LazyFrame whose run privatizes ``frame`` (see the module docstring): a fresh key,
     and a single run, unless ``keyed``; rows numbered by the scan; one ledger charge per
     run. With ``user``, the run reads the ids ``people`` counted, or stops
-    (:class:`~frameldp.frames.persons.People`): before a batch that holds more rows than were
-    counted, and once the input is read (a run of a prefix, ``head``, checks the count only)."""
+    (:class:`~frameldp.frames.persons.People`): before it draws (one more read of the user
+    column), before a batch that holds more rows than were counted, and once its input is read
+    (an input that changes while it is read)."""
     privatize = partial(privatize_frame, specs=release.specs, user=user, memo=release.memo)
     empty = frame.clear().collect()
     schema = privatize(
@@ -209,6 +210,13 @@ def _privatized_scan(
         # The first n_rows rows are rows 0 .. n_rows - 1 of the whole input: a limit read
         # there changes no row's number, and polars stops reading after them.
         rows = frame.select(read) if n_rows is None else frame.select(read).head(n_rows)
+        if people is not None:
+            # The ids as they are now, before any report is drawn: a log that grew since the
+            # plan counted its people is refused whatever this run reads (a head, a stream).
+            now = frame.select(people.user).collect(engine="streaming")
+            current = Fingerprint()
+            current.add([now.to_arrow().column(0)])
+            people.refuse_other_ids(current)
         read_ids = Fingerprint()
         for batch in rows.collect_batches(chunk_size=batch_size):
             if batch.height == 0:

@@ -392,6 +392,23 @@ def _refuse_streaming(frame: SparkDataFrame) -> None:
         )
 
 
+class _PinnedInput:
+    """A frame pinned with ``localCheckpoint(eager=True)`` when first asked for, once."""
+
+    def __init__(self, frame: SparkDataFrame) -> None:
+        self._frame = frame
+        self._pinned: SparkDataFrame | None = None
+
+    def __call__(self) -> SparkDataFrame:
+        if self._pinned is None:
+            self._pinned = _running(lambda: self._frame.localCheckpoint(eager=True))
+        return self._pinned
+
+    def drop(self) -> None:
+        """Remove the pinned blocks (if pinned)."""
+        _drop_checkpoint(self._pinned)
+
+
 def _rows_per_user(frame: SparkDataFrame, user: str) -> int:
     """The most rows one user id holds in ``frame`` (one Spark job over the user column)."""
     column = spark_functions.col
@@ -481,89 +498,57 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
         ``DataFrame.ldp.privatize``).
         """
         refuse_sampling(contributions, user, max_rows_per_user, "a Spark DataFrame")
-        pins: list[SparkDataFrame] = []
-
-        def pinned_input() -> SparkDataFrame:
-            """The input pinned once: people are counted on the rows that are privatized."""
-            if not pins:
-                pins.append(_running(lambda: self._frame.localCheckpoint(eager=True)))
-            return pins[0]
-
+        pinned_input = _PinnedInput(self._frame)  # people are counted on the rows privatized
         try:
-            return self._privatized(
+            shipped, release = plan_shipped_release(
+                self._columns(),
                 mechanisms,
-                pinned_input,
+                reports=self._report_columns(),
                 key=key,
                 seed=seed,
-                ledger=ledger,
-                budget=budget,
                 user=user,
                 memo_key=memo_key,
+                fresh_keys=("on Spark", "each task"),
                 max_rows_per_user=max_rows_per_user,
+                count_rows=lambda name: _rows_per_user(pinned_input(), name),
+                user_kind=lambda name: to_arrow_type(self._frame.schema[name].dataType),
             )
+            check_budget(ledger, budget, release)
+            _refuse_speculation(self._frame.sparkSession.sparkContext.getConf())
+            tag = ReleaseTag.fresh()
+            schema = self._release_schema(mechanisms, release.specs, tag)
+            out = None
+            try:
+                with charging(ledger, budget, release):
+                    pinned = pinned_input()
+                    positional = _positional(pinned, pinned.columns)
+                    counts = _running(
+                        lambda: positional.mapInArrow(
+                            _count_rows, "partition int, rows long"
+                        ).collect()
+                    )
+                    rows = dict(sorted((int(r["partition"]), int(r["rows"])) for r in counts))
+                    starts = np.concatenate([[0], np.cumsum([rows[i] for i in range(len(rows))])])
+                    task = functools.partial(
+                        _privatize_task,
+                        starts=[int(start) for start in starts],
+                        mechanisms=dict(mechanisms),
+                        specs=release.specs,
+                        shipped=shipped,
+                        memo=ShippedSource(release.memo),
+                        user=user,
+                        inputs=pinned.columns,
+                        names=schema.fieldNames(),
+                        tag=tag,
+                    )
+                    released = positional.mapInArrow(task, schema)
+                    out = _running(lambda: released.localCheckpoint(eager=True))
+            except BaseException:
+                _drop_checkpoint(out)  # reports of a failed release are never read
+                raise
+            return cast(SparkDataFrame, out)
         finally:
-            for pin in pins:
-                _drop_checkpoint(pin)  # the reports no longer read the input
-
-    def _privatized(
-        self,
-        mechanisms: Mapping[str, Mechanism],
-        pinned_input: Callable[[], SparkDataFrame],
-        *,
-        key: bytes | None,
-        seed: int | None,
-        ledger: LedgerLike | None,
-        budget: str | None,
-        user: str | None,
-        memo_key: bytes | None,
-        max_rows_per_user: int | None,
-    ) -> SparkDataFrame:
-        """:meth:`privatize` of the input ``pinned_input()`` pins (see the module docstring)."""
-        shipped, release = plan_shipped_release(
-            self._columns(),
-            mechanisms,
-            reports=self._report_columns(),
-            key=key,
-            seed=seed,
-            user=user,
-            memo_key=memo_key,
-            fresh_keys=("on Spark", "each task"),
-            max_rows_per_user=max_rows_per_user,
-            count_rows=lambda name: _rows_per_user(pinned_input(), name),
-            user_kind=lambda name: to_arrow_type(self._frame.schema[name].dataType),
-        )
-        check_budget(ledger, budget, release)
-        _refuse_speculation(self._frame.sparkSession.sparkContext.getConf())
-        tag = ReleaseTag.fresh()
-        schema = self._release_schema(mechanisms, release.specs, tag)
-        out = None
-        try:
-            with charging(ledger, budget, release):
-                pinned = pinned_input()
-                positional = _positional(pinned, pinned.columns)
-                counts = _running(
-                    lambda: positional.mapInArrow(_count_rows, "partition int, rows long").collect()
-                )
-                rows = dict(sorted((int(r["partition"]), int(r["rows"])) for r in counts))
-                starts = np.concatenate([[0], np.cumsum([rows[i] for i in range(len(rows))])])
-                task = functools.partial(
-                    _privatize_task,
-                    starts=[int(start) for start in starts],
-                    mechanisms=dict(mechanisms),
-                    specs=release.specs,
-                    shipped=shipped,
-                    memo=ShippedSource(release.memo),
-                    user=user,
-                    inputs=pinned.columns,
-                    names=schema.fieldNames(),
-                    tag=tag,
-                )
-                released = positional.mapInArrow(task, schema)
-                out = _running(lambda: released.localCheckpoint(eager=True))
-        except BaseException:
-            _drop_checkpoint(out)  # reports of a failed release are never read
-            raise
-        return cast(SparkDataFrame, out)
+            pinned_input.drop()  # the reports no longer read the input
 
     def _release_schema(
         self,

@@ -74,7 +74,8 @@ class People:
         self.ids = Fingerprint()
 
     def add(self, ids: pa.Array | pa.ChunkedArray) -> None:
-        """Add a batch of user ids."""
+        """Add a batch of user ids (integers, text or bytes; others are refused)."""
+        _refuse_nested(ids.type, self.user)
         self.ids.add([ids])
 
     def refuse_other_ids(self, found: Fingerprint, *, whole: bool = True) -> None:
@@ -110,6 +111,17 @@ def refuse_other_ids(user: Any, counted: str, found: Fingerprint, *, whole: bool
     )
 
 
+def _refuse_nested(kind: pa.DataType, user: Any) -> None:
+    """Refuse user ids of a nested type (lists, structs): one id must name one person."""
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    if pa.types.is_nested(kind):
+        raise ParameterError(
+            f"user column {shown(user)}: user ids must be integers, text or bytes, got "
+            f"{shown(str(kind))}"
+        )
+
+
 def rows_per_user(
     batches: Iterable[pa.Array | pa.ChunkedArray], user: Any, *, people: People | None = None
 ) -> int:
@@ -128,11 +140,7 @@ def rows_per_user(
             row = start + int(pc.index(array.is_null(), True).as_py())
             counted_rows(None, array.null_count, user, first_null=row)
         start += len(array)
-        if pa.types.is_nested(array.type):
-            raise ParameterError(
-                f"user column {shown(user)}: user ids must be integers, text or bytes, got "
-                f"{shown(str(array.type))}"
-            )
+        _refuse_nested(array.type, user)
         if not len(array):
             continue
         part = _counts(array)

@@ -288,13 +288,14 @@ class Rappor(TwoStage):
         return RandomizedResponseEvent(log_upper((1 - flip) / flip), 2), self.num_bits
 
     def _exact_person_losses(self) -> tuple[float, ...]:
-        # One-hot vectors (one value per cell): every bit is flipped with the permanent
-        # probability, then with the instantaneous one (L-SUE).
+        # One-hot vectors (at most one value per cell: a set-valued cell may be empty, the
+        # zero vector): every bit is flipped with the permanent probability, then with the
+        # instantaneous one (L-SUE).
         if self.max_weight != 1:
             return ()
         permanent = Fraction(self._permanent_numerator, _ONE)
         flip = Fraction(self._flip_numerator, _ONE)
-        return unary_memo_losses(self.num_bits, 1 - permanent, permanent, flip)
+        return unary_memo_losses(self.num_bits, 1 - permanent, permanent, flip, empty=True)
 
     def encode(self, codes: NDArray[np.int64]) -> NDArray[np.uint8]:
         """One-hot bit vectors of integer codes."""
