@@ -41,6 +41,7 @@ PRIVACY: dict[str, tuple[Any, frameldp.Accountant]] = {
 
 @pytest.fixture(autouse=True)
 def _close_figures() -> Iterator[None]:
+    plt.close("all")  # figures another module's test left open in this worker
     yield
     plt.close("all")
 

@@ -71,14 +71,55 @@ def exact_person_loss(mechanism: Any, rows: int) -> mpmath.mpf:
         return mpmath.log(mpmath.mpf(worst.numerator) / worst.denominator)
 
 
+def _report_chance(
+    reports: tuple[int, ...],
+    values: tuple[int, ...],
+    k: int,
+    permanent: Fraction,
+    instant: Fraction,
+) -> Fraction:
+    """The exact chance of one sequence of ``reports`` of a person's ``values`` (L-GRR)."""
+    first, second = _channel(k, permanent), _channel(k, instant)
+    total = Fraction(1)
+    for value in set(values):
+        rows = [r for r, held in enumerate(values) if held == value]
+        total *= sum(
+            first[value][held] * np.prod([second[held][reports[r]] for r in rows])
+            for held in range(k)
+        )
+    return total
+
+
+def _compositions(total: int, parts: int) -> list[tuple[int, ...]]:
+    """Every way to write ``total`` as ``parts`` counts >= 0."""
+    if parts == 1:
+        return [(total,)]
+    return [(c, *rest) for c in range(total + 1) for rest in _compositions(total - c, parts - 1)]
+
+
 def pair_loss(mechanism: Any, first: tuple[int, ...], second: tuple[int, ...]) -> mpmath.mpf:
-    """The exact pure loss between two given inputs of one person (L-GRR, memoized)."""
+    """The exact pure loss between two given inputs of one person (L-GRR, memoized).
+
+    Rows where both inputs hold the same pair of values are exchangeable under both, so the
+    ratio depends only on how many of each report those rows got: one output per class of
+    counts is enough (1225 classes instead of 65536 outputs for eight rows, k = 4)."""
     k = mechanism.num_buckets
     permanent = Fraction(mechanism._permanent_numerator, ONE)
     instant = Fraction(mechanism._move_numerator, ONE)
-    a = _person_distribution(first, k, permanent, instant)
-    b = _person_distribution(second, k, permanent, instant)
-    worst = max(max(a[y] / b[y] for y in a), max(b[y] / a[y] for y in a))
+    blocks: dict[tuple[int, int], list[int]] = {}
+    for row, pair in enumerate(zip(first, second, strict=True)):
+        blocks.setdefault(pair, []).append(row)
+    worst = Fraction(1)
+    per_block = [_compositions(len(rows), k) for rows in blocks.values()]
+    for counts in itertools.product(*per_block):
+        reports = [0] * len(first)
+        for rows, count in zip(blocks.values(), counts, strict=True):
+            labels = [label for label, n in enumerate(count) for _ in range(n)]
+            for row, label in zip(rows, labels, strict=True):
+                reports[row] = label
+        a = _report_chance(tuple(reports), first, k, permanent, instant)
+        b = _report_chance(tuple(reports), second, k, permanent, instant)
+        worst = max(worst, a / b, b / a)
     with mpmath.workdps(50):
         return mpmath.log(mpmath.mpf(worst.numerator) / worst.denominator)
 
