@@ -45,9 +45,9 @@ def people(count: int = 24) -> dict[str, list[Any]]:
     return {"user": users, "value": [DOMAIN[i % len(DOMAIN)] for i in range(len(users))]}
 
 
-def table_of(released: Any, mechanism: Any) -> Any:
-    """The frequency table of a release's ``value`` column (Bloom reports decode against the
-    domain as candidates)."""
+def table_of(released: Any, mechanism: Any, column: str = "value") -> Any:
+    """The frequency table of a release's ``column`` (Bloom reports decode against the domain
+    as candidates)."""
     if isinstance(mechanism, frameldp.BloomRappor):
-        return released.ldp.decode("value", candidates=DOMAIN)
-    return released.ldp.debias("value")
+        return released.ldp.decode(column, candidates=DOMAIN)
+    return released.ldp.debias(column)

@@ -193,28 +193,27 @@ def test_a_person_is_the_unit_on_spark(spark: SparkSession) -> None:
 
 
 def test_every_oracle_states_a_persons_loss_on_spark_as_on_pandas(spark: SparkSession) -> None:
-    """The person-level audit of tests/privacy/test_person_backends.py on Spark: for every
-    frequency oracle, fresh and memoized, three rows per person are stated, tabled and charged
-    exactly as pandas states them (fresh: three compositions of one report)."""
+    """The person-level audit of tests/privacy/test_person_backends.py on Spark: every
+    frequency oracle, fresh and memoized (one release of a column per mechanism for each),
+    with three rows per person: each column's table, the release and the ledger state exactly
+    what pandas states (fresh: three compositions of one report per column)."""
     rows = people()
-    frame = spark.createDataFrame(pd.DataFrame(rows)).repartition(2)
-    cases = [(name, make, {}) for name, make in FRESH.items()]
-    cases += [(name, make, {"memo_key": MEMO}) for name, make in MEMOIZED.items()]
-    for name, make, memo in cases:
-        mechanism = make()
+    for made, memo in ((FRESH, {}), (MEMOIZED, {"memo_key": MEMO})):
+        mechanisms = {name: make() for name, make in made.items()}
+        data = pd.DataFrame({"user": rows["user"], **dict.fromkeys(mechanisms, rows["value"])})
         statements = []
-        for data in (frame, pd.DataFrame(rows)):
+        for frame in (spark.createDataFrame(data).repartition(2), data):
             ledger = frameldp.Ledger(":memory:")
-            ledger.set_budget("b", epsilon=1000.0)
-            out = data.ldp.privatize(
-                {"value": mechanism}, user="user", key=KEY, ledger=ledger, budget="b", **memo
+            ledger.set_budget("b", epsilon=1e4)
+            out = frame.ldp.privatize(
+                mechanisms, user="user", key=KEY, ledger=ledger, budget="b", **memo
             )
-            found = (out.ldp.privacy.epsilon, table_of(out, mechanism).privacy.epsilon)
-            statements.append((*found, ledger.spent("b")))
-        assert statements[0] == pytest.approx(statements[1], rel=1e-12), name
+            tables = [table_of(out, m, name).privacy.epsilon for name, m in mechanisms.items()]
+            statements.append((out.ldp.privacy.epsilon, ledger.spent("b"), *tables))
+        assert statements[0] == pytest.approx(statements[1], rel=1e-12)
         if not memo:
-            one = mechanism.privacy.epsilon
-            assert statements[0][0] == pytest.approx(ROWS_PER_PERSON * one, rel=1e-12), name
+            ones = [ROWS_PER_PERSON * m.privacy.epsilon for m in mechanisms.values()]
+            assert statements[0][2:] == pytest.approx(ones, rel=1e-12)
 
 
 def test_fresh_keys_give_new_reports_each_call_but_one_release_reads_the_same(
