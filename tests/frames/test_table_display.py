@@ -58,6 +58,15 @@ def test_html_and_repr_are_sorted_rounded_and_captioned(library: str) -> None:
     ]
 
 
+def test_the_caption_shows_probabilities_to_three_significant_digits() -> None:
+    """The caption's guarantee shows its realized probabilities to 3 significant digits (it
+    printed 17 before: keep_probability=0.8700485065612896); the guarantee keeps them exact."""
+    table = _reports("pandas").ldp.debias("carrier")
+    kept = table.privacy.parameters["keep_probability"]
+    assert f"keep_probability={kept:.3g})" in table._caption()
+    assert repr(kept) not in table._caption()
+
+
 @pytest.mark.parametrize("library", ["pandas", "polars"])
 def test_top_and_significant(library: str) -> None:
     table = _reports(library).ldp.debias("carrier", by="month")

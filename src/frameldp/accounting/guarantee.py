@@ -213,7 +213,9 @@ class PrivacyGuarantee:
     def _describe(self) -> str:
         if self.shuffled:
             delta = float(self.parameters.get("delta", 1e-6))
-            shown = ", ".join(f"{k}={v}" for k, v in self.parameters.items() if k != "delta")
+            shown = ", ".join(
+                f"{k}={_shown(v)}" for k, v in self.parameters.items() if k != "delta"
+            )
             return (
                 f"central ε = {self.epsilon_at(delta):.6g} at δ = {delta:.3g}, shuffle model "
                 f"({self.mechanism}: {shown})"
@@ -221,8 +223,14 @@ class PrivacyGuarantee:
         if self.parts:
             names = ", ".join(f"{p.mechanism} ε={p.epsilon:.6g}" for p in self.parts)
             return f"ε = {self.epsilon:.6g}-LDP, ρ = {self.rho:.6g} (composition of {names})"
-        shown = ", ".join(f"{k}={v}" for k, v in self.parameters.items())
+        shown = ", ".join(f"{k}={_shown(v)}" for k, v in self.parameters.items())
         return f"ε = {self.epsilon:.6g}-LDP, ρ = {self.rho:.6g} ({self.mechanism}: {shown})"
+
+
+def _shown(value: Any) -> Any:
+    """A parameter as a description shows it: floats (probabilities, realized epsilons) to 3
+    significant digits; the guarantee keeps them exact."""
+    return f"{value:.3g}" if isinstance(value, float) else value
 
 
 def compose(guarantees: Iterable[PrivacyGuarantee]) -> PrivacyGuarantee:
