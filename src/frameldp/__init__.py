@@ -31,6 +31,7 @@ from frameldp.errors import (
     NoiseReuseError,
     ParameterError,
     UnknownBudgetError,
+    UnknownValuesWarning,
     ValidationError,
 )
 from frameldp.frames import register_accessors
@@ -193,6 +194,7 @@ __all__ = [
     "SubsetSelection",
     "SubsetSelectionEvent",
     "UnknownBudgetError",
+    "UnknownValuesWarning",
     "ValidationError",
     "__version__",
     "amplify_by_shuffling",

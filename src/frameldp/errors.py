@@ -148,6 +148,12 @@ class DomainInferenceWarning(FrameLDPWarning):
     """The domain was inferred from the data, which reveals which values occur."""
 
 
+class UnknownValuesWarning(FrameLDPWarning):
+    """``unknown="other"`` put more than :data:`~frameldp.core.encoding.OTHER_SHARE` of a
+    batch's rows in the ``<other>`` bucket: the domain is likely wrong (the message names the
+    most frequent values outside it)."""
+
+
 class InsecureSeedWarning(FrameLDPWarning):
     """Reports were drawn from an integer ``seed=``: anyone who knows the seed can remove the
     noise. For tests and simulations only; every guarantee and file of such a run says so."""

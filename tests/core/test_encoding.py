@@ -18,7 +18,7 @@ from frameldp.core.encoding import (
     xor_one_hot,
 )
 from frameldp.core.parallel import threads
-from frameldp.errors import DomainError, ParameterError
+from frameldp.errors import DomainError, ParameterError, UnknownValuesWarning
 
 
 class _CategoricalStandIn:
@@ -175,10 +175,11 @@ def test_resolve_does_not_modify_its_input_and_only_names_offending_values() -> 
         asked.append(row)
         return "?"
 
-    codes = domain.resolve(raw, null, column="c", value_at=value_at)
+    with pytest.warns(UnknownValuesWarning, match="25% of the rows"):
+        codes = domain.resolve(raw, null, column="c", value_at=value_at)
     np.testing.assert_array_equal(codes, [0, 3, 1, 2])
     np.testing.assert_array_equal(raw, [0, -1, 1, -1])
-    assert asked == []
+    assert asked == [3]  # only the value outside the domain, named by the warning
     strict = Domain(("a", "b"))
     with pytest.raises(
         DomainError, match=r"value '\?' at row 1 .*\(2 such values in the 4 rows checked\)"

@@ -140,6 +140,23 @@ def test_unknown_other_maps_outside_values_to_the_other_bucket(backend: Backend)
     backend.assert_unchanged(before, native)
 
 
+@pytest.mark.filterwarnings("error::frameldp.UnknownValuesWarning")
+def test_a_wrong_domain_under_unknown_other_warns_naming_the_values(backend: Backend) -> None:
+    """unknown='other' with a domain that misses most values (lowercase codes here) put every
+    row in <other> silently; above 5% of a batch's rows it warns, naming the most frequent
+    values outside the domain, at the caller's line. At 5% or less it says nothing."""
+    data = small_data()
+    native = backend.make({**data, "carrier": [c.lower() for c in data["carrier"]]})
+    with pytest.warns(frameldp.UnknownValuesWarning, match=r"column 'carrier': .* 100% ") as seen:
+        backend.collect(native.ldp.krr("carrier", 1.0, domain=CARRIERS, unknown="other"))
+    top = sorted(set(data["carrier"]), key=data["carrier"].count, reverse=True)[0].lower()
+    assert repr(top) in str(seen[0].message)
+    if isinstance(native, pd.DataFrame):  # an eager call: the warning names its line
+        assert seen[0].filename == __file__
+    few = {**data, "carrier": ["zz", *data["carrier"][1:]]}  # one row in 64
+    backend.collect(backend.make(few).ldp.krr("carrier", 1.0, domain=CARRIERS, unknown="other"))
+
+
 def test_unknown_other_adds_a_rappor_bit(backend: Backend) -> None:
     data = small_data()
     data["carrier"][7] = "ZZ"

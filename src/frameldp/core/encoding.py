@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import hashlib
 import math
+import warnings
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -40,6 +42,8 @@ from frameldp.core.parallel import map_ranges
 from frameldp.errors import (
     DomainError,
     ParameterError,
+    UnknownValuesWarning,
+    caller_stacklevel,
     default_marker,
     renamed,
     renamed_argument,
@@ -64,6 +68,11 @@ __all__ = [
 
 OTHER: Final = "<other>"
 """Label of the reserved bucket for values outside the domain (``unknown="other"``)."""
+
+OTHER_SHARE: Final = 0.05
+"""Above this share of a batch's rows in ``<other>``, an :class:`UnknownValuesWarning` names
+the most frequent values outside the domain (a wrong domain would otherwise put every row
+there silently)."""
 
 UnknownPolicy = Literal["raise", "other"]
 NullPolicy = Literal["raise", "category"]
@@ -368,8 +377,9 @@ class Domain:
         """Apply the null and unknown policies to category codes (``-1`` = not a category).
 
         ``value_at(i)`` returns the original value at position ``i`` and ``row_of(i)`` the row
-        it belongs to (default: ``i``); both are only called to describe the first offending
-        value in an error message.
+        it belongs to (default: ``i``); both are only called to describe offending values: the
+        first in an error message, the most frequent outside the domain in an
+        :class:`~frameldp.errors.UnknownValuesWarning`.
         """
         codes = np.asarray(raw_codes, dtype=np.int64)
         missing = codes < 0
@@ -397,6 +407,8 @@ class Domain:
                     "unknown='other' to map such values to a reserved bucket"
                 )
             codes[unknown] = self.other_code
+            if unknown.sum() > OTHER_SHARE * codes.size:
+                _warn_other(column, unknown, value_at)
         return codes
 
     @classmethod
@@ -407,6 +419,22 @@ class Domain:
     def to_json(self) -> dict[str, Any]:
         """A JSON-serializable description (categories must be JSON scalars)."""
         return {"categories": list(self.categories), "unknown": self.unknown, "nulls": self.nulls}
+
+
+def _warn_other(column: str, unknown: NDArray[np.bool_], value_at: Callable[[int], object]) -> None:
+    """Warn that ``unknown="other"`` caught more than :data:`OTHER_SHARE` of the rows, naming
+    the most frequent values outside the domain (counted over the first 10,000 of them)."""
+    positions = np.flatnonzero(unknown)
+    counted = Counter(repr(value_at(int(i))) for i in positions[:10_000])
+    top = ", ".join(shown_value for shown_value, _ in counted.most_common(3))
+    warnings.warn(
+        f"column {shown(column)}: unknown='other' put {positions.size / unknown.size:.0%} of "
+        f"the rows in {OTHER!r} (more than {OTHER_SHARE:.0%}); the most frequent values "
+        f"outside the domain are {top}. Check the domain: estimates of <other> say nothing "
+        "about these values",
+        UnknownValuesWarning,
+        stacklevel=caller_stacklevel(),
+    )
 
 
 def one_hot_rows(codes: NDArray[np.int64], num_bits: int) -> NDArray[np.uint8]:
