@@ -122,15 +122,20 @@ def _panels(table: FrequencyTable, truth: Any) -> list[tuple[FrequencyTable, str
     if not table.by:
         title = f"{what} (n = {table.n}, {table.level:.0%} intervals)"
         return [(table, title, _truth(table, truth))]
+    keys = [group.key if len(group.key) > 1 else group.key[0] for group in table.groups]
+    if truth is not None and (
+        not isinstance(truth, Mapping) or not any(key in truth for key in keys)
+    ):
+        # A flat {label: count} here would match no group and draw no truth at all.
+        raise ParameterError(
+            "plot_frequencies: the truth of a grouped table maps each group key (here "
+            f"{_label(keys[0]) if keys else 'none'}, ...) to its counts; got "
+            f"{type(truth).__name__} with no group key"
+        )
     panels = []
-    for group in table.groups:
+    for group, key in zip(table.groups, keys, strict=True):
         flat = table.group(*group.key)
-        key = group.key if len(group.key) > 1 else group.key[0]
         shown_key = ", ".join(f"{n}={v}" for n, v in zip(table.by, group.key, strict=True))
-        if truth is not None and not isinstance(truth, Mapping):
-            raise ParameterError(
-                "plot_frequencies: the truth of a grouped table maps each group key to its counts"
-            )
         given = None if truth is None else truth.get(key)
         title = f"{what} | {shown_key} (n = {flat.n}, {table.level:.0%} intervals)"
         panels.append((flat, title, _truth(flat, given)))

@@ -114,3 +114,9 @@ def test_plot_marks_the_truth_and_draws_one_panel_per_group() -> None:
     assert set(labels) == {"x × u", "x × v", "y × u", "y × v"}
     with pytest.raises(FrameLDPError, match="buckets"):
         table.plot(truth=[1, 2])
+    # A grouped table's truth maps group keys to counts; a flat {label: count} matched no group
+    # and silently drew no truth (issue 37): now a frameldp error says what it takes.
+    with pytest.raises(FrameLDPError, match=r"maps each group key \(here 1, \.\.\.\)"):
+        grouped.plot(truth=TRUTH)
+    marked = grouped.plot(truth={1: {"AA": 250}, 2: {"AA": 250}})
+    assert all(axis.get_legend() is not None for axis in marked.axes)
