@@ -230,8 +230,7 @@ def _privatize_partition(
     fresh-key release's partition ``part`` is privatized once (``once``); with ``user``, only
     if its user ids are the ones counted when the release was planned (``counted_ids``)."""
     if counted_ids is not None and part is not None and user is not None:
-        found = Fingerprint()
-        found.add([adapter_for(frame).to_arrow(frame, user)])
+        found = Fingerprint.of([adapter_for(frame).to_arrow(frame, user)])
         refuse_other_ids(user, counted_ids[part], found)
     if once is not None and part is not None:
         once.claim(part)

@@ -210,20 +210,21 @@ def _privatized_scan(
         # The first n_rows rows are rows 0 .. n_rows - 1 of the whole input: a limit read
         # there changes no row's number, and polars stops reading after them.
         rows = frame.select(read) if n_rows is None else frame.select(read).head(n_rows)
+        batches: Iterator[pl.DataFrame] = rows.collect_batches(chunk_size=batch_size)
         if people is not None:
             # The ids as they are now, before any report is drawn: a log that grew since the
             # plan counted its people is refused whatever this run reads (a head, a stream).
-            now = frame.select(people.user).collect(engine="streaming")
-            current = Fingerprint()
-            current.add([now.to_arrow().column(0)])
-            people.refuse_other_ids(current)
-        read_ids = Fingerprint()
-        for batch in rows.collect_batches(chunk_size=batch_size):
+            now = frame.select(people.user).collect(engine="streaming").to_arrow().column(0)
+            people.refuse_other_ids(Fingerprint.of([now]))
+            # And while it reads (an input changing under the run): a prefix is no whole input.
+            batches = people.checked(
+                batches,
+                lambda batch: batch.get_column(people.user).to_arrow(),
+                whole=n_rows is None,
+            )
+        for batch in batches:
             if batch.height == 0:
                 continue
-            if people is not None:
-                read_ids.add([batch.get_column(people.user).to_arrow()])
-                people.refuse_other_ids(read_ids, whole=False)
             if once is not None and not charged:
                 once.refuse_if_ran()  # a refused run draws (and records) no reports
             out = privatize(batch, mechanisms=chosen, source=source, row_start=row)
@@ -236,8 +237,6 @@ def _privatized_scan(
             if predicate is not None:
                 out = out.filter(predicate)
             yield out if with_columns is None else out.select(with_columns)
-        if people is not None and n_rows is None:
-            people.refuse_other_ids(read_ids)
         if not charged:
             with charging(ledger, budget, release):
                 pass

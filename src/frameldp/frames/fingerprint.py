@@ -202,6 +202,13 @@ class Fingerprint:
         self._second = (self._second + int(second)) & _MASK
         self.rows += len(whole[0])
 
+    @classmethod
+    def of(cls, arrays: Iterable[pa.Array | pa.ChunkedArray]) -> Fingerprint:
+        """The fingerprint of the rows of ``arrays`` (see :meth:`add`)."""
+        found = cls()
+        found.add(arrays)
+        return found
+
     def merge(self, other: Fingerprint) -> None:
         """Add the rows ``other`` holds (a multiset union)."""
         self.rows += other.rows
@@ -225,9 +232,7 @@ class Fingerprint:
 
 def fingerprint_of(arrays: Iterable[pa.Array | pa.ChunkedArray]) -> str:
     """The fingerprint of the rows of one report column's parts."""
-    found = Fingerprint()
-    found.add(arrays)
-    return found.hexdigest()
+    return Fingerprint.of(arrays).hexdigest()
 
 
 def summed(digests: Iterable[str]) -> str:
@@ -250,8 +255,7 @@ def record_drawn(
     """Record the reports ``arrays`` (the parts of one report column) that release ``release``
     drew for its input rows ``row_start .. row_start + input_rows - 1`` in this process: a batch
     recorded before over any of those rows is replaced (a keyed re-run draws the same reports)."""
-    found = Fingerprint()
-    found.add(arrays)
+    found = Fingerprint.of(arrays)
     stop = row_start + input_rows
     with _DRAWN_LOCK:
         batches = _DRAWN.setdefault((release, column), {})

@@ -10,9 +10,9 @@ Dask graph, the command line) reads its input twice, and the input may change in
 that grows, a file rewritten): the count would then understate a person's rows. So the counting
 pass also takes the fingerprint of the user ids it counted (:class:`People`), and the drawing
 pass refuses rows whose ids are not those (:meth:`People.refuse_other_ids`): a Dask partition
-before it draws, a LazyFrame when its rows outnumber the count and once its input is read, the
-command line before its file and its ledger entry are committed. Plumbing only: no formula lives
-here.
+before it draws; a LazyFrame before it draws (one more read of its user column), while it reads
+and once its input is read; the command line before its file and its ledger entry are
+committed. Plumbing only: no formula lives here.
 """
 
 from __future__ import annotations
@@ -83,15 +83,25 @@ class People:
         the ones counted: more of them, or, once the input is read, other ones."""
         refuse_other_ids(self.user, self.ids.hexdigest(), found, whole=whole)
 
-    def checked(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def checked(
+        self,
+        batches: Iterable[Any],
+        ids: Callable[[Any], pa.Array | pa.ChunkedArray] | None = None,
+        *,
+        whole: bool = True,
+    ) -> Iterator[Any]:
         """``batches`` of the drawing pass, each refused when the ids read so far outnumber
-        the counted ones, and, after the last, the whole input when its ids are others."""
+        the counted ones, and, after the last (when they are the ``whole`` input), refused
+        when their ids are others. ``ids(batch)`` reads a batch's user ids (default: an Arrow
+        record batch's user column)."""
+        read = ids or (lambda batch: batch.column(self.user))
         found = Fingerprint()
         for batch in batches:
-            found.add([batch.column(self.user)])
+            found.add([read(batch)])
             self.refuse_other_ids(found, whole=False)
             yield batch
-        self.refuse_other_ids(found)
+        if whole:
+            self.refuse_other_ids(found)
 
 
 def refuse_other_ids(user: Any, counted: str, found: Fingerprint, *, whole: bool = True) -> None:

@@ -9,7 +9,7 @@ import contextlib
 import os
 import secrets
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -54,6 +54,7 @@ __all__ = [
     "new_release_id",
     "plan_release",
     "plan_shipped_release",
+    "recorded_rows_per_user",
     "recorded_spec",
 ]
 
@@ -283,6 +284,12 @@ def _guarantee_of_spec(spec: Mapping[str, Any]) -> PrivacyGuarantee:
     one = _guarantee(mechanism_from_spec(dict(spec)), spec.get("memo"))
     guarantee = per_person(one, _rows_per_user(spec))
     return guarantee.insecure() if spec.get("seeded") else guarantee
+
+
+def recorded_rows_per_user(specs: Iterable[Mapping[str, Any]]) -> int:
+    """The most rows one person holds in the releases of these recorded specs (1: none
+    recorded)."""
+    return max((_rows_per_user(spec) for spec in specs), default=1)
 
 
 def _rows_per_user(spec: Mapping[str, Any]) -> int:

@@ -27,6 +27,7 @@ from frameldp.frames.fingerprint import recorded_fingerprint, summed
 from frameldp.frames.inputs import user_id_type
 from frameldp.frames.lookup import mechanism_spec
 from frameldp.frames.persons import rows_per_user
+from frameldp.frames.release import recorded_rows_per_user
 from frameldp.frames.report_type import (
     RELEASE_SEPARATOR,
     ReportMetadata,
@@ -73,9 +74,7 @@ def concat_releases(frames: Sequence[Any], *, user: str | None = None) -> Any:
                 "is one id in every frame"
             )
         # A release's recorded count is a floor: a person held that many rows in it.
-        recorded = max(
-            int(meta.spec.get("rows_per_user", 1)) for found in reports for meta in found.values()
-        )
+        recorded = recorded_rows_per_user(meta.spec for found in reports for meta in found.values())
         rows = max(rows_per_user(ids, user), recorded)
     types = stacked_types(reports, rows)
     out: dict[Any, pa.Array] = {}
@@ -109,8 +108,7 @@ def stacked_types(
     per person (counted from a user column), else each release's rows per person added up."""
     if rows is None:
         rows = sum(
-            max((int(meta.spec.get("rows_per_user", 1)) for meta in found.values()), default=1)
-            for found in releases
+            recorded_rows_per_user(meta.spec for meta in found.values()) for found in releases
         )
     names = list(releases[0])
     for found in releases[1:]:

@@ -44,6 +44,7 @@ from frameldp.frames.lookup import (
 from frameldp.frames.pipeline import row_content
 from frameldp.frames.release import (
     guarantee_of,
+    recorded_rows_per_user,
 )
 
 __all__ = [
@@ -179,11 +180,6 @@ def shuffle_order(
     return permutation_from_keys(shuffle_keys(shuffle_stream(key, seed), rows, columns))
 
 
-def people_rows(specs: Mapping[str, Any] | None) -> int:
-    """The most reports one person holds in these columns' releases (1 when not recorded)."""
-    return max((int(spec.get("rows_per_user", 1)) for spec in (specs or {}).values()), default=1)
-
-
 def released_rows(specs: Mapping[str, Any] | None) -> int | None:
     """The fewest rows any recorded release of these columns had (None: not recorded, as by
     a lazy plan or a distributed frame, whose rows are counted as they are read)."""
@@ -277,7 +273,7 @@ def shuffled_privacy(
     # A person holding r reports is one randomizer of r messages: the shuffle hides them among
     # the people, at least ceil(reports / r) of them (shuffling messages one by one is a
     # post-processing of shuffling each person's messages together).
-    reports = -(-reports // max(people_rows(specs), 1))
+    reports = -(-reports // recorded_rows_per_user((specs or {}).values()))
     amplified = amplify_by_shuffling(local, reports)
     # A seeded order is known to whoever knows the seed: the shuffle hides nothing from them.
     return amplified.insecure() if shuffled.get("seeded") else amplified
