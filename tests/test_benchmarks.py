@@ -170,3 +170,13 @@ def test_speed_benchmark_quick_run(tmp_path: Path) -> None:
     assert {("keystream", 1), ("rappor_client", 2), ("krr_frame", 1), ("krr_plain", 1)} <= cases
     assert "randomized bits per keystream byte-time" in stdout
     assert "k-RR on a frame / plain pandas + numpy" in stdout
+
+
+def test_report_ops_benchmark_quick_run(tmp_path: Path) -> None:
+    rows, stdout = _quick_run("bench_report_ops.py", tmp_path)
+    assert {(row["reports"], row["operation"]) for row in rows} >= {
+        ("krr", "value_counts"),
+        ("rappor", "to_csv"),
+    }
+    assert all(row["report_s"] >= 0 and row["plain_s"] >= 0 for row in rows)
+    assert "ratio" in stdout

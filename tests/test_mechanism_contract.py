@@ -251,7 +251,7 @@ def test_the_report_type_round_trips_through_pandas_polars_and_parquet(
         user="user" if example.users else None,
         memo=RandomSource.from_key(OTHER_KEY) if example.users else None,
     )
-    frame = pd.DataFrame({name: pd.arrays.ArrowExtensionArray(a) for name, a in typed.items()})
+    frame = pd.DataFrame({name: a.to_pandas() for name, a in typed.items()})
     frame.to_parquet(tmp_path / "pandas.parquet")
     pl.read_parquet(tmp_path / "pandas.parquet").write_parquet(tmp_path / "polars.parquet")
     back = pq.read_table(tmp_path / "polars.parquet")

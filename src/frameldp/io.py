@@ -158,8 +158,8 @@ def read_rappor_reports(path: PathLike, *, params: PathLike | BloomRappor) -> pd
     return pd.DataFrame(
         {
             "client": pd.Series(table["client"].to_pylist(), dtype="string"),
-            "cohort": pd.arrays.ArrowExtensionArray(cohorts),
-            column: pd.arrays.ArrowExtensionArray(reports),
+            "cohort": cohorts.to_pandas(),
+            column: reports.to_pandas(),
         }
     )
 

@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 
 from frameldp.core.encoding import OTHER, Domain, packed_width
 from frameldp.core.parallel import map_ranges
+from frameldp.core.report_text import is_text, packed_from_text
 from frameldp.errors import DomainError, ParameterError, shown
 
 __all__ = [
@@ -187,8 +188,9 @@ def bits_array(packed: NDArray[np.uint8]) -> pa.FixedSizeBinaryArray:
 def packed_bits(
     array: pa.Array | pa.ChunkedArray, num_bits: int, column: str, owner: str = "RAPPOR"
 ) -> NDArray[np.uint8]:
-    """Packed ``(n, ceil(k/8))`` bits of a binary report column (fixed or variable width);
-    errors name the column and the mechanism (``owner``)."""
+    """Packed ``(n, ceil(k/8))`` bits of a binary report column (fixed or variable width, or
+    the text form of :mod:`frameldp.core.report_text`, as a CSV file holds it); errors name the
+    column and the mechanism (``owner``)."""
     array = combined(array)
     width = packed_width(num_bits)
     if array.null_count:
@@ -204,6 +206,8 @@ def packed_bits(
         start = array.offset * width
         data = np.frombuffer(array.buffers()[1], dtype=np.uint8)[start : start + len(array) * width]
         return data.reshape(len(array), width)
+    if is_text(array.type):
+        return packed_from_text(array, num_bits, column, owner)
     if not (
         pa.types.is_binary(array.type)
         or pa.types.is_large_binary(array.type)

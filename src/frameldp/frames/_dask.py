@@ -80,7 +80,8 @@ from dask.task_spec import Task, TaskRef
 from frameldp.core.mechanisms import Capability, Mechanism, Statistic
 from frameldp.core.parallel import threads
 from frameldp.errors import ParameterError, shown
-from frameldp.frames._pandas import _unpack
+from frameldp.frames._pandas import PandasAdapter, _unpack
+from frameldp.frames._pandas_reports import ReportArray, ReportDtype
 from frameldp.frames.adapters import adapter_for, register_adapter
 from frameldp.frames.executions import SingleExecution
 from frameldp.frames.fingerprint import Fingerprint, fingerprint_of
@@ -304,6 +305,14 @@ def _meta_input(meta: pd.DataFrame, mechanisms: Mapping[str, Mechanism]) -> pd.D
     return meta
 
 
+@dd.extensions.make_array_nonempty.register(ReportDtype)  # type: ignore[untyped-decorator]
+def _nonempty_reports(dtype: ReportDtype) -> ReportArray:
+    """Dask's stand-in values of a report column (its ``meta_nonempty``): two nulls, since no
+    value may be made into a report."""
+    nulls = pa.nulls(2, dtype.pyarrow_dtype.storage_type)
+    return ReportArray._of(pa.chunked_array([nulls]), dtype)
+
+
 @register_adapter(dd.DataFrame)
 class DaskAdapter:
     """Dask frames: their meta's columns and report types (the first partition's, for a dataset
@@ -333,7 +342,7 @@ class DaskAdapter:
     def from_arrow(self, columns: Mapping[Any, pa.Array]) -> dd.DataFrame:
         raise ParameterError("a Dask frame is not built from Arrow columns on one machine")
 
-    def storage_view(self, frame: dd.DataFrame) -> dd.DataFrame:
+    def storage_view(self, frame: dd.DataFrame, *, text: bool = False) -> dd.DataFrame:
         raise ParameterError(
             "validation takes a pandas or polars frame; validate a computed partition or chunk"
         )
@@ -350,6 +359,12 @@ class DaskFrameAccessor(OneMachineMethods, FrameMethods):
     def _typed(self, names: list[str]) -> dict[str, ReportMetadata]:
         reports = self._report_columns()
         return {name: reports[name] for name in names if name in reports}
+
+    def plain(self, *, text: bool = False) -> dd.DataFrame:
+        """See :meth:`FrameMethods.plain`: each partition's report columns as plain columns."""
+        view = functools.partial(PandasAdapter().storage_view, text=text)
+        plain: dd.DataFrame = self._frame.map_partitions(view, meta=view(self._frame._meta))
+        return plain
 
     def _domain_values(self, column: str) -> pa.Array | pa.ChunkedArray:
         """The distinct values of ``column`` (all ``domain="infer"`` reads), by tree union."""

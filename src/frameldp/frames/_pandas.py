@@ -23,6 +23,7 @@ from frameldp.accounting import PrivacyGuarantee
 from frameldp.core.mechanisms import Mechanism
 from frameldp.core.randomness import resolve_source
 from frameldp.errors import DomainError, shown
+from frameldp.frames._pandas_reports import ReportArray, ReportDtype
 from frameldp.frames.adapters import register_adapter
 from frameldp.frames.inputs import METADATA_KEY, check_columns, require_column
 from frameldp.frames.lookup import find_mechanism, unpack_reports
@@ -110,20 +111,27 @@ def _coerced(array: pa.Array, series: pd.Series) -> bool:
 
 
 def _native(array: pa.Array) -> pd.arrays.ArrowExtensionArray:
-    """pandas values of a report column: an ``ArrowDtype`` of its report type."""
-    return pd.arrays.ArrowExtensionArray(array)
+    """pandas values of an Arrow column: a :class:`ReportArray` for reports."""
+    return ReportArray(array)
 
 
 def _is_report_dtype(dtype: object) -> bool:
-    return isinstance(dtype, pd.ArrowDtype) and isinstance(dtype.pyarrow_dtype, ReportType)
+    """A report column: ours, or an ``ArrowDtype`` of the report type (what pandas makes of a
+    file read with ``dtype_backend="pyarrow"``, whose Arrow kernels know no extension type)."""
+    return isinstance(dtype, ReportDtype) or (
+        isinstance(dtype, pd.ArrowDtype) and isinstance(dtype.pyarrow_dtype, ReportType)
+    )
 
 
-def _storage_series(series: pd.Series) -> pd.Series:
-    """A report column as its storage values; any other as it is."""
+def _storage_series(series: pd.Series, text: bool = False) -> pd.Series:
+    """A report column as its storage values (``text``: bit vectors in their text form); any
+    other as it is."""
+    if isinstance(series.array, ReportArray):
+        return pd.Series(series.array.plain(text=text), index=series.index, name=series.name)
     if not _is_report_dtype(series.dtype):
         return series
-    storage = storage_of(pa.Array.from_pandas(series))
-    return pd.Series(_native(storage), index=series.index, name=series.name)
+    storage = pd.arrays.ArrowExtensionArray(storage_of(pa.Array.from_pandas(series)))
+    return pd.Series(storage, index=series.index, name=series.name)
 
 
 def report_columns_of(obj: pd.DataFrame | pd.Series) -> dict[Any, ReportMetadata]:
@@ -166,10 +174,10 @@ class PandasAdapter:
     def from_arrow(self, columns: Mapping[Any, pa.Array]) -> pd.DataFrame:
         return pd.DataFrame({name: _native(array) for name, array in columns.items()})
 
-    def storage_view(self, frame: pd.DataFrame) -> pd.DataFrame:
+    def storage_view(self, frame: pd.DataFrame, *, text: bool = False) -> pd.DataFrame:
         view = frame.copy(deep=False)
         for i in range(frame.shape[1]):  # by position: names may repeat
-            view.isetitem(i, _storage_series(frame.iloc[:, i]))
+            view.isetitem(i, _storage_series(frame.iloc[:, i], text))
         return view
 
     def with_arrow(self, frame: pd.DataFrame, columns: Mapping[Any, pa.Array]) -> pd.DataFrame:
@@ -208,8 +216,8 @@ class PandasSeriesAdapter:
         ((name, array),) = columns.items()
         return pd.Series(_native(array), name=name)
 
-    def storage_view(self, frame: pd.Series) -> pd.Series:
-        return _storage_series(frame)
+    def storage_view(self, frame: pd.Series, *, text: bool = False) -> pd.Series:
+        return _storage_series(frame, text)
 
 
 def _unpack(series: pd.Series, mechanism: Mechanism, column: str) -> pd.DataFrame:

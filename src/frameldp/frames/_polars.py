@@ -72,6 +72,7 @@ from frameldp.frames.report_type import (
     refuse_reports,
     report_types,
     storage_of,
+    text_of,
 )
 from frameldp.frames.shuffling import kept_columns
 from frameldp.frames.table import Backend
@@ -123,12 +124,31 @@ def _report_columns(schema: Mapping[str, pl.DataType]) -> dict[str, ReportMetada
     return {name: meta for name, meta in found.items() if meta is not None}
 
 
-def _storage_view(frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFrame:
-    """``frame`` with each report column holding its storage values; lazily for a LazyFrame."""
-    typed = _report_columns(frame.collect_schema())
+def _storage_view(
+    frame: pl.DataFrame | pl.LazyFrame, text: bool = False
+) -> pl.DataFrame | pl.LazyFrame:
+    """``frame`` with each report column holding its storage values (``text``: bit vectors in
+    their text form); lazily for a LazyFrame."""
+    schema = frame.collect_schema()
+    typed = _report_columns(schema)
     if not typed:
         return frame
-    return frame.with_columns(pl.col(name).ext.storage() for name in typed)
+    return frame.with_columns(
+        _plain(name, schema[name], meta, text) for name, meta in typed.items()
+    )
+
+
+def _plain(name: str, dtype: pl.DataType, meta: ReportMetadata, text: bool) -> pl.Expr:
+    """The expression of report column ``name``'s storage values (or text form)."""
+    storage = pl.col(name).ext.storage()
+    kind = ReportType(pa.large_binary(), meta)  # polars stores bit vectors as Binary
+    binary = isinstance(dtype, pl.BaseExtension) and dtype.ext_storage() == pl.Binary
+    if not text or not binary or kind.text_bits is None:
+        return storage
+    return storage.map_batches(
+        lambda values: pl.Series(values.name, text_of(values.to_arrow(), kind)),
+        return_dtype=pl.String,
+    )
 
 
 def _arrow_of(series: pl.Series, column: str) -> pa.Array | pa.ChunkedArray:
@@ -280,8 +300,10 @@ class PolarsAdapter:
     def from_arrow(self, columns: Mapping[Any, pa.Array]) -> pl.DataFrame:
         return _frame_of(columns)
 
-    def storage_view(self, frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFrame:
-        return _storage_view(frame)
+    def storage_view(
+        self, frame: pl.DataFrame | pl.LazyFrame, *, text: bool = False
+    ) -> pl.DataFrame | pl.LazyFrame:
+        return _storage_view(frame, text)
 
     def with_arrow(self, frame: pl.DataFrame, columns: Mapping[Any, pa.Array]) -> pl.DataFrame:
         return frame.with_columns([_native(array, name) for name, array in columns.items()])
@@ -316,8 +338,10 @@ class LazyFrameAdapter:
     def from_arrow(self, columns: Mapping[Any, pa.Array]) -> pl.LazyFrame:
         return _frame_of(columns).lazy()
 
-    def storage_view(self, frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFrame:
-        return _storage_view(frame)
+    def storage_view(
+        self, frame: pl.DataFrame | pl.LazyFrame, *, text: bool = False
+    ) -> pl.DataFrame | pl.LazyFrame:
+        return _storage_view(frame, text)
 
 
 @pl.api.register_dataframe_namespace("ldp")

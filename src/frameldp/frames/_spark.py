@@ -365,7 +365,7 @@ class SparkAdapter:
     def from_arrow(self, columns: Mapping[Any, pa.Array]) -> SparkDataFrame:
         raise ParameterError("a Spark frame is not built from Arrow columns on one machine")
 
-    def storage_view(self, frame: SparkDataFrame) -> SparkDataFrame:
+    def storage_view(self, frame: SparkDataFrame, *, text: bool = False) -> SparkDataFrame:
         raise ParameterError(
             "validation takes a pandas or polars frame; validate a collected sample or "
             "partition (sdf.toPandas())"

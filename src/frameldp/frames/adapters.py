@@ -77,9 +77,10 @@ class FrameAdapter(Protocol):
         """A new frame of the library holding ``columns``."""
         ...
 
-    def storage_view(self, frame: Any) -> Any:
+    def storage_view(self, frame: Any, *, text: bool = False) -> Any:
         """``frame`` with each report column holding its storage values (binary, text), as
-        value checks see them (neither Arrow nor polars compares extension values)."""
+        value checks see them (neither Arrow nor polars compares extension values); with
+        ``text``, bit-vector reports in their text form (:mod:`frameldp.core.report_text`)."""
         ...
 
 

@@ -6,7 +6,7 @@ whose serialized metadata is a JSON object (:class:`ReportMetadata`): the record
 spec (with ``"seeded"`` and ``"memo"`` where they apply), the privatized column's name, which of
 the mechanism's report columns this is, and, after a shuffle, the shuffle record. The type is
 registered with pyarrow (so Parquet files, IPC streams and ``to_pandas`` keep it), held by
-pandas as an ``ArrowDtype`` (:meth:`ReportType.to_pandas_dtype`) and by polars as an extension
+pandas as a ``ReportDtype`` (:meth:`ReportType.to_pandas_dtype`) and by polars as an extension
 dtype (:class:`frameldp.frames._polars.ReportsDtype`, same name and metadata). The mechanism
 therefore travels with the column: through lazy ``collect``, ``with_columns``, ``filter``,
 ``concat``, ``group_by``, merges and Parquet files written by any library that keeps Arrow
@@ -28,24 +28,22 @@ type would still claim the release (debias, the stated privacy, the Parquet file
 the values can tell them apart afterwards: a k-RR report is a domain label like any written
 one, a RAPPOR report any bit vector, and binding each value to its row would need a tag beside
 each value, which report columns read as plain values do not have (and a MAC over the whole
-column would fail every filter and join). So the write itself is refused where it converts the
-values: pandas turns every write of Python values (``.loc``/``.iloc``/``[]`` assignment,
-``update``, ``where``, ``mask``, ``fillna``, ``replace``, ``combine_first``) into an array of
-the column's type with ``pa.array(values, type=...)``, which wraps the converted storage with
-:meth:`ReportType.wrap_array`; ours raises a :class:`ParameterError` naming the column (pandas
-may re-raise it as the cause of a ``TypeError``). Nulls pass (a shift, a reindex); debias refuses
-them. Reads and row operations (filters, ``take``, sorts, ``concat``, merges, Parquet) never
-convert values and keep working. Not caught, because pyarrow and polars call no Python code
-there: a pandas write of a whole column of Arrow-backed values in place (``df.loc[:, c] =
-other``, where ``other`` is a pandas 3 ``str`` or ``ArrowDtype`` column: pyarrow's cast into an
-extension type), and polars ``scatter``, ``set``, ``replace`` and item assignment; polars
-refuses ``fill_null``, ``when/then``, ``zip_with`` and ``update`` (no supertype with an extension
-type). ``tests/privacy/test_raw_values.py`` pins both lists.
+column would fail every filter and join). So the write itself is refused where Python code runs
+in it: pandas writes go through :class:`~frameldp.frames._pandas_reports.ReportArray`, which
+refuses values written into it and leaves values made into its type plain; a conversion of
+Python values into this type with ``pa.array(values, type=...)`` goes through
+:meth:`ReportType.wrap_array`, which refuses them too. Nulls pass (a shift, a reindex); debias
+refuses them. Reads and row operations (filters, ``take``, sorts, ``concat``, merges, Parquet)
+never convert values and keep working. Not caught, because polars calls no Python code there:
+polars ``scatter``, ``set``, ``replace`` and item assignment; polars refuses ``fill_null``,
+``when/then``, ``zip_with`` and ``update`` (no supertype with an extension type).
+``tests/privacy/test_raw_values.py`` pins both lists.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -53,7 +51,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from frameldp.errors import ParameterError, shown
+from frameldp.core.report_text import text_of_bits
+from frameldp.errors import FrameLDPError, ParameterError, shown
 
 __all__ = [
     "EXTENSION_NAME",
@@ -71,6 +70,7 @@ __all__ = [
     "release_ids",
     "report_types",
     "storage_of",
+    "text_of",
     "with_shuffle",
 ]
 
@@ -201,6 +201,10 @@ class ReportType(pa.ExtensionType):  # type: ignore[misc]  # pyarrow has no type
         """
         if storage.null_count == len(storage):
             return super().wrap_array(storage)
+        self.refuse_values()
+
+    def refuse_values(self) -> None:
+        """Raise: values written into a column of this type are no reports of its release."""
         try:
             column = self.metadata.column
         except ParameterError:  # a type read from a file whose metadata is not ours
@@ -212,12 +216,50 @@ class ReportType(pa.ExtensionType):  # type: ignore[misc]  # pyarrow has no type
             "values first (pandas: s.astype(object), or pa.Array.from_pandas(s).storage)"
         )
 
-    def to_pandas_dtype(self) -> Any:
-        """pandas holds report columns as ``ArrowDtype`` of this type (imported here: frameldp
-        never imports pandas for a job that does not use it)."""
-        import pandas as pd
+    @property
+    def text_bits(self) -> int | None:
+        """Bits in the text form of these reports (:mod:`frameldp.core.report_text`): the
+        mechanism's ``num_bits`` for packed bit vectors, every stored bit for other binary
+        reports; None when the reports are not binary (labels and integers are their own text).
+        """
+        if not pa.types.is_large_binary(self.storage_type):
+            return None
+        return _text_bits(self._json)
 
-        return pd.ArrowDtype(self)
+    def to_pandas_dtype(self) -> Any:
+        """pandas holds report columns as :class:`~frameldp.frames._pandas_reports.ReportDtype`
+        (imported here: frameldp never imports pandas for a job that does not use it)."""
+        from frameldp.frames._pandas_reports import ReportDtype
+
+        return ReportDtype(self)
+
+
+@functools.lru_cache(maxsize=256)
+def _text_bits(metadata: str) -> int | None:
+    """See :attr:`ReportType.text_bits` (None for metadata that is not a known spec)."""
+    # Imported here: this module is imported as pyarrow is (to register the type), which may
+    # be while the mechanisms' own import of pyarrow is under way.
+    from frameldp.core.mechanisms import mechanism_from_spec
+
+    try:
+        meta = ReportMetadata.from_json(metadata)
+        mechanism = mechanism_from_spec(meta.spec)
+        kinds = list(mechanism.report_columns(meta.column).values())
+    except (FrameLDPError, TypeError, KeyError, ValueError):
+        return None
+    kind = kinds[meta.part] if meta.part < len(kinds) else None
+    if kind is None or not (pa.types.is_fixed_size_binary(kind) or pa.types.is_binary(kind)):
+        return None
+    width = kind.byte_width if pa.types.is_fixed_size_binary(kind) else 0
+    bits = getattr(mechanism, "num_bits", None)
+    return int(bits) if isinstance(bits, int) else 8 * width or None
+
+
+def text_of(array: pa.Array, kind: ReportType) -> pa.Array:
+    """Storage values of reports of type ``kind`` as text-ready values: bit vectors in their
+    text form, anything else as it is."""
+    bits = kind.text_bits
+    return array if bits is None else text_of_bits(array, bits)
 
 
 def _register() -> None:

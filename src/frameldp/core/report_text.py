@@ -1,0 +1,114 @@
+"""The text form of bit-vector reports: ``"0b"`` and one ``0``/``1`` character per bit.
+
+Bit-vector reports (RAPPOR, Bloom RAPPOR, OUE, subset selection, prefix extending) are stored as
+packed bytes, which text formats (CSV, JSON, a terminal) cannot hold: pandas would write a
+Python ``b'...'`` literal that no reader turns back into bytes. Their text form spells the bits
+out, bit ``j`` (the report's bucket ``j``) as the ``j``-th character after the prefix:
+``"0b0100"`` is a report of 4 bits with bucket 1 set. The ``0b`` prefix keeps CSV readers from
+taking the text for a number (which would drop its leading zeros), and reads as Python's binary
+literal of the packed bits (most significant first, ``numpy.packbits`` order, padding dropped).
+
+Both directions are vectorized over the Arrow buffers; a value of another width (nothing
+frameldp writes) is shown as ``"0x"`` and its hex, and is refused on the way back. No formula
+lives here, and no dataframe library is imported.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from numpy.typing import NDArray
+
+from frameldp.core.encoding import packed_width
+from frameldp.errors import DomainError, shown
+
+__all__ = ["BITS_PREFIX", "is_text", "packed_from_text", "text_of_bits"]
+
+BITS_PREFIX: Final = "0b"
+"""What starts the text form of a bit-vector report."""
+
+_PREFIX = np.frombuffer(BITS_PREFIX.encode(), dtype=np.uint8)
+_ZERO, _ONE = ord("0"), ord("1")
+
+
+def is_text(kind: pa.DataType) -> bool:
+    """Whether reports of Arrow type ``kind`` are text (read back by :func:`packed_from_text`)."""
+    return bool(
+        pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind)
+    )
+
+
+def text_of_bits(array: pa.Array, num_bits: int) -> pa.Array:
+    """Packed reports of ``num_bits`` bits (a binary column, nulls kept) as ``large_string``
+    text ``"0b0100..."``; a value that is not ``packed_width(num_bits)`` bytes long is shown
+    as ``"0x"`` and its hex."""
+    width = packed_width(num_bits)
+    data = array.cast(pa.large_binary())
+    filled = pc.fill_null(data, pa.scalar(bytes(width), pa.large_binary()))
+    lengths = pc.binary_length(filled).to_numpy(zero_copy_only=False)
+    if lengths.size and (lengths.min() != width or lengths.max() != width):
+        return pa.array(
+            [None if v is None else _text_of(v, num_bits, width) for v in data.to_pylist()],
+            type=pa.large_string(),
+        )
+    rows = len(filled)
+    offsets = np.frombuffer(filled.buffers()[1], dtype=np.int64)[filled.offset]
+    packed = np.frombuffer(filled.buffers()[2], dtype=np.uint8)[offsets : offsets + rows * width]
+    bits = np.unpackbits(packed.reshape(rows, width), axis=1, count=num_bits)
+    chars = np.empty((rows, num_bits + _PREFIX.size), dtype=np.uint8)
+    chars[:, : _PREFIX.size] = _PREFIX
+    np.add(bits, _ZERO, out=chars[:, _PREFIX.size :])
+    step = num_bits + _PREFIX.size
+    starts = np.arange(rows + 1, dtype=np.int64) * step
+    validity = data.buffers()[0] if data.null_count else None
+    return pa.LargeStringArray.from_buffers(
+        rows,
+        pa.py_buffer(starts),
+        pa.py_buffer(chars),
+        validity,
+        data.null_count,
+        data.offset if validity is not None else 0,
+    )
+
+
+def _text_of(value: bytes, num_bits: int, width: int) -> str:
+    if len(value) != width:
+        return "0x" + value.hex()
+    bits = np.unpackbits(np.frombuffer(value, dtype=np.uint8), count=num_bits)
+    return BITS_PREFIX + (bits + _ZERO).tobytes().decode()
+
+
+def packed_from_text(array: pa.Array, num_bits: int, column: str, owner: str) -> NDArray[np.uint8]:
+    """The packed ``(n, packed_width(num_bits))`` bits of reports in their text form (no nulls:
+    the caller refuses them); any other text is refused, naming the column."""
+    text = array.cast(pa.large_string())
+    step = num_bits + _PREFIX.size
+    lengths = pc.utf8_length(text).to_numpy(zero_copy_only=False)
+    if lengths.size and (lengths.min() != step or lengths.max() != step):
+        wrong = np.flatnonzero(lengths != step)
+    else:
+        chars = _characters(text, step)
+        wrong = np.flatnonzero(
+            (chars[:, : _PREFIX.size] != _PREFIX).any(axis=1)
+            | ((chars[:, _PREFIX.size :] != _ZERO) & (chars[:, _PREFIX.size :] != _ONE)).any(axis=1)
+        )
+    if wrong.size:
+        # No row or value named: a partition of a Dask frame would number its own rows.
+        raise DomainError(
+            f"column {shown(column)}: expected binary {owner} reports, or their text form "
+            f"{BITS_PREFIX!r} and {num_bits} characters 0 or 1; got other text (reports of "
+            "another mechanism, or another domain?)"
+        )
+    return np.packbits(chars[:, _PREFIX.size :] - _ZERO, axis=1)
+
+
+def _characters(text: pa.LargeStringArray, step: int) -> NDArray[np.uint8]:
+    """The ``(n, step)`` bytes of ``n`` strings of ``step`` ASCII characters each."""
+    if not len(text):
+        return np.empty((0, step), dtype=np.uint8)
+    start = int(np.frombuffer(text.buffers()[1], dtype=np.int64)[text.offset])
+    data = np.frombuffer(text.buffers()[2], dtype=np.uint8)
+    return data[start : start + len(text) * step].reshape(len(text), step)
