@@ -178,5 +178,5 @@ def test_report_ops_benchmark_quick_run(tmp_path: Path) -> None:
         ("krr", "value_counts"),
         ("rappor", "to_csv"),
     }
-    assert all(row["report_s"] >= 0 and row["plain_s"] >= 0 for row in rows)
+    assert all(row["report_s"] >= 0 for row in rows)
     assert "ratio" in stdout

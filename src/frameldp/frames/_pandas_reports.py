@@ -29,6 +29,7 @@ repr show the mechanism. No formula lives here.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -54,8 +55,8 @@ class ReportDtype(pd.ArrowDtype):  # type: ignore[misc]  # pandas' ArrowDtype is
             )
         super().__init__(pyarrow_dtype)
 
-    @property
-    def name(self) -> str:
+    @functools.cached_property
+    def name(self) -> str:  # cached: pandas reads it in every operation
         return f"{self.pyarrow_dtype}[pyarrow]"
 
     def __str__(self) -> str:
@@ -68,7 +69,7 @@ class ReportDtype(pd.ArrowDtype):  # type: ignore[misc]  # pandas' ArrowDtype is
     def __hash__(self) -> int:
         return hash(self.pyarrow_dtype)
 
-    @property
+    @functools.cached_property
     def storage_dtype(self) -> pd.ArrowDtype:
         """The plain ``ArrowDtype`` of the reports' storage values."""
         return pd.ArrowDtype(self.pyarrow_dtype.storage_type)
@@ -77,7 +78,7 @@ class ReportDtype(pd.ArrowDtype):  # type: ignore[misc]  # pandas' ArrowDtype is
     def type(self) -> Any:
         return self.storage_dtype.type
 
-    @property
+    @functools.cached_property
     def numpy_dtype(self) -> np.dtype[Any]:
         # Numbers as numbers (describe, sums); labels and bits as objects: a "string" kind
         # would let Dask's string conversion replace the column by plain strings.
@@ -116,7 +117,13 @@ def _storage_chunks(array: pa.Array | pa.ChunkedArray) -> pa.ChunkedArray:
 
 def _is_text_dtype(dtype: Any) -> bool:
     """Whether values converted to ``dtype`` are text (Python objects count: CSV writes them)."""
-    return bool(dtype == np.dtype(object) or pd.api.types.is_string_dtype(dtype))
+    if isinstance(dtype, np.dtype):
+        return dtype.kind in "OUS"
+    if isinstance(dtype, pd.ArrowDtype):
+        return bool(
+            pa.types.is_string(dtype.pyarrow_dtype) or pa.types.is_large_string(dtype.pyarrow_dtype)
+        )
+    return isinstance(dtype, pd.StringDtype)
 
 
 def _all_null(value: Any) -> bool:
@@ -217,9 +224,9 @@ class ReportArray(pd.arrays.ArrowExtensionArray):  # type: ignore[misc]
 
     def astype(self, dtype: Any, copy: bool = True) -> Any:
         target = pd.api.types.pandas_dtype(dtype)
-        if target == self._dtype:
-            return self.copy() if copy else self
         if isinstance(target, ReportDtype):
+            if target == self._dtype:
+                return self.copy() if copy else self
             self._refuse()
         return self.plain(text=_is_text_dtype(target)).astype(target, copy=copy)
 
