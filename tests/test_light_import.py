@@ -62,6 +62,20 @@ def test_accessors_are_registered_when_a_library_is_imported_after_frameldp() ->
     assert out.split() == ["100", "100", "DaskFrameAccessor"]
 
 
+def test_pandas_gets_its_accessor_after_polars_looked_for_it() -> None:
+    """polars looks for pandas (importlib.util.find_spec) when it is imported; pandas imported
+    later still gets ``.ldp`` (before issue 37 it did not, in that order)."""
+    out = _run(
+        """
+        import frameldp, polars
+        import pandas as pd
+
+        print(hasattr(pd.DataFrame, "ldp"), hasattr(polars.DataFrame, "ldp"))
+        """
+    )
+    assert out == "True True"
+
+
 def test_public_names_are_imported_on_first_use() -> None:
     out = _run(
         """

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import warnings
 from collections.abc import Callable, Iterator
@@ -600,3 +601,80 @@ def test_a_streaming_frame_is_refused_before_anything_runs(spark: SparkSession) 
     for call in calls:
         with pytest.raises(frameldp.ParameterError, match="streaming Spark DataFrame"):
             call()
+
+
+# ---------------------------------------------------------------------------- ordinary operations
+
+
+SPARK_OPS: dict[str, Callable[[SparkDataFrame, Any], SparkDataFrame]] = {
+    "filter ==": lambda f, v: f.where(f["carrier"] == v),
+    "isin": lambda f, v: f.where(f["carrier"].isin([v])),
+    "groupBy count": lambda f, v: f.groupBy("carrier").count(),
+    "join": lambda f, v: f.join(f.select("carrier").distinct(), on="carrier"),
+    "distinct": lambda f, v: f.select("carrier").distinct(),
+    "orderBy": lambda f, v: f.orderBy("carrier", "id"),
+    "cast string": lambda f, v: f.select(f["carrier"].cast("string").alias("text")),
+}
+
+
+@pytest.mark.parametrize("kind", ["krr", "oracles"])
+def test_ordinary_operations_on_spark_report_columns(spark: SparkSession, kind: str) -> None:
+    """Issue 37, item 4: Spark report columns are plain Spark columns whose metadata records the
+    release; every operation gives what it gives on the plain columns (``ldp.plain()``), and a
+    selection of rows keeps the record. (``oracles``: OUE bit reports under ``carrier``.)"""
+    reports = CALLS[kind](spark_frame(spark, 3))
+    plain = reports.ldp.plain()
+    value = plain.select("carrier").first()[0]
+    assert plain.ldp.specs == {}
+
+    for name, operation in SPARK_OPS.items():
+        got = sorted(map(tuple, operation(reports, value).collect()), key=repr)
+        assert got == sorted(map(tuple, operation(plain, value).collect()), key=repr), name
+    assert "carrier" in SPARK_OPS["filter =="](reports, value).ldp.specs
+
+
+def test_spark_writes_bit_reports_as_text_that_debiases_back(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Spark's CSV writer takes no binary column: ``plain(text=True)`` writes the text form,
+    the same text pandas writes, which ``read_csv`` then ``debias(column, mechanism)`` reads."""
+    reports = CALLS["rappor"](spark_frame(spark, 3))
+    reports.ldp.plain(text=True).select("id", "origin").write.csv(
+        str(tmp_path / "csv"), header=True
+    )
+
+    back = pd.concat(pd.read_csv(path) for path in sorted((tmp_path / "csv").glob("*.csv")))
+    mechanism = frameldp.Rappor(1.0, domain=ORIGINS)
+    pd.testing.assert_frame_equal(
+        back.ldp.debias("origin", mechanism).frame, reports.ldp.debias("origin").frame
+    )
+    pandas = reports.toPandas()[["id", "origin"]].sort_values("id")
+    texts = pandas.assign(origin=pandas["origin"].map(lambda v: bytes(v))).set_index("id")
+    for _, row in back.sort_values("id").head(20).iterrows():
+        bits = np.unpackbits(np.frombuffer(texts.loc[row["id"], "origin"], np.uint8))
+        assert row["origin"] == "0b" + "".join(map(str, bits[: len(ORIGINS)]))
+
+
+def test_a_spark_release_file_reads_without_frameldp(spark: SparkSession, tmp_path: Path) -> None:
+    """Issue 37, item 3: Spark's Parquet files read with plain pandas, pyarrow, polars and
+    DuckDB in a process that never imported frameldp."""
+    reports = CALLS["rappor"](spark_frame(spark, 3))
+    reports.write.parquet(str(tmp_path / "spark"))
+    script = (
+        "import sys, duckdb, pandas as pd, polars as pl, pyarrow.parquet as pq\n"
+        "p = sys.argv[1]\n"
+        "n = {len(pd.read_parquet(p)), pq.read_table(p).num_rows,"
+        " pl.read_parquet(p + '/*.parquet').height,"
+        " duckdb.sql(f\"select count(*) from read_parquet('{p}/*.parquet')\").fetchall()[0][0],"
+        " len(pd.read_parquet(p, columns=['id']))}\n"
+        "assert not any(m.startswith('frameldp') for m in sys.modules)\n"
+        "print(sorted(n))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-I", "-c", script, str(tmp_path / "spark")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == f"[{reports.count()}]"

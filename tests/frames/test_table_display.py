@@ -46,9 +46,17 @@ def test_html_and_repr_are_sorted_rounded_and_captioned(library: str) -> None:
     typical = float(np.median(table.estimate.std_errors))
     decimals = max(0, 1 - int(np.floor(np.log10(typical))))
     assert {len(c.partition(".")[2]) for c in cells[1::6]} == {decimals}
-    text = repr(table)
-    assert text.splitlines()[0].startswith("FrequencyTable: carrier: n = 1,000 reports")
-    assert text.splitlines()[1].split() == [
+    lines = repr(table).splitlines()
+    assert lines[0].startswith("FrequencyTable: carrier: n = 1,000 reports")
+    header = next(i for i, line in enumerate(lines) if not line.startswith(("F", "  ")))
+    assert (
+        " ".join(lines[:header])
+        .replace("   ", " ")
+        .startswith(  # the wrapped caption
+            f"FrequencyTable: {table._caption()}"[:60]
+        )
+    )
+    assert lines[header].split() == [
         "category",
         "count",
         "frequency",
@@ -120,3 +128,17 @@ def test_plot_marks_the_truth_and_draws_one_panel_per_group() -> None:
         grouped.plot(truth=TRUTH)
     marked = grouped.plot(truth={1: {"AA": 250}, 2: {"AA": 250}})
     assert all(axis.get_legend() is not None for axis in marked.axes)
+
+
+def test_a_table_fits_an_80_column_terminal() -> None:
+    """Issue 37: the caption wraps and long labels give way, so no number runs off the edge of
+    an 80-column terminal; the numbers themselves are never cut."""
+    long = "/a/very/long/url/path/that/goes/on/and/on/for/a/while/index.html"
+    frame = pd.DataFrame({"u": [long, "/b"] * 500, "g": ["x"] * 600 + ["y"] * 400})
+    reports = frame.ldp.krr("u", 1.0, domain=sorted({long, "/b"}), seed=1)
+    for table in (reports.ldp.debias("u"), reports.ldp.debias("u", by="g")):
+        lines = repr(table).splitlines()
+        assert max(map(len, lines)) <= 80, lines
+        counts = table.to_pandas()["count"].round().astype(int)
+        text = repr(table).replace(",", "")
+        assert all(str(count) in text for count in counts)

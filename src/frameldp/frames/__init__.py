@@ -52,6 +52,10 @@ class _AdapterLoader(importlib.abc.Loader):
 
     def exec_module(self, module: ModuleType) -> None:
         self._loader.exec_module(module)
+        # Once: a reload is the library's own business. Not when the spec is found: a library
+        # may look for another with importlib.util.find_spec (polars does, for pandas) long
+        # before importing it, and that import must still register the adapter.
+        _FINDER.watched.pop(module.__name__, None)
         _register(self._adapter)
 
 
@@ -74,7 +78,6 @@ class _RegisterOnImport(importlib.abc.MetaPathFinder):
             spec = finder.find_spec(fullname, path, target)
             if spec is not None:
                 if spec.loader is not None:
-                    del self.watched[fullname]  # once: a reload is the library's own business
                     spec.loader = _AdapterLoader(spec.loader, adapter)
                 return spec
         return None

@@ -75,6 +75,7 @@ from pyspark.sql.pandas.types import from_arrow_type, to_arrow_type
 from frameldp import errors
 from frameldp.core.mechanisms import Mechanism, Statistic, mechanism_from_spec
 from frameldp.core.parallel import threads
+from frameldp.core.report_text import BITS_PREFIX
 from frameldp.errors import FrameLDPError, NoiseReuseError, ParameterError, shown
 from frameldp.frames._spark_reports import (
     METADATA_KEY,
@@ -98,7 +99,7 @@ from frameldp.frames.release import (
     check_budget,
     plan_shipped_release,
 )
-from frameldp.frames.report_type import ReportMetadata, report_types, storage_of
+from frameldp.frames.report_type import ReportMetadata, ReportType, report_types, storage_of
 from frameldp.frames.table import Backend
 
 __all__ = ["METADATA_KEY", "SparkAdapter", "SparkFrameAccessor"]
@@ -613,6 +614,23 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
 
         return gather
 
+    def plain(self, *, text: bool = False) -> SparkDataFrame:
+        """See :meth:`FrameMethods.plain`: the report columns without their recorded release
+        (Spark columns hold the storage values already); with ``text``, bit-vector reports as
+        their text form, computed by Spark (its CSV writer takes no binary column)."""
+        reports = self._report_columns()
+        columns = []
+        for name in self._columns():
+            column = spark_functions.col(f"`{name}`")
+            if name in reports:
+                bits = ReportType(pa.large_binary(), reports[name]).text_bits
+                binary = isinstance(self._frame.schema[name].dataType, spark_types.BinaryType)
+                if text and binary and bits is not None:
+                    column = _bits_text(column, bits)
+                column = column.alias(name, metadata={})
+            columns.append(column)
+        return self._frame.select(columns)
+
     def unpack(self, column: str, mechanism: Mechanism | None = None) -> SparkDataFrame:
         """RAPPOR reports as one 0/1 ``tinyint`` column per bucket, named ``column=label``."""
         require_column(self._columns(), column)
@@ -624,6 +642,17 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
         )
         task = functools.partial(_unpack_task, mechanism=found, column=column, names=names)
         return _positional(self._frame, [column]).mapInArrow(task, schema)
+
+
+def _bits_text(column: Any, num_bits: int) -> Any:
+    """Spark's expression of the text form of packed bit reports (``"0b"``, then each byte's 8
+    bits, most significant first, cut to ``num_bits``; see :mod:`frameldp.core.report_text`)."""
+    f = spark_functions
+    width = -(-num_bits // 8)
+    bytes_ = [
+        f.lpad(f.conv(f.hex(f.substring(column, i + 1, 1)), 16, 2), 8, "0") for i in range(width)
+    ]
+    return f.concat(f.lit(BITS_PREFIX), f.substring(f.concat(*bytes_), 1, num_bits))
 
 
 def _accessor(frame: SparkDataFrame) -> SparkFrameAccessor:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import math
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -46,6 +47,7 @@ STAT_COLUMNS = TABLE_COLUMNS[1:]
 Backend = Literal["pandas", "polars"]
 
 _SHOWN_ROWS = 40  # rows an HTML or text rendering shows before "... more rows"
+_TEXT_WIDTH = 80  # a text rendering fits a terminal of this width: labels give way, numbers not
 
 
 @dataclass(frozen=True)
@@ -484,7 +486,9 @@ class FrequencyTable:
 
     def __repr__(self) -> str:
         shown = self._shown()
-        lines = [f"FrequencyTable: {self._caption()}"]
+        lines = textwrap.wrap(
+            f"FrequencyTable: {self._caption()}", _TEXT_WIDTH, subsequent_indent="  "
+        )
         lines.extend(_text_rows(shown.slice(0, _SHOWN_ROWS), self._digits()))
         if shown.num_rows > _SHOWN_ROWS:
             lines.append(f"... {shown.num_rows - _SHOWN_ROWS:,} more rows")
@@ -555,6 +559,9 @@ def _text_rows(frame: pa.Table, digits: dict[str, int]) -> list[str]:
     shown = rows[:_SHOWN_ROWS]
     widths = [max([len(name), *(len(row[i]) for row in shown)]) for i, name in enumerate(names)]
     numeric = [name in digits for name in names]
+    _fit_labels(widths, numeric)
+    shown = [[_cut(cell, width) for cell, width in zip(row, widths, strict=True)] for row in shown]
+    names = [_cut(str(name), width) for name, width in zip(names, widths, strict=True)]
 
     def line(cells: Sequence[str]) -> str:
         return "  ".join(
@@ -563,6 +570,22 @@ def _text_rows(frame: pa.Table, digits: dict[str, int]) -> list[str]:
         ).rstrip()
 
     return [line(names), *(line(row) for row in shown)]
+
+
+def _fit_labels(widths: list[int], numeric: list[bool]) -> None:
+    """Narrow the widest label columns (in place) until a row fits :data:`_TEXT_WIDTH`, each to
+    no less than 8 characters: numbers are never cut."""
+    labels = [i for i, right in enumerate(numeric) if not right]
+    while sum(widths) + 2 * (len(widths) - 1) > _TEXT_WIDTH:
+        widest = max(labels, key=lambda i: widths[i], default=None)
+        if widest is None or widths[widest] <= 8:
+            return
+        widths[widest] -= 1
+
+
+def _cut(cell: str, width: int) -> str:
+    """``cell`` in ``width`` characters, its end replaced by "…" when it is longer."""
+    return cell if len(cell) <= width else cell[: width - 1] + "…"
 
 
 def _joined(parts: list[Any]) -> pa.Array:
