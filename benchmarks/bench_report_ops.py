@@ -2,9 +2,10 @@
 storage type (issue 37: no operation may cost more than 1.5x the plain one). For bit reports,
 ``astype(str)`` and ``to_csv`` write the text form where the plain column writes ``b'...'``.
 
-pandas: 10^6 rows of k-RR reports (``large_string`` labels, k = 20) and of RAPPOR reports
-(``large_binary``, k = 20 bits), each beside ``ldp.plain()`` of the same frame, which holds the
-storage values in a plain ``ArrowDtype`` column. Each operation is timed as the best of
+pandas and polars: 10^6 rows of k-RR reports (``large_string`` labels, k = 20) and of RAPPOR
+reports (``large_binary``, k = 20 bits), each beside ``ldp.plain()`` of the same frame, which
+holds the storage values in a plain column (polars: the operations its engine runs on extension
+columns; a filter compares ``pl.col(c).ext.storage()``). Each operation is timed as the best of
 ``--repeat`` runs (CPU seconds of this process); the table shows both and their ratio.
 
     .venv/bin/python benchmarks/bench_report_ops.py            # about a minute
@@ -24,6 +25,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import polars as pl
 
 import frameldp
 
@@ -46,6 +48,22 @@ OPERATIONS: dict[str, Callable[[pd.DataFrame, Any], Any]] = {
 TEXT_OPERATIONS: dict[str, Callable[[pd.DataFrame, Any], Any]] = {
     "astype(str)": lambda f, v: f["c"].astype(str),
     "to_csv": lambda f, v: f.head(100_000).to_csv(io.StringIO(), index=False),
+}
+
+
+POLARS_OPERATIONS: dict[str, Callable[[Any, Any], Any]] = {
+    "filter on storage": lambda f, v: (
+        f.filter(pl.col("c").ext.storage() == v)
+        if isinstance(f.schema["c"], pl.BaseExtension)
+        else f.filter(pl.col("c") == v)
+    ),
+    "unique": lambda f, v: f.select(pl.col("c").unique()),
+    "n_unique": lambda f, v: f.select(pl.col("c").n_unique()),
+    "value_counts": lambda f, v: f.select(pl.col("c").value_counts()),
+    "group_by len": lambda f, v: f.group_by("c").len(),
+    "sort": lambda f, v: f.sort("c"),
+    "join on column": lambda f, v: f.join(f.select("c").unique(), on="c"),
+    "concat": lambda f, v: pl.concat([f, f]),
 }
 
 
@@ -82,6 +100,22 @@ def run(rows: int, repeat: int) -> list[dict[str, Any]]:
                 plain_s = None
             out.append(
                 {
+                    "library": "pandas",
+                    "reports": kind,
+                    "operation": name,
+                    "report_s": report_s,
+                    "plain_s": plain_s,
+                    "ratio": report_s / plain_s if plain_s else None,
+                }
+            )
+        polars_reports = pl.from_pandas(reports)
+        polars_plain = polars_reports.ldp.plain()
+        for name, operation in POLARS_OPERATIONS.items():
+            report_s = _cpu(lambda op=operation, f=polars_reports, v=value: op(f, v), repeat)
+            plain_s = _cpu(lambda op=operation, f=polars_plain, v=value: op(f, v), repeat)
+            out.append(
+                {
+                    "library": "polars",
                     "reports": kind,
                     "operation": name,
                     "report_s": report_s,
@@ -101,14 +135,17 @@ def main() -> None:
     args = parser.parse_args()
     rows, repeat = (10_000, 1) if args.quick else (args.rows, args.repeat)
     results = run(rows, repeat)
-    print(f"pandas, {rows:,} rows; CPU seconds, best of {repeat}")
-    print(f"{'reports':8} {'operation':16} {'report col':>11} {'plain col':>11} {'ratio':>7}")
+    print(f"{rows:,} rows; CPU seconds, best of {repeat}")
+    print(
+        f"{'library':8} {'reports':8} {'operation':18} {'report col':>11} {'plain col':>11} "
+        f"{'ratio':>7}"
+    )
     for row in results:
         plain = "fails" if row["plain_s"] is None else f"{row['plain_s']:.4f}"
         ratio = "-" if row["ratio"] is None else f"{row['ratio']:.2f}"
         print(
-            f"{row['reports']:8} {row['operation']:16} {row['report_s']:11.4f} "
-            f"{plain:>11} {ratio:>7}"
+            f"{row['library']:8} {row['reports']:8} {row['operation']:18} "
+            f"{row['report_s']:11.4f} {plain:>11} {ratio:>7}"
         )
     if args.json:
         args.json.write_text(json.dumps({"rows": results}, indent=1))

@@ -251,7 +251,8 @@ def test_a_join_on_sorted_report_keys() -> None:
 @pytest.mark.parametrize("kind", KINDS)
 def test_csv_reads_back_to_the_same_table(kind: str) -> None:
     """to_csv writes every report kind as text that read_csv then debias(column, mechanism)
-    turns into the same table (pandas, and polars through ldp.plain(text=True))."""
+    turns into the same table (pandas, and polars through ldp.plain(text=True), in CSV and
+    newline-delimited JSON)."""
     reports = _reports(kind)
     expected = reports.ldp.debias("c").frame
     mechanism = KINDS[kind]
@@ -259,9 +260,15 @@ def test_csv_reads_back_to_the_same_table(kind: str) -> None:
     back = pd.read_csv(io.StringIO(reports.to_csv(index=False)))
     pd.testing.assert_frame_equal(back.ldp.debias("c", mechanism).frame, expected)
 
-    text = pl.from_pandas(reports).ldp.plain(text=True).write_csv()
-    for reader in (pd.read_csv, pl.read_csv):
-        table = reader(io.StringIO(text)).ldp.debias("c", mechanism)
+    plain = pl.from_pandas(reports).ldp.plain(text=True)
+    text, lines = plain.write_csv(), plain.write_ndjson()
+    for reader, written in (
+        (pd.read_csv, text),
+        (pl.read_csv, text),
+        (pl.read_ndjson, lines),
+        (lambda f: pd.read_json(f, lines=True), lines),
+    ):
+        table = reader(io.StringIO(written)).ldp.debias("c", mechanism)
         pd.testing.assert_frame_equal(_pandas(table.frame), expected)
 
 
@@ -343,3 +350,65 @@ def test_polars_to_pandas_keeps_the_report_type(kind: str) -> None:
     pd.testing.assert_frame_equal(
         back.ldp.debias("c").frame, reports.ldp.debias("c").frame.to_pandas()
     )
+
+
+# -- what the attack review of issue 37 found ---------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_fill_values_make_plain_columns(kind: str) -> None:
+    """A fill value (reindex, shift, insert) or a null filled from another row is no report:
+    the result claims no release."""
+    reports = _reports(kind)
+    fill = "AA" if kind == "krr" else (1 if kind == "hadamard" else b"\x80")
+    nulls = reports.assign(c=reports["c"].where(reports["x"] % 10 != 3))
+    results = {
+        "reindex": reports[["c"]].reindex(range(len(reports) + 5), fill_value=fill),
+        "shift-back": reports.assign(c=reports["c"].shift(-5, fill_value=fill)),
+        "shift": reports.assign(c=reports["c"].shift(5, fill_value=fill)),
+        "ffill": nulls.ffill(limit=1),
+        "bfill": nulls.bfill(),
+        "fillna": nulls.fillna({"c": fill}),
+    }
+    if kind == "krr":
+        results["insert"] = pd.DataFrame({"c": pd.Index(reports["c"]).insert(0, fill)})
+    for name, frame in results.items():
+        assert frame.ldp.mechanisms == {}, name
+        repr(frame)  # shows, whatever it holds
+    kept = reports.reindex(range(len(reports) + 5))  # a null fill
+    assert kept.ldp.mechanisms == reports.ldp.mechanisms
+
+
+def test_counts_and_null_writes_through_a_frame() -> None:
+    reports = _reports("rappor")
+    assert reports.groupby(reports["x"] % 3).count()["c"].sum() == len(reports)
+    reports.loc[5, "c"] = None  # a null passes, through the frame's column
+    assert reports["c"].isna().sum() == 1
+    assert reports.ldp.mechanisms
+    with pytest.raises(FrameLDPError, match="'c'"):
+        reports.ldp.debias("c")
+
+
+def test_text_of_a_slice_with_nulls() -> None:
+    reports = _reports("rappor")
+    sliced = reports.assign(c=reports["c"].where(reports["x"] != 5)).iloc[1:]
+    text = sliced["c"].astype(str)
+    assert text.isna().sum() == 1
+    plain = sliced.ldp.plain(text=True)["c"]
+    pd.testing.assert_series_equal(text, plain.astype(str), check_dtype=False)
+
+
+def test_groupby_keys_of_bit_reports_are_their_values() -> None:
+    reports = _reports("rappor")
+    sums = reports.groupby("c")["x"].sum()
+    assert sums[sums.index[0]] == sums.iloc[0]
+
+
+def test_a_frame_read_with_the_pyarrow_backend_is_refused_with_the_fix(tmp_path: Any) -> None:
+    """pandas holds reports read with dtype_backend="pyarrow" as ArrowDtype of the report type:
+    no pandas operation runs on it and no write into it is checked, so frameldp refuses it."""
+    path = tmp_path / "reports.parquet"
+    _reports("krr").to_parquet(path)
+    with pytest.raises(FrameLDPError, match="dtype_backend"):
+        pd.read_parquet(path, dtype_backend="pyarrow").ldp.debias("c")
+    assert pd.read_parquet(path).ldp.debias("c").n == len(_data())

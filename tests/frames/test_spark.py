@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import warnings
@@ -53,8 +54,13 @@ Call = Callable[[Any], Any]
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[SparkSession]:
-    """Two cores in one JVM; workers run this interpreter (frameldp importable)."""
+    """Two cores in one JVM; workers run this interpreter (frameldp importable).
+
+    PySpark replaces the SIGINT handler with one that cancels the context's jobs; after
+    ``stop()`` that handler meets a closed gateway, so a test worker interrupted at shutdown
+    printed a py4j traceback. The previous handler is put back once the session stops."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
+    interrupt = signal.getsignal(signal.SIGINT)
     session = (
         SparkSession.builder.master("local[2]")
         .appName("frameldp-tests")
@@ -66,6 +72,7 @@ def spark() -> Iterator[SparkSession]:
     session.sparkContext.setLogLevel("OFF")
     yield session
     session.stop()
+    signal.signal(signal.SIGINT, interrupt)
 
 
 @pytest.fixture(autouse=True)

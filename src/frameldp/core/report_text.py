@@ -49,33 +49,34 @@ def text_of_bits(array: pa.Array, num_bits: int) -> pa.Array:
     data = array.cast(pa.large_binary())
     filled = pc.fill_null(data, pa.scalar(bytes(width), pa.large_binary()))
     lengths = pc.binary_length(filled).to_numpy(zero_copy_only=False)
-    if lengths.size and (lengths.min() != width or lengths.max() != width):
+    rows = len(filled)
+    packed = np.zeros((0, width), dtype=np.uint8)
+    if not lengths.size or (lengths.min() == width and lengths.max() == width):
+        start = int(np.frombuffer(filled.buffers()[1], dtype=np.int64)[filled.offset])
+        data_bytes = np.frombuffer(filled.buffers()[2], dtype=np.uint8)
+        packed = data_bytes[start : start + rows * width].reshape(rows, width)
+    padding = (1 << (8 * width - num_bits)) - 1
+    if packed.shape[0] != rows or (padding and (packed[:, -1] & padding).any()):
+        # Another width, or padding bits set: nothing frameldp wrote; shown as hex, refused back.
         return pa.array(
             [None if v is None else _text_of(v, num_bits, width) for v in data.to_pylist()],
             type=pa.large_string(),
         )
-    rows = len(filled)
-    offsets = np.frombuffer(filled.buffers()[1], dtype=np.int64)[filled.offset]
-    packed = np.frombuffer(filled.buffers()[2], dtype=np.uint8)[offsets : offsets + rows * width]
-    bits = np.unpackbits(packed.reshape(rows, width), axis=1, count=num_bits)
+    bits = np.unpackbits(packed, axis=1, count=num_bits)
     chars = np.empty((rows, num_bits + _PREFIX.size), dtype=np.uint8)
     chars[:, : _PREFIX.size] = _PREFIX
     np.add(bits, _ZERO, out=chars[:, _PREFIX.size :])
     step = num_bits + _PREFIX.size
     starts = np.arange(rows + 1, dtype=np.int64) * step
-    validity = data.buffers()[0] if data.null_count else None
-    return pa.LargeStringArray.from_buffers(
-        rows,
-        pa.py_buffer(starts),
-        pa.py_buffer(chars),
-        validity,
-        data.null_count,
-        data.offset if validity is not None else 0,
-    )
+    text = pa.LargeStringArray.from_buffers(rows, pa.py_buffer(starts), pa.py_buffer(chars))
+    if not data.null_count:
+        return text
+    return pc.if_else(pc.is_valid(data), text, pa.scalar(None, pa.large_string()))
 
 
 def _text_of(value: bytes, num_bits: int, width: int) -> str:
-    if len(value) != width:
+    padding = (1 << (8 * width - num_bits)) - 1
+    if len(value) != width or value[-1] & padding:
         return "0x" + value.hex()
     bits = np.unpackbits(np.frombuffer(value, dtype=np.uint8), count=num_bits)
     return BITS_PREFIX + (bits + _ZERO).tobytes().decode()

@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 from frameldp.accounting import PrivacyGuarantee
 from frameldp.core.mechanisms import Mechanism
 from frameldp.core.randomness import resolve_source
-from frameldp.errors import DomainError, shown
+from frameldp.errors import DomainError, ParameterError, shown
 from frameldp.frames._pandas_reports import ReportArray, ReportDtype
 from frameldp.frames.adapters import register_adapter
 from frameldp.frames.inputs import METADATA_KEY, check_columns, require_column
@@ -116,11 +116,22 @@ def _native(array: pa.Array) -> pd.arrays.ArrowExtensionArray:
 
 
 def _is_report_dtype(dtype: object) -> bool:
-    """A report column: ours, or an ``ArrowDtype`` of the report type (what pandas makes of a
-    file read with ``dtype_backend="pyarrow"``, whose Arrow kernels know no extension type)."""
-    return isinstance(dtype, ReportDtype) or (
-        isinstance(dtype, pd.ArrowDtype) and isinstance(dtype.pyarrow_dtype, ReportType)
-    )
+    return isinstance(dtype, ReportDtype)
+
+
+def _refuse_raw_report_type(name: Any, dtype: object) -> None:
+    """Refuse a column of ``pd.ArrowDtype`` of the report type: what pandas makes of a file read
+    with ``dtype_backend="pyarrow"``. pandas runs none of its operations on it and checks none
+    of the writes into it, so frameldp cannot tell whether it still holds the release."""
+    if not isinstance(dtype, pd.ArrowDtype) or isinstance(dtype, ReportDtype):
+        return
+    if isinstance(dtype.pyarrow_dtype, ReportType):
+        raise ParameterError(
+            f"column {shown(name)}: holds frameldp reports as pd.ArrowDtype of their Arrow type "
+            "(a file read with dtype_backend='pyarrow'), on which pandas runs no operation and "
+            "checks no write. Read the file without dtype_backend (or with "
+            "pyarrow.parquet.read_table(path).to_pandas()), which gives frameldp's report dtype"
+        )
 
 
 def _storage_series(series: pd.Series, text: bool = False) -> pd.Series:
@@ -138,6 +149,8 @@ def report_columns_of(obj: pd.DataFrame | pd.Series) -> dict[Any, ReportMetadata
     """The report columns of a frame (a Series: itself, under its name), from their types;
     for untyped columns, what a frame read from an earlier release's file holds in ``attrs``."""
     dtypes = list(obj.dtypes.items()) if isinstance(obj, pd.DataFrame) else [(obj.name, obj.dtype)]
+    for name, dtype in dtypes:
+        _refuse_raw_report_type(name, dtype)
     typed = {
         name: dtype.pyarrow_dtype.metadata for name, dtype in dtypes if _is_report_dtype(dtype)
     }

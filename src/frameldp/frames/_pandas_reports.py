@@ -118,7 +118,7 @@ def _storage_chunks(array: pa.Array | pa.ChunkedArray) -> pa.ChunkedArray:
 def _is_text_dtype(dtype: Any) -> bool:
     """Whether values converted to ``dtype`` are text (Python objects count: CSV writes them)."""
     if isinstance(dtype, np.dtype):
-        return dtype.kind in "OUS"
+        return dtype.kind in "OU"
     if isinstance(dtype, pd.ArrowDtype):
         return bool(
             pa.types.is_string(dtype.pyarrow_dtype) or pa.types.is_large_string(dtype.pyarrow_dtype)
@@ -181,7 +181,10 @@ class ReportArray(pd.arrays.ArrowExtensionArray):  # type: ignore[misc]
         return self._kept(super().__getitem__(item))
 
     def take(self, indices: Any, *, allow_fill: bool = False, fill_value: Any = None) -> Any:
-        return self._kept(super().take(indices, allow_fill=allow_fill, fill_value=fill_value))
+        result = super().take(indices, allow_fill=allow_fill, fill_value=fill_value)
+        if allow_fill and not _all_null(fill_value):
+            return result  # a fill value (reindex, shift, unstack) is no report: plain
+        return self._kept(result)
 
     def copy(self) -> ReportArray:
         return type(self)._of(self._pa_array, self._dtype)
@@ -192,9 +195,16 @@ class ReportArray(pd.arrays.ArrowExtensionArray):  # type: ignore[misc]
     def unique(self) -> Any:
         return self._kept(super().unique())
 
-    def factorize(self, use_na_sentinel: bool = True) -> tuple[Any, Any]:
-        codes, uniques = super().factorize(use_na_sentinel=use_na_sentinel)
-        return codes, self._kept(uniques)
+    def fillna(self, value: Any = None, limit: int | None = None, copy: bool = True) -> Any:
+        if not self._hasna:
+            return self.copy() if copy else self
+        return self.plain().fillna(value=value, limit=limit, copy=copy)
+
+    def _pad_or_backfill(self, *, method: Any, limit: Any = None, **options: Any) -> Any:
+        # A null filled from another row holds that row's report: a plain column.
+        if not self._hasna:
+            return self.copy()
+        return self.plain()._pad_or_backfill(method=method, limit=limit, **options)
 
     def _values_for_json(self) -> Any:
         return self.astype(object)
@@ -203,7 +213,10 @@ class ReportArray(pd.arrays.ArrowExtensionArray):  # type: ignore[misc]
     def _concat_same_type(cls, to_concat: Any) -> Any:
         first = to_concat[0]
         chunks = [chunk for array in to_concat for chunk in array._pa_array.iterchunks()]
-        return cls._of(pa.chunked_array(chunks, type=first._pa_array.type), first._dtype)
+        stacked = pa.chunked_array(chunks, type=first._pa_array.type)
+        if all(isinstance(a, ReportArray) and a.dtype == first.dtype for a in to_concat):
+            return cls._of(stacked, first._dtype)
+        return pd.arrays.ArrowExtensionArray(stacked)  # a part that is no report: plain
 
     # -- Arrow, numpy, text ---------------------------------------------------------------
 
@@ -255,8 +268,8 @@ class ReportArray(pd.arrays.ArrowExtensionArray):  # type: ignore[misc]
     def _from_sequence(cls, scalars: Any, *, dtype: Any = None, copy: bool = False) -> Any:
         if isinstance(scalars, ReportArray) and scalars.dtype == dtype:
             return scalars.copy()
-        if not isinstance(dtype, ReportDtype):
-            _refuse_values(dtype)
+        if not isinstance(dtype, ReportDtype):  # a result of another type (counts, say)
+            return pd.arrays.ArrowExtensionArray._from_sequence(scalars, dtype=dtype, copy=copy)
         storage = dtype.storage_dtype.construct_array_type()._from_sequence(
             scalars.plain() if isinstance(scalars, ReportArray) else scalars,
             dtype=dtype.storage_dtype,
@@ -268,6 +281,12 @@ class ReportArray(pd.arrays.ArrowExtensionArray):  # type: ignore[misc]
         return cls._of(storage._pa_array, dtype)
 
     def __setitem__(self, key: Any, value: Any) -> None:
+        own = getattr(value, "array", value)
+        if isinstance(own, ReportArray) and own.dtype == self._dtype:
+            # The release's own reports written back (pandas writes a frame's column so, with
+            # a null in it): as a row selection would.
+            super().__setitem__(key, own.plain())
+            return
         if not _all_null(value):
             self._refuse()
         super().__setitem__(key, None)
