@@ -7,9 +7,10 @@ values are plain Arrow values, every read of pandas runs its own Arrow kernels o
 speed of a plain column: comparisons, ``isin``, ``unique``, ``value_counts``, ``factorize``,
 sorts, ``groupby`` and ``merge`` keys, ``describe``, hashing. The type comes back where the
 result still holds the column's reports, row for row: selections (``take``, filters, slices,
-``head``, sorts, ``drop_duplicates``), ``copy``, ``unique``, ``concat`` of one release. Any
-other result (a comparison's mask, ``value_counts``' index, an arithmetic result, ``fillna`` with
-a value) is a plain ``ArrowDtype`` column: it no longer claims the release.
+``head``, sorts, ``drop_duplicates``), ``copy``, ``unique``, ``concat`` of one release, fills
+with nulls. Any other result (a comparison's mask, ``value_counts``' index and ``groupby`` keys,
+an arithmetic result, a fill value, ``fillna``, ``ffill``, ``bfill``) is a plain ``ArrowDtype``
+column: it no longer claims the release.
 
 Writes: a write of non-null values into a report column (``__setitem__``, and through it
 ``.loc``/``.iloc``, ``where``, ``mask``, ``update``) raises a :class:`ParameterError` naming
