@@ -279,6 +279,7 @@ def _pandas(frame: Any) -> pd.DataFrame:
 # -- polars, eager and lazy ---------------------------------------------------------------------
 
 POLARS_WORK: dict[str, Callable[[Any, Any], Any]] = {
+    "series-unique": lambda f, v: _collected(f)["c"].unique().sort().to_frame(),
     "group_by": lambda f, v: f.group_by("c").agg(pl.col("x").sum()).sort("x"),
     "join-reports": lambda f, v: f.join(f.select("c", "x"), on="c").sort("x", "x_right"),
     "unique": lambda f, v: f.unique().sort("x"),
@@ -291,6 +292,7 @@ POLARS_WORK: dict[str, Callable[[Any, Any], Any]] = {
 }
 POLARS_REFUSED: dict[str, Callable[[Any, Any], Any]] = {
     "eq": lambda f, v: f.filter(pl.col("c") == v),
+    "series-eq": lambda f, v: f["c"] == v,
     "is_in": lambda f, v: f.filter(pl.col("c").is_in([v])),
     "cast-binary": lambda f, v: f.select(pl.col("c").cast(pl.Binary)),
     "join-plain": lambda f, v: f.join(pl.DataFrame({"c": [v]}).lazy().collect(), on="c"),
