@@ -223,7 +223,7 @@ def test_bit_reports_show_as_bits() -> None:
     reports = _reports("rappor")
     shown = repr(reports["c"].head(3))
     first = np.unpackbits(np.frombuffer(_a_report(reports), dtype=np.uint8), count=len(DOMAIN))
-    assert "0b" + "".join(map(str, first)) in shown
+    assert "b" + "".join(map(str, first)) in shown
     assert "b'" not in shown
     assert "b'" not in reports.head()._repr_html_()
 
@@ -414,3 +414,19 @@ def test_a_frame_read_with_the_pyarrow_backend_is_refused_with_the_fix(tmp_path:
     with pytest.raises(FrameLDPError, match="dtype_backend"):
         pd.read_parquet(path, dtype_backend="pyarrow").ldp.debias("c")
     assert pd.read_parquet(path).ldp.debias("c").n == len(_data())
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_duckdb_reads_csv_and_parquet_releases_back(kind: str, tmp_path: Any) -> None:
+    """DuckDB reads the text form as text (it would read ``0b0100`` as an integer), and its
+    BLOBs reach pandas as ``bytearray``, which debias takes as bytes."""
+    import duckdb
+
+    reports = _reports(kind)
+    expected = reports.ldp.debias("c").frame
+    reports.to_csv(tmp_path / "r.csv", index=False)
+    reports.to_parquet(tmp_path / "r.parquet")
+    for path in ("r.csv", "r.parquet"):
+        back = duckdb.sql(f"select * from '{tmp_path / path}'").df()
+        table = back.ldp.debias("c", KINDS[kind])
+        pd.testing.assert_frame_equal(table.frame, expected, obj=path)

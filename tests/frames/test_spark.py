@@ -659,7 +659,7 @@ def test_spark_writes_bit_reports_as_text_that_debiases_back(
     texts = pandas.assign(origin=pandas["origin"].map(lambda v: bytes(v))).set_index("id")
     for _, row in back.sort_values("id").head(20).iterrows():
         bits = np.unpackbits(np.frombuffer(texts.loc[row["id"], "origin"], np.uint8))
-        assert row["origin"] == "0b" + "".join(map(str, bits[: len(ORIGINS)]))
+        assert row["origin"] == "b" + "".join(map(str, bits[: len(ORIGINS)]))
 
 
 def test_a_spark_release_file_reads_without_frameldp(spark: SparkSession, tmp_path: Path) -> None:

@@ -1,12 +1,12 @@
-"""The text form of bit-vector reports: ``"0b"`` and one ``0``/``1`` character per bit.
+"""The text form of bit-vector reports: ``"b"`` and one ``0``/``1`` character per bit.
 
 Bit-vector reports (RAPPOR, Bloom RAPPOR, OUE, subset selection, prefix extending) are stored as
 packed bytes, which text formats (CSV, JSON, a terminal) cannot hold: pandas would write a
 Python ``b'...'`` literal that no reader turns back into bytes. Their text form spells the bits
 out, bit ``j`` (the report's bucket ``j``) as the ``j``-th character after the prefix:
-``"0b0100"`` is a report of 4 bits with bucket 1 set. The ``0b`` prefix keeps CSV readers from
-taking the text for a number (which would drop its leading zeros), and reads as Python's binary
-literal of the packed bits (most significant first, ``numpy.packbits`` order, padding dropped).
+``"b0100"`` is a report of 4 bits with bucket 1 set. The ``b`` keeps CSV readers from taking
+the text for a number, which would drop its leading zeros: pandas, polars, Spark and DuckDB all
+read it as text (DuckDB reads ``0b0100`` as a binary integer literal, so that prefix would not).
 
 Both directions are vectorized over the Arrow buffers; a value of another width (nothing
 frameldp writes) is shown as ``"0x"`` and its hex, and is refused on the way back. No formula
@@ -27,7 +27,7 @@ from frameldp.errors import DomainError, shown
 
 __all__ = ["BITS_PREFIX", "is_text", "packed_from_text", "text_of_bits"]
 
-BITS_PREFIX: Final = "0b"
+BITS_PREFIX: Final = "b"
 """What starts the text form of a bit-vector report."""
 
 _PREFIX = np.frombuffer(BITS_PREFIX.encode(), dtype=np.uint8)
@@ -43,7 +43,7 @@ def is_text(kind: pa.DataType) -> bool:
 
 def text_of_bits(array: pa.Array, num_bits: int) -> pa.Array:
     """Packed reports of ``num_bits`` bits (a binary column, nulls kept) as ``large_string``
-    text ``"0b0100..."``; a value that is not ``packed_width(num_bits)`` bytes long is shown
+    text ``"b0100..."``; a value that is not ``packed_width(num_bits)`` bytes long is shown
     as ``"0x"`` and its hex."""
     width = packed_width(num_bits)
     data = array.cast(pa.large_binary())

@@ -107,6 +107,9 @@ def _coerced(array: pa.Array, series: pd.Series) -> bool:
     if kind is None:
         return False
     inferred = pd.api.types.infer_dtype(series, skipna=True)
+    if kind == "binary" and inferred == "mixed":  # bytearray cells (DuckDB's BLOBs) are bytes
+        cells = series.dropna()
+        return not all(isinstance(cell, bytes | bytearray) for cell in cells)
     return inferred not in (expected[kind], "empty")
 
 

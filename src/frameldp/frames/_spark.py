@@ -645,7 +645,7 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
 
 
 def _bits_text(column: Any, num_bits: int) -> Any:
-    """Spark's expression of the text form of packed bit reports (``"0b"``, then each byte's 8
+    """Spark's expression of the text form of packed bit reports (``"b"``, then each byte's 8
     bits, most significant first, cut to ``num_bits``; see :mod:`frameldp.core.report_text`)."""
     f = spark_functions
     width = -(-num_bits // 8)

@@ -65,9 +65,10 @@ def find_mechanism(column: str, given: Mechanism | None, recorded: Mapping[str, 
         known = f" (recorded: {sorted(specs)})" if specs else ""
         raise MechanismNotFoundError(
             f"column {shown(column)}: no mechanism recorded for this column{known}; pass it "
-            "explicitly, e.g. debias(column, frameldp.Rappor(epsilon=..., domain=...)). Rows "
-            "of several releases concatenated by pandas lose their report type: stack them "
-            "with frameldp.concat_releases, which composes their guarantees per person"
+            "explicitly, e.g. debias(column, frameldp.Rappor(epsilon=..., domain=...)). A column "
+            "loses its report type when it is read from text (CSV, JSON), made plain, merged "
+            "on with a plain column, or concatenated with another release (stack releases with "
+            "frameldp.concat_releases, which composes their guarantees per person)"
         )
     if Capability.CANDIDATES in given.capabilities:
         raise ParameterError(

@@ -225,7 +225,7 @@ class FrameMethods:
         """This frame with its report columns as plain columns of their storage values
         (labels, integers, packed bytes), for operations a library refuses on extension types
         (polars compares, casts and writes CSV only on plain columns). With ``text``, bit-vector
-        reports are in their text form, ``"0b"`` and one ``0``/``1`` per bucket, as CSV and
+        reports are in their text form, ``"b"`` and one ``0``/``1`` per bucket, as CSV and
         JSON need them. The result claims no release: ``debias(column, mechanism)`` reads it
         back when the mechanism is named."""
         return self._adapter.storage_view(self._frame, text=text)
