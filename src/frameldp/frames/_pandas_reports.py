@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from pandas.api.extensions import ExtensionDtype
 
 from frameldp.errors import ParameterError, shown
@@ -114,6 +115,14 @@ def _storage_chunks(array: pa.Array | pa.ChunkedArray) -> pa.ChunkedArray:
     return pa.chunked_array(
         [c.storage if isinstance(c, pa.ExtensionArray) else c for c in chunks], type=kind
     )
+
+
+def _dtype_of(dtype: Any) -> Any:
+    """``dtype`` as a numpy or pandas dtype (None when it names neither)."""
+    try:
+        return pd.api.types.pandas_dtype(dtype)
+    except TypeError:
+        return None
 
 
 def _is_text_dtype(dtype: Any) -> bool:
@@ -197,14 +206,12 @@ class ReportArray(pd.arrays.ArrowExtensionArray):  # type: ignore[misc]
         return self._kept(super().unique())
 
     def fillna(self, value: Any = None, limit: int | None = None, copy: bool = True) -> Any:
-        if not self._hasna:
-            return self.copy() if copy else self
+        # Plain even when nothing is null: Dask infers its schema from an empty array, and a
+        # typed schema over plain partitions would be written into Parquet files as a release.
         return self.plain().fillna(value=value, limit=limit, copy=copy)
 
     def _pad_or_backfill(self, *, method: Any, limit: Any = None, **options: Any) -> Any:
-        # A null filled from another row holds that row's report: a plain column.
-        if not self._hasna:
-            return self.copy()
+        # A null filled from another row holds that row's report: a plain column (see fillna).
         return self.plain()._pad_or_backfill(method=method, limit=limit, **options)
 
     def _values_for_json(self) -> Any:
@@ -259,6 +266,8 @@ class ReportArray(pd.arrays.ArrowExtensionArray):  # type: ignore[misc]
         def text(value: Any) -> str:
             if value is None or value is pd.NA:
                 return "<NA>"
+            if isinstance(value, str):  # already the text form
+                return value
             return str(text_of(pa.array([value], type=kind.storage_type), kind)[0].as_py())
 
         return text
@@ -275,22 +284,52 @@ class ReportArray(pd.arrays.ArrowExtensionArray):  # type: ignore[misc]
             scalars.plain() if isinstance(scalars, ReportArray) else scalars,
             dtype=dtype.storage_dtype,
         )
-        if not _all_null(scalars):
+        converted = isinstance(scalars, pd.api.extensions.ExtensionArray | pd.Series | pd.Index)
+        if converted or not _all_null(scalars):
             # Values made into this type (astype, pd.array, pandas rebuilding a join's keys)
-            # are no reports of the release: they stay plain values, which claim nothing.
+            # are no reports of the release: they stay plain values, which claim nothing. So do
+            # another array's values, even none (Dask infers a schema from an empty array).
             return storage
         return cls._of(storage._pa_array, dtype)
 
+    @classmethod
+    def _from_sequence_of_strings(cls, strings: Any, *, dtype: Any, copy: bool = False) -> Any:
+        """Text read into the report dtype (``read_csv(dtype=...)``): plain values, which
+        ``debias(column, mechanism)`` reads (bit reports in their text form)."""
+        if dtype.pyarrow_dtype.text_bits is not None:
+            return pd.arrays.ArrowExtensionArray(pa.array(strings, type=pa.large_string()))
+        kind = dtype.storage_dtype
+        return kind.construct_array_type()._from_sequence_of_strings(strings, dtype=kind)
+
+    def to_numpy(self, dtype: Any = None, copy: bool = False, na_value: Any = None) -> Any:
+        target = None if dtype is None else _dtype_of(dtype)
+        text = target != np.dtype(object) and _is_text_dtype(target)  # bytes as objects
+        plain = self.plain(text=text)
+        if na_value is None:
+            return plain.to_numpy(dtype=dtype, copy=copy)
+        return plain.to_numpy(dtype=dtype, copy=copy, na_value=na_value)
+
     def __setitem__(self, key: Any, value: Any) -> None:
         own = getattr(value, "array", value)
-        if isinstance(own, ReportArray) and own.dtype == self._dtype:
-            # The release's own reports written back (pandas writes a frame's column so, with
-            # a null in it): as a row selection would.
+        if isinstance(own, ReportArray) and own.dtype == self._dtype and self._unchanged(key, own):
+            # The column written back over itself, nulls aside: pandas writes a frame's column
+            # so when one of its cells is set to null.
             super().__setitem__(key, own.plain())
             return
         if not _all_null(value):
             self._refuse()
         super().__setitem__(key, None)
+
+    def _unchanged(self, key: Any, values: ReportArray) -> bool:
+        """Whether writing ``values`` at ``key`` changes no cell but to null (a report moved to
+        another row would part it from its row's other columns: a Bloom cohort, a joint
+        table's other report, the groups)."""
+        current = super().__getitem__(key)
+        if not isinstance(current, pd.arrays.ArrowExtensionArray) or len(current) != len(values):
+            return False
+        same = pc.equal(values._pa_array, current._pa_array)
+        kept = pc.or_kleene(pc.is_null(values._pa_array), same)
+        return bool(pc.all(kept.fill_null(False)).as_py())
 
     def _refuse(self) -> None:
         _refuse_values(self._dtype)

@@ -646,13 +646,19 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
 
 def _bits_text(column: Any, num_bits: int) -> Any:
     """Spark's expression of the text form of packed bit reports (``"b"``, then each byte's 8
-    bits, most significant first, cut to ``num_bits``; see :mod:`frameldp.core.report_text`)."""
+    bits, most significant first, cut to ``num_bits``; see :mod:`frameldp.core.report_text`).
+    A value of another width or with padding bits set is no report: ``"0x"`` and its hex, as
+    the Python codec shows it, which ``debias`` refuses."""
     f = spark_functions
     width = -(-num_bits // 8)
     bytes_ = [
         f.lpad(f.conv(f.hex(f.substring(column, i + 1, 1)), 16, 2), 8, "0") for i in range(width)
     ]
-    return f.concat(f.lit(BITS_PREFIX), f.substring(f.concat(*bytes_), 1, num_bits))
+    text = f.concat(f.lit(BITS_PREFIX), f.substring(f.concat(*bytes_), 1, num_bits))
+    last = f.conv(f.hex(f.substring(column, width, 1)), 16, 10).cast("int")
+    padding = (1 << (8 * width - num_bits)) - 1
+    valid = (f.length(column) == width) & (last.bitwiseAND(padding) == 0)
+    return f.when(valid, text).otherwise(f.concat(f.lit("0x"), f.lower(f.hex(column))))
 
 
 def _accessor(frame: SparkDataFrame) -> SparkFrameAccessor:

@@ -34,10 +34,13 @@ refuses values written into it and leaves values made into its type plain; a con
 Python values into this type with ``pa.array(values, type=...)`` goes through
 :meth:`ReportType.wrap_array`, which refuses them too. Nulls pass (a shift, a reindex); debias
 refuses them. Reads and row operations (filters, ``take``, sorts, ``concat``, merges, Parquet)
-never convert values and keep working. Not caught, because polars calls no Python code there:
-polars ``scatter``, ``set``, ``replace`` and item assignment; polars refuses ``fill_null``,
-``when/then``, ``zip_with`` and ``update`` (no supertype with an extension type).
-``tests/privacy/test_raw_values.py`` pins both lists.
+never convert values and keep working. Not caught, because Arrow's C++ or polars' Rust runs
+them with no hook for this type: polars ``scatter``, ``set``, ``replace`` and item assignment;
+a cast of storage values into this type (pyarrow ``cast``, ``Table.cast``, ``from_pandas``
+with a schema, pandas ``astype(pd.ArrowDtype(type))``, polars ``.cast``), which a Dask fill
+written to Parquet also does (Dask infers the fill's schema on an empty partition, which pandas
+leaves typed). polars refuses ``fill_null``, ``when/then``, ``zip_with`` and ``update`` (no
+supertype with an extension type). ``tests/privacy/test_raw_values.py`` pins both lists.
 """
 
 from __future__ import annotations

@@ -517,11 +517,12 @@ class FrequencyTable:
 
     def _digits(self) -> dict[str, int]:
         """Decimals shown per estimate column: two significant digits of the typical
-        standard error (counts), and of the typical frequency error (frequencies)."""
+        standard error (counts, at most 2 decimals: a line stays within 80 columns), and of the
+        typical frequency error (frequencies)."""
         errors = np.concatenate([e.std_errors for _, e in self._blocks()])
         finite = errors[np.isfinite(errors) & (errors > 0)]
         typical = float(np.median(finite)) if finite.size else 1.0
-        count_digits = max(0, 1 - math.floor(math.log10(typical)))
+        count_digits = min(2, max(0, 1 - math.floor(math.log10(typical))))
         share = typical / max(min(e.n for _, e in self._blocks()), 1)
         frequency_digits = min(8, max(2, 1 - math.floor(math.log10(share)))) if share > 0 else 4
         digits = {name: count_digits for name in ("count", "std_error", "ci_low", "ci_high")}
@@ -584,8 +585,12 @@ def _fit_labels(widths: list[int], numeric: list[bool]) -> None:
 
 
 def _cut(cell: str, width: int) -> str:
-    """``cell`` in ``width`` characters, its end replaced by "…" when it is longer."""
-    return cell if len(cell) <= width else cell[: width - 1] + "…"
+    """``cell`` in ``width`` characters, its middle replaced by "…" when it is longer (labels
+    often share a prefix and differ at the end: URLs, keys)."""
+    if len(cell) <= width:
+        return cell
+    head = (width - 1) // 2
+    return cell[:head] + "…" + cell[len(cell) - (width - 1 - head) :]
 
 
 def _joined(parts: list[Any]) -> pa.Array:
