@@ -63,7 +63,7 @@ class ReportDtype(pd.ArrowDtype):  # type: ignore[misc]  # pandas' ArrowDtype is
 
     def __str__(self) -> str:
         # What pyarrow writes into a Parquet file's pandas metadata (see the module docstring).
-        return f"{self.storage_dtype.name}"
+        return str(self.storage_dtype.name)
 
     def __repr__(self) -> str:
         return self.name
