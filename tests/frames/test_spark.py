@@ -699,3 +699,39 @@ def test_spark_text_form_equals_the_python_codec(spark: SparkSession) -> None:
     expected = text_of_bits(pa.array(values, pa.large_binary()), 3).to_pylist()
     assert got[:4] == ["b100", "b010", "b111", "b000"]
     assert got == expected
+
+
+# ---------------------------------------------------------------------------- worker python
+
+
+def test_spark_workers_run_this_interpreter_unless_told_otherwise() -> None:
+    """Issue 38: a virtualenv's python run without activating the virtualenv started Spark
+    workers with the PATH's python3, which cannot import frameldp."""
+    script = (
+        "import os, sys\n"
+        "import frameldp, pyspark.sql\n"
+        "print(os.environ['PYSPARK_PYTHON'] == sys.executable)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_PYTHON"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "True"
+    env["PYSPARK_PYTHON"] = "/opt/their/python"  # the user's choice stands
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=False
+    )
+    assert done.stdout.strip() == "False"
+
+
+def test_a_session_whose_workers_cannot_import_frameldp_is_refused(spark: SparkSession) -> None:
+    context = spark.sparkContext
+    python = context.pythonExec
+    context.pythonExec = "/nonexistent/python3"  # a session created with another interpreter
+    try:
+        with pytest.raises(frameldp.FrameLDPError, match="PYSPARK_PYTHON="):
+            CALLS["krr"](spark_frame(spark, 3))
+    finally:
+        context.pythonExec = python
+    assert CALLS["krr"](spark_frame(spark, 3)).ldp.specs

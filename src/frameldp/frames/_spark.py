@@ -59,7 +59,11 @@ import base64
 import contextlib
 import functools
 import json
+import os
 import pickle
+import shutil
+import subprocess
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, cast
 
@@ -383,6 +387,42 @@ def _refuse_speculation(conf: SparkConf) -> None:
         )
 
 
+# Spark starts its Python workers with PYSPARK_PYTHON (else "python3" from the PATH), which is
+# not this interpreter when a virtualenv's python runs without the virtualenv activated: the
+# workers then cannot import frameldp, and fail inside a Java stack trace. Sessions created
+# after frameldp met pyspark run this interpreter unless the user chose another.
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+
+@functools.lru_cache(maxsize=8)
+def _imports_frameldp(python: str) -> bool:
+    """Whether the interpreter ``python`` can import frameldp (asked once per path)."""
+    found = shutil.which(python) or python
+    if os.path.realpath(found) == os.path.realpath(sys.executable):
+        return True
+    try:
+        done = subprocess.run(
+            [found, "-c", "import frameldp"], capture_output=True, timeout=120, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+def _refuse_workers_without_frameldp(frame: SparkDataFrame) -> None:
+    """A local session whose Python workers cannot import frameldp is refused with the fix,
+    before a task fails in them (a cluster's workers cannot be checked from the driver)."""
+    context = frame.sparkSession.sparkContext
+    python = str(getattr(context, "pythonExec", "") or "")
+    if not str(context.master).startswith("local") or not python or _imports_frameldp(python):
+        return
+    raise ParameterError(
+        f"Spark runs its Python workers with {shown(python, 120)}, which cannot import "
+        f"frameldp: create the SparkSession with PYSPARK_PYTHON={sys.executable} in the "
+        "environment (or the Spark conf spark.pyspark.python), or install frameldp there"
+    )
+
+
 def _refuse_streaming(frame: SparkDataFrame) -> None:
     """A streaming frame has no global row positions to address noise by, and Spark runs it
     only through ``writeStream``: refused before any query runs."""
@@ -451,6 +491,7 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
 
     def _columns(self) -> list[Any]:
         _refuse_streaming(self._frame)
+        _refuse_workers_without_frameldp(self._frame)
         return super()._columns()
 
     def _report_columns(self) -> dict[Any, ReportMetadata]:
