@@ -136,3 +136,19 @@ def test_polars_expressions_keep_the_other_columns(lazy: bool) -> None:
 def test_polars_expression_refuses_to_infer_the_domain() -> None:
     with pytest.raises(frameldp.ParameterError, match=r"'carrier'.*infer.*needs the data"):
         pl.col("carrier").ldp.krr(epsilon=1.0, domain="infer")
+
+
+def test_a_series_of_reports_states_its_releases_guarantee() -> None:
+    """A pandas Series of reports debiases with the guarantee its frame states: memoized reports
+    of two rows per person, and a shuffle (the Series had its own path, which stated one
+    report's epsilon: 1 where a person lost 2.32)."""
+    frame = pd.DataFrame({"c": ["a", "b", "c", "a"] * 25, "u": [f"u{i // 2}" for i in range(100)]})
+    memoized = frame.ldp.krr(
+        "c", 1.0, domain=["a", "b", "c"], epsilon_infinity=3.0, user="u", memo_key=bytes(32)
+    )
+    shuffled = frame.ldp.krr("c", 1.0, domain=["a", "b", "c"]).ldp.shuffle()
+    for reports in (memoized, shuffled):
+        stated = reports.ldp.debias("c").privacy
+        assert reports["c"].ldp.debias().privacy == stated
+        assert reports["c"].ldp.privacy == reports.ldp.privacy
+    assert memoized["c"].ldp.debias().privacy.epsilon > 2.0

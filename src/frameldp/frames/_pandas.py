@@ -29,15 +29,11 @@ from frameldp.frames.inputs import METADATA_KEY, check_columns, require_column
 from frameldp.frames.lookup import find_mechanism, unpack_reports
 from frameldp.frames.methods import FrameMethods, ValueShortcuts
 from frameldp.frames.pipeline import (
-    column_context,
     privatize_columns,
-    statistic_of,
 )
 from frameldp.frames.release import (
     LedgerLike,
     charging,
-    guarantee_of,
-    is_seeded,
     plan_release,
 )
 from frameldp.frames.report_type import (
@@ -321,15 +317,15 @@ class PandasSeriesAccessor(ValueShortcuts):
         return pd.Series(_native(reports), index=self._series.index, name=self._series.name)
 
     def debias(self, mechanism: Mechanism | None = None, *, level: float = 0.95) -> FrequencyTable:
-        """Debiased frequency table of this Series of reports."""
-        recorded = self._specs()
-        found = find_mechanism(self._name, mechanism, recorded)
-        privacy = found.privacy.insecure() if is_seeded(recorded, self._name) else None
-        with column_context(self._name):
-            estimate = found.debias(statistic_of([_arrow(self._series)], found, self._name))
-            return FrequencyTable.build(
-                estimate, found, column=self._name, level=level, backend="pandas", privacy=privacy
-            )
+        """Debiased frequency table of this Series of reports, with the guarantee its release
+        states for a person (memoized, shuffled, several rows per person), as the frame's."""
+        table: FrequencyTable = self._as_frame().ldp.debias(self._name, mechanism, level=level)
+        return table
+
+    def _as_frame(self) -> pd.DataFrame:
+        """This Series as a one-column frame under its name: the frame accessor reads a
+        release's guarantee (a Series once had its own path, which stated one report's)."""
+        return pd.DataFrame({self._name: self._series})
 
     def unpack(self, mechanism: Mechanism | None = None) -> pd.DataFrame:
         """RAPPOR reports as one 0/1 ``uint8`` column per bucket."""
@@ -338,8 +334,9 @@ class PandasSeriesAccessor(ValueShortcuts):
 
     @property
     def privacy(self) -> PrivacyGuarantee | None:
-        """Guarantee of the recorded mechanism of this Series of reports."""
-        return guarantee_of(self._specs())
+        """Per-person guarantee of the release this Series of reports belongs to."""
+        guarantee: PrivacyGuarantee | None = self._as_frame().ldp.privacy
+        return guarantee
 
     def _reports(self) -> dict[str, ReportMetadata]:
         """``{name: metadata}`` when this Series holds reports (its name as a string)."""
