@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 
 from frameldp.core.encoding import OTHER, Domain, packed_width
 from frameldp.core.parallel import map_ranges
-from frameldp.core.report_text import is_text, packed_from_text
+from frameldp.core.report_text import fixed_width_rows, is_text, packed_from_text
 from frameldp.errors import DomainError, ParameterError, shown
 
 __all__ = [
@@ -223,10 +223,7 @@ def packed_bits(
             f"column {shown(column)}: reports must all be {width} bytes for {num_bits} bits, got "
             f"lengths in [{lengths.min()}, {lengths.max()}]"
         )
-    offsets = np.frombuffer(large.buffers()[1], dtype=np.int64)[large.offset : large.offset + 1]
-    first = int(offsets[0]) if offsets.size else 0
-    data = np.frombuffer(large.buffers()[2], dtype=np.uint8)[first : first + len(large) * width]
-    return data.reshape(len(large), width)
+    return fixed_width_rows(large, width)
 
 
 def integer_reports(

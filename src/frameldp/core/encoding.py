@@ -61,6 +61,7 @@ __all__ = [
     "one_hot_packed",
     "one_hot_rows",
     "packed_width",
+    "padding_mask",
     "report_bits_matrix",
     "unpack_bits",
     "xor_one_hot",
@@ -525,15 +526,20 @@ def unpack_bits(packed: NDArray[np.uint8], num_bits: int) -> NDArray[np.uint8]:
     return np.unpackbits(packed, axis=1, count=num_bits)
 
 
+def padding_mask(num_bits: int) -> int:
+    """The padding bits of the last byte of ``num_bits`` packed bits (the low bits, in
+    ``numpy.packbits`` order), which a report leaves clear; 0 when the bits fill their bytes."""
+    return 0xFF >> (num_bits % 8) if num_bits % 8 else 0
+
+
 def _check_padding(packed: NDArray[np.uint8], num_bits: int) -> None:
     """Refuse rows with bits set past bit ``num_bits`` (another mechanism's reports)."""
-    if num_bits % 8 and packed.shape[0]:
-        padding = np.uint8(0xFF >> (num_bits % 8))
-        if np.bitwise_and(packed[:, -1], padding).any():
-            raise ParameterError(
-                f"reports have bits set beyond bit {num_bits}: they were not produced by a "
-                f"mechanism with {num_bits} buckets (wrong mechanism or domain?)"
-            )
+    padding = padding_mask(num_bits)
+    if padding and packed.shape[0] and np.bitwise_and(packed[:, -1], np.uint8(padding)).any():
+        raise ParameterError(
+            f"reports have bits set beyond bit {num_bits}: they were not produced by a "
+            f"mechanism with {num_bits} buckets (wrong mechanism or domain?)"
+        )
 
 
 def report_bits_matrix(packed: NDArray[np.uint8], num_bits: int) -> NDArray[np.uint8]:

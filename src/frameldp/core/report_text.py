@@ -22,10 +22,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
-from frameldp.core.encoding import packed_width
+from frameldp.core.encoding import packed_width, padding_mask
 from frameldp.errors import DomainError, shown
 
-__all__ = ["BITS_PREFIX", "is_text", "packed_from_text", "text_of_bits"]
+__all__ = ["BITS_PREFIX", "fixed_width_rows", "is_text", "packed_from_text", "text_of_bits"]
 
 BITS_PREFIX: Final = "b"
 """What starts the text form of a bit-vector report."""
@@ -52,10 +52,8 @@ def text_of_bits(array: pa.Array, num_bits: int) -> pa.Array:
     rows = len(filled)
     packed = np.zeros((0, width), dtype=np.uint8)
     if not lengths.size or (lengths.min() == width and lengths.max() == width):
-        start = int(np.frombuffer(filled.buffers()[1], dtype=np.int64)[filled.offset])
-        data_bytes = np.frombuffer(filled.buffers()[2], dtype=np.uint8)
-        packed = data_bytes[start : start + rows * width].reshape(rows, width)
-    padding = (1 << (8 * width - num_bits)) - 1
+        packed = fixed_width_rows(filled, width)
+    padding = padding_mask(num_bits)
     if packed.shape[0] != rows or (padding and (packed[:, -1] & padding).any()):
         # Another width, or padding bits set: nothing frameldp wrote; shown as hex, refused back.
         return pa.array(
@@ -75,8 +73,7 @@ def text_of_bits(array: pa.Array, num_bits: int) -> pa.Array:
 
 
 def _text_of(value: bytes, num_bits: int, width: int) -> str:
-    padding = (1 << (8 * width - num_bits)) - 1
-    if len(value) != width or value[-1] & padding:
+    if len(value) != width or value[-1] & padding_mask(num_bits):
         return "0x" + value.hex()
     bits = np.unpackbits(np.frombuffer(value, dtype=np.uint8), count=num_bits)
     return BITS_PREFIX + (bits + _ZERO).tobytes().decode()
@@ -91,7 +88,7 @@ def packed_from_text(array: pa.Array, num_bits: int, column: str, owner: str) ->
     if lengths.size and (lengths.min() != step or lengths.max() != step):
         wrong = np.flatnonzero(lengths != step)
     else:
-        chars = _characters(text, step)
+        chars = fixed_width_rows(text, step)
         wrong = np.flatnonzero(
             (chars[:, : _PREFIX.size] != _PREFIX).any(axis=1)
             | ((chars[:, _PREFIX.size :] != _ZERO) & (chars[:, _PREFIX.size :] != _ONE)).any(axis=1)
@@ -106,10 +103,12 @@ def packed_from_text(array: pa.Array, num_bits: int, column: str, owner: str) ->
     return np.packbits(chars[:, _PREFIX.size :] - _ZERO, axis=1)
 
 
-def _characters(text: pa.LargeStringArray, step: int) -> NDArray[np.uint8]:
-    """The ``(n, step)`` bytes of ``n`` strings of ``step`` ASCII characters each."""
-    if not len(text):
-        return np.empty((0, step), dtype=np.uint8)
-    start = int(np.frombuffer(text.buffers()[1], dtype=np.int64)[text.offset])
-    data = np.frombuffer(text.buffers()[2], dtype=np.uint8)
-    return data[start : start + len(text) * step].reshape(len(text), step)
+def fixed_width_rows(array: pa.Array, width: int) -> NDArray[np.uint8]:
+    """The ``(n, width)`` bytes of a ``large_binary`` or ``large_string`` array whose ``n``
+    values are ``width`` bytes each (the caller checks the lengths): a view of its buffer."""
+    rows = len(array)
+    if not rows:
+        return np.empty((0, width), dtype=np.uint8)
+    start = int(np.frombuffer(array.buffers()[1], dtype=np.int64)[array.offset])
+    data = np.frombuffer(array.buffers()[2], dtype=np.uint8)
+    return data[start : start + rows * width].reshape(rows, width)

@@ -40,7 +40,6 @@ from frameldp.frames.report_type import (
     ReportMetadata,
     ReportType,
     legacy_report_columns,
-    storage_of,
 )
 from frameldp.frames.shuffling import SHUFFLED_KEY
 from frameldp.frames.table import Backend, FrequencyTable
@@ -136,12 +135,9 @@ def _refuse_raw_report_type(name: Any, dtype: object) -> None:
 def _storage_series(series: pd.Series, text: bool = False) -> pd.Series:
     """A report column as its storage values (``text``: bit vectors in their text form); any
     other as it is."""
-    if isinstance(series.array, ReportArray):
-        return pd.Series(series.array.plain(text=text), index=series.index, name=series.name)
-    if not _is_report_dtype(series.dtype):
+    if not isinstance(series.array, ReportArray):
         return series
-    storage = pd.arrays.ArrowExtensionArray(storage_of(pa.Array.from_pandas(series)))
-    return pd.Series(storage, index=series.index, name=series.name)
+    return pd.Series(series.array.plain(text=text), index=series.index, name=series.name)
 
 
 def report_columns_of(obj: pd.DataFrame | pd.Series) -> dict[Any, ReportMetadata]:

@@ -39,8 +39,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pandas.api.extensions import ExtensionDtype
 
+from frameldp.core.report_text import is_text
 from frameldp.errors import ParameterError, shown
-from frameldp.frames.report_type import ReportType, text_of
+from frameldp.frames.report_type import ReportType, storage_of, text_of
 
 __all__ = ["ReportArray", "ReportDtype"]
 
@@ -110,11 +111,8 @@ class ReportDtype(pd.ArrowDtype):  # type: ignore[misc]  # pandas' ArrowDtype is
 
 def _storage_chunks(array: pa.Array | pa.ChunkedArray) -> pa.ChunkedArray:
     """The storage values of a report column (any other column as it is), chunked."""
-    chunks = array.chunks if isinstance(array, pa.ChunkedArray) else [array]
-    kind = array.type.storage_type if isinstance(array.type, pa.BaseExtensionType) else array.type
-    return pa.chunked_array(
-        [c.storage if isinstance(c, pa.ExtensionArray) else c for c in chunks], type=kind
-    )
+    storage = storage_of(array)
+    return storage if isinstance(storage, pa.ChunkedArray) else pa.chunked_array([storage])
 
 
 def _dtype_of(dtype: Any) -> Any:
@@ -130,9 +128,7 @@ def _is_text_dtype(dtype: Any) -> bool:
     if isinstance(dtype, np.dtype):
         return dtype.kind in "OU"
     if isinstance(dtype, pd.ArrowDtype):
-        return bool(
-            pa.types.is_string(dtype.pyarrow_dtype) or pa.types.is_large_string(dtype.pyarrow_dtype)
-        )
+        return is_text(dtype.pyarrow_dtype)
     return isinstance(dtype, pd.StringDtype)
 
 

@@ -77,6 +77,7 @@ from pyspark.sql import types as spark_types
 from pyspark.sql.pandas.types import from_arrow_type, to_arrow_type
 
 from frameldp import errors
+from frameldp.core.encoding import packed_width, padding_mask
 from frameldp.core.mechanisms import Mechanism, Statistic, mechanism_from_spec
 from frameldp.core.parallel import threads
 from frameldp.core.report_text import BITS_PREFIX
@@ -691,14 +692,13 @@ def _bits_text(column: Any, num_bits: int) -> Any:
     A value of another width or with padding bits set is no report: ``"0x"`` and its hex, as
     the Python codec shows it, which ``debias`` refuses."""
     f = spark_functions
-    width = -(-num_bits // 8)
+    width = packed_width(num_bits)
     bytes_ = [
         f.lpad(f.conv(f.hex(f.substring(column, i + 1, 1)), 16, 2), 8, "0") for i in range(width)
     ]
     text = f.concat(f.lit(BITS_PREFIX), f.substring(f.concat(*bytes_), 1, num_bits))
     last = f.conv(f.hex(f.substring(column, width, 1)), 16, 10).cast("int")
-    padding = (1 << (8 * width - num_bits)) - 1
-    valid = (f.length(column) == width) & (last.bitwiseAND(padding) == 0)
+    valid = (f.length(column) == width) & (last.bitwiseAND(padding_mask(num_bits)) == 0)
     return f.when(valid, text).otherwise(f.concat(f.lit("0x"), f.lower(f.hex(column))))
 
 
