@@ -68,6 +68,7 @@ from frameldp.frames.report_type import (
     EXTENSION_NAME,
     ReportMetadata,
     ReportType,
+    binary_text_bits,
     empty_reports,
     refuse_reports,
     report_types,
@@ -141,10 +142,10 @@ def _storage_view(
 def _plain(name: str, dtype: pl.DataType, meta: ReportMetadata, text: bool) -> pl.Expr:
     """The expression of report column ``name``'s storage values (or text form)."""
     storage = pl.col(name).ext.storage()
-    kind = ReportType(pa.large_binary(), meta)  # polars stores bit vectors as Binary
     binary = isinstance(dtype, pl.BaseExtension) and dtype.ext_storage() == pl.Binary
-    if not text or not binary or kind.text_bits is None:
+    if not text or not binary or binary_text_bits(meta) is None:
         return storage
+    kind = ReportType(pa.large_binary(), meta)  # polars stores bit vectors as Binary
     return storage.map_batches(
         lambda values: pl.Series(values.name, text_of(values.to_arrow(), kind)),
         return_dtype=pl.String,

@@ -104,7 +104,12 @@ from frameldp.frames.release import (
     check_budget,
     plan_shipped_release,
 )
-from frameldp.frames.report_type import ReportMetadata, ReportType, report_types, storage_of
+from frameldp.frames.report_type import (
+    ReportMetadata,
+    binary_text_bits,
+    report_types,
+    storage_of,
+)
 from frameldp.frames.table import Backend
 
 __all__ = ["METADATA_KEY", "SparkAdapter", "SparkFrameAccessor"]
@@ -665,9 +670,9 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
         for name in self._columns():
             column = spark_functions.col(f"`{name}`")
             if name in reports:
-                bits = ReportType(pa.large_binary(), reports[name]).text_bits
                 binary = isinstance(self._frame.schema[name].dataType, spark_types.BinaryType)
-                if text and binary and bits is not None:
+                bits = binary_text_bits(reports[name]) if text and binary else None
+                if bits is not None:
                     column = _bits_text(column, bits)
                 column = column.alias(name, metadata={})
             columns.append(column)

@@ -63,6 +63,7 @@ __all__ = [
     "ReportMetadata",
     "ReportType",
     "as_reports",
+    "binary_text_bits",
     "described",
     "empty_reports",
     "legacy_report_columns",
@@ -256,6 +257,12 @@ def _text_bits(metadata: str) -> int | None:
     width = kind.byte_width if pa.types.is_fixed_size_binary(kind) else 0
     bits = getattr(mechanism, "num_bits", None)
     return int(bits) if isinstance(bits, int) else 8 * width or None
+
+
+def binary_text_bits(metadata: ReportMetadata) -> int | None:
+    """Bits in the text form of binary reports recorded as ``metadata`` (see
+    :attr:`ReportType.text_bits`), for libraries that hold them as plain binary columns."""
+    return _text_bits(metadata.to_json())
 
 
 def text_of(array: pa.Array, kind: ReportType) -> pa.Array:
