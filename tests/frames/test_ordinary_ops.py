@@ -144,10 +144,6 @@ DASK_OPS = {
 }
 
 
-def _plain_frames(reports: pd.DataFrame, text: bool) -> pd.DataFrame:
-    return reports.ldp.plain(text=text)
-
-
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("name", PANDAS_OPS)
 def test_pandas_operation_equals_it_on_the_storage_values(name: str, kind: str) -> None:
