@@ -82,6 +82,7 @@ if TYPE_CHECKING:
     from frameldp.core.joint import product_domain
     from frameldp.core.parallel import set_threads, threads
     from frameldp.frames.comparison import Comparison
+    from frameldp.frames.methods import ldp
     from frameldp.frames.planner import Plan, plan
     from frameldp.frames.releases import concat_releases
     from frameldp.frames.table import FrequencyTable
@@ -139,6 +140,7 @@ _LAZY: dict[str, str] = {
     "FrequencyTable": "frameldp.frames.table",
     "concat_releases": "frameldp.frames.releases",
     "Comparison": "frameldp.frames.comparison",
+    "ldp": "frameldp.frames.methods",
     "Plan": "frameldp.frames.planner",
     "plan": "frameldp.frames.planner",
     "product_domain": "frameldp.core.joint",
@@ -204,6 +206,7 @@ __all__ = [
     "concat_releases",
     "errors",
     "io",
+    "ldp",
     "mechanism_from_spec",
     "plan",
     "plot",

@@ -1,9 +1,10 @@
-"""Frame adapters are registered by native type, and an adapter is all a backend needs.
+"""Engines and adapters are registered by native type, and an in-memory library needs only an
+adapter.
 
-Every ``.ldp`` method runs through :mod:`frameldp.frames.adapters`: the accessors, the pandera
-schemas and the Dask partitions find a frame's adapter by its type. The last tests register a
-toy backend (a dict of Arrow columns) with nothing but an adapter, and get the reports, tables
-and refusals of the real backends from it.
+Every ``.ldp`` method runs through the frame's engine (:mod:`frameldp.frames.engine`); the
+in-memory engine, the pandera schemas and the Dask partitions find a frame's adapter by its
+type. The last tests register a toy library (a dict of Arrow columns) with nothing but an
+adapter, and get the reports, tables and refusals of the real backends from it.
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ from frameldp.frames.adapters import (
     register_adapter,
     registered_types,
 )
-from frameldp.frames.methods import FrameMethods
+from frameldp.frames.methods import FrameMethods, engine_for
 from frameldp.frames.pipeline import privatize_frame
-from frameldp.frames.report_type import ReportMetadata, metadata_of, storage_of
+from frameldp.frames.lookup import unpack_reports
+from frameldp.frames.report_type import ReportMetadata, metadata_of, recorded_shuffle, storage_of
 
 KEY = bytes(range(32))
 CARRIERS = ("AA", "DL", "UA")
@@ -57,22 +59,39 @@ class _SubFrame(pd.DataFrame):
         (_SubFrame({"a": [1]}), "pandas", True),
         (pl.DataFrame({"a": [1]}), "polars", True),
         (pl.LazyFrame({"a": [1]}), "polars", False),
-        (dd.from_pandas(pd.DataFrame({"a": [1]}), npartitions=1), "pandas", False),
     ],
-    ids=["pandas", "series", "pandas-subclass", "polars", "lazy", "dask"],
+    ids=["pandas", "series", "pandas-subclass", "polars", "lazy"],
 )
 def test_every_frame_finds_its_adapter_by_type(frame: Any, backend: str, in_memory: bool) -> None:
     adapter = adapter_for(frame)
     assert (adapter.backend, adapter.in_memory) == (backend, in_memory)
     assert adapter.columns(frame) == ["a"]
     assert adapter.num_rows(frame) == 1
-    if isinstance(frame, dd.DataFrame):  # nothing gathers a Dask column on one machine
-        with pytest.raises(frameldp.ParameterError, match="needs one machine"):
-            adapter.to_arrow(frame, "a")
-    else:
-        assert adapter.to_arrow(frame, "a").to_pylist() == [1]
-        with pytest.raises(frameldp.ParameterError, match="'b' not found"):
-            adapter.to_arrow(frame, "b")
+    assert adapter.to_arrow(frame, "a").to_pylist() == [1]
+    with pytest.raises(frameldp.ParameterError, match="'b' not found"):
+        adapter.to_arrow(frame, "b")
+
+
+@pytest.mark.parametrize(
+    ("frame", "engine", "one_machine"),
+    [
+        (pd.DataFrame({"a": [1]}), "InMemoryEngine", None),
+        (_SubFrame({"a": [1]}), "InMemoryEngine", None),
+        (pl.DataFrame({"a": [1]}), "InMemoryEngine", None),
+        (pl.LazyFrame({"a": [1]}), "LazyEngine", None),
+        (dd.from_pandas(pd.DataFrame({"a": [1]}), npartitions=1), "DaskEngine", "ddf.compute()"),
+    ],
+    ids=["pandas", "pandas-subclass", "polars", "lazy", "dask"],
+)
+def test_every_frame_finds_its_engine_by_type(
+    frame: Any, engine: str, one_machine: str | None
+) -> None:
+    found = engine_for(frame)
+    assert (type(found).__name__, found.one_machine) == (engine, one_machine)
+    assert found.columns() == ["a"]
+    assert found.num_rows() == 1
+    assert found.report_columns() == {}
+    assert list(found.distinct("a").to_pylist()) == [1]
 
 
 def test_an_unadapted_type_is_a_frameldp_error_naming_it() -> None:
@@ -82,6 +101,8 @@ def test_an_unadapted_type_is_a_frameldp_error_naming_it() -> None:
     for deferred in (pl.LazyFrame({"a": [1]}), pd.Series([1])):
         with pytest.raises(frameldp.ParameterError, match="not an in-memory frame of columns"):
             in_memory_adapter_for(deferred)
+    with pytest.raises(frameldp.ParameterError, match="not an in-memory frame of columns"):
+        engine_for(pd.Series([1]))  # a Series is put in a frame first
 
 
 def test_validation_dispatches_by_adapter() -> None:
@@ -93,9 +114,7 @@ def test_validation_dispatches_by_adapter() -> None:
 
 
 def test_the_adapted_libraries_are_registered() -> None:
-    assert {pd.DataFrame, pd.Series, pl.DataFrame, pl.LazyFrame, dd.DataFrame} <= set(
-        registered_types()
-    )
+    assert {pd.DataFrame, pd.Series, pl.DataFrame, pl.LazyFrame} <= set(registered_types())
 
 
 def test_storage_views_show_the_report_values() -> None:
@@ -146,6 +165,13 @@ class ColumnDictAdapter:
     def take(self, frame: ColumnDict, columns: Sequence[Any], order: NDArray[np.int64]) -> Any:
         return ColumnDict({name: frame[name].take(order) for name in columns})
 
+    def recorded_shuffle(self, frame: ColumnDict) -> dict[str, Any]:
+        return recorded_shuffle(self.report_columns(frame))
+
+    def unpack(self, frame: ColumnDict, column: Any, mechanism: Any) -> ColumnDict:
+        bits, names = unpack_reports(frame[column], mechanism, column)
+        return ColumnDict({name: pa.array(bits[:, i]) for i, name in enumerate(names)})
+
 
 def test_a_new_backend_gets_the_same_reports_from_its_adapter_alone() -> None:
     values = _values()
@@ -160,6 +186,10 @@ def test_a_new_backend_gets_the_same_reports_from_its_adapter_alone() -> None:
     assert toy["carrier"].to_pylist() == values  # the input is not modified
     table = FrameMethods(reports).debias("carrier")
     assert table.frame.equals(expected.ldp.debias("carrier").frame)
+    unpacked = FrameMethods(reports).unpack("carrier")
+    assert {name: array.to_pylist() for name, array in unpacked.items()} == {
+        name: list(column) for name, column in expected.ldp.unpack("carrier").items()
+    }
     with pytest.raises(frameldp.ParameterError, match="already holds frameldp reports"):
         FrameMethods(reports).privatize({"carrier": KRR}, key=KEY)
 

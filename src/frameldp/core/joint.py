@@ -107,6 +107,16 @@ class JointStatistic:
             self.second + other.second,
         )
 
+    def repeated(self, times: int) -> JointStatistic:
+        """The statistic of ``times`` runs of these same pairs of reports (additivity)."""
+        return JointStatistic(
+            self.co_supports * times,
+            self.first_supports * times,
+            self.second_supports * times,
+            self.first.repeated(times),
+            self.second.repeated(times),
+        )
+
 
 def _sliced(reports: Mapping[str, pa.Array], start: int, length: int) -> dict[str, pa.Array]:
     return {name: array.slice(start, length) for name, array in reports.items()}

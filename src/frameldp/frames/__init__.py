@@ -1,5 +1,5 @@
-"""Frame adapters: the ``.ldp`` accessor on pandas, polars, Dask and Spark objects (plumbing,
-no formula).
+"""Frame engines: the ``.ldp`` accessor on pandas, polars, Dask and Spark objects, and
+``frameldp.ldp(obj)`` on those and pyarrow's (plumbing, no formula).
 
 An adapter is registered by the library it adapts, when that library is imported: at ``import
 frameldp`` for a library already imported, otherwise the moment the program imports it.
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from frameldp.frames.table import FrequencyTable
 
-__all__ = ["ADAPTERS", "FrequencyTable", "register_accessors"]
+__all__ = ["ADAPTERS", "ON_DEMAND", "FrequencyTable", "register_accessors", "register_engine_of"]
 
 ADAPTERS: dict[str, tuple[str, str]] = {
     "pyarrow": ("pyarrow", "frameldp.frames.report_type"),  # registers the report type
@@ -32,6 +32,14 @@ ADAPTERS: dict[str, tuple[str, str]] = {
     "pyspark": ("pyspark.sql", "frameldp.frames._spark"),
 }
 """Library -> (the module whose import makes its frames exist, frameldp's adapter module)."""
+
+ON_DEMAND: dict[str, str] = {
+    "pyarrow": "frameldp.frames._arrow",
+    "duckdb": "frameldp.frames._duckdb",
+}
+"""Library -> frameldp's engine module for its objects, which have no accessor: imported when
+``frameldp.ldp(obj)`` first meets one (pyarrow is imported by frameldp itself, before its
+engine could be)."""
 
 _LOCK = threading.Lock()
 
@@ -111,6 +119,16 @@ def register_accessors() -> list[str]:
         if _FINDER.watched and _FINDER not in sys.meta_path:
             sys.meta_path.insert(0, _FINDER)
     return registered
+
+
+def register_engine_of(obj: object) -> bool:
+    """Import frameldp's engine module for the library of ``obj`` when it has one on demand
+    (:data:`ON_DEMAND`); whether one was imported now."""
+    module = ON_DEMAND.get(type(obj).__module__.partition(".")[0])
+    if module is None or module in sys.modules:
+        return False
+    importlib.import_module(module)
+    return True
 
 
 def __getattr__(name: str) -> Any:

@@ -80,15 +80,15 @@ from dask.task_spec import Task, TaskRef
 from frameldp.core.mechanisms import Capability, Mechanism, Statistic
 from frameldp.core.parallel import threads
 from frameldp.errors import ParameterError, shown
-from frameldp.frames._pandas import PandasAdapter, _unpack
+from frameldp.frames._pandas import PandasAdapter, _unpack, report_columns_of
 from frameldp.frames._pandas_reports import ReportArray, ReportDtype
-from frameldp.frames.adapters import adapter_for, register_adapter
+from frameldp.frames.adapters import adapter_for
+from frameldp.frames.engine import Gather, Privatization, register_engine
 from frameldp.frames.executions import SingleExecution
 from frameldp.frames.fingerprint import Fingerprint, fingerprint_of
 from frameldp.frames.grouping import Grouped, Reduction, grouped_statistics, merge_grouped
-from frameldp.frames.inputs import require_column
-from frameldp.frames.lookup import find_mechanism, unpack_reports
-from frameldp.frames.methods import FrameMethods, OneMachineMethods
+from frameldp.frames.lookup import unpack_reports
+from frameldp.frames.methods import FrameMethods
 from frameldp.frames.persons import counted_rows, refuse_other_ids, refuse_sampling
 from frameldp.frames.pipeline import privatize_frame
 from frameldp.frames.release import (
@@ -99,10 +99,10 @@ from frameldp.frames.release import (
     check_budget,
     plan_shipped_release,
 )
-from frameldp.frames.report_type import ReportMetadata
+from frameldp.frames.report_type import ReportMetadata, recorded_shuffle
 from frameldp.frames.table import Backend
 
-__all__ = ["SPLIT_EVERY", "DaskFrameAccessor"]
+__all__ = ["SPLIT_EVERY", "DaskEngine", "DaskFrameAccessor"]
 
 SPLIT_EVERY = 8
 """Partial results combined per task of a tree reduction."""
@@ -313,77 +313,48 @@ def _nonempty_reports(dtype: ReportDtype) -> ReportArray:
     return ReportArray._of(pa.chunked_array([nulls]), dtype)
 
 
-@register_adapter(dd.DataFrame)
-class DaskAdapter:
-    """Dask frames: their meta's columns and report types (the first partition's, for a dataset
-    read from files; every partition is checked against them when its reports are read).
-    Partitions are pandas frames, privatized and counted by the pandas adapter; nothing here
-    gathers a column on one machine (those calls refuse)."""
+@register_engine(dd.DataFrame)
+class DaskEngine:
+    """A Dask DataFrame: privatized lazily, partition by partition, with global row addressing;
+    its reports debiased with tree reductions (the reports equal the pandas accessor's for the
+    same key). Its meta gives the columns and report types (the first partition's, for a
+    dataset read from files; every partition is checked against them when its reports are
+    read). Nothing here gathers a column on one machine."""
 
     backend: Backend = "pandas"
-    in_memory = False
+    one_machine: str | None = "ddf.compute()"
 
-    def columns(self, frame: dd.DataFrame) -> list[Any]:
-        return list(frame.columns)
+    def __init__(self, frame: dd.DataFrame) -> None:
+        self._frame = frame
 
-    def report_columns(self, frame: dd.DataFrame) -> dict[Any, ReportMetadata]:
-        reports: dict[Any, ReportMetadata] = adapter_for(frame._meta).report_columns(frame._meta)
-        return reports
+    def columns(self) -> list[Any]:
+        return list(self._frame.columns)
 
-    def num_rows(self, frame: dd.DataFrame) -> int:
-        return len(frame)
+    def report_columns(self) -> dict[Any, ReportMetadata]:
+        return report_columns_of(self._frame._meta)
 
-    def to_arrow(self, frame: dd.DataFrame, column: Any) -> pa.Array | pa.ChunkedArray:
-        raise ParameterError(
-            f"column {shown(column)}: reading a whole Dask column needs one machine; compute "
-            "the frame to pandas first, or work partition by partition"
-        )
+    def recorded_shuffle(self) -> dict[str, Any]:
+        return recorded_shuffle(self.report_columns())
 
-    def from_arrow(self, columns: Mapping[Any, pa.Array]) -> dd.DataFrame:
-        raise ParameterError("a Dask frame is not built from Arrow columns on one machine")
-
-    def storage_view(self, frame: dd.DataFrame, *, text: bool = False) -> dd.DataFrame:
-        raise ParameterError(
-            "validation takes a pandas or polars frame; validate a computed partition or chunk"
-        )
-
-
-@dd.extensions.register_dataframe_accessor("ldp")
-class DaskFrameAccessor(OneMachineMethods, FrameMethods):
-    """``ddf.ldp``: privatize columns of a Dask DataFrame lazily and debias its reports with
-    tree reductions (the reports equal the pandas accessor's for the same key)."""
-
-    _frame: dd.DataFrame
-    _to_pandas = ("compute", "ddf.compute()")
+    def num_rows(self) -> int:
+        return len(self._frame)
 
     def _typed(self, names: list[str]) -> dict[str, ReportMetadata]:
-        reports = self._report_columns()
+        reports = self.report_columns()
         return {name: reports[name] for name in names if name in reports}
 
-    def plain(self, *, text: bool = False) -> dd.DataFrame:
-        """See :meth:`FrameMethods.plain`: each partition's report columns as plain columns."""
+    def plain(self, *, text: bool) -> dd.DataFrame:
+        """Each partition's report columns as plain columns."""
         view = functools.partial(PandasAdapter().storage_view, text=text)
         plain: dd.DataFrame = self._frame.map_partitions(view, meta=view(self._frame._meta))
         return plain
 
-    def _domain_values(self, column: str) -> pa.Array | pa.ChunkedArray:
+    def distinct(self, column: Any) -> pa.Array | pa.ChunkedArray:
         """The distinct values of ``column`` (all ``domain="infer"`` reads), by tree union."""
         parts, _ = _pinned(self._frame[column])
         return _tree_reduce(parts, _distinct, _union)
 
-    def privatize(
-        self,
-        mechanisms: Mapping[str, Mechanism],
-        *,
-        key: bytes | None = None,
-        seed: int | None = None,
-        ledger: LedgerLike | None = None,
-        budget: str | None = None,
-        user: str | None = None,
-        memo_key: bytes | None = None,
-        max_rows_per_user: int | None = None,
-        contributions: str = "all",
-    ) -> dd.DataFrame:
+    def privatize(self, request: Privatization) -> dd.DataFrame:
         """Replace each column by its reports, lazily.
 
         Returns a Dask DataFrame whose partitions are privatized with global row addressing
@@ -399,19 +370,21 @@ class DaskFrameAccessor(OneMachineMethods, FrameMethods):
         responses must be the same on every worker). With ``user=``, the user column is computed
         once now to count each person's rows (see ``DataFrame.ldp.privatize``).
         """
-        refuse_sampling(contributions, user, max_rows_per_user, "a Dask DataFrame")
+        mechanisms, user, key = request.mechanisms, request.user, request.key
+        refuse_sampling(request.contributions, user, request.max_rows_per_user, "a Dask DataFrame")
+        ledger, budget = request.ledger, request.budget
         parts, divisions = _pinned(self._frame)
         counted_ids: list[str] = []  # each partition's user ids, as counted
         shipped, release = plan_shipped_release(
-            self._columns(),
+            self.columns(),
             mechanisms,
-            reports=self._report_columns(),
+            reports=self.report_columns(),
             key=key,
-            seed=seed,
+            seed=request.seed,
             user=user,
-            memo_key=memo_key,
+            memo_key=request.memo_key,
             fresh_keys=("on Dask", "each partition"),
-            max_rows_per_user=max_rows_per_user,
+            max_rows_per_user=request.max_rows_per_user,
             count_rows=lambda name: self._rows_per_user(name, len(parts), counted_ids),
             user_kind=lambda name: (
                 adapter_for(self._frame._meta).to_arrow(self._frame._meta, name).type
@@ -467,7 +440,7 @@ class DaskFrameAccessor(OneMachineMethods, FrameMethods):
             return counted_rows(largest, nulls, user, first_null=row)
         return counted_rows(largest, nulls, user)
 
-    def _grouped(self, reduction: Reduction, by: tuple[str, ...]) -> Grouped:
+    def reduce(self, reduction: Reduction, by: tuple[str, ...]) -> Grouped:
         """Per-partition statistics (by group) merged in a tree (report columns never meet on
         one machine); debiasing the sums gives exactly the pandas estimates."""
         parts, _ = _pinned(self._frame[list(dict.fromkeys((*reduction.names, *by)))])
@@ -480,25 +453,21 @@ class DaskFrameAccessor(OneMachineMethods, FrameMethods):
         grouped: Grouped = _tree_reduce(parts, chunk, merge_grouped)
         return grouped
 
-    def _gatherer(
-        self, names: tuple[str, ...], column: str
-    ) -> Callable[[Callable[[Mapping[str, pa.Array]], Statistic]], Statistic]:
+    def gatherer(self, names: tuple[str, ...], column: str) -> Gather:
         """The report columns persisted once (each pass of a search reads the same reports:
         a graph recomputed per pass would draw new ones under a fresh key), then tree-reduced
-        per pass as :meth:`_grouped` does."""
-        persisted = DaskFrameAccessor(self._frame[list(names)].persist())
+        per pass as :meth:`reduce` does."""
+        persisted = DaskEngine(self._frame[list(names)].persist())
 
         def gather(reduce: Callable[[Mapping[str, pa.Array]], Statistic]) -> Statistic:
-            grouped = persisted._grouped(Reduction(names, reduce, column), ())
+            grouped = persisted.reduce(Reduction(names, reduce, column), ())
             return cast(Statistic, grouped.statistics[()])
 
         return gather
 
-    def unpack(self, column: str, mechanism: Mechanism | None = None) -> dd.DataFrame:
-        """RAPPOR reports as one 0/1 ``uint8`` column per bucket, named ``column=label``
-        (lazily, partition by partition)."""
-        require_column(self._columns(), column)
-        found = find_mechanism(column, mechanism, self._specs())
+    def unpack(self, column: str, mechanism: Mechanism) -> dd.DataFrame:
+        """Lazily, partition by partition."""
+        found = mechanism
         empty = pa.array([], type=found.report_columns(column)[column])
         _, names = unpack_reports(empty, found, column)  # refuses reports that are no bit vectors
         index = self._frame._meta.index
@@ -507,3 +476,8 @@ class DaskFrameAccessor(OneMachineMethods, FrameMethods):
             _unpack, found, column, meta=meta
         )
         return unpacked
+
+
+@dd.extensions.register_dataframe_accessor("ldp")
+class DaskFrameAccessor(FrameMethods):
+    """``ddf.ldp`` on a Dask DataFrame (its engine: :class:`DaskEngine`)."""

@@ -40,6 +40,7 @@ from frameldp.frames.report_type import (
     ReportMetadata,
     ReportType,
     legacy_report_columns,
+    recorded_shuffle,
 )
 from frameldp.frames.shuffling import SHUFFLED_KEY
 from frameldp.frames.table import Backend, FrequencyTable
@@ -197,7 +198,21 @@ class PandasAdapter:
     def take(
         self, frame: pd.DataFrame, columns: Sequence[Any], order: NDArray[np.int64]
     ) -> pd.DataFrame:
-        return frame[list(columns)].iloc[order].reset_index(drop=True)
+        out = frame[list(columns)].iloc[order].reset_index(drop=True)
+        # What an earlier release recorded in attrs described the frame's rows as they were.
+        out.attrs = {k: v for k, v in out.attrs.items() if k != METADATA_KEY}
+        return out
+
+    def recorded_shuffle(self, frame: pd.DataFrame) -> dict[str, Any]:
+        # A file of plain columns shuffled by the command line records its shuffle in the
+        # attrs pandas restores (it has no report column to type).
+        reports = report_columns_of(frame)
+        if reports:
+            return recorded_shuffle(reports)
+        return dict((frame.attrs.get(METADATA_KEY) or {}).get(SHUFFLED_KEY) or {})
+
+    def unpack(self, frame: pd.DataFrame, column: Any, mechanism: Mechanism) -> pd.DataFrame:
+        return _unpack(frame[column], mechanism, column)
 
 
 @register_adapter(pd.Series)
@@ -235,30 +250,8 @@ def _unpack(series: pd.Series, mechanism: Mechanism, column: str) -> pd.DataFram
 
 @pd.api.extensions.register_dataframe_accessor("ldp")
 class PandasFrameAccessor(FrameMethods):
-    """``df.ldp``: privatize columns and debias reports of a pandas DataFrame."""
-
-    _frame: pd.DataFrame
-
-    def _shuffled(self) -> dict[str, Any]:
-        # A file of plain columns shuffled by the command line records its shuffle in the
-        # attrs pandas restores (it has no report column to type).
-        if self._report_columns():
-            return super()._shuffled()
-        return dict((self._frame.attrs.get(METADATA_KEY) or {}).get(SHUFFLED_KEY) or {})
-
-    def shuffle(
-        self, *, keep: Sequence[Any] | str = (), key: bytes | None = None, seed: int | None = None
-    ) -> pd.DataFrame:
-        out: pd.DataFrame = super().shuffle(keep=keep, key=key, seed=seed)
-        # What an earlier release recorded in attrs describes the frame before the shuffle.
-        out.attrs = {k: v for k, v in out.attrs.items() if k != METADATA_KEY}
-        return out
-
-    def unpack(self, column: str, mechanism: Mechanism | None = None) -> pd.DataFrame:
-        """RAPPOR reports as one 0/1 ``uint8`` column per bucket, named ``column=label``."""
-        require_column(self._columns(), column)
-        found = find_mechanism(column, mechanism, self._specs())
-        return _unpack(self._frame[column], found, column)
+    """``df.ldp``: privatize columns and debias reports of a pandas DataFrame (its engine:
+    :class:`~frameldp.frames.in_memory.InMemoryEngine` over :class:`PandasAdapter`)."""
 
 
 @pd.api.extensions.register_series_accessor("ldp")

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import polars as pl
@@ -45,11 +45,13 @@ from frameldp.core.randomness import (
 )
 from frameldp.errors import DomainError, ParameterError, shown
 from frameldp.frames.adapters import register_adapter
+from frameldp.frames.engine import Gather, LocalFrame, Privatization, register_engine
 from frameldp.frames.executions import SingleExecution
 from frameldp.frames.fingerprint import Fingerprint
 from frameldp.frames.grouping import Grouped, Reduction
+from frameldp.frames.in_memory import InMemoryEngine
 from frameldp.frames.inputs import check_columns, require_column
-from frameldp.frames.lookup import find_mechanism, unpack_reports
+from frameldp.frames.lookup import unpack_reports
 from frameldp.frames.methods import FrameMethods, ValueShortcuts
 from frameldp.frames.persons import People, refuse_sampling, rows_per_user, stated_people
 from frameldp.frames.pipeline import privatize_columns, privatize_frame
@@ -70,15 +72,16 @@ from frameldp.frames.report_type import (
     ReportType,
     binary_text_bits,
     empty_reports,
+    recorded_shuffle,
     refuse_reports,
     report_types,
     storage_of,
     text_of,
 )
-from frameldp.frames.shuffling import kept_columns
 from frameldp.frames.table import Backend
 
 __all__ = [
+    "LazyEngine",
     "LazyFrameAdapter",
     "PolarsAdapter",
     "PolarsExprNamespace",
@@ -314,6 +317,13 @@ class PolarsAdapter:
     ) -> pl.DataFrame:
         return frame.select(columns)[order]
 
+    def recorded_shuffle(self, frame: pl.DataFrame) -> dict[str, Any]:
+        return recorded_shuffle(self.report_columns(frame))
+
+    def unpack(self, frame: pl.DataFrame, column: Any, mechanism: Mechanism) -> pl.DataFrame:
+        bits, names = unpack_reports(frame[column].to_arrow(), mechanism, column)
+        return pl.DataFrame(bits, schema=names, orient="row")
+
 
 @register_adapter(pl.LazyFrame)
 class LazyFrameAdapter:
@@ -347,54 +357,63 @@ class LazyFrameAdapter:
 
 @pl.api.register_dataframe_namespace("ldp")
 class PolarsFrameNamespace(FrameMethods):
-    """``df.ldp`` on a polars DataFrame."""
-
-    _frame: pl.DataFrame
-
-    def unpack(self, column: str, mechanism: Mechanism | None = None) -> pl.DataFrame:
-        """RAPPOR reports as one 0/1 ``uint8`` column per bucket, named ``column=label``."""
-        require_column(self._columns(), column)
-        found = find_mechanism(column, mechanism, self._specs())
-        bits, names = unpack_reports(self._frame[column].to_arrow(), found, column)
-        return pl.DataFrame(bits, schema=names, orient="row")
+    """``df.ldp`` on a polars DataFrame (its engine:
+    :class:`~frameldp.frames.in_memory.InMemoryEngine` over :class:`PolarsAdapter`)."""
 
 
-@pl.api.register_lazyframe_namespace("ldp")
-class PolarsLazyFrameNamespace(FrameMethods):
-    """``lf.ldp`` on a polars LazyFrame: lazy and streaming; a privatized plan is one release,
-    run once (unless ``key=``, whose runs give the same reports)."""
+@register_engine(pl.LazyFrame)
+class LazyEngine:
+    """A polars LazyFrame: lazy and streaming; a privatized plan is one release, run once
+    (unless ``key=``, whose runs give the same reports). Its batches, and the columns it
+    collects, are served by :class:`PolarsAdapter`."""
 
-    _frame: pl.LazyFrame
+    backend: Backend = "polars"
+    one_machine: str | None = None
 
-    def shuffle(
-        self, *, keep: Sequence[str] | str = (), key: bytes | None = None, seed: int | None = None
-    ) -> pl.LazyFrame:
-        """Now: the report columns only, in a keyed uniformly random order (the eager and
-        pandas ``shuffle``'s order for the same key), as a LazyFrame.
+    def __init__(self, frame: pl.LazyFrame) -> None:
+        self.frame = frame
 
-        A shuffle permutes every report, so it reads them all: the report columns and the
-        ``keep`` ones are collected here (a privatized plan runs now, its one run), and the
-        shuffle records how many reports it shuffled, which later stacking cannot inflate.
-        A bad ``keep`` is refused before the plan runs.
-        """
-        names = [*self._report_columns(), *kept_columns(self._columns(), keep)]
-        eager = self._frame.select(list(dict.fromkeys(names))).collect(engine="streaming")
-        shuffled: pl.DataFrame = PolarsFrameNamespace(eager).shuffle(keep=keep, key=key, seed=seed)
-        return shuffled.lazy()
+    def columns(self) -> list[Any]:
+        return self.frame.collect_schema().names()
 
-    def privatize(
-        self,
-        mechanisms: Mapping[str, Mechanism],
-        *,
-        key: bytes | None = None,
-        seed: int | None = None,
-        ledger: LedgerLike | None = None,
-        budget: str | None = None,
-        user: str | None = None,
-        memo_key: bytes | None = None,
-        max_rows_per_user: int | None = None,
-        contributions: str = "all",
-    ) -> pl.LazyFrame:
+    def report_columns(self) -> dict[Any, ReportMetadata]:
+        return _report_columns(self.frame.collect_schema())
+
+    def recorded_shuffle(self) -> dict[str, Any]:
+        return recorded_shuffle(self.report_columns())
+
+    def num_rows(self) -> int:
+        return int(self.frame.select(pl.len()).collect(engine="streaming").item())
+
+    def distinct(self, column: Any) -> pa.Array | pa.ChunkedArray:
+        return LazyFrameAdapter().to_arrow(self.frame, column)
+
+    def gather(self, columns: list[Any]) -> LocalFrame:
+        """The columns collected with the streaming engine (a privatized plan runs now)."""
+        return LocalFrame(self.frame.select(columns).collect(engine="streaming"), PolarsAdapter())
+
+    def returned(self, frame: pl.DataFrame) -> pl.LazyFrame:
+        return frame.lazy()
+
+    def plain(self, *, text: bool) -> pl.LazyFrame:
+        return cast(pl.LazyFrame, _storage_view(self.frame, text))
+
+    def unpack(self, column: str, mechanism: Mechanism) -> pl.DataFrame:
+        """Collect ``column`` (streaming) as one 0/1 ``uint8`` column per bucket."""
+        return PolarsAdapter().unpack(_collected(self.frame, [column], column), column, mechanism)
+
+    def reduce(self, reduction: Reduction, by: tuple[str, ...]) -> Grouped:
+        """Collect only the report and group columns (streaming), then reduce them."""
+        names = list(dict.fromkeys((*reduction.names, *by)))
+        frame = _collected(self.frame, names, reduction.label)
+        return InMemoryEngine(frame, PolarsAdapter()).reduce(reduction, by)
+
+    def gatherer(self, names: tuple[str, ...], column: str) -> Gather:
+        """The report columns collected once: every pass reads the same reports."""
+        frame = _collected(self.frame, list(names), column)
+        return InMemoryEngine(frame, PolarsAdapter()).gatherer(names, column)
+
+    def privatize(self, request: Privatization) -> pl.LazyFrame:
         """A plan that privatizes this one when it runs (see the module docstring).
 
         Without ``key=``/``seed=`` the plan is one release: its run draws a fresh key, and a
@@ -407,61 +426,56 @@ class PolarsLazyFrameNamespace(FrameMethods):
         collected once to count each person's rows (the release states the loss of the person
         holding the most, or of ``max_rows_per_user``; see ``DataFrame.ldp.privatize``).
         """
-        refuse_sampling(contributions, user, max_rows_per_user, "a polars LazyFrame")
-        schema = self._frame.collect_schema()
-        check_columns(schema.names(), mechanisms, reports=self._report_columns())
+        user = request.user
+        refuse_sampling(
+            request.contributions, user, request.max_rows_per_user, "a polars LazyFrame"
+        )
+        schema = self.frame.collect_schema()
+        check_columns(schema.names(), request.mechanisms, reports=self.report_columns())
+        key, seed = request.key, request.seed
         keyed = None if key is None and seed is None else resolve_source(key, seed)
         people = None if user is None else People(user)
         counted = stated_people(
             user,
-            max_rows_per_user,
+            request.max_rows_per_user,
             schema.names(),
             lambda: rows_per_user(
-                [self._frame.select(user).collect(engine="streaming").to_arrow().column(0)],
+                [self.frame.select(user).collect(engine="streaming").to_arrow().column(0)],
                 user,
                 people=people,
             ),
         )
         release = plan_release(
             schema.names(),
-            mechanisms,
+            request.mechanisms,
             source=keyed or RandomSource.fresh(),
             user=user,
-            memo_key=memo_key,
+            memo_key=request.memo_key,
             rows_per_user=counted,
             fresh_keys=("on a LazyFrame", "each collect"),
             user_type=memo_user_type(
-                mechanisms,
+                request.mechanisms,
                 user,
                 schema.names(),
                 lambda name: pl.Series([], dtype=schema[name]).to_arrow().type,
             ),
         )
-        check_budget(ledger, budget, release)
-        out = _privatized_scan(
-            self._frame,
-            dict(mechanisms),
+        check_budget(request.ledger, request.budget, release)
+        return _privatized_scan(
+            self.frame,
+            dict(request.mechanisms),
             keyed=keyed,
             release=release,
             user=user,
             people=people,
-            ledger=ledger,
-            budget=budget,
+            ledger=request.ledger,
+            budget=request.budget,
         )
-        return out
 
-    def _grouped(self, reduction: Reduction, by: tuple[str, ...]) -> Grouped:
-        """Collect only the report and group columns (streaming), then reduce them."""
-        names = list(dict.fromkeys((*reduction.names, *by)))
-        frame = _collected(self._frame, names, reduction.label)
-        return PolarsFrameNamespace(frame)._grouped(reduction, by)
 
-    def unpack(self, column: str, mechanism: Mechanism | None = None) -> pl.DataFrame:
-        """Collect ``column`` (streaming) as one 0/1 ``uint8`` column per bucket."""
-        require_column(self._columns(), column)
-        found = find_mechanism(column, mechanism, self._specs())
-        frame = self._frame.select(column).collect(engine="streaming")
-        return PolarsFrameNamespace(frame).unpack(column, found)
+@pl.api.register_lazyframe_namespace("ldp")
+class PolarsLazyFrameNamespace(FrameMethods):
+    """``lf.ldp`` on a polars LazyFrame (its engine: :class:`LazyEngine`)."""
 
 
 @pl.api.register_expr_namespace("ldp")

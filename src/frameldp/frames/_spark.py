@@ -90,15 +90,13 @@ from frameldp.frames._spark_reports import (
     check_tags,
     recorded_reports,
 )
-from frameldp.frames.adapters import register_adapter
+from frameldp.frames.engine import Gather, Privatization, register_engine
 from frameldp.frames.grouping import Grouped, Reduction, grouped_statistics, merge_grouped
-from frameldp.frames.inputs import require_column
-from frameldp.frames.lookup import find_mechanism, unpack_reports
-from frameldp.frames.methods import FrameMethods, OneMachineMethods
+from frameldp.frames.lookup import unpack_reports
+from frameldp.frames.methods import FrameMethods
 from frameldp.frames.persons import counted_rows, refuse_sampling
 from frameldp.frames.pipeline import privatize_columns
 from frameldp.frames.release import (
-    LedgerLike,
     ShippedSource,
     charging,
     check_budget,
@@ -107,12 +105,13 @@ from frameldp.frames.release import (
 from frameldp.frames.report_type import (
     ReportMetadata,
     binary_text_bits,
+    recorded_shuffle,
     report_types,
     storage_of,
 )
 from frameldp.frames.table import Backend
 
-__all__ = ["METADATA_KEY", "SparkAdapter", "SparkFrameAccessor"]
+__all__ = ["METADATA_KEY", "SparkEngine", "SparkFrameAccessor"]
 
 _SIGNED = {pa.uint8(): pa.int8(), pa.uint16(): pa.int16(), pa.uint32(): pa.int32()}
 _SIGNED[pa.uint64()] = pa.int64()
@@ -347,40 +346,7 @@ def _unpickled(row: Any) -> Grouped:
     return cast(Grouped, pickle.loads(row[0]))
 
 
-# -- the adapter and the accessor --------------------------------------------------------------
-
-
-@register_adapter(SparkDataFrame)
-class SparkAdapter:
-    """Spark frames: their schema's columns and report types; nothing here gathers a column on
-    the driver (those calls refuse)."""
-
-    backend: Backend = "pandas"
-    in_memory = False
-
-    def columns(self, frame: SparkDataFrame) -> list[Any]:
-        return list(frame.columns)
-
-    def report_columns(self, frame: SparkDataFrame) -> dict[Any, ReportMetadata]:
-        return dict(recorded_reports(frame).metadata)
-
-    def num_rows(self, frame: SparkDataFrame) -> int:
-        return int(_running(frame.count))
-
-    def to_arrow(self, frame: SparkDataFrame, column: Any) -> pa.Array | pa.ChunkedArray:
-        raise ParameterError(
-            f"column {shown(column)}: reading a whole Spark column needs one machine; collect "
-            "the frame to pandas first (sdf.toPandas()), or work partition by partition"
-        )
-
-    def from_arrow(self, columns: Mapping[Any, pa.Array]) -> SparkDataFrame:
-        raise ParameterError("a Spark frame is not built from Arrow columns on one machine")
-
-    def storage_view(self, frame: SparkDataFrame, *, text: bool = False) -> SparkDataFrame:
-        raise ParameterError(
-            "validation takes a pandas or polars frame; validate a collected sample or "
-            "partition (sdf.toPandas())"
-        )
+# -- the engine and the accessor ---------------------------------------------------------------
 
 
 def _refuse_speculation(conf: SparkConf) -> None:
@@ -482,28 +448,38 @@ def _drop_checkpoint(frame: SparkDataFrame | None) -> None:
             frame._jdf.queryExecution().analyzed().rdd().unpersist(False)
 
 
-class SparkFrameAccessor(OneMachineMethods, FrameMethods):
-    """``sdf.ldp``: privatize columns of a Spark DataFrame (eagerly, see the module docstring)
-    and debias its reports with tree aggregations (the reports equal the pandas accessor's for
-    the same key)."""
+@register_engine(SparkDataFrame)
+class SparkEngine:
+    """A Spark DataFrame: privatized eagerly (see the module docstring), its reports debiased
+    with tree aggregations (the reports equal the pandas accessor's for the same key). Nothing
+    here gathers a column on the driver."""
 
-    _frame: SparkDataFrame
-    _to_pandas = ("collect", "sdf.toPandas()")
+    backend: Backend = "pandas"
+    one_machine: str | None = "sdf.toPandas()"
+
+    def __init__(self, frame: SparkDataFrame) -> None:
+        self._frame = frame
 
     @functools.cached_property
     def _recorded(self) -> SparkReports:
         _refuse_streaming(self._frame)
         return recorded_reports(self._frame)  # the plan and footers are read once per accessor
 
-    def _columns(self) -> list[Any]:
+    def columns(self) -> list[Any]:
         _refuse_streaming(self._frame)
         _refuse_workers_without_frameldp(self._frame)
-        return super()._columns()
+        return list(self._frame.columns)
 
-    def _report_columns(self) -> dict[Any, ReportMetadata]:
+    def report_columns(self) -> dict[Any, ReportMetadata]:
         return dict(self._recorded.metadata)
 
-    def _domain_values(self, column: str) -> pa.Array | pa.ChunkedArray:
+    def recorded_shuffle(self) -> dict[str, Any]:
+        return recorded_shuffle(self.report_columns())
+
+    def num_rows(self) -> int:
+        return int(_running(self._frame.count))
+
+    def distinct(self, column: Any) -> pa.Array | pa.ChunkedArray:
         """The distinct values of ``column`` (all ``domain="infer"`` reads), computed by Spark."""
         _refuse_streaming(self._frame)
         values = _quoted(column)
@@ -521,19 +497,7 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
         array = _running(distinct.toArrow).column(0)
         return pc.unique(array.drop_null()) if len(array) else array
 
-    def privatize(
-        self,
-        mechanisms: Mapping[str, Mechanism],
-        *,
-        key: bytes | None = None,
-        seed: int | None = None,
-        ledger: LedgerLike | None = None,
-        budget: str | None = None,
-        user: str | None = None,
-        memo_key: bytes | None = None,
-        max_rows_per_user: int | None = None,
-        contributions: str = "all",
-    ) -> SparkDataFrame:
+    def privatize(self, request: Privatization) -> SparkDataFrame:
         """Replace each column by its reports, now (see the module docstring).
 
         Returns a checkpointed Spark DataFrame whose reports are addressed by global row: with
@@ -545,19 +509,25 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
         ``memo_key=`` or ``key=`` (see :meth:`rappor`); it counts each person's rows first (see
         ``DataFrame.ldp.privatize``).
         """
-        refuse_sampling(contributions, user, max_rows_per_user, "a Spark DataFrame")
+        mechanisms, user, ledger, budget = (
+            request.mechanisms,
+            request.user,
+            request.ledger,
+            request.budget,
+        )
+        refuse_sampling(request.contributions, user, request.max_rows_per_user, "a Spark DataFrame")
         pinned_input = _PinnedInput(self._frame)  # people are counted on the rows privatized
         try:
             shipped, release = plan_shipped_release(
-                self._columns(),
+                self.columns(),
                 mechanisms,
-                reports=self._report_columns(),
-                key=key,
-                seed=seed,
+                reports=self.report_columns(),
+                key=request.key,
+                seed=request.seed,
                 user=user,
-                memo_key=memo_key,
+                memo_key=request.memo_key,
                 fresh_keys=("on Spark", "each task"),
-                max_rows_per_user=max_rows_per_user,
+                max_rows_per_user=request.max_rows_per_user,
                 count_rows=lambda name: _rows_per_user(pinned_input(), name),
                 user_kind=lambda name: to_arrow_type(self._frame.schema[name].dataType),
             )
@@ -619,13 +589,13 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
         fields.append(spark_types.StructField(tag.column, spark_types.LongType(), False))
         return spark_types.StructType(fields)
 
-    def _grouped(self, reduction: Reduction, by: tuple[str, ...]) -> Grouped:
+    def reduce(self, reduction: Reduction, by: tuple[str, ...]) -> Grouped:
         """Per-partition statistics (by group) summed by ``treeAggregate`` (report columns
         never meet on one machine); debiasing the sums gives exactly the pandas estimates."""
         tagged = self._recorded.tags
         tags = {name: tagged[name] for name in reduction.names if name in tagged}
         read = list(dict.fromkeys((*reduction.names, *by, *(t.column for t in tags.values()))))
-        kinds = _storage_types(self._report_columns())
+        kinds = _storage_types(self.report_columns())
         task = functools.partial(
             _statistics_task, reduction=reduction, by=by, kinds=kinds, tags=tags, names=read
         )
@@ -649,25 +619,23 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
             grouped = grouped_statistics(empty, reduction, ())
         return grouped
 
-    def _gatherer(
-        self, names: tuple[str, ...], column: str
-    ) -> Callable[[Callable[[Mapping[str, pa.Array]], Statistic]], Statistic]:
+    def gatherer(self, names: tuple[str, ...], column: str) -> Gather:
         """Each pass of a search reads the same reports: a release privatized here is
         checkpointed, and files do not change under a read."""
 
         def gather(reduce: Callable[[Mapping[str, pa.Array]], Statistic]) -> Statistic:
-            grouped = self._grouped(Reduction(names, reduce, column), ())
+            grouped = self.reduce(Reduction(names, reduce, column), ())
             return cast(Statistic, grouped.statistics[()])
 
         return gather
 
-    def plain(self, *, text: bool = False) -> SparkDataFrame:
-        """See :meth:`FrameMethods.plain`: the report columns without their recorded release
-        (Spark columns hold the storage values already); with ``text``, bit-vector reports as
-        their text form, computed by Spark (its CSV writer takes no binary column)."""
-        reports = self._report_columns()
+    def plain(self, *, text: bool) -> SparkDataFrame:
+        """The report columns without their recorded release (Spark columns hold the storage
+        values already); with ``text``, bit-vector reports as their text form, computed by
+        Spark (its CSV writer takes no binary column)."""
+        reports = self.report_columns()
         columns = []
-        for name in self._columns():
+        for name in self.columns():
             column = spark_functions.col(f"`{name}`")
             if name in reports:
                 binary = isinstance(self._frame.schema[name].dataType, spark_types.BinaryType)
@@ -678,10 +646,9 @@ class SparkFrameAccessor(OneMachineMethods, FrameMethods):
             columns.append(column)
         return self._frame.select(columns)
 
-    def unpack(self, column: str, mechanism: Mechanism | None = None) -> SparkDataFrame:
-        """RAPPOR reports as one 0/1 ``tinyint`` column per bucket, named ``column=label``."""
-        require_column(self._columns(), column)
-        found = find_mechanism(column, mechanism, self._specs())
+    def unpack(self, column: str, mechanism: Mechanism) -> SparkDataFrame:
+        """As ``tinyint`` columns (Spark has no unsigned bytes)."""
+        found = mechanism
         empty = pa.array([], type=found.report_columns(column)[column])
         _, names = unpack_reports(empty, found, column)  # refuses reports that are no bit vectors
         schema = spark_types.StructType(
@@ -705,6 +672,10 @@ def _bits_text(column: Any, num_bits: int) -> Any:
     last = f.conv(f.hex(f.substring(column, width, 1)), 16, 10).cast("int")
     valid = (f.length(column) == width) & (last.bitwiseAND(padding_mask(num_bits)) == 0)
     return f.when(valid, text).otherwise(f.concat(f.lit("0x"), f.lower(f.hex(column))))
+
+
+class SparkFrameAccessor(FrameMethods):
+    """``sdf.ldp`` on a Spark DataFrame (its engine: :class:`SparkEngine`)."""
 
 
 def _accessor(frame: SparkDataFrame) -> SparkFrameAccessor:

@@ -2,24 +2,28 @@
 
 An adapter converts one library's frames to and from Arrow, and does nothing else: every
 privatization, statistic and table is computed by the one pipeline
-(:mod:`frameldp.frames.pipeline`) on Arrow columns. ``.ldp`` accessors, pandera schemas and the
-Dask partitions find the adapter of whatever frame they are given with :func:`adapter_for`, which
-walks the type's method resolution order, so a subclass of a registered type is adapted too.
+(:mod:`frameldp.frames.pipeline`) on Arrow columns. The in-memory engine
+(:mod:`frameldp.frames.in_memory`), pandera schemas and the Dask partitions find the adapter of
+whatever frame they are given with :func:`adapter_for`, which walks the type's method
+resolution order, so a subclass of a registered type is adapted too.
 
 Two kinds:
 
-* :class:`FrameAdapter`, every frame: its column names, its report columns (read from their
-  ``frameldp.reports`` types, :mod:`frameldp.frames.report_type`), its length, a column as
-  Arrow (a polars LazyFrame collects it; a Dask frame refuses, as nothing may gather a column
-  on one machine), a new frame of Arrow columns, and a view with report columns as their
-  storage values (for pandera's checks).
+* :class:`FrameAdapter`, every frame that can be read on one machine: its column names, its
+  report columns (read from their ``frameldp.reports`` types,
+  :mod:`frameldp.frames.report_type`), its length, a column as Arrow (a polars LazyFrame
+  collects it), a new frame of Arrow columns, and a view with report columns as their storage
+  values (for pandera's checks).
 * :class:`InMemoryAdapter`, frames whose rows are all in memory and that take columns (pandas
-  and polars DataFrames): also report columns written back, and rows taken in a given order.
-  Deferred frames (polars LazyFrame, Dask) privatize and count batch by batch through the
-  in-memory adapter of their batches; a pandas Series is one column, read but never written.
+  and polars DataFrames, pyarrow Tables): also report columns written back, rows taken in a
+  given order, the recorded shuffle and unpacked bit vectors. Such a library needs nothing
+  more: :class:`~frameldp.frames.in_memory.InMemoryEngine` serves it. A pandas Series is one
+  column, read but never written.
 
-The adapter modules (``frameldp.frames._pandas``, ``_polars``, ``_dask``) register themselves
-when their library is imported (:func:`frameldp.frames.register_accessors`).
+Frames spread over machines (Dask, Spark) have engines and no adapter: nothing reads their
+columns on one machine. The adapter modules (``frameldp.frames._pandas``, ``_polars``,
+``_arrow``) register themselves when their library is imported
+(:func:`frameldp.frames.register_accessors`).
 """
 
 from __future__ import annotations
@@ -28,12 +32,14 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from frameldp.errors import ParameterError
+from frameldp.frames import register_engine_of
 
 if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
     from numpy.typing import NDArray
 
+    from frameldp.core.mechanisms import Mechanism
     from frameldp.frames.report_type import ReportMetadata
     from frameldp.frames.table import Backend
 
@@ -96,6 +102,16 @@ class InMemoryAdapter(FrameAdapter, Protocol):
         """A new frame of ``columns`` holding rows ``order`` of ``frame`` (index reset)."""
         ...
 
+    def recorded_shuffle(self, frame: Any) -> dict[str, Any]:
+        """What a ``shuffle`` recorded for ``frame`` (empty when it was not shuffled): read
+        from its report types (:func:`~frameldp.frames.report_type.recorded_shuffle`)."""
+        ...
+
+    def unpack(self, frame: Any, column: Any, mechanism: Mechanism) -> Any:
+        """Bit-vector reports of ``column`` as a new frame of one 0/1 ``uint8`` column per
+        bucket, named ``column=label`` (:func:`~frameldp.frames.lookup.unpack_reports`)."""
+        ...
+
 
 _Adapter = TypeVar("_Adapter", bound=FrameAdapter)
 
@@ -125,6 +141,8 @@ def adapter_for(frame: object) -> FrameAdapter:
     for kind in type(frame).__mro__:
         if kind in _REGISTRY:
             return _REGISTRY[kind]
+    if register_engine_of(frame):  # a pyarrow Table: its module registers it when imported
+        return adapter_for(frame)
     names = ", ".join(sorted({_library_name(kind) for kind in _REGISTRY}))
     kind = type(frame)
     raise ParameterError(

@@ -8,14 +8,12 @@ no formula lives here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, cast
 
-import numpy as np
 import pyarrow as pa
 
 from frameldp.accounting import PrivacyGuarantee, compose
-from frameldp.core.columns import combined
 from frameldp.core.encoding import (
     FAST_HASHES,
     HashScheme,
@@ -33,33 +31,27 @@ from frameldp.core.mechanisms import (
     mechanism_class,
     mechanism_from_spec,
 )
-from frameldp.core.randomness import (
-    RandomSource,
-    content_sort_keys,
-    permutation,
-    resolve_source,
-)
+from frameldp.core.randomness import permutation, resolve_source
 from frameldp.errors import (
     MechanismNotFoundError,
     ParameterError,
     shown,
 )
-from frameldp.frames.adapters import InMemoryAdapter, adapter_for, in_memory_adapter_for
+from frameldp.frames import register_engine_of
+from frameldp.frames.adapters import in_memory_adapter_for
+from frameldp.frames.engine import Engine, Gather, LocalEngine, Privatization, registered_engine
 from frameldp.frames.grouping import (
-    Grouped,
     Reduction,
     check_group_columns,
     flat_reduction,
-    grouped_statistics,
     joint_reduction,
-    merge_grouped,
     table_of,
 )
+from frameldp.frames.in_memory import InMemoryEngine
 from frameldp.frames.inputs import (
     _domain,
     build_krr,
     build_rappor,
-    check_columns,
     require_column,
 )
 from frameldp.frames.lookup import (
@@ -70,18 +62,7 @@ from frameldp.frames.lookup import (
     refuse_other_mechanism,
     report_names,
 )
-from frameldp.frames.persons import (
-    check_contributions,
-    one_row_per_user,
-    rows_per_user,
-    stated_people,
-)
-from frameldp.frames.pipeline import (
-    column_context,
-    privatize_columns,
-    privatize_frame,
-    row_content,
-)
+from frameldp.frames.pipeline import column_context, privatize_columns
 from frameldp.frames.release import (
     LedgerLike,
     ReleasePlan,
@@ -89,18 +70,16 @@ from frameldp.frames.release import (
     charging,
     guarantee_of,
     is_seeded,
-    memo_user_type,
-    plan_release,
     recorded_spec,
 )
 from frameldp.frames.report_type import (
     ReportMetadata,
-    recorded_shuffle,
     recorded_specs,
     refuse_reports,
     with_shuffle,
 )
 from frameldp.frames.shuffling import (
+    kept_columns,
     plan_shuffle,
     refuse_other_rows,
     shuffle_order,
@@ -108,9 +87,7 @@ from frameldp.frames.shuffling import (
 )
 from frameldp.frames.table import STAT_COLUMNS, FrequencyTable
 
-__all__ = ["Encoding", "FrameMethods", "ValueShortcuts"]
-
-_DISCOVERY_BATCH = 1 << 20  # reports a discovery pass decodes at once
+__all__ = ["Encoding", "FrameMethods", "ValueShortcuts", "engine_for", "ldp"]
 
 
 Encoding = Literal["onehot", "bloom"]
@@ -142,33 +119,33 @@ def _names_a_pair(column: Any, columns: list[Any]) -> bool:
     return isinstance(column, list | tuple) or hasattr(column, "__array__")
 
 
-class OneMachineMethods:
-    """``shuffle`` and ``balcer_cheu`` of frames spread over machines (Dask, Spark): both permute
-    every report together, which needs one machine, so they raise, naming how the frame is
-    brought to pandas (``_to_pandas``: the verb and the expression). Listed before
-    :class:`FrameMethods` among an accessor's bases."""
+def ldp(obj: Any) -> Any:
+    """The ``.ldp`` methods of any supported object, including those whose library has no
+    accessor API (a pyarrow Table or RecordBatchReader, a DuckDB relation): ``obj.ldp`` where
+    the library has an accessor (a pandas Series, a polars expression), else the frame methods
+    over the object's engine (:mod:`frameldp.frames.engine`).
 
-    _to_pandas: tuple[str, str]
+    >>> import pyarrow as pa, frameldp
+    >>> table = pa.table({"carrier": ["AA", "DL", "UA"] * 100})
+    >>> reports = frameldp.ldp(table).krr("carrier", 2.0, domain=["AA", "DL", "UA"])
+    >>> frameldp.ldp(reports).debias("carrier").n
+    300
+    """
+    accessor = getattr(type(obj), "ldp", None)
+    if accessor is not None:
+        return obj.ldp
+    return FrameMethods(obj)
 
-    def _one_machine(self, what: str, method: str) -> str:
-        verb, expression = self._to_pandas
-        return (
-            f"{what} permutes every report together, which needs one machine; {verb} the frame "
-            f"to pandas first: {expression}.ldp.{method}(...)"
-        )
 
-    def shuffle(
-        self, *, keep: Sequence[Any] | str = (), key: bytes | None = None, seed: int | None = None
-    ) -> Any:
-        """Not here: a shuffle permutes all reports on one machine (raises)."""
-        raise ParameterError(self._one_machine("shuffle", "shuffle"))
-
-    def balcer_cheu(self, column: str, *args: Any, **kwargs: Any) -> Any:
-        """Not here: the Balcer–Cheu shuffler needs every message on one machine (raises)."""
-        raise ParameterError(
-            f"column {shown(column)}: "
-            + self._one_machine("the Balcer–Cheu shuffler", "balcer_cheu")
-        )
+def engine_for(frame: object) -> Engine:
+    """The engine of ``frame``: the one registered for its type (or nearest base class), else
+    the in-memory engine over its library's in-memory adapter."""
+    engine = registered_engine(frame)
+    if engine is None and register_engine_of(frame):
+        engine = registered_engine(frame)
+    if engine is not None:
+        return engine(frame)
+    return InMemoryEngine(frame, in_memory_adapter_for(frame))
 
 
 class FrameMethods:
@@ -176,35 +153,43 @@ class FrameMethods:
     ``shuffle``, ``validate`` and the recorded mechanisms, on any frame the adapter registry
     (:mod:`frameldp.frames.adapters`) adapts.
 
-    What is written here runs on an in-memory frame. The accessors of deferred frames (polars
-    LazyFrame, Dask) replace how reports are produced (:meth:`privatize`, :meth:`shuffle`), how
-    their additive statistics are gathered (:meth:`_grouped`) and, on Dask, how a domain is
-    inferred (:meth:`_domain_values`) and what needs one machine (``balcer_cheu``, which
-    refuses); every accessor adds its own ``unpack``. No formula is written here.
+    Every method is written here once, on top of the frame's engine
+    (:mod:`frameldp.frames.engine`), which is all that differs between libraries: how reports
+    are produced, how their additive statistics are reduced, where the rows are. Accessor
+    classes subclass it without overriding anything. No formula is written here.
     """
 
     def __init__(self, frame: Any) -> None:
         self._frame = frame
-        self._adapter = adapter_for(frame)
-
-    @property
-    def _in_memory(self) -> InMemoryAdapter:
-        return in_memory_adapter_for(self._frame)
+        self._engine = engine_for(frame)
 
     def _report_columns(self) -> dict[Any, ReportMetadata]:
         """``{name: metadata}`` of the frame's report columns (read from their types)."""
-        return self._adapter.report_columns(self._frame)
+        return self._engine.report_columns()
 
     def _columns(self) -> list[Any]:
-        return self._adapter.columns(self._frame)
+        return self._engine.columns()
 
     def _num_rows(self) -> int:
-        return self._adapter.num_rows(self._frame)
+        return self._engine.num_rows()
 
     def _domain_values(self, column: Any) -> pa.Array | pa.ChunkedArray:
         """Values of ``column`` whose distinct ones are its inferred domain
         (``domain="infer"``); a deferred frame may give the distinct values only."""
-        return self._adapter.to_arrow(self._frame, column)
+        return self._engine.distinct(column)
+
+    def _local(self, what: str, method: str, column: Any = None) -> LocalEngine:
+        """The engine, when its rows can come to one machine (``what`` permutes every report
+        together); otherwise a refusal naming how the frame is brought there."""
+        expression = self._engine.one_machine
+        if expression is None:
+            return cast(LocalEngine, self._engine)  # as it declares
+        verb = "compute" if "compute" in expression else "collect"
+        named = "" if column is None else f"column {shown(column)}: "
+        raise ParameterError(
+            f"{named}{what} permutes every report together, which needs one machine; {verb} the "
+            f"frame to pandas first: {expression}.ldp.{method}(...)"
+        )
 
     def _specs(self) -> dict[str, Any]:
         """``{column: spec}`` of the frame's report columns."""
@@ -228,11 +213,11 @@ class FrameMethods:
         reports are in their text form, ``"b"`` and one ``0``/``1`` per bucket, as CSV and
         JSON need them. The result claims no release: ``debias(column, mechanism)`` reads it
         back when the mechanism is named."""
-        return self._adapter.storage_view(self._frame, text=text)
+        return self._engine.plain(text=text)
 
     def _shuffled(self) -> dict[str, Any]:
         """What ``shuffle`` recorded (empty when the frame was not shuffled)."""
-        return recorded_shuffle(self._report_columns())
+        return self._engine.recorded_shuffle()
 
     @property
     def privacy(self) -> PrivacyGuarantee | None:
@@ -290,55 +275,19 @@ class FrameMethods:
         ``epsilon_infinity`` memoize their permanent responses per (user, value) under
         ``memo_key`` (a persistent secret); see :meth:`rappor`.
         """
-        columns = self._columns()
-        check_columns(columns, mechanisms, reports=self._report_columns())
-        source = resolve_source(key, seed)
-        frame, adapter = self._frame, self._in_memory
-        sampled = check_contributions(contributions, user, max_rows_per_user) == "sample"
-        if sampled and user is not None:  # check_contributions refused sampling without user
-            require_column(columns, user)
-            frame = self._one_row_per_user(mechanisms, user, source)
-        counted = stated_people(
-            user,
-            max_rows_per_user,
-            columns,
-            lambda: rows_per_user([adapter.to_arrow(frame, user)], user),
-        )
-        user_type = memo_user_type(
-            mechanisms, user, columns, lambda name: adapter.to_arrow(frame, name).type
-        )
-        release = plan_release(
-            columns,
-            mechanisms,
-            source=source,
-            user=user,
-            memo_key=memo_key,
-            rows_per_user=counted,
-            num_rows=adapter.num_rows(frame),
-            user_type=user_type,
-        )
-        with charging(ledger, budget, release):
-            return privatize_frame(
-                frame,
+        return self._engine.privatize(
+            Privatization(
                 mechanisms,
-                specs=release.specs,
-                source=source,
+                key=key,
+                seed=seed,
+                ledger=ledger,
+                budget=budget,
                 user=user,
-                memo=release.memo,
+                memo_key=memo_key,
+                max_rows_per_user=max_rows_per_user,
+                contributions=contributions,
             )
-
-    def _one_row_per_user(
-        self, mechanisms: Mapping[str, Mechanism], user: str, source: RandomSource
-    ) -> Any:
-        """The frame with one row of each person, drawn by keys bound to the rows' position and
-        content (the same job on the same input keeps the same rows)."""
-        adapter, frame = self._in_memory, self._frame
-        num_rows = adapter.num_rows(frame)
-        ids = adapter.to_arrow(frame, user)
-        content = row_content([ids, *(adapter.to_arrow(frame, c) for c in mechanisms)], num_rows)
-        rows = np.arange(num_rows, dtype=np.int64)
-        keys = content_sort_keys(source.stream("contributions", str(user)), rows, content)
-        return adapter.take(frame, self._columns(), one_row_per_user(ids, keys))
+        )
 
     def shuffle(
         self, *, keep: Sequence[Any] | str = (), key: bytes | None = None, seed: int | None = None
@@ -352,33 +301,29 @@ class FrameMethods:
         (:func:`frameldp.amplify_by_shuffling`). The same key gives the same order on every
         backend.
         """
-        adapter = self._in_memory
+        engine = self._local("shuffle", "shuffle")
         reports = self._report_columns()
-        num_rows = self._num_rows()
         specs = recorded_specs(reports)
+        read = dict.fromkeys([*reports, *kept_columns(self._columns(), keep)])
+        local = engine.gather(list(read))  # a plan runs once: its rows are counted in this run
+        frame, adapter = local.frame, local.adapter
+        num_rows = adapter.num_rows(frame)
         columns, record = plan_shuffle(self._columns(), specs, keep, num_rows, seed=seed)
-        refuse_other_rows(specs, lambda name: adapter.to_arrow(self._frame, name))
-        arrays = [adapter.to_arrow(self._frame, name) for name in columns]
+        refuse_other_rows(specs, lambda name: adapter.to_arrow(frame, name))
+        arrays = [adapter.to_arrow(frame, name) for name in columns]
         order = shuffle_order(arrays, num_rows, key, seed)
         shuffled = {
             name: with_shuffle(array.take(order), reports[name], record)
             for name, array in zip(columns, arrays, strict=True)
             if name in reports
         }
-        return adapter.with_arrow(adapter.take(self._frame, columns, order), shuffled)
+        return engine.returned(adapter.with_arrow(adapter.take(frame, columns, order), shuffled))
 
     # -- estimating ----------------------------------------------------------------------------
 
-    def _grouped(self, reduction: Reduction, by: tuple[str, ...]) -> Grouped:
-        """The statistics of ``reduction`` over the frame, by the values of ``by`` (one
-        statistic under the key ``()`` when ``by`` is empty)."""
-        read = dict.fromkeys((*reduction.names, *by))
-        arrays = {name: self._adapter.to_arrow(self._frame, name) for name in read}
-        return grouped_statistics(arrays, reduction, by)
-
     def _statistic(self, column: str, names: list[Any], mechanism: Mechanism) -> Statistic:
         """The additive statistic of the report columns ``names`` of ``column``."""
-        grouped = self._grouped(flat_reduction(column, names, mechanism), ())
+        grouped = self._engine.reduce(flat_reduction(column, names, mechanism), ())
         return cast(Statistic, grouped.statistics[()])
 
     def debias(
@@ -517,16 +462,22 @@ class FrameMethods:
     ) -> FrequencyTable:
         """Reduce, debias (every group, and all groups together) and assemble the table."""
         return table_of(
-            self._grouped(reduction, by),
+            self._engine.reduce(reduction, by),
             debias,
             by,
             mechanism=mechanism,
             column=column,
             label=reduction.label,
             level=level,
-            backend=self._adapter.backend,
+            backend=self._engine.backend,
             privacy=privacy,
         )
+
+    def unpack(self, column: str, mechanism: Mechanism | None = None) -> Any:
+        """Bit-vector reports (RAPPOR, OUE, subset selection) as one 0/1 ``uint8`` column per
+        bucket, named ``column=label``; a lazy frame's are unpacked as it runs."""
+        require_column(self._columns(), column)
+        return self._engine.unpack(column, find_mechanism(column, mechanism, self._specs()))
 
     def decode(
         self,
@@ -558,30 +509,9 @@ class FrameMethods:
                 significance=significance,
                 column=column,
                 level=level,
-                backend=self._adapter.backend,
+                backend=self._engine.backend,
                 seeded=is_seeded(recorded, column),
             )
-
-    def _gatherer(
-        self, names: tuple[str, ...], column: str
-    ) -> Callable[[Callable[[Mapping[str, pa.Array]], Statistic]], Statistic]:
-        """``gather(reduce)``: the summed statistic of ``reduce`` over the reports, for a search
-        that reads them once per pass. The reports are read once: a lazy plan executed once
-        per pass would draw new reports each time under a fresh key (and charge its ledger each
-        time). Dask persists them instead (:class:`~frameldp.frames._dask.DaskFrameAccessor`).
-        """
-        arrays = {name: combined(self._adapter.to_arrow(self._frame, name)) for name in names}
-        rows = len(arrays[names[0]])
-
-        def gather(reduce: Callable[[Mapping[str, pa.Array]], Statistic]) -> Statistic:
-            reduction = Reduction(names, reduce, column)
-            total = Grouped()
-            for start in range(0, max(rows, 1), _DISCOVERY_BATCH):  # bounds the temporaries
-                batch = {name: part.slice(start, _DISCOVERY_BATCH) for name, part in arrays.items()}
-                total = merge_grouped(total, grouped_statistics(batch, reduction, ()))
-            return cast(Statistic, total.statistics[()])
-
-        return gather
 
     def discover(
         self,
@@ -609,7 +539,7 @@ class FrameMethods:
         for name in names:
             require_column(columns, name)
 
-        gather = self._gatherer(tuple(names), column)
+        gather: Gather = self._engine.gatherer(tuple(names), column)
         with column_context(column):
             discovery = found.discover(
                 gather, column=column, top=top, width=width, significance=significance
@@ -619,7 +549,7 @@ class FrameMethods:
                 discovery,
                 column=column,
                 level=level,
-                backend=self._adapter.backend,
+                backend=self._engine.backend,
                 seeded=is_seeded(recorded, column),
             )
 
@@ -652,9 +582,11 @@ class FrameMethods:
         reports = self._report_columns()
         if column in reports:
             refuse_reports(column, reports[column])
+        engine = self._local("the Balcer–Cheu shuffler", "balcer_cheu", column)
         # One read: the people counted (n) are the people whose messages are sent, even for a
         # LazyFrame whose source could change between two executions.
-        values = self._adapter.to_arrow(self._frame, column)
+        local = engine.gather([column])
+        values = local.adapter.to_arrow(local.frame, column)
         with column_context(column):
             mechanism = mechanism_class("balcer_cheu")(
                 epsilon,
@@ -682,7 +614,7 @@ class FrameMethods:
                 source=source,
             )[column]
             messages = messages.take(permutation(source.stream(column, "shuffle"), len(messages)))
-        return self._adapter.from_arrow({column: messages})
+        return engine.returned(local.adapter.from_arrow({column: messages}))
 
     def rappor(
         self,

@@ -116,10 +116,14 @@ def release_schema(
 def _run(frame: Any, declaration: SchemaDeclaration, lazy: bool) -> list[Failure]:
     kind = f"{type(frame).__module__}.{type(frame).__qualname__}"
     expected = "validation takes a pandas DataFrame or a polars DataFrame or LazyFrame"
+    advice = (
+        "validate a DataFrame (of a Dask frame: a computed partition or chunk; of a Spark "
+        "frame: a collected sample, sdf.limit(n).toPandas()) instead"
+    )
     try:
         adapter = adapter_for(frame)  # the frame's library, by its registered native type
     except ParameterError:
-        raise ParameterError(f"{expected}, got {kind}") from None
+        raise ParameterError(f"{expected}, got {kind}; {advice}") from None
     with _pandera_quietly():
         if adapter.backend == "polars":  # a DataFrame or a LazyFrame (streamed)
             from frameldp.schemas import polars
@@ -129,10 +133,7 @@ def _run(frame: Any, declaration: SchemaDeclaration, lazy: bool) -> list[Failure
             from frameldp.schemas import pandas
 
             return pandas.run_schema(frame, declaration, lazy=lazy)
-    raise ParameterError(
-        f"{expected}, got {kind}; validate a DataFrame (of a Dask frame: a computed partition "
-        "or chunk; of a Spark frame: a collected sample, sdf.limit(n).toPandas()) instead"
-    )
+    raise ParameterError(f"{expected}, got {kind}; {advice}")
 
 
 def _validate(frame: _Frame, declaration: SchemaDeclaration, lazy: bool) -> _Frame:

@@ -109,6 +109,11 @@ class Statistic:
         parts = tuple(a + b for a, b in zip(self.parts, other.parts, strict=True))
         return Statistic(parts, self.rows + other.rows)
 
+    def repeated(self, times: int) -> Statistic:
+        """The statistic of ``times`` runs of these same reports (additivity): what a query
+        engine's ``GROUP BY`` count of identical reports stands for."""
+        return Statistic(tuple(part * times for part in self.parts), self.rows * times)
+
 
 class Mechanism(Protocol):
     """What every frameldp mechanism answers (see the module docstring)."""

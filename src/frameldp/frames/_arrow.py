@@ -1,0 +1,260 @@
+"""pyarrow: Tables and RecordBatchReaders, through ``frameldp.ldp(obj)``.
+
+pyarrow has no accessor API, so its objects are reached with ``frameldp.ldp(table)``, which
+gives the same methods as ``df.ldp``. Report columns are Arrow columns of the
+``frameldp.reports`` extension type (:mod:`frameldp.frames.report_type`), which Parquet files
+written by pyarrow keep.
+
+* **Table**: an in-memory frame. :class:`ArrowAdapter` is all it needs; the in-memory engine
+  (:class:`~frameldp.frames.in_memory.InMemoryEngine`) privatizes and reduces it as it does a
+  pandas or polars frame, with the same reports for the same key.
+* **RecordBatchReader**: a stream, read once. ``privatize`` returns a reader that privatizes
+  each batch as it is read (rows numbered across batches, memory bounded by a batch), charges
+  the ledger once before its first reports leave, and draws its fresh key when it starts; with
+  ``user=`` (whose rows per person are counted first) the stream is read into a table.
+  ``debias`` and ``decode`` reduce it batch by batch. Anything else that needs every row
+  (``shuffle``, ``discover``, ``unpack``, domain inference) reads it into a table first. A
+  reader frameldp has read is refused afterwards, rather than read as empty.
+
+Plumbing only: no formula lives here.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from numpy.typing import NDArray
+
+from frameldp.core.mechanisms import Mechanism
+from frameldp.core.randomness import RandomSource, resolve_source
+from frameldp.errors import ParameterError, shown
+from frameldp.frames.adapters import register_adapter
+from frameldp.frames.engine import Gather, LocalFrame, Privatization, register_engine
+from frameldp.frames.executions import SingleExecution
+from frameldp.frames.grouping import Grouped, Reduction, grouped_statistics, merge_grouped
+from frameldp.frames.in_memory import InMemoryEngine
+from frameldp.frames.inputs import check_columns, require_column
+from frameldp.frames.lookup import unpack_reports
+from frameldp.frames.persons import refuse_sampling
+from frameldp.frames.pipeline import privatize_frame
+from frameldp.frames.release import charging, check_budget, plan_release
+from frameldp.frames.report_type import (
+    ReportMetadata,
+    ReportType,
+    metadata_of,
+    recorded_shuffle,
+    storage_of,
+    text_of,
+)
+from frameldp.frames.table import Backend
+
+__all__ = ["ArrowAdapter", "ArrowStreamEngine"]
+
+
+def _report_columns(schema: pa.Schema) -> dict[Any, ReportMetadata]:
+    found = {field.name: metadata_of(field.type, field.metadata) for field in schema}
+    return {name: meta for name, meta in found.items() if meta is not None}
+
+
+def _plain(array: pa.ChunkedArray, text: bool) -> pa.ChunkedArray:
+    """A report column's storage values (``text``: bit vectors in their text form)."""
+    storage = storage_of(array)
+    if not text or not isinstance(array.type, ReportType):
+        return storage
+    kind = array.type
+    return pa.chunked_array([text_of(chunk, kind) for chunk in storage.chunks])
+
+
+@register_adapter(pa.Table)
+class ArrowAdapter:
+    """pyarrow Tables: columns are Arrow already; report columns are of their report type."""
+
+    backend: Backend = "pandas"
+    in_memory = True
+
+    def columns(self, frame: pa.Table) -> list[Any]:
+        return list(frame.column_names)
+
+    def report_columns(self, frame: pa.Table) -> dict[Any, ReportMetadata]:
+        return _report_columns(frame.schema)
+
+    def num_rows(self, frame: pa.Table) -> int:
+        return int(frame.num_rows)
+
+    def to_arrow(self, frame: pa.Table, column: Any) -> pa.ChunkedArray:
+        names = frame.column_names
+        require_column(names, column)
+        if names.count(column) > 1:
+            raise ParameterError(
+                f"column {shown(column)}: the table holds {names.count(column)} columns of this "
+                "name; rename them first",
+                column=column,
+            )
+        return frame.column(column)
+
+    def from_arrow(self, columns: Mapping[Any, pa.Array]) -> pa.Table:
+        return pa.table(dict(columns))
+
+    def storage_view(self, frame: pa.Table, *, text: bool = False) -> pa.Table:
+        reports = self.report_columns(frame)
+        if not reports:
+            return frame
+        return self.with_arrow(frame, {name: _plain(frame.column(name), text) for name in reports})
+
+    def with_arrow(self, frame: pa.Table, columns: Mapping[Any, pa.Array]) -> pa.Table:
+        out = frame
+        for name, array in columns.items():
+            if name in out.column_names:
+                out = out.set_column(out.column_names.index(name), name, array)
+            else:
+                out = out.append_column(name, array)
+        return out
+
+    def take(self, frame: pa.Table, columns: Sequence[Any], order: NDArray[np.int64]) -> pa.Table:
+        return frame.select(list(columns)).take(pa.array(order, pa.int64()))
+
+    def recorded_shuffle(self, frame: pa.Table) -> dict[str, Any]:
+        return recorded_shuffle(self.report_columns(frame))
+
+    def unpack(self, frame: pa.Table, column: Any, mechanism: Mechanism) -> pa.Table:
+        bits, names = unpack_reports(self.to_arrow(frame, column), mechanism, column)
+        return pa.table({name: pa.array(bits[:, i]) for i, name in enumerate(names)})
+
+
+_READ: weakref.WeakSet[pa.RecordBatchReader] = weakref.WeakSet()
+"""Readers frameldp has read (a reader streams once)."""
+
+
+@register_engine(pa.RecordBatchReader)
+class ArrowStreamEngine:
+    """A RecordBatchReader: streamed once (see the module docstring)."""
+
+    backend: Backend = "pandas"
+    one_machine: str | None = None
+
+    def __init__(self, reader: pa.RecordBatchReader) -> None:
+        self._reader = reader
+        self._table: pa.Table | None = None
+
+    def _batches(self) -> Iterator[pa.RecordBatch]:
+        """The reader's batches, once; a reader read before is refused."""
+        if self._reader in _READ:
+            raise ParameterError(
+                "this RecordBatchReader was read already (a reader streams its batches once); "
+                "open the source again, or read it into a table (reader.read_all())"
+            )
+        _READ.add(self._reader)
+        return iter(self._reader)
+
+    def _all(self) -> InMemoryEngine:
+        """Every row, read into a table once."""
+        if self._table is None:
+            batches = list(self._batches())
+            self._table = pa.Table.from_batches(batches, schema=self._reader.schema)
+        return InMemoryEngine(self._table, ArrowAdapter())
+
+    def columns(self) -> list[Any]:
+        return list(self._reader.schema.names)
+
+    def report_columns(self) -> dict[Any, ReportMetadata]:
+        return _report_columns(self._reader.schema)
+
+    def recorded_shuffle(self) -> dict[str, Any]:
+        return recorded_shuffle(self.report_columns())
+
+    def num_rows(self) -> int:
+        return self._all().num_rows()
+
+    def distinct(self, column: Any) -> pa.Array | pa.ChunkedArray:
+        return self._all().distinct(column)
+
+    def gather(self, columns: list[Any]) -> LocalFrame:
+        return self._all().gather(columns)
+
+    def returned(self, frame: pa.Table) -> pa.RecordBatchReader:
+        return frame.to_reader()
+
+    def plain(self, *, text: bool) -> pa.RecordBatchReader:
+        adapter = ArrowAdapter()
+        empty = self._reader.schema.empty_table()
+        schema = adapter.storage_view(empty, text=text).schema
+        batches = (
+            adapter.storage_view(pa.Table.from_batches([batch]), text=text).to_batches()
+            for batch in self._batches()
+        )
+        return pa.RecordBatchReader.from_batches(schema, (b for part in batches for b in part))
+
+    def unpack(self, column: str, mechanism: Mechanism) -> pa.Table:
+        return self._all().unpack(column, mechanism)
+
+    def gatherer(self, names: tuple[str, ...], column: str) -> Gather:
+        return self._all().gatherer(names, column)
+
+    def reduce(self, reduction: Reduction, by: tuple[str, ...]) -> Grouped:
+        """Batch by batch: memory is bounded by a batch and the statistics."""
+        read = list(dict.fromkeys((*reduction.names, *by)))
+        for name in read:
+            require_column(self.columns(), name)
+        total = Grouped()
+        empty = True
+        for batch in self._batches():
+            arrays = {name: batch.column(name) for name in read}
+            total = merge_grouped(total, grouped_statistics(arrays, reduction, by))
+            empty = False
+        if empty and not by:  # no rows at all: the empty statistic
+            table = self._reader.schema.empty_table()
+            total = grouped_statistics({n: table.column(n) for n in read}, reduction, by)
+        return total
+
+    def privatize(self, request: Privatization) -> pa.RecordBatchReader:
+        """A reader that privatizes each batch as it is read (see the module docstring)."""
+        if request.user is not None:  # people are counted over every row first
+            return self._all().privatize(request).to_reader()
+        refuse_sampling(request.contributions, None, request.max_rows_per_user, "a reader")
+        mechanisms = dict(request.mechanisms)
+        columns = self.columns()
+        check_columns(columns, mechanisms, reports=self.report_columns())
+        key, seed = request.key, request.seed
+        keyed = None if key is None and seed is None else resolve_source(key, seed)
+        release = plan_release(
+            columns,
+            mechanisms,
+            source=keyed or RandomSource.fresh(),
+            user=None,
+            memo_key=request.memo_key,
+            fresh_keys=("on a RecordBatchReader", "its read"),
+        )
+        check_budget(request.ledger, request.budget, release)
+        empty = self._reader.schema.empty_table()
+        schema = privatize_frame(
+            empty, mechanisms, specs=release.specs, source=RandomSource.fresh()
+        ).schema
+        once = None if keyed is not None else SingleExecution(release.release, "the reader")
+        batches = self._batches()
+
+        def privatized() -> Iterator[pa.RecordBatch]:
+            source = keyed or RandomSource.fresh()  # drawn when the stream starts
+            row, charged = 0, False
+            for batch in batches:
+                if not batch.num_rows:
+                    continue
+                if once is not None and not charged:
+                    once.claim()
+                table = pa.Table.from_batches([batch])
+                out = privatize_frame(
+                    table, mechanisms, specs=release.specs, source=source, row_start=row
+                )
+                row += batch.num_rows
+                if not charged:
+                    with charging(request.ledger, request.budget, release):
+                        charged = True  # recorded now: the first reports leave next
+                yield from out.to_batches()
+            if not charged:
+                with charging(request.ledger, request.budget, release):
+                    pass
+
+        return pa.RecordBatchReader.from_batches(schema, privatized())
