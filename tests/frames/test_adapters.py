@@ -29,9 +29,9 @@ from frameldp.frames.adapters import (
     register_adapter,
     registered_types,
 )
+from frameldp.frames.lookup import unpack_reports
 from frameldp.frames.methods import FrameMethods, engine_for
 from frameldp.frames.pipeline import privatize_frame
-from frameldp.frames.lookup import unpack_reports
 from frameldp.frames.report_type import ReportMetadata, metadata_of, recorded_shuffle, storage_of
 
 KEY = bytes(range(32))

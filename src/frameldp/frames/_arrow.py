@@ -90,7 +90,7 @@ class ArrowAdapter:
         require_column(names, column)
         if names.count(column) > 1:
             raise ParameterError(
-                f"column {shown(column)}: the table holds {names.count(column)} columns of this "
+                f"column {shown(column)}: the table has {names.count(column)} columns of that "
                 "name; rename them first",
                 column=column,
             )

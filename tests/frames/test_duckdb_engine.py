@@ -1,0 +1,131 @@
+"""DuckDB relations through ``frameldp.ldp(relation)`` (frames/_duckdb.py).
+
+privatize streams the relation's batches and returns typed Arrow reports, equal to pandas' for
+the same key; a relation over Parquet files that record their release is debiased without
+naming the mechanism; the ``GROUP BY`` pushdown gives exactly the tables of the batch path.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import frameldp
+from frameldp.frames import _duckdb
+from frameldp.frames.report_type import ReportType, storage_of
+
+KEY = bytes(range(32))
+CARRIERS = ("AA", "DL", "UA")
+KRR = frameldp.RandomizedResponse(2.0, domain=CARRIERS)
+RAPPOR = frameldp.Rappor(epsilon=2.0, domain=CARRIERS)
+
+
+@pytest.fixture
+def connection() -> duckdb.DuckDBPyConnection:
+    return duckdb.connect()
+
+
+def _input(tmp_path: Path, n: int = 3000) -> Path:
+    path = tmp_path / "input.parquet"
+    values = [CARRIERS[(i * 7) % 3] for i in range(n)]
+    pq.write_table(pa.table({"carrier": values, "group": [i % 4 for i in range(n)]}), path)
+    return path
+
+
+@pytest.mark.parametrize("mechanism", [KRR, RAPPOR], ids=["krr", "rappor"])
+def test_a_relation_gets_the_pandas_reports_as_a_typed_table(
+    connection: duckdb.DuckDBPyConnection, tmp_path: Path, mechanism: object
+) -> None:
+    path = _input(tmp_path)
+    relation = connection.read_parquet(str(path))
+    reports = frameldp.ldp(relation).privatize({"carrier": mechanism}, key=KEY)
+    assert isinstance(reports, pa.Table)
+    assert isinstance(reports.schema.field("carrier").type, ReportType)
+    expected = frameldp.ldp(pq.read_table(path)).privatize({"carrier": mechanism}, key=KEY)
+    ours = storage_of(reports.column("carrier")).combine_chunks()
+    assert ours.equals(storage_of(expected.column("carrier")).combine_chunks())
+    # DuckDB queries the typed table in place (as its storage values).
+    assert connection.sql("select count(*) from reports").fetchall() == [(3000,)]
+
+
+@pytest.mark.parametrize("mechanism", [KRR, RAPPOR], ids=["krr", "rappor"])
+def test_reports_read_back_from_parquet_debias_without_naming_the_mechanism(
+    connection: duckdb.DuckDBPyConnection, tmp_path: Path, mechanism: object
+) -> None:
+    reports = frameldp.ldp(pq.read_table(_input(tmp_path))).privatize(
+        {"carrier": mechanism}, key=KEY
+    )
+    pq.write_table(reports, tmp_path / "reports.parquet")
+    relation = connection.read_parquet(str(tmp_path / "reports.parquet"))
+    assert frameldp.ldp(relation).specs == frameldp.ldp(reports).specs
+    for by in (None, "group"):
+        ours = frameldp.ldp(relation).debias("carrier", by=by).frame
+        pd.testing.assert_frame_equal(ours, frameldp.ldp(reports).debias("carrier", by=by).frame)
+    kept = frameldp.ldp(relation.filter('"group" = 1')).debias("carrier")
+    assert kept.n == 750
+
+
+def test_the_group_by_pushdown_equals_the_batch_path(
+    connection: duckdb.DuckDBPyConnection, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reports = frameldp.ldp(pq.read_table(_input(tmp_path))).krr(
+        "carrier", 1.0, domain=CARRIERS, key=KEY
+    )
+    pq.write_table(reports, tmp_path / "reports.parquet")
+    relation = connection.read_parquet(str(tmp_path / "reports.parquet"))
+    pushed = frameldp.ldp(relation).debias("carrier", by="group").frame
+    monkeypatch.setattr(_duckdb, "PUSHDOWN_ROWS", 0)  # too many distinct rows: batches
+    batched = frameldp.ldp(relation).debias("carrier", by="group").frame
+    pd.testing.assert_frame_equal(pushed, batched)
+
+
+def test_a_relation_without_a_record_needs_the_mechanism_named(
+    connection: duckdb.DuckDBPyConnection,
+) -> None:
+    relation = connection.sql("select 'AA' as carrier from range(10)")
+    with pytest.raises(frameldp.MechanismNotFoundError, match="no mechanism recorded"):
+        frameldp.ldp(relation).debias("carrier")
+    assert frameldp.ldp(relation).debias("carrier", KRR).n == 10
+
+
+def test_files_of_two_releases_are_refused(
+    connection: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    table = pq.read_table(_input(tmp_path))
+    for night in ("a", "b"):
+        reports = frameldp.ldp(table).krr("carrier", 1.0, domain=CARRIERS)
+        pq.write_table(reports, tmp_path / f"night-{night}.parquet")
+    relation = connection.read_parquet(str(tmp_path / "night-*.parquet"))
+    with pytest.raises(frameldp.ParameterError, match="files of different releases"):
+        frameldp.ldp(relation).debias("carrier")
+
+
+def test_a_relation_is_charged_once_and_a_failed_query_is_a_frameldp_error(
+    connection: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    ledger = frameldp.Ledger(tmp_path / "ledger.sqlite")
+    ledger.set_budget("etl", epsilon=3.0)
+    relation = connection.read_parquet(str(_input(tmp_path)))
+    frameldp.ldp(relation).krr("carrier", 2.0, domain=CARRIERS, ledger=ledger, budget="etl")
+    assert ledger.spent("etl") == pytest.approx(2.0)
+    with pytest.raises(frameldp.BudgetExceededError):
+        frameldp.ldp(relation).krr("carrier", 2.0, domain=CARRIERS, ledger=ledger, budget="etl")
+    bad = connection.sql("select cast('x' as integer) as carrier from range(3)")
+    with pytest.raises(frameldp.ParameterError, match="DuckDB could not run the relation"):
+        frameldp.ldp(bad).krr("carrier", 1.0, domain=[1, 2])
+
+
+def test_user_rows_are_counted_and_stated(
+    connection: duckdb.DuckDBPyConnection,
+) -> None:
+    relation = connection.sql(
+        "select ['AA', 'DL', 'UA'][1 + (range % 3)::int] as carrier, range % 10 as user "
+        "from range(30)"
+    )
+    reports = frameldp.ldp(relation).krr("carrier", 1.0, domain=CARRIERS, user="user", key=KEY)
+    assert frameldp.ldp(reports).specs["carrier"]["rows_per_user"] == 3
