@@ -81,11 +81,11 @@ if TYPE_CHECKING:
     )
     from frameldp.core.joint import product_domain
     from frameldp.core.parallel import set_threads, threads
-    from frameldp.frames.comparison import Comparison
     from frameldp.frames.methods import ldp
     from frameldp.frames.planner import Plan, plan
     from frameldp.frames.releases import concat_releases
-    from frameldp.frames.table import FrequencyTable
+    from frameldp.results.comparison import Comparison
+    from frameldp.results.table import FrequencyTable
 
 __version__ = "0.1.0"
 
@@ -137,9 +137,9 @@ _LAZY: dict[str, str] = {
         ],
         "frameldp.core",
     ),
-    "FrequencyTable": "frameldp.frames.table",
+    "FrequencyTable": "frameldp.results.table",
     "concat_releases": "frameldp.frames.releases",
-    "Comparison": "frameldp.frames.comparison",
+    "Comparison": "frameldp.results.comparison",
     "ldp": "frameldp.frames.methods",
     "Plan": "frameldp.frames.planner",
     "plan": "frameldp.frames.planner",

@@ -13,19 +13,19 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from frameldp.accounting import Accountant, PrivacyGuarantee
 from frameldp.errors import ParameterError
+from frameldp.results.figure import frequency_figure, pyplot
+from frameldp.results.table import FrequencyTable
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from frameldp.frames.planner import Plan
-    from frameldp.frames.table import FrequencyTable
 
 __all__ = ["plot_frequencies", "plot_plan", "plot_privacy"]
 
@@ -36,14 +36,6 @@ _STYLES = {
     "zcdp": "-.",
     "zcdp_bun_steinke": (0, (1, 3)),
 }
-
-
-def _pyplot() -> Any:
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as error:  # pragma: no cover - depends on the installed extras
-        raise ImportError("plotting needs matplotlib: pip install 'frameldp[plot]'") from error
-    return plt
 
 
 def plot_frequencies(
@@ -69,98 +61,12 @@ def plot_frequencies(
     >>> [axis.get_title() for axis in plot_frequencies(table).axes]
     ['carrier (n = 1000, 95% intervals)']
     """
-    plt = _pyplot()
     tables = [tables] if not isinstance(tables, list) else tables
     if not tables:
         raise ParameterError("plot_frequencies needs at least one FrequencyTable")
-    from frameldp.frames.table import FrequencyTable as Table
-
-    if not all(isinstance(t, Table) for t in tables):
+    if not all(isinstance(t, FrequencyTable) for t in tables):
         raise ParameterError("plot_frequencies expects FrequencyTables")
-    if truth is not None and len(tables) > 1:
-        raise ParameterError("plot_frequencies: truth= goes with one table")
-    if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
-        raise ParameterError(f"plot_frequencies: top must be an integer >= 1 or None, got {top!r}")
-    panels = [panel for table in tables for panel in _panels(table, truth)]
-    heights = [max(1.5, 0.25 * min(len(p[0].labels), top or 10**9) + 1.0) for p in panels]
-    figure, axes = plt.subplots(
-        len(panels),
-        1,
-        figsize=(width, sum(heights)),
-        gridspec_kw={"height_ratios": heights},
-        layout="constrained",
-        squeeze=False,
-    )
-    for axis, (table, title, true_counts) in zip(axes[:, 0], panels, strict=True):
-        counts = table.estimate.counts
-        order = np.argsort(-counts, kind="stable")[: top or None][::-1]
-        low, high = table.estimate.interval(table.level)
-        labels = [_label(table.labels[i]) for i in order]
-        axis.barh(
-            labels,
-            counts[order],
-            xerr=[counts[order] - low[order], high[order] - counts[order]],
-            color="tab:blue",
-            alpha=0.7,
-            capsize=2,
-        )
-        if true_counts is not None:
-            axis.plot(true_counts[order], labels, "x", color="tab:red", label="truth")
-            axis.legend(fontsize="small")
-        axis.axvline(0.0, color="gray", linewidth=0.8)
-        axis.set(xlabel="estimated count", title=title)
-    return cast("Figure", figure)
-
-
-def _label(label: Any) -> str:
-    return " × ".join(str(part) for part in label) if isinstance(label, tuple) else str(label)
-
-
-def _panels(table: FrequencyTable, truth: Any) -> list[tuple[FrequencyTable, str, Any]]:
-    """``(flat table, title, true counts or None)`` of every panel of ``table``."""
-    what = " × ".join(table.label_columns) if table.joint else str(table.column)
-    if not table.by:
-        title = f"{what} (n = {table.n}, {table.level:.0%} intervals)"
-        return [(table, title, _truth(table, truth))]
-    keys = [group.key if len(group.key) > 1 else group.key[0] for group in table.groups]
-    if truth is not None and (
-        not isinstance(truth, Mapping) or not any(key in truth for key in keys)
-    ):
-        # A flat {label: count} here would match no group and draw no truth at all.
-        raise ParameterError(
-            "plot_frequencies: the truth of a grouped table maps each group key (here "
-            f"{_label(keys[0]) if keys else 'none'}, ...) to its counts; got "
-            f"{type(truth).__name__} with no group key"
-        )
-    panels = []
-    for group, key in zip(table.groups, keys, strict=True):
-        flat = table.group(*group.key)
-        shown_key = ", ".join(f"{n}={v}" for n, v in zip(table.by, group.key, strict=True))
-        given = None if truth is None else truth.get(key)
-        title = f"{what} | {shown_key} (n = {flat.n}, {table.level:.0%} intervals)"
-        panels.append((flat, title, _truth(flat, given)))
-    return panels
-
-
-def _truth(table: FrequencyTable, truth: Any) -> Any:
-    """True counts in bucket order, from a mapping by label or a sequence (None: none)."""
-    if truth is None:
-        return None
-    labels = table.labels
-    try:
-        if isinstance(truth, Mapping) or callable(getattr(truth, "get", None)):
-            return np.array([float(truth.get(label, 0.0)) for label in labels])
-        values = np.asarray(truth, dtype=np.float64).ravel()
-    except (TypeError, ValueError) as error:
-        raise ParameterError(
-            "plot_frequencies: truth must map labels to counts or list counts in bucket "
-            f"order, got {type(truth).__name__}"
-        ) from error
-    if values.size != len(labels):
-        raise ParameterError(
-            f"plot_frequencies: truth has {values.size} counts for {len(labels)} buckets"
-        )
-    return values
+    return frequency_figure(tables, top=top, width=width, truth=truth)
 
 
 def plot_privacy(
@@ -174,7 +80,7 @@ def plot_privacy(
 
     ``deltas`` defaults to 30 values from 1e-12 to 1e-2, ``orders`` to 60 from 1.01 to 1000.
     """
-    plt = _pyplot()
+    plt = pyplot()
     if isinstance(privacy, PrivacyGuarantee):
         accountant = privacy.accountant
     elif isinstance(privacy, Accountant):
@@ -233,7 +139,7 @@ def plot_plan(
     """
     from frameldp.core.planning import plan_candidates
 
-    plt = _pyplot()
+    plt = pyplot()
     grid = np.geomspace(0.1, 10.0, 60) if epsilons is None else np.asarray(epsilons, dtype=float)
     if math.isfinite(plan.epsilon):
         grid = np.unique(np.append(grid, plan.epsilon))

@@ -151,3 +151,24 @@ def test_a_reader_with_user_states_each_persons_rows() -> None:
 def test_an_unsupported_object_is_a_frameldp_error_naming_it() -> None:
     with pytest.raises(frameldp.ParameterError, match=r"builtins\.dict"):
         frameldp.ldp({"carrier": ["AA"]})
+
+
+def test_a_reader_read_for_domain_inference_is_privatized_from_that_read() -> None:
+    reports = frameldp.ldp(_table().to_reader(max_chunksize=500)).krr(
+        "carrier", 2.0, domain="infer", key=KEY
+    )
+    assert reports.read_all().num_rows == 3000
+
+
+def test_a_privatized_reader_the_caller_began_to_read_is_not_debiased_in_part() -> None:
+    streamed = frameldp.ldp(_table().to_reader(max_chunksize=100)).privatize({"carrier": KRR})
+    streamed.read_next_batch()
+    with pytest.raises(frameldp.ParameterError, match="was read already"):
+        frameldp.ldp(streamed).debias("carrier")
+
+
+def test_a_reader_refuses_a_row_bound_without_people_and_tables_refuse_validation() -> None:
+    with pytest.raises(frameldp.ParameterError, match="needs user="):
+        frameldp.ldp(_table().to_reader()).privatize({"carrier": KRR}, max_rows_per_user=2)
+    with pytest.raises(frameldp.ParameterError, match=r"pl\.from_arrow"):
+        frameldp.ldp(_table()).validate({"carrier": KRR})

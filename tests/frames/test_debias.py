@@ -13,7 +13,7 @@ import polars.testing
 import pytest
 
 import frameldp
-from frameldp.frames.table import TABLE_COLUMNS
+from frameldp.results.table import TABLE_COLUMNS
 
 from .conftest import BACKENDS, CARRIERS, ORIGINS, Backend, bonferroni_z, small_data
 

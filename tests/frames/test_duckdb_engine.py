@@ -8,6 +8,7 @@ naming the mechanism; the ``GROUP BY`` pushdown gives exactly the tables of the 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pandas as pd
@@ -129,3 +130,81 @@ def test_user_rows_are_counted_and_stated(
     )
     reports = frameldp.ldp(relation).krr("carrier", 1.0, domain=CARRIERS, user="user", key=KEY)
     assert frameldp.ldp(reports).specs["carrier"]["rows_per_user"] == 3
+
+
+# -- the attack review of the first DuckDB and Arrow engines (each failed before its fix) ------
+
+
+def test_reports_read_from_files_are_not_privatized_again_and_keep_their_type(
+    connection: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    table = pq.read_table(_input(tmp_path)).append_column("other", pa.array(["AA"] * 3000))
+    pq.write_table(frameldp.ldp(table).krr("carrier", 2.0, domain=CARRIERS), tmp_path / "r.pq")
+    relation = connection.read_parquet(str(tmp_path / "r.pq"))
+    with pytest.raises(frameldp.ParameterError, match="already holds frameldp reports"):
+        frameldp.ldp(relation).privatize({"carrier": KRR})
+    both = frameldp.ldp(relation).krr("other", 2.0, domain=CARRIERS)
+    assert isinstance(both.schema.field("carrier").type, ReportType)
+    privacy = frameldp.ldp(both).privacy
+    assert privacy is not None
+    assert privacy.epsilon == pytest.approx(4.0)  # both releases, composed
+
+
+def test_a_failure_after_the_first_batch_charges_nothing(
+    connection: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    ledger = frameldp.Ledger(tmp_path / "ledger.sqlite")
+    ledger.set_budget("etl", epsilon=10.0)
+    last = 3 * _duckdb.BATCH_ROWS
+    relation = connection.sql(
+        f"select case when i = {last - 1} then 'ZZ' else ['AA', 'DL', 'UA'][i % 3 + 1] end "
+        f"as carrier from range({last}) t(i)"
+    )
+    with pytest.raises(frameldp.DomainError, match="'ZZ'"):
+        frameldp.ldp(relation).krr("carrier", 1.0, domain=CARRIERS, ledger=ledger, budget="etl")
+    assert ledger.history("etl") == []
+
+
+def test_duckdb_errors_and_repeated_names_are_frameldp_errors(tmp_path: Path) -> None:
+    connection = duckdb.connect()
+    relation = connection.read_parquet(str(_input(tmp_path)))
+    connection.close()
+    with pytest.raises(frameldp.ParameterError, match="DuckDB could not run the relation"):
+        frameldp.ldp(relation).debias("carrier", KRR)
+    repeated = duckdb.sql("select 'AA' as c, 1 as b, 2 as b")
+    with pytest.raises(frameldp.ParameterError, match=r"'b'.*2 columns of that name"):
+        frameldp.ldp(repeated).krr("c", 1.0, domain=CARRIERS)
+    with pytest.raises(frameldp.ParameterError, match="needs user="):
+        frameldp.ldp(duckdb.sql("select 'AA' as c")).krr(
+            "c", 1.0, domain=CARRIERS, max_rows_per_user=2
+        )
+
+
+@pytest.mark.parametrize(
+    "derive",
+    [
+        lambda r, c: r.join(c.sql("select 'AA' as carrier, 1 as extra"), "carrier", how="right"),
+        lambda r, c: r.select('"group" as carrier, carrier as "group"'),
+        lambda r, c: r.union(r),
+        lambda r, c: c.sql("select * from r"),
+    ],
+    ids=["join", "swapped-names", "union", "sql"],
+)
+def test_only_a_bare_scan_of_the_files_is_trusted_with_their_record(
+    connection: duckdb.DuckDBPyConnection, tmp_path: Path, derive: Any
+) -> None:
+    table = pq.read_table(_input(tmp_path))
+    pq.write_table(frameldp.ldp(table).krr("carrier", 2.0, domain=CARRIERS), tmp_path / "r.pq")
+    r = connection.read_parquet(str(tmp_path / "r.pq"))
+    assert frameldp.ldp(r.filter('"group" = 1')).specs  # a filter keeps the record
+    assert frameldp.ldp(derive(r, connection)).specs == {}
+
+
+def test_a_null_report_is_named_at_its_row_through_the_pushdown(
+    connection: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    values = pa.array(["AA"] * 500 + [None] + ["DL"] * 499)
+    pq.write_table(pa.table({"carrier": values}), tmp_path / "nulls.parquet")
+    relation = connection.read_parquet(str(tmp_path / "nulls.parquet"))
+    with pytest.raises(frameldp.DomainError, match="null at row 500"):
+        frameldp.ldp(relation).debias("carrier", KRR)

@@ -16,7 +16,7 @@ import frameldp
 from _stats import P_FAIL, z_bound
 from frameldp.core.joint import joint_variance
 from frameldp.errors import FrameLDPError
-from frameldp.frames.table import TABLE_COLUMNS
+from frameldp.results.table import TABLE_COLUMNS
 
 from .conftest import CARRIERS, ORIGINS, Backend, small_data
 

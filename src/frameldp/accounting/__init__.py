@@ -4,7 +4,6 @@ numpy / scipy / the standard library only (no dataframe import).
 """
 
 from frameldp.accounting.accountant import Accountant, Conversion, DeltaExplanation, Explanation
-from frameldp.accounting.amplification import amplify_by_shuffling
 from frameldp.accounting.events import (
     BinomialCountsEvent,
     BloomRapporEvent,
@@ -25,6 +24,7 @@ from frameldp.accounting.events import (
 from frameldp.accounting.guarantee import PrivacyGuarantee, compose, per_person
 from frameldp.accounting.ledger import BudgetStatus, Ledger, Spend
 from frameldp.accounting.pld import PrivacyLossDistribution
+from frameldp.accounting.shuffling import amplify_by_shuffling
 
 __all__ = [
     "Accountant",

@@ -52,7 +52,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -63,14 +63,11 @@ from frameldp.accounting.checks import check_count, check_positive
 from frameldp.accounting.rounding import round_up
 from frameldp.errors import ParameterError
 
-if TYPE_CHECKING:
-    from frameldp.accounting.guarantee import PrivacyGuarantee
-
 __all__ = [
     "CLONES",
     "Clones",
-    "amplify_by_shuffling",
     "binary_rr_shuffle_delta",
+    "check_local",
     "clone_delta",
     "clone_epsilon",
     "closed_form_epsilon",
@@ -90,7 +87,8 @@ MAX_EPSILON0 = 15.0
 _BISECTION_TOLERANCE = 1e-12
 
 
-def _check_local(epsilon0: Any, n: Any) -> tuple[float, int]:
+def check_local(epsilon0: Any, n: Any) -> tuple[float, int]:
+    """``eps0`` and ``n`` of an amplification by shuffling, checked."""
     epsilon0 = check_positive("amplification by shuffling", "epsilon0", epsilon0)
     n = check_count("amplification by shuffling", "n", n, 1)
     return epsilon0, n
@@ -126,7 +124,7 @@ def _tail(k: NDArray[np.float64], c: NDArray[np.float64]) -> NDArray[np.float64]
 
 def clone_delta(epsilon: float, epsilon0: float, n: int, clones: Clones = "clones") -> float:
     """Upper bound on ``D_{e^epsilon}(P0 || P1)`` of the clone pair for ``n`` reports."""
-    epsilon0, n = _check_local(epsilon0, n)
+    epsilon0, n = check_local(epsilon0, n)
     if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)):
         raise ParameterError(f"epsilon must be a number, got {epsilon!r}")
     if not (epsilon >= 0.0 and math.isfinite(epsilon)):
@@ -166,7 +164,7 @@ def _raw_delta(
 
 def clone_epsilon(delta: float, epsilon0: float, n: int, clones: Clones = "clones") -> float:
     """Smallest epsilon (rounded up) with ``clone_delta(epsilon) <= delta``; at most ``eps0``."""
-    epsilon0, n = _check_local(epsilon0, n)
+    epsilon0, n = check_local(epsilon0, n)
     if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0.0 < delta < 1.0:
         raise ParameterError(f"delta must be in (0, 1), got {delta!r}")
     if epsilon0 > MAX_EPSILON0:
@@ -212,7 +210,7 @@ def closed_form_epsilon(delta: float, epsilon0: float, n: int) -> float | None:
     ``log(1 + (e^eps0 - 1)/(e^eps0 + 1) (8 sqrt(e^eps0 log(4/delta)) / sqrt(n) + 8 e^eps0 / n))``
     for ``eps0 <= log(n / (16 log(2/delta)))``.
     """
-    epsilon0, n = _check_local(epsilon0, n)
+    epsilon0, n = check_local(epsilon0, n)
     if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0.0 < delta < 1.0:
         raise ParameterError(f"delta must be in (0, 1), got {delta!r}")
     if epsilon0 > math.log(n / (16.0 * math.log(2.0 / delta))):
@@ -230,7 +228,7 @@ def binary_rr_shuffle_delta(epsilon: float, epsilon0: float, n: int) -> float:
     ``r = 1 / (e^eps0 + 1)``. Any valid bound for all ``eps0``-LDP randomizers is at least this
     (a *lower* bound on what amplification can prove).
     """
-    epsilon0, n = _check_local(epsilon0, n)
+    epsilon0, n = check_local(epsilon0, n)
     r = 1.0 / (math.exp(epsilon0) + 1.0)
     k = np.arange(n + 1, dtype=np.float64)
     log_b = np.full(n + 2, -np.inf)  # log P[Bin(n - 1, r) = k - 1] at index k
@@ -246,76 +244,3 @@ def binary_rr_shuffle_delta(epsilon: float, epsilon0: float, n: int) -> float:
         if terms.size:
             worst = max(worst, float(np.exp(special.logsumexp(terms))))
     return worst
-
-
-def amplify_by_shuffling(
-    local: PrivacyGuarantee | float, n: int, *, clones: Clones | None = None
-) -> PrivacyGuarantee:
-    """The central guarantee of ``n`` shuffled reports, one per person.
-
-    Parameters
-    ----------
-    local
-        The local guarantee of one report (``mechanism.privacy``, ``frame.ldp.privacy``) or its
-        pure epsilon ``eps0``.
-    n
-        Number of shuffled reports (people).
-    clones
-        ``"clones"`` (valid for every ``eps0``-LDP randomizer) or ``"stronger_clones"`` (only
-        for k-ary randomized response, see the module docstring). By default the tightest one
-        proven for ``local``.
-
-    Returns
-    -------
-    PrivacyGuarantee
-        A shuffle-model guarantee (``model="shuffle"``): ``epsilon_at(delta)`` is the clone
-        bound, and never more than ``eps0`` (when shuffling does not help, the local epsilon
-        is returned unchanged). Its pure ``epsilon`` stays ``eps0``.
-
-    >>> g = amplify_by_shuffling(4.0, n=100_000)
-    >>> round(g.epsilon_at(1e-6), 3)   # Feldman et al. 2021, numerical bound: about 0.17
-    0.17
-    >>> round(amplify_by_shuffling(4.0, n=10).epsilon_at(1e-6), 4)   # too few to hide among
-    4.0
-    """
-    from frameldp.accounting.events import RandomizedResponseEvent, ShuffleEvent
-    from frameldp.accounting.guarantee import PrivacyGuarantee
-
-    krr = False
-    buckets: int | None = None
-    parts: tuple[PrivacyGuarantee, ...] = ()
-    if isinstance(local, PrivacyGuarantee):
-        if local.shuffled:
-            raise ParameterError(
-                f"amplify_by_shuffling needs a local guarantee; this one is already "
-                f"shuffle-model ({local.mechanism})"
-            )
-        epsilon0, name, parts = local.epsilon, local.mechanism, (local,)
-        only = local.events[0][0] if len(local.events) == 1 else None
-        krr = isinstance(only, RandomizedResponseEvent) and local.events[0][1] == 1
-        if krr and isinstance(only, RandomizedResponseEvent):
-            buckets = only.num_buckets
-    else:
-        epsilon0, name = local, "pure_dp"
-    epsilon0, n = _check_local(epsilon0, n)
-    if clones is None:
-        clones = "stronger_clones" if krr else "clones"
-    elif clones == "stronger_clones" and not krr:
-        raise ParameterError(
-            "clones='stronger_clones' is proven for k-ary randomized response only (Feldman et "
-            f"al. 2023, erratum); {name!r} reports need clones='clones'"
-        )
-    event = ShuffleEvent(
-        epsilon0, n, clones, buckets if clones == "stronger_clones" and krr else None
-    )
-    parameters = {
-        "reports": n,
-        "local_epsilon": epsilon0,
-        "clones": clones,
-        "pair": event.pair,
-        "local": name,
-    }
-    seeded = any(part.seeded for part in parts)
-    return PrivacyGuarantee(
-        epsilon0, "shuffled", parameters, parts, ((event, 1),), model="shuffle", seeded=seeded
-    )

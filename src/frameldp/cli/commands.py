@@ -19,7 +19,7 @@ from frameldp.cli._specs import memoized_where_used, specs_from_file, specs_from
 from frameldp.cli.estimate import check_out, discover_file, estimate_file, write_table
 from frameldp.cli.privatize import privatize_file
 from frameldp.errors import ParameterError, shown
-from frameldp.frames.table import FrequencyTable
+from frameldp.results.table import FrequencyTable
 
 __all__ = ["insecure_mark", "run_discover", "run_estimate", "run_privatize", "warn_seeded"]
 

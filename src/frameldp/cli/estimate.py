@@ -49,7 +49,7 @@ from frameldp.frames.lookup import find_discoverer, report_names
 from frameldp.frames.pipeline import column_context
 from frameldp.frames.release import guarantee_of
 from frameldp.frames.shuffling import shuffled_privacy
-from frameldp.frames.table import FrequencyTable
+from frameldp.results.table import FrequencyTable
 
 __all__ = ["Estimates", "check_out", "discover_file", "estimate_file", "long_table", "write_table"]
 

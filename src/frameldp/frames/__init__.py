@@ -20,7 +20,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from frameldp.frames.table import FrequencyTable
+    from frameldp.results.table import FrequencyTable
 
 __all__ = ["ADAPTERS", "ON_DEMAND", "FrequencyTable", "register_accessors", "register_engine_of"]
 
@@ -133,5 +133,5 @@ def register_engine_of(obj: object) -> bool:
 
 def __getattr__(name: str) -> Any:
     if name == "FrequencyTable":  # a pandas frame: imported on first use
-        return importlib.import_module("frameldp.frames.table").FrequencyTable
+        return importlib.import_module("frameldp.results.table").FrequencyTable
     raise AttributeError(f"module 'frameldp.frames' has no attribute {name!r}")

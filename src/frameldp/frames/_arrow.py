@@ -39,7 +39,7 @@ from frameldp.frames.grouping import Grouped, Reduction, grouped_statistics, mer
 from frameldp.frames.in_memory import InMemoryEngine
 from frameldp.frames.inputs import check_columns, require_column
 from frameldp.frames.lookup import unpack_reports
-from frameldp.frames.persons import refuse_sampling
+from frameldp.frames.persons import check_max_rows, refuse_sampling
 from frameldp.frames.pipeline import privatize_frame
 from frameldp.frames.release import charging, check_budget, plan_release
 from frameldp.frames.report_type import (
@@ -50,9 +50,9 @@ from frameldp.frames.report_type import (
     storage_of,
     text_of,
 )
-from frameldp.frames.table import Backend
+from frameldp.results.native import Backend
 
-__all__ = ["ArrowAdapter", "ArrowStreamEngine"]
+__all__ = ["ArrowAdapter", "ArrowStreamEngine", "StreamRelease"]
 
 
 def _report_columns(schema: pa.Schema) -> dict[Any, ReportMetadata]:
@@ -141,7 +141,10 @@ class ArrowStreamEngine:
         self._table: pa.Table | None = None
 
     def _batches(self) -> Iterator[pa.RecordBatch]:
-        """The reader's batches, once; a reader read before is refused."""
+        """The reader's batches, once (from the table read before, if any); a reader read
+        before is refused."""
+        if self._table is not None:
+            return iter(self._table.to_batches())
         if self._reader in _READ:
             raise ParameterError(
                 "this RecordBatchReader was read already (a reader streams its batches once); "
@@ -214,47 +217,75 @@ class ArrowStreamEngine:
         """A reader that privatizes each batch as it is read (see the module docstring)."""
         if request.user is not None:  # people are counted over every row first
             return self._all().privatize(request).to_reader()
-        refuse_sampling(request.contributions, None, request.max_rows_per_user, "a reader")
-        mechanisms = dict(request.mechanisms)
-        columns = self.columns()
-        check_columns(columns, mechanisms, reports=self.report_columns())
-        key, seed = request.key, request.seed
-        keyed = None if key is None and seed is None else resolve_source(key, seed)
-        release = plan_release(
-            columns,
-            mechanisms,
-            source=keyed or RandomSource.fresh(),
-            user=None,
-            memo_key=request.memo_key,
-            fresh_keys=("on a RecordBatchReader", "its read"),
-        )
-        check_budget(request.ledger, request.budget, release)
-        empty = self._reader.schema.empty_table()
-        schema = privatize_frame(
-            empty, mechanisms, specs=release.specs, source=RandomSource.fresh()
-        ).schema
-        once = None if keyed is not None else SingleExecution(release.release, "the reader")
-        batches = self._batches()
+        stream = StreamRelease(self._reader.schema, self._batches(), request)
+        holder: list[pa.RecordBatchReader] = []
 
         def privatized() -> Iterator[pa.RecordBatch]:
-            source = keyed or RandomSource.fresh()  # drawn when the stream starts
-            row, charged = 0, False
-            for batch in batches:
-                if not batch.num_rows:
-                    continue
-                if once is not None and not charged:
-                    once.claim()
-                table = pa.Table.from_batches([batch])
-                out = privatize_frame(
-                    table, mechanisms, specs=release.specs, source=source, row_start=row
-                )
-                row += batch.num_rows
-                if not charged:
-                    with charging(request.ledger, request.budget, release):
-                        charged = True  # recorded now: the first reports leave next
-                yield from out.to_batches()
-            if not charged:
-                with charging(request.ledger, request.budget, release):
-                    pass
+            _READ.add(holder[0])  # once the caller reads it, frameldp reads it no more
+            yield from stream.batches(charge=True)
 
-        return pa.RecordBatchReader.from_batches(schema, privatized())
+        holder.append(pa.RecordBatchReader.from_batches(stream.schema, privatized()))
+        return holder[0]
+
+
+class StreamRelease:
+    """One release over a stream of Arrow batches: checked and planned now, drawn when its
+    batches are read (rows numbered across batches; a fresh key drawn when reading starts, or
+    the caller's; a fresh-key stream read once)."""
+
+    def __init__(
+        self, schema: pa.Schema, batches: Iterator[pa.RecordBatch], request: Privatization
+    ) -> None:
+        refuse_sampling(request.contributions, None, request.max_rows_per_user, "a stream")
+        check_max_rows(request.max_rows_per_user, None)  # a bound without people: refused
+        self.request = request
+        self.mechanisms = dict(request.mechanisms)
+        columns = list(schema.names)
+        check_columns(columns, self.mechanisms, reports=_report_columns(schema))
+        key, seed = request.key, request.seed
+        self._keyed = None if key is None and seed is None else resolve_source(key, seed)
+        self.release = plan_release(
+            columns,
+            self.mechanisms,
+            source=self._keyed or RandomSource.fresh(),
+            user=None,
+            memo_key=request.memo_key,
+            fresh_keys=("on a stream", "its read"),
+        )
+        check_budget(request.ledger, request.budget, self.release)
+        empty = schema.empty_table()
+        self.schema = privatize_frame(
+            empty, self.mechanisms, specs=self.release.specs, source=RandomSource.fresh()
+        ).schema
+        self._once = (
+            None if self._keyed is not None else SingleExecution(self.release.release, "a stream")
+        )
+        self._input = batches
+
+    def charged(self) -> Any:
+        """The ledger charge of this release (a context manager)."""
+        return charging(self.request.ledger, self.request.budget, self.release)
+
+    def batches(self, *, charge: bool) -> Iterator[pa.RecordBatch]:
+        """The privatized batches; with ``charge``, the ledger is charged before the first
+        reports leave (an empty stream is charged at its end)."""
+        source = self._keyed or RandomSource.fresh()  # drawn when the stream starts
+        row, started = 0, False
+        for batch in self._input:
+            if not batch.num_rows:
+                continue
+            if self._once is not None and not started:
+                self._once.claim()
+            table = pa.Table.from_batches([batch])
+            out = privatize_frame(
+                table, self.mechanisms, specs=self.release.specs, source=source, row_start=row
+            )
+            row += batch.num_rows
+            if charge and not started:
+                with self.charged():
+                    pass  # recorded now: the first reports leave next
+            started = True
+            yield from out.to_batches()
+        if charge and not started:
+            with self.charged():
+                pass

@@ -100,7 +100,7 @@ from frameldp.frames.release import (
     plan_shipped_release,
 )
 from frameldp.frames.report_type import ReportMetadata, recorded_shuffle
-from frameldp.frames.table import Backend
+from frameldp.results.native import Backend
 
 __all__ = ["SPLIT_EVERY", "DaskEngine", "DaskFrameAccessor"]
 

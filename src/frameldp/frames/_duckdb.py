@@ -31,16 +31,17 @@ Plumbing only: no formula lives here.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Sequence
-from typing import Any, cast
+import json
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar, cast
 
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from frameldp.core.mechanisms import Mechanism
-from frameldp.errors import ParameterError, shown
-from frameldp.frames._arrow import ArrowAdapter, ArrowStreamEngine
+from frameldp.errors import FrameLDPError, ParameterError, shown
+from frameldp.frames._arrow import ArrowAdapter, StreamRelease
 from frameldp.frames.engine import Gather, LocalFrame, Privatization, register_engine
 from frameldp.frames.grouping import Grouped, Reduction, grouped_statistics, merge_grouped
 from frameldp.frames.in_memory import InMemoryEngine
@@ -51,7 +52,7 @@ from frameldp.frames.report_type import (
     metadata_of,
     recorded_shuffle,
 )
-from frameldp.frames.table import Backend
+from frameldp.results.native import Backend
 
 __all__ = ["PUSHDOWN_ROWS", "DuckDBEngine"]
 
@@ -77,6 +78,26 @@ def _low_cardinality(kind: pa.DataType) -> bool:
     )
 
 
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _duckdb_errors(method: _Method) -> _Method:
+    """A DuckDB error while the relation runs (a missing file, a closed connection, a value it
+    cannot cast), also as pyarrow hands it on from DuckDB's stream, becomes a frameldp error."""
+
+    @functools.wraps(method)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except (duckdb.Error, OSError, pa.ArrowException) as error:
+            text = str(error).strip() or type(error).__name__
+            raise ParameterError(
+                f"DuckDB could not run the relation: {shown(text.splitlines()[0], 160)}"
+            ) from None
+
+    return cast(_Method, run)
+
+
 @register_engine(duckdb.DuckDBPyRelation)
 class DuckDBEngine:
     """A DuckDB relation (see the module docstring)."""
@@ -87,87 +108,95 @@ class DuckDBEngine:
     def __init__(self, relation: duckdb.DuckDBPyRelation) -> None:
         self._relation = relation
 
-    def _query(self, action: Any) -> Any:
-        """Run a DuckDB action; a DuckDB error becomes a frameldp error (the relation's own
-        query failed: a missing file, a type it cannot read)."""
-        try:
-            return action()
-        except duckdb.Error as error:
-            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error)
-            raise ParameterError(
-                f"DuckDB could not run the relation: {shown(first, 160)}"
-            ) from None
-
+    @_duckdb_errors
     def columns(self) -> list[Any]:
-        return list(self._relation.columns)
+        columns = list(self._relation.columns)
+        for i, name in enumerate(columns):
+            if name in columns[:i]:
+                raise ParameterError(
+                    f"column {shown(name)}: the relation has {columns.count(name)} columns of "
+                    "that name; rename them first",
+                    column=name,
+                )
+        return columns
 
     @functools.cached_property
     def _reports(self) -> dict[Any, ReportMetadata]:
         return _file_reports(self._relation)
 
+    @_duckdb_errors
     def report_columns(self) -> dict[Any, ReportMetadata]:
         return dict(self._reports)
 
     def recorded_shuffle(self) -> dict[str, Any]:
         return recorded_shuffle(self.report_columns())
 
+    @_duckdb_errors
     def num_rows(self) -> int:
-        return int(self._query(lambda: self._relation.aggregate("count(*)").fetchall())[0][0])
+        return int(self._relation.aggregate("count(*)").fetchall()[0][0])
 
+    @_duckdb_errors
     def distinct(self, column: Any) -> pa.Array | pa.ChunkedArray:
         require_column(self.columns(), column)
-        values = self._relation.select(_quoted(column)).distinct()
-        return cast(pa.Table, self._query(values.to_arrow_table)).column(0)
+        return self._relation.select(_quoted(column)).distinct().to_arrow_table().column(0)
 
-    def _typed(self, names: Sequence[Any]) -> pa.Table:
-        """``names`` of every row as an Arrow table, report columns typed by their metadata."""
+    def _selected(self, names: Sequence[Any]) -> duckdb.DuckDBPyRelation:
         for name in names:
             require_column(self.columns(), name)
-        chosen = self._relation.select(*(_quoted(n) for n in names)) if names else self._relation
-        table = cast(pa.Table, self._query(chosen.to_arrow_table))
+        return self._relation.select(*(_quoted(n) for n in names))
+
+    def _typed(self, batch: pa.Table | pa.RecordBatch) -> pa.Table:
+        """A batch of the relation with its report columns typed by their metadata."""
+        table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
         reports = self.report_columns()
         for i, name in enumerate(table.column_names):
             if name in reports:
-                typed = [as_reports(chunk, reports[name]) for chunk in table.column(i).chunks]
-                kind = typed[0].type if typed else as_reports(pa.array([]), reports[name]).type
-                table = table.set_column(i, name, pa.chunked_array(typed, kind))
+                meta = reports[name]
+                chunks = [as_reports(chunk, meta) for chunk in table.column(i).chunks]
+                kind = as_reports(pa.array([], table.schema.field(i).type), meta).type
+                table = table.set_column(i, name, pa.chunked_array(chunks, kind))
         return table
 
+    def _read(self, names: Sequence[Any]) -> pa.Table:
+        """``names`` of every row, report columns typed."""
+        return self._typed(self._selected(names).to_arrow_table())
+
+    @_duckdb_errors
     def gather(self, columns: list[Any]) -> LocalFrame:
-        return LocalFrame(self._typed(columns), ArrowAdapter())
+        return LocalFrame(self._read(columns), ArrowAdapter())
 
     def returned(self, frame: pa.Table) -> pa.Table:
         return frame
 
+    @_duckdb_errors
     def plain(self, *, text: bool) -> pa.Table:
         """An Arrow table: DuckDB holds the storage values already; ``text`` writes bit
         vectors in their text form."""
-        return ArrowAdapter().storage_view(self._typed(self.columns()), text=text)
+        return ArrowAdapter().storage_view(self._read(self.columns()), text=text)
 
+    @_duckdb_errors
     def unpack(self, column: str, mechanism: Mechanism) -> pa.Table:
-        return ArrowAdapter().unpack(self._typed([column]), column, mechanism)
+        return ArrowAdapter().unpack(self._read([column]), column, mechanism)
 
+    @_duckdb_errors
     def gatherer(self, names: tuple[str, ...], column: str) -> Gather:
-        return InMemoryEngine(self._typed(list(names)), ArrowAdapter()).gatherer(names, column)
+        return InMemoryEngine(self._read(list(names)), ArrowAdapter()).gatherer(names, column)
 
     def _batches(self, names: Sequence[Any]) -> Iterator[pa.RecordBatch]:
-        """The relation's batches of ``names``, read to the end (DuckDB runs one query per
-        connection at a time)."""
-        chosen = self._relation.select(*(_quoted(n) for n in names))
-        reader = self._query(lambda: chosen.to_arrow_reader(BATCH_ROWS))
-        while True:
-            try:
-                batch = self._query(reader.read_next_batch)
-            except StopIteration:
-                return
-            yield batch
+        """The relation's batches of ``names``, report columns typed, read to the end (DuckDB
+        runs one query per connection at a time)."""
+        reader = self._selected(names).to_arrow_reader(BATCH_ROWS)
+        for batch in reader:
+            yield from self._typed(batch).to_batches()
 
+    def _schema(self, names: Sequence[Any]) -> pa.Schema:
+        return self._typed(self._selected(names).limit(0).to_arrow_table()).schema
+
+    @_duckdb_errors
     def reduce(self, reduction: Reduction, by: tuple[str, ...]) -> Grouped:
         """A ``GROUP BY`` count of the distinct reports where there are few; Arrow batches
         otherwise (see the module docstring)."""
         read = list(dict.fromkeys((*reduction.names, *by)))
-        for name in read:
-            require_column(self.columns(), name)
         pushed = self._pushed_down(reduction, by, read)
         if pushed is not None:
             return pushed
@@ -176,33 +205,31 @@ class DuckDBEngine:
             arrays = {name: batch.column(name) for name in read}
             total = merge_grouped(total, grouped_statistics(arrays, reduction, by))
         if not by and () not in total.statistics:  # no rows at all: the empty statistic
-            empty = self._relation.select(*(_quoted(n) for n in read)).limit(0)
-            table = cast(pa.Table, self._query(empty.to_arrow_table))
-            total = grouped_statistics({n: table.column(n) for n in read}, reduction, by)
+            empty = self._schema(read).empty_table()
+            total = grouped_statistics({n: empty.column(n) for n in read}, reduction, by)
         return total
 
     def _pushed_down(
         self, reduction: Reduction, by: tuple[str, ...], read: list[Any]
     ) -> Grouped | None:
         """The grouped statistics from DuckDB's count of each distinct (reports, keys) row;
-        None when the reports are not stored as few distinct values."""
-        empty = cast(
-            pa.Table,
-            self._query(self._relation.select(*(_quoted(n) for n in read)).limit(0).to_arrow_table),
-        )
-        if not all(_low_cardinality(empty.schema.field(n).type) for n in reduction.names):
+        None when the reports are not stored as few distinct values, or hold a value the
+        mechanism refuses (the batch path then names its row)."""
+        schema = self._selected(read).limit(0).to_arrow_table().schema
+        if not all(_low_cardinality(schema.field(n).type) for n in reduction.names):
             return None
         listed = ", ".join(_quoted(n) for n in read)
         counted = self._relation.aggregate(f"{listed}, count(*) AS {_COUNT}", listed)
-        rows = cast(pa.Table, self._query(counted.limit(PUSHDOWN_ROWS + 1).to_arrow_table))
-        if rows.num_rows > PUSHDOWN_ROWS:
+        rows = counted.limit(PUSHDOWN_ROWS + 1).to_arrow_table()
+        if not rows.num_rows or rows.num_rows > PUSHDOWN_ROWS:
             return None
-        if rows.num_rows == 0:
-            return grouped_statistics({n: empty.column(n) for n in read}, reduction, by)
         counts = rows.column(_COUNT).to_numpy()
         arrays: dict[str, Any] = {name: rows.column(name) for name in read}
         arrays[_ROW] = pa.array(range(rows.num_rows), pa.int64())
-        each = grouped_statistics(arrays, reduction, (*by, _ROW))  # one row per group
+        try:
+            each = grouped_statistics(arrays, reduction, (*by, _ROW))  # one row per group
+        except FrameLDPError:
+            return None
         statistics: dict[Any, Any] = {}
         for key, statistic in each.statistics.items():
             repeated = cast(Any, statistic).repeated(int(counts[key[-1]]))
@@ -210,34 +237,31 @@ class DuckDBEngine:
             statistics[key[:-1]] = repeated if found is None else found + repeated
         return Grouped(statistics, each.types[:-1])
 
+    @_duckdb_errors
     def privatize(self, request: Privatization) -> pa.Table:
-        """The reports as a pyarrow Table (see the module docstring)."""
+        """The reports as a pyarrow Table, charged once they all exist (see the module
+        docstring)."""
+        columns = self.columns()
         if request.user is not None:  # each person's rows are counted over every row first
-            table = self._typed(self.columns())
+            table = self._read(columns)
             return cast(pa.Table, InMemoryEngine(table, ArrowAdapter()).privatize(request))
-        schema = cast(pa.Table, self._query(self._relation.limit(0).to_arrow_table)).schema
-        reader = pa.RecordBatchReader.from_batches(schema, self._batches(self.columns()))
-        released = ArrowStreamEngine(reader).privatize(request)
-        return released.read_all()
+        stream = StreamRelease(self._schema(columns), self._batches(columns), request)
+        table = pa.Table.from_batches(list(stream.batches(charge=False)), stream.schema)
+        with stream.charged():
+            return table
 
 
 def _file_reports(relation: duckdb.DuckDBPyRelation) -> dict[Any, ReportMetadata]:
-    """The report columns the relation's Parquet files record in their Arrow schema, for the
-    relation's columns of those names; every file must record the same. A relation that reads
-    no Parquet file (or has a column named ``filename`` of its own) records none."""
+    """The report columns the relation's Parquet files record in their Arrow schema, when the
+    relation is a scan of those files and nothing else (see :func:`_bare_scan`); every file
+    must record the same. Any other relation records none (its mechanism is named)."""
     columns = list(relation.columns)
-    if "filename" in columns:
+    if "filename" in columns or not _bare_scan(relation):
         return {}
-    try:
-        files = [row[0] for row in relation.select("filename").distinct().fetchall()]
-    except duckdb.Error:  # no file scan under this relation
-        return {}
+    files = [row[0] for row in relation.select("filename").distinct().fetchall()]
     found: dict[Any, ReportMetadata] = {}
-    for i, path in enumerate(sorted(str(f) for f in files if f is not None)):
-        try:
-            schema = pq.read_schema(path)
-        except (OSError, pa.ArrowException):
-            return {}  # not a Parquet file (a CSV scan): nothing is recorded
+    for i, path in enumerate(sorted(str(f) for f in files)):
+        schema = pq.read_schema(path)
         recorded = {
             field.name: meta
             for field in schema
@@ -250,3 +274,43 @@ def _file_reports(relation: duckdb.DuckDBPyRelation) -> dict[Any, ReportMetadata
             )
         found = recorded
     return found
+
+
+_SCANS = {"parquet_scan", "read_parquet"}
+
+
+def _bare_scan(relation: duckdb.DuckDBPyRelation) -> bool:
+    """Whether the relation is ``SELECT *`` of one Parquet scan, with a ``WHERE`` filter at
+    most (DuckDB's own parser says): then each column holds the values of the file's column
+    of that name, and the file's metadata describes them. A projection may rename or rebuild
+    a column, a join or union bring other rows, a grouping other values: none is trusted."""
+    try:
+        text = relation.sql_query()
+        parsed = duckdb.execute("SELECT json_serialize_sql(?)", [text]).fetchall()[0][0]
+        node = json.loads(parsed)["statements"][0]["node"]
+    except (duckdb.Error, ValueError, KeyError, IndexError, TypeError):
+        return False
+    (star, *others) = node.get("select_list") or [{}]
+    plain_star = (
+        star.get("class") == "STAR"
+        and not others
+        and not star.get("columns")
+        and star.get("expr") is None
+        and not any(star.get(k) for k in ("exclude_list", "replace_list", "rename_list"))
+        and not star.get("qualified_exclude_list")
+    )
+    source = node.get("from_table") or {}
+    function = (source.get("function") or {}).get("function_name")
+    return bool(
+        node.get("type") == "SELECT_NODE"
+        and plain_star
+        and source.get("type") == "TABLE_FUNCTION"
+        and function in _SCANS
+        and not node.get("modifiers")
+        and not (node.get("cte_map") or {}).get("map")
+        and not node.get("group_expressions")
+        and not node.get("group_sets")
+        and node.get("having") is None
+        and node.get("sample") is None
+        and node.get("qualify") is None
+    )

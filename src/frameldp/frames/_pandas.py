@@ -43,7 +43,8 @@ from frameldp.frames.report_type import (
     recorded_shuffle,
 )
 from frameldp.frames.shuffling import SHUFFLED_KEY
-from frameldp.frames.table import Backend, FrequencyTable
+from frameldp.results.native import Backend
+from frameldp.results.table import FrequencyTable
 
 __all__ = [
     "PandasAdapter",

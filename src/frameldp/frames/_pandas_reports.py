@@ -41,7 +41,7 @@ from pandas.api.extensions import ExtensionDtype
 
 from frameldp.core.report_text import is_text
 from frameldp.errors import ParameterError, shown
-from frameldp.frames.report_type import ReportType, storage_of, text_of
+from frameldp.frames.report_type import ReportType, register_pandas_dtype, storage_of, text_of
 
 __all__ = ["ReportArray", "ReportDtype"]
 
@@ -336,3 +336,6 @@ def _refuse_values(dtype: ExtensionDtype | None) -> None:
     if isinstance(dtype, ReportDtype):
         dtype.pyarrow_dtype.refuse_values()
     raise ParameterError("values cannot be made into frameldp reports")
+
+
+register_pandas_dtype(ReportDtype)

@@ -78,7 +78,7 @@ from frameldp.frames.report_type import (
     storage_of,
     text_of,
 )
-from frameldp.frames.table import Backend
+from frameldp.results.native import Backend
 
 __all__ = [
     "LazyEngine",

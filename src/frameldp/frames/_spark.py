@@ -70,7 +70,6 @@ from typing import Any, cast
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark import SparkConf
 from pyspark.sql import DataFrame as SparkDataFrame
 from pyspark.sql import functions as spark_functions
 from pyspark.sql import types as spark_types
@@ -109,7 +108,7 @@ from frameldp.frames.report_type import (
     report_types,
     storage_of,
 )
-from frameldp.frames.table import Backend
+from frameldp.results.native import Backend
 
 __all__ = ["METADATA_KEY", "SparkEngine", "SparkFrameAccessor"]
 
@@ -349,9 +348,11 @@ def _unpickled(row: Any) -> Grouped:
 # -- the engine and the accessor ---------------------------------------------------------------
 
 
-def _refuse_speculation(conf: SparkConf) -> None:
+def _refuse_speculation(frame: SparkDataFrame) -> None:
     """Speculative execution runs a slow task twice, and each attempt of a fresh-key task
     draws its own reports: two versions of one row's report could be stored."""
+    session = frame.sparkSession
+    conf: Any = session.conf if is_connect(frame) else session.sparkContext.getConf()
     if str(conf.get("spark.speculation", "false")).strip().lower() == "true":
         raise ParameterError(
             "spark.speculation is on: a speculative copy of a task would draw a second set of "
@@ -381,9 +382,17 @@ def _imports_frameldp(python: str) -> bool:
     return done.returncode == 0
 
 
+def is_connect(frame: SparkDataFrame) -> bool:
+    """Whether ``frame`` is a Spark Connect frame (a plan sent to a server: no JVM here)."""
+    return type(frame).__module__.startswith("pyspark.sql.connect")
+
+
 def _refuse_workers_without_frameldp(frame: SparkDataFrame) -> None:
     """A local session whose Python workers cannot import frameldp is refused with the fix,
-    before a task fails in them (a cluster's workers cannot be checked from the driver)."""
+    before a task fails in them (a cluster's workers cannot be checked from the driver, nor a
+    Connect server's: its workers fail with a frameldp error naming the fix)."""
+    if is_connect(frame):
+        return
     context = frame.sparkSession.sparkContext
     python = str(getattr(context, "pythonExec", "") or "")
     if not str(context.master).startswith("local") or not python or _imports_frameldp(python):
@@ -441,11 +450,12 @@ def _rows_per_user(frame: SparkDataFrame, user: str) -> int:
 def _drop_checkpoint(frame: SparkDataFrame | None) -> None:
     """Remove a local checkpoint's blocks from the executors (best effort: an executor may be
     gone already, and then so are its blocks)."""
+    if frame is None or is_connect(frame):
+        return  # a Connect server releases a checkpoint once its DataFrame is gone
     from py4j.protocol import Py4JError
 
-    if frame is not None:
-        with contextlib.suppress(Py4JError):
-            frame._jdf.queryExecution().analyzed().rdd().unpersist(False)
+    with contextlib.suppress(Py4JError):
+        frame._jdf.queryExecution().analyzed().rdd().unpersist(False)
 
 
 @register_engine(SparkDataFrame)
@@ -532,7 +542,7 @@ class SparkEngine:
                 user_kind=lambda name: to_arrow_type(self._frame.schema[name].dataType),
             )
             check_budget(ledger, budget, release)
-            _refuse_speculation(self._frame.sparkSession.sparkContext.getConf())
+            _refuse_speculation(self._frame)
             tag = ReleaseTag.fresh()
             schema = self._release_schema(mechanisms, release.specs, tag)
             out = None
@@ -600,14 +610,18 @@ class SparkEngine:
             _statistics_task, reduction=reduction, by=by, kinds=kinds, tags=tags, names=read
         )
         partials = _positional(self._frame, read).mapInArrow(task, "partial binary")
-        grouped = cast(
-            Grouped,
-            _running(
-                lambda: partials.rdd.map(_unpickled).treeAggregate(
-                    Grouped(), merge_grouped, merge_grouped
-                )
-            ),
-        )
+        if is_connect(self._frame):  # no RDDs: one partial per partition, merged here
+            rows = _running(partials.collect)
+            grouped = merge_grouped(Grouped(), *(_unpickled(row) for row in rows))
+        else:
+            grouped = cast(
+                Grouped,
+                _running(
+                    lambda: partials.rdd.map(_unpickled).treeAggregate(
+                        Grouped(), merge_grouped, merge_grouped
+                    )
+                ),
+            )
         if not by and () not in grouped.statistics:  # no rows at all: the empty statistic
             schema = self._frame.schema
             empty = {

@@ -34,8 +34,10 @@ it reads, a checkpoint whatever it was given. So:
    release in every input, or none in all of them: refused before any job runs.
 4. **Names.** Two columns of one name (a join) are refused: Spark keeps one field's metadata.
 
-``sdf.ldp.specs`` and ``privacy`` read the metadata only; the tables verify the rows. Spark
-Connect frames do not expose their plan; they are refused.
+``sdf.ldp.specs`` and ``privacy`` read the metadata only; the tables verify the rows. A Spark
+Connect frame does not expose its plan: its report columns are read from its schema's field
+metadata only, every one with its release tag, which the tables check row by row (a union of
+two releases is refused there); Parquet footers written elsewhere are not trusted.
 """
 
 from __future__ import annotations
@@ -149,6 +151,8 @@ def recorded_reports(frame: SparkDataFrame) -> SparkReports:
             f"column {shown(twice[0])}: the frame has {counts[twice[0]]} columns of this name "
             "(a join?); rename or drop all but one first"
         )
+    if type(frame).__module__.startswith("pyspark.sql.connect"):
+        return _schema_reports(frame, counts)
     plan = _analyzed(frame)
     nodes = list(_nodes(plan))
     trusted_files = all(_kind(node) in _FOOTER_SAFE for node in nodes)
@@ -188,6 +192,34 @@ def recorded_reports(frame: SparkDataFrame) -> SparkReports:
                 )
             out.tags[name] = found.tag
         out.metadata[name] = found.metadata
+    return out
+
+
+def _schema_reports(frame: SparkDataFrame, counts: Mapping[str, int]) -> SparkReports:
+    """A Spark Connect frame's report columns: from its schema's field metadata only, each with
+    its release tag (checked row by row by every table). A Connect frame shows no plan, so
+    Parquet footers written elsewhere are not trusted (name the mechanism) and unions are
+    caught by the tags, when a table reads the rows."""
+    out = SparkReports({}, {})
+    for field in frame.schema.fields:
+        metadata = field.metadata or {}
+        found = _found(metadata.get(METADATA_KEY), metadata.get(RELEASE_KEY), in_schema=True)
+        if found is None:
+            continue
+        if found.tag is None:
+            raise ParameterError(
+                f"column {shown(field.name)}: its schema records frameldp reports without a "
+                "release tag (metadata set by hand?), so its rows cannot be checked to be one "
+                "release; drop the metadata and pass mechanism= to debias it"
+            )
+        if found.tag.column not in counts:
+            raise ParameterError(
+                f"column {shown(field.name)}: its release tag column {shown(found.tag.column)} "
+                "is missing (dropped by a select?); keep it beside the reports: every table "
+                "checks with it that the rows are of one release"
+            )
+        out.tags[field.name] = found.tag
+        out.metadata[field.name] = found.metadata
     return out
 
 

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
     from frameldp.core.mechanisms import Mechanism
     from frameldp.frames.report_type import ReportMetadata
-    from frameldp.frames.table import Backend
+    from frameldp.results.native import Backend
 
 __all__ = [
     "FrameAdapter",

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from frameldp.frames.grouping import Grouped, Reduction
     from frameldp.frames.release import LedgerLike
     from frameldp.frames.report_type import ReportMetadata
-    from frameldp.frames.table import Backend
+    from frameldp.results.native import Backend
 
 __all__ = [
     "Engine",

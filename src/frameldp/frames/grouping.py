@@ -34,7 +34,9 @@ from frameldp.frames.inputs import require_column
 from frameldp.frames.lookup import mechanism_spec
 from frameldp.frames.pipeline import add_statistics, column_context, statistic_of
 from frameldp.frames.report_type import ReportMetadata, described, release_ids, storage_of
-from frameldp.frames.table import TABLE_COLUMNS, Backend, FrequencyTable, TableGroup
+from frameldp.results.keys import GroupKey, canonical_key
+from frameldp.results.native import Backend
+from frameldp.results.table import TABLE_COLUMNS, FrequencyTable, TableGroup
 
 __all__ = [
     "GroupKey",
@@ -51,7 +53,6 @@ __all__ = [
     "table_of",
 ]
 
-GroupKey = tuple[Any, ...]
 AnyStatistic = Statistic | JointStatistic
 
 
@@ -286,19 +287,6 @@ def _accumulate(
     """Add ``statistic`` to the group ``key`` (its first one starts the group)."""
     found = statistics.get(key)
     statistics[key] = statistic if found is None else cast(Any, found) + statistic
-
-
-_NAN: Any = float("nan")
-"""The one NaN every NaN key becomes (NaN != NaN, but a dict finds the same object)."""
-
-
-def canonical_key(key: GroupKey) -> GroupKey:
-    """``key`` with every NaN replaced by one NaN object and -0.0 by 0.0, so that equal keys
-    find each other in a dict."""
-    return tuple(
-        (_NAN if value != value else value + 0.0) if isinstance(value, float) else value
-        for value in key
-    )
 
 
 def merge_grouped(*parts: Grouped) -> Grouped:

@@ -31,7 +31,7 @@ from frameldp.frames.persons import (
 from frameldp.frames.pipeline import privatize_frame, row_content
 from frameldp.frames.release import charging, memo_user_type, plan_release
 from frameldp.frames.report_type import ReportMetadata
-from frameldp.frames.table import Backend
+from frameldp.results.native import Backend
 
 __all__ = ["InMemoryEngine"]
 

@@ -85,7 +85,7 @@ from frameldp.frames.shuffling import (
     shuffle_order,
     shuffled_privacy,
 )
-from frameldp.frames.table import STAT_COLUMNS, FrequencyTable
+from frameldp.results.table import STAT_COLUMNS, FrequencyTable
 
 __all__ = ["Encoding", "FrameMethods", "ValueShortcuts", "engine_for", "ldp"]
 

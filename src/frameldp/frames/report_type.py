@@ -48,7 +48,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,6 +71,7 @@ __all__ = [
     "recorded_shuffle",
     "recorded_specs",
     "refuse_reports",
+    "register_pandas_dtype",
     "release_ids",
     "report_types",
     "storage_of",
@@ -231,11 +232,21 @@ class ReportType(pa.ExtensionType):  # type: ignore[misc]  # pyarrow has no type
         return _text_bits(self._json)
 
     def to_pandas_dtype(self) -> Any:
-        """pandas holds report columns as :class:`~frameldp.frames._pandas_reports.ReportDtype`
-        (imported here: frameldp never imports pandas for a job that does not use it)."""
-        from frameldp.frames._pandas_reports import ReportDtype
+        """pandas holds report columns as :class:`~frameldp.frames._pandas_reports.ReportDtype`,
+        which that module registers (:func:`register_pandas_dtype`) as pandas is imported:
+        frameldp never imports pandas for a job that does not use it."""
+        if _PANDAS_DTYPE:
+            return _PANDAS_DTYPE[0](self)
+        return super().to_pandas_dtype()
 
-        return ReportDtype(self)
+
+_PANDAS_DTYPE: list[Callable[[ReportType], Any]] = []
+
+
+def register_pandas_dtype(dtype: Callable[[ReportType], Any]) -> None:
+    """Make ``dtype(report_type)`` the pandas dtype of report columns (called once, by
+    :mod:`frameldp.frames._pandas_reports`)."""
+    _PANDAS_DTYPE[:] = [dtype]
 
 
 @functools.lru_cache(maxsize=256)

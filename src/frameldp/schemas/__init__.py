@@ -118,7 +118,8 @@ def _run(frame: Any, declaration: SchemaDeclaration, lazy: bool) -> list[Failure
     expected = "validation takes a pandas DataFrame or a polars DataFrame or LazyFrame"
     advice = (
         "validate a DataFrame (of a Dask frame: a computed partition or chunk; of a Spark "
-        "frame: a collected sample, sdf.limit(n).toPandas()) instead"
+        "frame: a collected sample, sdf.limit(n).toPandas(); of a pyarrow Table or DuckDB "
+        "relation: pl.from_arrow(...)) instead"
     )
     try:
         adapter = adapter_for(frame)  # the frame's library, by its registered native type
@@ -129,7 +130,8 @@ def _run(frame: Any, declaration: SchemaDeclaration, lazy: bool) -> list[Failure
             from frameldp.schemas import polars
 
             return polars.run_schema(frame, declaration, lazy=lazy)
-        if adapter.backend == "pandas" and adapter.in_memory:  # a DataFrame
+        of_pandas = type(frame).__module__.partition(".")[0] == "pandas"
+        if of_pandas and adapter.in_memory:  # a DataFrame (not a pyarrow Table)
             from frameldp.schemas import pandas
 
             return pandas.run_schema(frame, declaration, lazy=lazy)

@@ -14,7 +14,7 @@ import math
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -26,11 +26,12 @@ from frameldp.core.discovery import Discovery
 from frameldp.core.estimation import BloomDecoding, FrequencyEstimate
 from frameldp.core.mechanisms import Decoder, Discoverer, Mechanism, Statistic
 from frameldp.errors import ParameterError, shown
+from frameldp.results.comparison import Comparison
+from frameldp.results.keys import canonical_key
+from frameldp.results.native import Backend, label_array, mixed, native_frame, with_objects
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
-
-    from frameldp.frames.comparison import Comparison
 
 __all__ = ["STAT_COLUMNS", "TABLE_COLUMNS", "FrequencyTable", "TableGroup"]
 
@@ -43,8 +44,6 @@ column instead of ``category``."""
 
 STAT_COLUMNS = TABLE_COLUMNS[1:]
 """The estimate columns every table has, after its label columns."""
-
-Backend = Literal["pandas", "polars"]
 
 _SHOWN_ROWS = 40  # rows an HTML or text rendering shows before "... more rows"
 _TEXT_WIDTH = 80  # a text rendering fits a terminal of this width: labels give way, numbers not
@@ -213,18 +212,18 @@ class FrequencyTable:
         table = self._arrow()
         if rows is not None:
             table = table.take(pa.array(rows, type=pa.int64()))
-        frame = _native(table, backend)
+        frame = native_frame(table, backend)
         named = {str(n): n for n in (*self.by, *self.label_columns) if not isinstance(n, str)}
         if named and backend == "pandas":  # pandas keeps a caller's non-string column names
             frame = frame.rename(columns=named)
-        mixed = {
+        objects = {
             name: values
             for name, values in self._label_values(len(self._blocks())).items()
-            if _mixed(values)
+            if mixed(values)
         }
-        for name, values in mixed.items():
+        for name, values in objects.items():
             chosen = values if rows is None else [values[int(i)] for i in rows]
-            frame = _with_objects(frame, name, chosen, backend)
+            frame = with_objects(frame, name, chosen, backend)
         return frame
 
     @property
@@ -267,9 +266,9 @@ class FrequencyTable:
         for index, name in enumerate(self.by):
             values = [key[index] for key, _ in blocks for _ in range(size)]
             kind = self.group_types[index] if index < len(self.group_types) else None
-            columns[str(name)] = _array(values, kind)
+            columns[str(name)] = label_array(values, kind)
         for name, values in self._label_values(len(blocks)).items():
-            columns[str(name)] = _array(values)
+            columns[str(name)] = label_array(values)
         estimates = [estimate for _, estimate in blocks]
         intervals = [estimate.interval(self.level) for estimate in estimates]
         columns["count"] = _joined([e.counts for e in estimates])
@@ -305,8 +304,6 @@ class FrequencyTable:
         ``None`` for the null group)."""
         if not self.by:
             raise ParameterError("group() needs a table debiased with by=...")
-        from frameldp.frames.grouping import canonical_key
-
         wanted = canonical_key(tuple(key))
         for group in self.groups:
             if group.key == wanted:
@@ -419,10 +416,9 @@ class FrequencyTable:
         ``first.compare(second_table)`` compares two tables of the same buckets (e.g. two
         nights); on a grouped table, ``table.compare(a, b)`` compares groups ``a`` and ``b``
         (a tuple for several ``by`` columns). ``on="frequency"`` (default) compares shares of
-        each table's ``n``, ``on="count"`` counts (:class:`~frameldp.frames.comparison.Comparison`).
+        each table's ``n``, ``on="count"`` counts
+        (:class:`~frameldp.results.comparison.Comparison`).
         """
-        from frameldp.frames.comparison import Comparison
-
         if self.consistency is not None:
             raise ParameterError("compare needs unbiased tables (consistent ones have no errors)")
         if self.by:
@@ -461,9 +457,9 @@ class FrequencyTable:
         """Estimated counts with their intervals, largest first (matplotlib;
         :func:`frameldp.plot.plot_frequencies`). ``truth`` (optional) marks the true counts:
         a mapping ``{label: count}`` or a sequence in bucket order."""
-        from frameldp.plot import plot_frequencies
+        from frameldp.results.figure import frequency_figure  # matplotlib: on first use
 
-        return plot_frequencies(self, top=top, truth=truth, **options)
+        return frequency_figure([self], top=top, truth=truth, **{"width": 8.0, **options})
 
     def _title(self) -> str:
         what = " × ".join(self.label_columns) if self.joint else str(self.column)
@@ -596,39 +592,3 @@ def _cut(cell: str, width: int) -> str:
 def _joined(parts: list[Any]) -> pa.Array:
     values = np.concatenate(parts) if parts else np.zeros(0)
     return pa.array(np.asarray(values, dtype=np.float64))
-
-
-def _array(values: list[Any], kind: Any = None) -> pa.Array:
-    """Labels or keys as one Arrow column: of ``kind`` when given, else inferred; labels of
-    mixed types (integer categories and the ``OTHER`` string) as text."""
-    if kind is not None and not pa.types.is_null(kind):
-        return pa.array(values, type=kind)
-    try:
-        return pa.array(values)
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        return pa.array([None if v is None else str(v) for v in values], type=pa.string())
-
-
-def _native(table: pa.Table, backend: Backend) -> Any:
-    if backend == "polars":
-        import polars as pl
-
-        return pl.from_arrow(table)
-    return table.to_pandas()
-
-
-def _mixed(values: list[Any]) -> bool:
-    """True when labels mix types (e.g. integer categories plus the ``OTHER`` string)."""
-    return len({type(v) for v in values if v is not None}) > 1
-
-
-def _with_objects(frame: Any, name: str, values: list[Any], backend: Backend) -> Any:
-    """``frame`` with column ``name`` replaced by Python objects ``values``, in place."""
-    if backend == "polars":
-        import polars as pl
-
-        return frame.with_columns(pl.Series(name, values, dtype=pl.Object))
-    import pandas as pd
-
-    frame[name] = pd.Series(values, dtype=object, index=frame.index)
-    return frame

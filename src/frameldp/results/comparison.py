@@ -15,10 +15,10 @@ import pyarrow as pa
 from frameldp.accounting import PrivacyGuarantee, compose
 from frameldp.core.comparison import Difference
 from frameldp.errors import ParameterError, shown
-from frameldp.frames.table import _array, _native
+from frameldp.results.native import label_array, native_frame
 
 if TYPE_CHECKING:
-    from frameldp.frames.table import FrequencyTable
+    from frameldp.results.table import FrequencyTable
 
 __all__ = ["COMPARISON_COLUMNS", "Comparison"]
 
@@ -96,12 +96,12 @@ class Comparison:
         }
         table = pa.table(
             {
-                **{name: _array(values) for name, values in columns.items()},
+                **{name: label_array(values) for name, values in columns.items()},
                 **{name: pa.array(np.asarray(v, dtype=np.float64)) for name, v in arrays.items()},
             }
         )
         guarantee = privacy if privacy is not None else compose([first.privacy, second.privacy])
-        frame = _native(table, first._backend)
+        frame = native_frame(table, first._backend)
         described = names if names is not None else (first.column, second.column)
         return cls(frame, difference, guarantee, described[0], described[1], first.level)
 

@@ -1,0 +1,119 @@
+"""The figure of frequency tables: estimated counts with their intervals (matplotlib, the
+``plot`` extra, imported when a figure is drawn)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+
+from frameldp.errors import ParameterError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from frameldp.results.table import FrequencyTable
+
+__all__ = ["frequency_figure", "pyplot"]
+
+
+def pyplot() -> Any:
+    """matplotlib.pyplot, or an error naming the extra that installs it."""
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as error:  # pragma: no cover - depends on the installed extras
+        raise ImportError("plotting needs matplotlib: pip install 'frameldp[plot]'") from error
+    return plt
+
+
+def frequency_figure(
+    tables: list[FrequencyTable], *, top: int | None, width: float, truth: Any
+) -> Figure:
+    """One panel per table (per group of a grouped table); see
+    :func:`frameldp.plot.plot_frequencies`."""
+    plt = pyplot()
+    if truth is not None and len(tables) > 1:
+        raise ParameterError("plot_frequencies: truth= goes with one table")
+    if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
+        raise ParameterError(f"plot_frequencies: top must be an integer >= 1 or None, got {top!r}")
+    panels = [panel for table in tables for panel in _panels(table, truth)]
+    heights = [max(1.5, 0.25 * min(len(p[0].labels), top or 10**9) + 1.0) for p in panels]
+    figure, axes = plt.subplots(
+        len(panels),
+        1,
+        figsize=(width, sum(heights)),
+        gridspec_kw={"height_ratios": heights},
+        layout="constrained",
+        squeeze=False,
+    )
+    for axis, (table, title, true_counts) in zip(axes[:, 0], panels, strict=True):
+        counts = table.estimate.counts
+        order = np.argsort(-counts, kind="stable")[: top or None][::-1]
+        low, high = table.estimate.interval(table.level)
+        labels = [_label(table.labels[i]) for i in order]
+        axis.barh(
+            labels,
+            counts[order],
+            xerr=[counts[order] - low[order], high[order] - counts[order]],
+            color="tab:blue",
+            alpha=0.7,
+            capsize=2,
+        )
+        if true_counts is not None:
+            axis.plot(true_counts[order], labels, "x", color="tab:red", label="truth")
+            axis.legend(fontsize="small")
+        axis.axvline(0.0, color="gray", linewidth=0.8)
+        axis.set(xlabel="estimated count", title=title)
+    return cast("Figure", figure)
+
+
+def _label(label: Any) -> str:
+    return " × ".join(str(part) for part in label) if isinstance(label, tuple) else str(label)
+
+
+def _panels(table: FrequencyTable, truth: Any) -> list[tuple[FrequencyTable, str, Any]]:
+    """``(flat table, title, true counts or None)`` of every panel of ``table``."""
+    what = " × ".join(table.label_columns) if table.joint else str(table.column)
+    if not table.by:
+        title = f"{what} (n = {table.n}, {table.level:.0%} intervals)"
+        return [(table, title, _truth(table, truth))]
+    keys = [group.key if len(group.key) > 1 else group.key[0] for group in table.groups]
+    if truth is not None and (
+        not isinstance(truth, Mapping) or not any(key in truth for key in keys)
+    ):
+        # A flat {label: count} here would match no group and draw no truth at all.
+        raise ParameterError(
+            "plot_frequencies: the truth of a grouped table maps each group key (here "
+            f"{_label(keys[0]) if keys else 'none'}, ...) to its counts; got "
+            f"{type(truth).__name__} with no group key"
+        )
+    panels = []
+    for group, key in zip(table.groups, keys, strict=True):
+        flat = table.group(*group.key)
+        shown_key = ", ".join(f"{n}={v}" for n, v in zip(table.by, group.key, strict=True))
+        given = None if truth is None else truth.get(key)
+        title = f"{what} | {shown_key} (n = {flat.n}, {table.level:.0%} intervals)"
+        panels.append((flat, title, _truth(flat, given)))
+    return panels
+
+
+def _truth(table: FrequencyTable, truth: Any) -> Any:
+    """True counts in bucket order, from a mapping by label or a sequence (None: none)."""
+    if truth is None:
+        return None
+    labels = table.labels
+    try:
+        if isinstance(truth, Mapping) or callable(getattr(truth, "get", None)):
+            return np.array([float(truth.get(label, 0.0)) for label in labels])
+        values = np.asarray(truth, dtype=np.float64).ravel()
+    except (TypeError, ValueError) as error:
+        raise ParameterError(
+            "plot_frequencies: truth must map labels to counts or list counts in bucket "
+            f"order, got {type(truth).__name__}"
+        ) from error
+    if values.size != len(labels):
+        raise ParameterError(
+            f"plot_frequencies: truth has {values.size} counts for {len(labels)} buckets"
+        )
+    return values

@@ -1,0 +1,49 @@
+"""Tables as native frames: Arrow columns to a pandas or polars frame, labels of mixed types
+kept as Python objects. pandas and polars are imported when a table is built in them."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import pyarrow as pa
+
+__all__ = ["Backend", "label_array", "mixed", "native_frame", "with_objects"]
+
+Backend = Literal["pandas", "polars"]
+"""The library a table's ``frame`` is built in."""
+
+
+def label_array(values: list[Any], kind: Any = None) -> pa.Array:
+    """Labels or keys as one Arrow column: of ``kind`` when given, else inferred; labels of
+    mixed types (integer categories and the ``OTHER`` string) as text."""
+    if kind is not None and not pa.types.is_null(kind):
+        return pa.array(values, type=kind)
+    try:
+        return pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return pa.array([None if v is None else str(v) for v in values], type=pa.string())
+
+
+def native_frame(table: pa.Table, backend: Backend) -> Any:
+    if backend == "polars":
+        import polars as pl
+
+        return pl.from_arrow(table)
+    return table.to_pandas()
+
+
+def mixed(values: list[Any]) -> bool:
+    """True when labels mix types (e.g. integer categories plus the ``OTHER`` string)."""
+    return len({type(v) for v in values if v is not None}) > 1
+
+
+def with_objects(frame: Any, name: str, values: list[Any], backend: Backend) -> Any:
+    """``frame`` with column ``name`` replaced by Python objects ``values``, in place."""
+    if backend == "polars":
+        import polars as pl
+
+        return frame.with_columns(pl.Series(name, values, dtype=pl.Object))
+    import pandas as pd
+
+    frame[name] = pd.Series(values, dtype=object, index=frame.index)
+    return frame
