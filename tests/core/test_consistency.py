@@ -44,7 +44,9 @@ def test_simplex_weighs_by_the_variances(data: st.DataObject) -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.floats(min_value=0, max_value=1e3), min_size=2, max_size=30))
+@given(
+    st.lists(st.floats(min_value=0, max_value=1e3, allow_subnormal=False), min_size=2, max_size=30)
+)
 def test_projections_are_idempotent_on_a_valid_distribution(values: list[float]) -> None:
     counts = np.array(values)
     if counts.sum() <= 0:

@@ -225,3 +225,13 @@ def test_privatize_frame_is_one_pipeline_for_every_in_memory_frame() -> None:
     ]
     arrays = [adapter_for(out).to_arrow(out, "carrier") for out in produced]
     assert all(storage_of(a).equals(storage_of(arrays[0])) for a in arrays)
+
+
+def test_a_local_engine_without_its_gathering_is_refused_when_registered() -> None:
+    from frameldp.frames.engine import register_engine
+
+    class Incomplete:
+        one_machine = None
+
+    with pytest.raises(TypeError, match="needs gather and returned"):
+        register_engine(ColumnDict)(Incomplete)  # type: ignore[type-var]

@@ -8,6 +8,7 @@ read again rather than read as empty.
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,8 @@ import pytest
 
 import frameldp
 from _releases import as_one_release
+from frameldp.frames._arrow import StreamRelease
+from frameldp.frames.engine import Privatization
 from frameldp.frames.report_type import ReportType, storage_of
 
 KEY = bytes(range(32))
@@ -94,15 +97,20 @@ def test_a_table_with_a_repeated_name_is_refused_naming_it() -> None:
         frameldp.ldp(table).krr("c", 1.0, domain=CARRIERS)
 
 
-def test_a_reader_is_privatized_batch_by_batch_as_the_whole_table() -> None:
+def test_a_stream_is_privatized_batch_by_batch_as_the_whole_table() -> None:
+    """Rows are numbered across batches of any size (DuckDB's relations stream this way with
+    a caller's key; a reader takes none, see below)."""
     table = _table()
-    reader = table.to_reader(max_chunksize=700)
-    streamed = frameldp.ldp(reader).krr("carrier", 2.0, domain=CARRIERS, key=KEY)
-    assert isinstance(streamed, pa.RecordBatchReader)
-    batches = list(streamed)
-    assert len(batches) > 1  # never one table in memory
-    whole = frameldp.ldp(table).krr("carrier", 2.0, domain=CARRIERS, key=KEY)
-    ours = storage_of(pa.Table.from_batches(batches).column("carrier")).combine_chunks()
+    sizes = [700, 0, 1, 1299, 1000]  # an empty batch among them
+    starts = np.cumsum([0, *sizes])
+    whole_batch = table.combine_chunks().to_batches()[0]
+    batches = [whole_batch.slice(int(a), int(b - a)) for a, b in itertools.pairwise(starts)]
+    request = Privatization({"carrier": KRR}, key=KEY)
+    stream = StreamRelease(table.schema, iter(batches), request)
+    streamed = list(stream.batches(charge=False))
+    assert len(streamed) > 1  # never one table in memory
+    whole = frameldp.ldp(table).privatize({"carrier": KRR}, key=KEY)
+    ours = storage_of(pa.Table.from_batches(streamed).column("carrier")).combine_chunks()
     assert ours.equals(storage_of(whole.column("carrier")).combine_chunks())
 
 
@@ -136,9 +144,7 @@ def test_a_fresh_key_reader_draws_when_read_and_is_charged_once(tmp_path: Path) 
 
 def test_a_reader_with_user_states_each_persons_rows() -> None:
     table = pa.table({"carrier": _values(30), "user": [i % 10 for i in range(30)]})
-    reports = frameldp.ldp(table.to_reader()).krr(
-        "carrier", 1.0, domain=CARRIERS, user="user", key=KEY
-    )
+    reports = frameldp.ldp(table.to_reader()).krr("carrier", 1.0, domain=CARRIERS, user="user")
     read = reports.read_all()
     privacy = frameldp.ldp(read).privacy
     assert privacy is not None
@@ -155,7 +161,7 @@ def test_an_unsupported_object_is_a_frameldp_error_naming_it() -> None:
 
 def test_a_reader_read_for_domain_inference_is_privatized_from_that_read() -> None:
     reports = frameldp.ldp(_table().to_reader(max_chunksize=500)).krr(
-        "carrier", 2.0, domain="infer", key=KEY
+        "carrier", 2.0, domain="infer"
     )
     assert reports.read_all().num_rows == 3000
 
@@ -165,6 +171,17 @@ def test_a_privatized_reader_the_caller_began_to_read_is_not_debiased_in_part() 
     streamed.read_next_batch()
     with pytest.raises(frameldp.ParameterError, match="was read already"):
         frameldp.ldp(streamed).debias("carrier")
+
+
+def test_a_reader_refuses_a_key_it_could_misnumber() -> None:
+    """A reader the caller read in part would number its rows from 0 again: with a key, input
+    row 65536 + i would get the noise a full run gives row i (the newcomer review found equal
+    reports for equal values there)."""
+    reader = _table().to_reader(max_chunksize=100)
+    reader.read_next_batch()
+    for given in ({"key": KEY}, {"seed": 1}):
+        with pytest.raises(frameldp.ParameterError, match="fresh key"):
+            frameldp.ldp(reader).privatize({"carrier": KRR}, **given)
 
 
 def test_a_reader_refuses_a_row_bound_without_people_and_tables_refuse_validation() -> None:

@@ -200,6 +200,20 @@ def test_only_a_bare_scan_of_the_files_is_trusted_with_their_record(
     assert frameldp.ldp(derive(r, connection)).specs == {}
 
 
+def test_sql_text_over_the_files_is_debiased_with_its_mechanism_named(
+    connection: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    """(Newcomer review: DuckDB's Binder Error on the filename column, for SQL text.)"""
+    table = pq.read_table(_input(tmp_path))
+    pq.write_table(frameldp.ldp(table).krr("carrier", 2.0, domain=CARRIERS), tmp_path / "r.pq")
+    path = tmp_path / "r.pq"
+    relation = connection.sql(f"select * from read_parquet('{path}') where \"group\" = 1")
+    assert frameldp.ldp(relation).specs == {}
+    assert frameldp.ldp(relation).debias("carrier", KRR).n == 750
+    other = frameldp.RandomizedResponse(1.0, domain=[0, 1, 2, 3])
+    assert frameldp.ldp(relation).privatize({"group": other}).num_rows == 750
+
+
 def test_a_null_report_is_named_at_its_row_through_the_pushdown(
     connection: duckdb.DuckDBPyConnection, tmp_path: Path
 ) -> None:

@@ -573,8 +573,8 @@ def test_error_text_from_a_task_is_never_unpickled() -> None:
 
 
 def test_the_spark_benchmark_runs_on_this_session(spark: SparkSession) -> None:
-    """A smoke run of ``benchmarks/bench_spark.py`` (pandas and Spark) on this module's
-    session: no second JVM (no timing asserted)."""
+    """A smoke run of ``benchmarks/bench_spark.py`` (pandas, pyarrow, DuckDB and Spark) on this
+    module's session: no second JVM (no timing asserted; Spark Connect would start one)."""
     import importlib
 
     benchmarks = str(Path(__file__).resolve().parents[2] / "benchmarks")
@@ -583,10 +583,10 @@ def test_the_spark_benchmark_runs_on_this_session(spark: SparkSession) -> None:
         bench_spark = importlib.import_module("bench_spark")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)  # pyspark 4 on pandas 3
-            rows = bench_spark.run(20_000, ["pandas", "spark"], session=spark)
+            rows = bench_spark.run(20_000, ["pandas", "arrow", "duckdb", "spark"], session=spark)
     finally:
         sys.path.remove(benchmarks)
-    assert [row["backend"] for row in rows] == ["pandas", "spark"]
+    assert [row["backend"] for row in rows] == ["pandas", "arrow", "duckdb", "spark"]
     for row in rows:
         assert row["rows"] == row["n"] == 20_000
         assert row["rows_per_s"] > 0

@@ -10,7 +10,9 @@ written by pyarrow keep.
   pandas or polars frame, with the same reports for the same key.
 * **RecordBatchReader**: a stream, read once. ``privatize`` returns a reader that privatizes
   each batch as it is read (rows numbered across batches, memory bounded by a batch), charges
-  the ledger once before its first reports leave, and draws its fresh key when it starts; with
+  the ledger once before its first reports leave, and draws its fresh key when it starts (a
+  caller's ``key=`` or ``seed=`` is refused: frameldp cannot tell whether the caller read part
+  of the reader before, which would number its rows from another row than the first); with
   ``user=`` (whose rows per person are counted first) the stream is read into a table.
   ``debias`` and ``decode`` reduce it batch by batch. Anything else that needs every row
   (``shuffle``, ``discover``, ``unpack``, domain inference) reads it into a table first. A
@@ -214,7 +216,16 @@ class ArrowStreamEngine:
         return total
 
     def privatize(self, request: Privatization) -> pa.RecordBatchReader:
-        """A reader that privatizes each batch as it is read (see the module docstring)."""
+        """A reader that privatizes each batch as it is read (see the module docstring).
+        ``key=`` and ``seed=`` are refused: the reader may have been read in part before, and
+        its rows would then be numbered from another row than the input's first, giving
+        other people's rows the noise a full run gives these."""
+        if request.key is not None or request.seed is not None:
+            raise ParameterError(
+                "key= and seed= need rows numbered from the input's first row, and a "
+                "RecordBatchReader may have been read in part already: privatize it with a "
+                "fresh key (the default), or privatize a Table or a DuckDB relation with the key"
+            )
         if request.user is not None:  # people are counted over every row first
             return self._all().privatize(request).to_reader()
         stream = StreamRelease(self._reader.schema, self._batches(), request)

@@ -258,7 +258,10 @@ def _file_reports(relation: duckdb.DuckDBPyRelation) -> dict[Any, ReportMetadata
     columns = list(relation.columns)
     if "filename" in columns or not _bare_scan(relation):
         return {}
-    files = [row[0] for row in relation.select("filename").distinct().fetchall()]
+    try:
+        files = [row[0] for row in relation.select("filename").distinct().fetchall()]
+    except duckdb.Error:  # SQL text: its scan's filename column is not reachable
+        return {}
     found: dict[Any, ReportMetadata] = {}
     for i, path in enumerate(sorted(str(f) for f in files)):
         schema = pq.read_schema(path)
@@ -268,9 +271,13 @@ def _file_reports(relation: duckdb.DuckDBPyRelation) -> dict[Any, ReportMetadata
             if field.name in columns and (meta := metadata_of(field.type, field.metadata))
         }
         if i and recorded != found:
+            differ = sorted(
+                str(name) for name in {*recorded, *found} if recorded.get(name) != found.get(name)
+            )
             raise ParameterError(
                 f"the relation reads files of different releases ({shown(path, 80)} records "
-                "other report columns than the first file); debias each release on its own"
+                f"another release of column {shown(differ[0])} than the first file); debias "
+                "each release on its own"
             )
         found = recorded
     return found

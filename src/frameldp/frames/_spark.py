@@ -348,11 +348,16 @@ def _unpickled(row: Any) -> Grouped:
 # -- the engine and the accessor ---------------------------------------------------------------
 
 
-def _refuse_speculation(frame: SparkDataFrame) -> None:
-    """Speculative execution runs a slow task twice, and each attempt of a fresh-key task
-    draws its own reports: two versions of one row's report could be stored."""
+def _conf_of(frame: SparkDataFrame) -> Any:
+    """The Spark configuration ``frame`` runs under (a Connect session's runtime conf)."""
     session = frame.sparkSession
-    conf: Any = session.conf if is_connect(frame) else session.sparkContext.getConf()
+    return session.conf if is_connect(frame) else session.sparkContext.getConf()
+
+
+def _refuse_speculation(conf: Any) -> None:
+    """Speculative execution runs a slow task twice, and each attempt of a fresh-key task
+    draws its own reports: two versions of one row's report could be stored (``conf``: a
+    ``SparkConf`` or a session's runtime conf)."""
     if str(conf.get("spark.speculation", "false")).strip().lower() == "true":
         raise ParameterError(
             "spark.speculation is on: a speculative copy of a task would draw a second set of "
@@ -542,7 +547,7 @@ class SparkEngine:
                 user_kind=lambda name: to_arrow_type(self._frame.schema[name].dataType),
             )
             check_budget(ledger, budget, release)
-            _refuse_speculation(self._frame)
+            _refuse_speculation(_conf_of(self._frame))
             tag = ReleaseTag.fresh()
             schema = self._release_schema(mechanisms, release.specs, tag)
             out = None

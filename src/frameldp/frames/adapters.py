@@ -147,7 +147,10 @@ def adapter_for(frame: object) -> FrameAdapter:
     kind = type(frame)
     raise ParameterError(
         f"frameldp has no adapter for {kind.__module__}.{kind.__qualname__} "
-        f"(adapted: {names or 'none: import pandas, polars or dask.dataframe'})"
+        f"(adapted: {names or 'none: import pandas, polars or dask.dataframe'}; frameldp.ldp "
+        "also takes pyarrow RecordBatchReaders, DuckDB relations, polars LazyFrames, Dask and "
+        "Spark frames. Batches or a pyarrow dataset: pa.RecordBatchReader.from_batches(schema, "
+        "batches) or dataset.scanner().to_reader())"
     )
 
 

@@ -150,6 +150,9 @@ class LocalFrame:
 
 _ENGINES: dict[type, Callable[[Any], Engine]] = {}
 
+LOCAL = ("gather", "returned")
+"""What a :class:`LocalEngine` adds to the :class:`Engine` protocol."""
+
 _Engine = TypeVar("_Engine", bound=Engine)
 
 
@@ -159,6 +162,12 @@ def register_engine(*native_types: type) -> Callable[[type[_Engine]], type[_Engi
     :class:`Engine`."""
 
     def register(engine: type[_Engine]) -> type[_Engine]:
+        local = getattr(engine, "one_machine", "") is None
+        if local and not all(callable(getattr(engine, name, None)) for name in LOCAL):
+            raise TypeError(
+                f"{engine.__qualname__} declares one_machine = None, so it is a LocalEngine: "
+                f"it needs {' and '.join(LOCAL)}"
+            )
         for native in native_types:
             _ENGINES[native] = engine
         return engine

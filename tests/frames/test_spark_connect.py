@@ -1,0 +1,134 @@
+"""Spark Connect frames (PySpark 4's remote mode) through ``sdf.ldp``.
+
+A local Connect server is started on a free port (the default port would collide between test
+workers). A Connect frame has no JVM object, RDD or plan on the client: its report columns are
+read from its schema's field metadata, each with its release tag, which every table checks row
+by row; the reports equal pandas' for the same key.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import frameldp
+
+pytest.importorskip("grpc", reason="Spark Connect needs pyspark[connect]")
+
+from pyspark.sql import SparkSession
+from pyspark.sql.connect.session import SparkSession as RemoteSession
+
+pytestmark = pytest.mark.slow  # a Connect server takes seconds to start: start it first
+
+KEY = bytes(range(32))
+CARRIERS = ("AA", "DL", "UA")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def connect() -> Iterator[SparkSession]:
+    """A Spark Connect session to a local server on a free port (two cores), workers running
+    this interpreter; the server's own session is stopped afterwards."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    interrupt = signal.getsignal(signal.SIGINT)
+    port = _free_port()
+    RemoteSession._start_connect_server(
+        "local[2]",
+        {
+            "spark.connect.grpc.binding.port": str(port),
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.sql.shuffle.partitions": "2",
+        },
+    )
+    os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+    session = RemoteSession.builder.remote(f"sc://localhost:{port}").getOrCreate()
+    yield session
+    session.stop()
+    os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
+    server = SparkSession._instantiatedSession
+    if server is not None:
+        server.stop()
+    signal.signal(signal.SIGINT, interrupt)
+
+
+@pytest.fixture(autouse=True)
+def _quiet() -> Iterator[None]:
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", module="pyspark")
+        yield
+
+
+def _data(n: int = 600) -> pd.DataFrame:
+    return pd.DataFrame(
+        {"carrier": [CARRIERS[i % 3] for i in range(n)], "g": [i % 4 for i in range(n)]}
+    )
+
+
+def test_a_connect_frame_gets_the_pandas_reports_and_tables(connect: SparkSession) -> None:
+    frame = connect.createDataFrame(_data())  # rows in pandas' order, in two partitions
+    assert type(frame).__module__.startswith("pyspark.sql.connect")
+    reports = frame.ldp.krr("carrier", 2.0, domain=CARRIERS, key=KEY)
+    expected = _data().ldp.krr("carrier", 2.0, domain=CARRIERS, key=KEY)
+    ours = reports.toPandas()
+    assert list(ours["carrier"]) == [str(v) for v in expected["carrier"]]
+    assert reports.ldp.privacy == expected.ldp.privacy
+    for by in (None, "g"):
+        pd.testing.assert_frame_equal(
+            reports.ldp.debias("carrier", by=by).frame, expected.ldp.debias("carrier", by=by).frame
+        )
+    bits = frame.ldp.rappor("carrier", 2.0, domain=CARRIERS, key=KEY)
+    unpacked = bits.ldp.unpack("carrier").toPandas()
+    pandas_bits = _data().ldp.rappor("carrier", 2.0, domain=CARRIERS, key=KEY).ldp.unpack("carrier")
+    assert (unpacked.to_numpy() == pandas_bits.to_numpy()).all()
+
+
+def test_rows_of_another_release_are_refused_by_their_tags(connect: SparkSession) -> None:
+    frame = connect.createDataFrame(_data())
+    first = frame.ldp.krr("carrier", 2.0, domain=CARRIERS)
+    second = frame.ldp.krr("carrier", 2.0, domain=CARRIERS)
+    with pytest.raises(frameldp.ParameterError, match="not of the release"):
+        first.union(second).ldp.debias("carrier")
+    with pytest.raises(frameldp.ParameterError, match="release tag column"):
+        first.select("carrier").ldp.debias("carrier")
+
+
+def test_a_connect_release_is_charged_once_and_task_errors_come_back(
+    connect: SparkSession, tmp_path: Path
+) -> None:
+    ledger = frameldp.Ledger(tmp_path / "ledger.sqlite")
+    ledger.set_budget("etl", epsilon=3.0)
+    frame = connect.createDataFrame(_data())
+    frame.ldp.krr("carrier", 2.0, domain=CARRIERS, ledger=ledger, budget="etl")
+    assert ledger.spent("etl") == pytest.approx(2.0)
+    with pytest.raises(frameldp.BudgetExceededError):
+        frame.ldp.krr("carrier", 2.0, domain=CARRIERS, ledger=ledger, budget="etl")
+    with pytest.raises(frameldp.DomainError, match="'UA'"):
+        frame.ldp.krr("carrier", 1.0, domain=["AA", "DL"], ledger=ledger, budget="etl")
+    assert ledger.spent("etl") == pytest.approx(2.0)
+
+
+def test_files_written_elsewhere_need_their_mechanism_named(
+    connect: SparkSession, tmp_path: Path
+) -> None:
+    """A Connect frame shows no plan, so a footer cannot be tied to the rows read."""
+    reports = _data().ldp.krr("carrier", 2.0, domain=CARRIERS, key=KEY)
+    reports.to_parquet(tmp_path / "reports.parquet")
+    frame = connect.read.parquet(str(tmp_path / "reports.parquet"))
+    assert frame.ldp.specs == {}
+    mechanism = frameldp.RandomizedResponse(2.0, domain=CARRIERS)
+    table = frame.ldp.debias("carrier", mechanism)
+    pd.testing.assert_frame_equal(table.frame, reports.ldp.debias("carrier").frame)
