@@ -21,6 +21,7 @@ result, so a test body never branches on the library. Ids:
 from __future__ import annotations
 
 import pickle
+import warnings
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -319,6 +320,15 @@ def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
         pytest.skip(reason)
     with dask.config.set(scheduler="synchronous"):
         yield chosen
+
+
+@pytest.fixture
+def pyspark_quiet() -> Iterator[None]:
+    """pyspark 4 warns that it has not been tested with pandas 3 (``toPandas`` only): the
+    Spark modules' tests run without that warning."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", module="pyspark")
+        yield
 
 
 @pytest.fixture(params=[b for b in BACKENDS if b.startswith("pandas")])

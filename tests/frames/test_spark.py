@@ -41,7 +41,10 @@ if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
 from pyspark.sql import DataFrame as SparkDataFrame
 from pyspark.sql import SparkSession
 
-pytestmark = pytest.mark.slow  # a Spark session takes seconds to start: start it first
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.usefixtures("pyspark_quiet"),
+]  # a Spark session takes seconds to start: start it first
 
 KEY = bytes(range(32))
 MEMO = bytes(range(100, 132))
@@ -73,14 +76,6 @@ def spark() -> Iterator[SparkSession]:
     yield session
     session.stop()
     signal.signal(signal.SIGINT, interrupt)
-
-
-@pytest.fixture(autouse=True)
-def _quiet() -> Iterator[None]:
-    with warnings.catch_warnings():
-        # pyspark 4 warns that it has not been tested with pandas 3 (toPandas only).
-        warnings.filterwarnings("ignore", module="pyspark")
-        yield
 
 
 def table(n: int = 120) -> pa.Table:

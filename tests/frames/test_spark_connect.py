@@ -12,7 +12,6 @@ import os
 import signal
 import socket
 import sys
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,7 +25,10 @@ pytest.importorskip("grpc", reason="Spark Connect needs pyspark[connect]")
 from pyspark.sql import SparkSession
 from pyspark.sql.connect.session import SparkSession as RemoteSession
 
-pytestmark = pytest.mark.slow  # a Connect server takes seconds to start: start it first
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.usefixtures("pyspark_quiet"),
+]  # a Connect server takes seconds to start: start it first
 
 KEY = bytes(range(32))
 CARRIERS = ("AA", "DL", "UA")
@@ -63,13 +65,6 @@ def connect() -> Iterator[SparkSession]:
     if server is not None:
         server.stop()
     signal.signal(signal.SIGINT, interrupt)
-
-
-@pytest.fixture(autouse=True)
-def _quiet() -> Iterator[None]:
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", module="pyspark")
-        yield
 
 
 def _data(n: int = 600) -> pd.DataFrame:
