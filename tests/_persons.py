@@ -49,5 +49,5 @@ def table_of(released: Any, mechanism: Any, column: str = "value") -> Any:
     """The frequency table of a release's ``column`` (Bloom reports decode against the domain
     as candidates)."""
     if isinstance(mechanism, frameldp.BloomRappor):
-        return released.ldp.decode(column, candidates=DOMAIN)
-    return released.ldp.debias(column)
+        return frameldp.ldp(released).decode(column, candidates=DOMAIN)
+    return frameldp.ldp(released).debias(column)

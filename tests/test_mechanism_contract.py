@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import numpy as np
 import pandas as pd
 import polars as pl
@@ -239,6 +240,11 @@ def test_bad_input_is_a_frameldp_error_naming_the_column(example: Example) -> No
 # -- the report type travels --------------------------------------------------------------------
 
 
+def _readers() -> tuple[Any, ...]:
+    """Every engine that reads a Parquet file: pandas, polars, pyarrow and DuckDB."""
+    return (pd.read_parquet, pl.read_parquet, pq.read_table, lambda p: duckdb.read_parquet(str(p)))
+
+
 def test_the_report_type_round_trips_through_pandas_polars_and_parquet(
     example: Example, tmp_path: Path
 ) -> None:
@@ -263,13 +269,13 @@ def test_the_report_type_round_trips_through_pandas_polars_and_parquet(
         return
     if Capability.DISCOVERY in example.mechanism.capabilities:
         expected = pd.DataFrame({"c": frame["c"]}).ldp.discover("c", top=3).to_pandas()
-        for reader in (pd.read_parquet, pl.read_parquet):
-            found = reader(tmp_path / "polars.parquet").ldp.discover("c", top=3)
+        for reader in _readers():
+            found = frameldp.ldp(reader(tmp_path / "polars.parquet")).discover("c", top=3)
             pd.testing.assert_frame_equal(found.to_pandas(), expected)
         return
     expected = pd.DataFrame({"c": frame["c"]}).ldp.debias("c").to_pandas()
-    for reader in (pd.read_parquet, pl.read_parquet):
-        table = reader(tmp_path / "polars.parquet").ldp.debias("c")
+    for reader in _readers():
+        table = frameldp.ldp(reader(tmp_path / "polars.parquet")).debias("c")
         pd.testing.assert_frame_equal(table.to_pandas(), expected)
 
 

@@ -11,8 +11,12 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, Final
 
 import dask.dataframe as dd
+import duckdb
 import pandas as pd  # type: ignore[import-untyped]
 import polars as pl
+import pyarrow as pa
+
+from frameldp.frames.report_type import storage_of
 
 Data = Mapping[Hashable, Sequence[Any]]
 
@@ -37,6 +41,15 @@ def _lazy(data: Data) -> Any:
     return _polars(data).lazy()
 
 
+def _arrow(data: Data) -> Any:
+    return pa.table({str(name): list(values) for name, values in data.items()})
+
+
+def _duckdb(data: Data) -> Any:
+    """A DuckDB relation over an Arrow table (DuckDB keeps a scan's row order)."""
+    return duckdb.from_arrow(_arrow(data))
+
+
 def dask_frame(data: Data, npartitions: int = 3) -> Any:
     """A Dask frame of ``npartitions`` over the pandas frame (equal partitions when they can be)."""
     return dd.from_pandas(_pandas(data), npartitions=npartitions)  # type: ignore[no-untyped-call]
@@ -49,6 +62,8 @@ FRAMES: Final[dict[str, Callable[[Data], Any]]] = {
     "polars-eager": _polars,
     "polars-lazy": _lazy,
     "dask": dask_frame,
+    "pyarrow": _arrow,
+    "duckdb": _duckdb,
 }
 """Every frame library and string representation (pandas' default strings are Arrow-backed)."""
 
@@ -63,6 +78,10 @@ def stacked(backend: str, blocks: Sequence[Data]) -> Any:
         return out
     if backend.startswith("pandas"):
         return pd.concat(frames, ignore_index=True)
+    if backend in ("pyarrow", "duckdb"):
+        table = pa.concat_tables([_arrow(block) for block in blocks])  # one chunk per block
+        assert table.column(0).num_chunks == len(blocks)
+        return table if backend == "pyarrow" else duckdb.from_arrow(table)
     return pl.concat(frames, rechunk=False)
 
 
@@ -78,6 +97,8 @@ def collected(frame: Any) -> Any:
 def reports(frame: Any, column: Hashable) -> list[bytes]:
     """The report column of a (collected) frame, Series or polars Series, as ``bytes``."""
     values = collected(frame)
+    if isinstance(values, pa.Table):
+        return list(storage_of(values.column(str(column))).to_pylist())
     if isinstance(values, pl.DataFrame):
         values = values.get_column(str(column))
     elif isinstance(values, pd.DataFrame):

@@ -45,9 +45,9 @@ _INDEX: Final = {label: i for i, label in enumerate(DOMAIN)}
 
 
 def ldp(obj: Any) -> Any:
-    """The ``.ldp`` namespace of a frame, Series or expression (registered when frameldp is
-    imported, so invisible to the type checker)."""
-    return obj.ldp
+    """The ``.ldp`` methods of a frame, Series, expression, Arrow table or DuckDB relation
+    (``frameldp.ldp``)."""
+    return frameldp.ldp(obj)
 
 
 def people(rows: int = ROWS, seed: int = 0) -> list[str]:

@@ -2,7 +2,7 @@
 
 For each mechanism, fresh and memoized, a release with ``user=`` of people holding three rows
 each states, tables and charges the same per-person epsilon on pandas, polars (eager and lazy)
-and Dask: for fresh noise exactly three compositions of one report; for memoized reports the
+Dask, pyarrow and DuckDB: for fresh noise exactly three compositions of one report; for memoized reports the
 bound that ``test_person_unit.py`` audits against exact enumeration, which is at least the
 loss of one report. Spark runs the same table in ``tests/frames/test_spark.py``. A release
 that counts people in one pass and draws in another refuses an input that changed in between.
@@ -28,7 +28,7 @@ from ._frames import FRAMES
 
 KEY = bytes(range(32))
 MEMO_KEY = bytes(range(64, 96))
-BACKENDS = ["pandas", "polars-eager", "polars-lazy", "dask"]
+BACKENDS = ["pandas", "polars-eager", "polars-lazy", "dask", "pyarrow", "duckdb"]
 
 pytestmark = pytest.mark.usefixtures("quiet")
 
@@ -37,10 +37,10 @@ def _statements(frame: Any, mechanism: Any, **memo: Any) -> tuple[float, float, 
     """The release's, its table's and the ledger's epsilon."""
     ledger = frameldp.Ledger(":memory:")
     ledger.set_budget("b", epsilon=1000.0)
-    released = frame.ldp.privatize(
+    released = frameldp.ldp(frame).privatize(
         {"value": mechanism}, user="user", key=KEY, ledger=ledger, budget="b", **memo
     )
-    stated = released.ldp.privacy.epsilon
+    stated = frameldp.ldp(released).privacy.epsilon
     table = table_of(released, mechanism).privacy.epsilon
     return stated, table, ledger.spent("b")
 
