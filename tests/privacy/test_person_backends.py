@@ -1,11 +1,12 @@
 """A person is the unit on every backend, for every frequency oracle (issue 36, deliverable 8).
 
 For each mechanism, fresh and memoized, a release with ``user=`` of people holding three rows
-each states, tables and charges the same per-person epsilon on pandas, polars (eager and lazy)
-Dask, pyarrow and DuckDB: for fresh noise exactly three compositions of one report; for memoized reports the
-bound that ``test_person_unit.py`` audits against exact enumeration, which is at least the
-loss of one report. Spark runs the same table in ``tests/frames/test_spark.py``. A release
-that counts people in one pass and draws in another refuses an input that changed in between.
+each states, tables and charges the same per-person epsilon on pandas, polars (eager and lazy),
+Dask, pyarrow and DuckDB: for fresh noise exactly three compositions of one report; for
+memoized reports the bound that ``test_person_unit.py`` audits against exact enumeration,
+which is at least the loss of one report. Spark runs the same table in
+``tests/frames/test_spark.py``. A release that counts people in one pass and draws in another
+refuses an input that changed in between.
 """
 
 from __future__ import annotations
