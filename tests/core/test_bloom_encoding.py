@@ -31,7 +31,6 @@ from _stats import P_FAIL, assert_binomial, assert_chisquare, assert_independent
 from frameldp.core import BloomEncoder
 from frameldp.core.encoding import HASH_SCHEMES
 from frameldp.core.randomness import (
-    _TAIL_LANE,
     KEY_BYTES,
     PLANES,
     PRECISION_BITS,
@@ -42,6 +41,7 @@ from frameldp.core.randomness import (
     dyadic_at_least,
     label_bytes,
 )
+from frameldp.core.randomness.samplers import _TAIL_LANE
 from frameldp.errors import DomainError, ParameterError
 
 ONE = 1 << PRECISION_BITS

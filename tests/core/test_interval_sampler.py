@@ -27,7 +27,6 @@ from frameldp.core.interval_sampler import (
 )
 from frameldp.core.parallel import map_ranges, thread_count, threads
 from frameldp.core.randomness import (
-    _WORK_BYTES,
     PRECISION_BITS,
     KeyedStream,
     RandomSource,
@@ -37,6 +36,7 @@ from frameldp.core.randomness import (
     code_bytes,
     dyadic_at_least,
 )
+from frameldp.core.randomness.samplers import _WORK_BYTES
 from frameldp.errors import FrameLDPWarning, ParameterError
 
 ONE = 1 << PRECISION_BITS
@@ -337,13 +337,13 @@ def test_numpy_integer_numerators_are_accepted(kind: type) -> None:
 def test_a_short_cipher_write_is_refused() -> None:
     """If AES ever wrote fewer bytes than asked (a short input buffer), the rest of the
     keystream would be zeros, and zeros draw no noise: the keystream refuses to return it."""
-    from frameldp.core import randomness
+    from frameldp.core.randomness import streams
 
-    randomness._check_written(32, 32)
+    streams.check_written(32, 32)
     with pytest.raises(RuntimeError, match="no noise released"):
-        randomness._check_written(16, 32)
-    assert len(randomness._zeros(16)) == 16
-    assert not any(randomness._zeros(1 << 20).tobytes())
+        streams.check_written(16, 32)
+    assert len(streams.zeros(16)) == 16
+    assert not any(streams.zeros(1 << 20).tobytes())
 
 
 def test_the_environment_sets_the_default(monkeypatch: pytest.MonkeyPatch) -> None:

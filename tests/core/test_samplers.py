@@ -16,7 +16,6 @@ import pytest
 from _stats import P_FAIL, assert_binomial, assert_chisquare, assert_independent
 from frameldp.core.interval_sampler import bernoulli_bytes
 from frameldp.core.randomness import (
-    _WORK_BYTES,
     PLANES,
     PRECISION_BITS,
     KeyedStream,
@@ -27,6 +26,7 @@ from frameldp.core.randomness import (
     dyadic_at_most,
     uniform_integers,
 )
+from frameldp.core.randomness.samplers import _WORK_BYTES
 from frameldp.errors import ParameterError
 
 ONE = 1 << PRECISION_BITS

@@ -1,0 +1,115 @@
+"""The noise of one run of rows under one stream label: by position under a fresh key, by
+position and value under a caller's key or a seed, by (user, value) for memoized responses.
+See :mod:`frameldp.core.randomness`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+
+from frameldp.core.randomness.addresses import row_addresses
+from frameldp.core.randomness.samplers import (
+    bernoulli_flags,
+    bernoulli_packed,
+    bernoulli_packed_at,
+    checked_out,
+    uniform_integers,
+    uniform_integers_at,
+)
+
+__all__ = ["Rows"]
+
+if TYPE_CHECKING:
+    from frameldp.core.randomness.keys import RandomSource
+
+
+class Rows:
+    """The noise of one run of rows under one stream label.
+
+    Under a fresh key, noise is addressed by position: purpose ``p`` of row ``r`` is keystream
+    at ``r`` of the stream ``(*label, p)`` (AES-CTR). Under a caller's key or a seed it is
+    addressed by position and value: row ``r`` holding value bytes ``v`` has the address
+    ``A = CBC-MAC(r || len(v), v)`` under the stream ``(*label, "address")``, and purpose ``p``
+    draws ``AES(A XOR tweak)`` under ``(*label, p)``.
+    """
+
+    __slots__ = ("_addresses", "label", "num_rows", "row_start", "source")
+
+    def __init__(
+        self,
+        source: RandomSource,
+        label: tuple[object, ...],
+        row_start: int,
+        num_rows: int,
+        values: NDArray[np.uint8] | None,
+    ) -> None:
+        self.source = source
+        self.label = label
+        self.row_start = row_start
+        self.num_rows = num_rows
+        self._addresses: NDArray[np.uint8] | None = None
+        if values is not None:
+            self._addresses = row_addresses(
+                source.stream(*label, "address"),
+                np.arange(row_start, row_start + self.num_rows, dtype=np.int64),
+                values,
+            )
+
+    @classmethod
+    def memoized(
+        cls, source: RandomSource, label: tuple[object, ...], pairs: NDArray[np.uint8]
+    ) -> Rows:
+        """The noise of memoized permanent responses: row ``i`` is addressed by a keyed PRF of
+        its ``(user digest, value digest)`` pair (``pairs`` of shape ``(n, 2, 16)``) under the
+        stream ``(*label, "memo")``, not by its position. The same person holding the same
+        value gets the same noise wherever and whenever the row sits, under the same ``source``
+        (the memo key) and ``label``; any other pair gets independent noise."""
+        rows = cls(source, label, 0, pairs.shape[0], None)
+        rows._addresses = source.stream(*label, "memo").prf(pairs)
+        return rows
+
+    def bernoulli(
+        self,
+        purpose: str,
+        numerator: int,
+        bits_per_row: int,
+        out: NDArray[np.uint8] | None = None,
+    ) -> NDArray[np.uint8]:
+        """Bernoulli(``numerator / 2**64``) bits, packed ``(num_rows, ceil(bits_per_row/8))``
+        (written into ``out`` if given)."""
+        stream = self.source.stream(*self.label, purpose)
+        if self._addresses is None:
+            return bernoulli_packed(
+                stream,
+                numerator,
+                row_start=self.row_start,
+                num_rows=self.num_rows,
+                bits_per_row=bits_per_row,
+                out=out,
+            )
+        bits = bernoulli_packed_at(stream, numerator, self._addresses, bits_per_row=bits_per_row)
+        if out is None:
+            return bits
+        np.copyto(checked_out(out, bits.shape), bits)
+        return out
+
+    def flags(self, purpose: str, numerator: int) -> NDArray[np.bool_]:
+        """One Bernoulli(``numerator / 2**64``) flag per row (eight rows per keystream byte pair
+        under a fresh key; under an address, what ``bernoulli(purpose, numerator, 1)`` gives)."""
+        stream = self.source.stream(*self.label, purpose)
+        if self._addresses is None:
+            return bernoulli_flags(
+                stream, numerator, row_start=self.row_start, num_rows=self.num_rows
+            )
+        packed = bernoulli_packed_at(stream, numerator, self._addresses, bits_per_row=1)
+        flags: NDArray[np.bool_] = packed.ravel() != 0
+        return flags
+
+    def uniform(self, purpose: str, k: int) -> NDArray[np.int64]:
+        """One exactly uniform integer in ``[0, k)`` per row."""
+        stream = self.source.stream(*self.label, purpose)
+        if self._addresses is None:
+            return uniform_integers(stream, k, row_start=self.row_start, num_rows=self.num_rows)
+        return uniform_integers_at(stream, k, self._addresses)
