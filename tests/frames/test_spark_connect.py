@@ -95,8 +95,8 @@ def test_rows_of_another_release_are_refused_by_their_tags(connect: SparkSession
     frame = connect.createDataFrame(_data())
     first = frame.ldp.krr("carrier", 2.0, domain=CARRIERS)
     second = frame.ldp.krr("carrier", 2.0, domain=CARRIERS)
-    with pytest.raises(frameldp.ParameterError, match="not of the release"):
-        first.union(second).ldp.debias("carrier")
+    with pytest.raises(frameldp.ParameterError, match="union of different releases"):
+        first.union(second).ldp.debias("carrier")  # the plan shows it (the tags would, too)
     with pytest.raises(frameldp.ParameterError, match="release tag column"):
         first.select("carrier").ldp.debias("carrier")
 
@@ -127,3 +127,34 @@ def test_files_written_elsewhere_need_their_mechanism_named(
     mechanism = frameldp.RandomizedResponse(2.0, domain=CARRIERS)
     table = frame.ldp.debias("carrier", mechanism)
     pd.testing.assert_frame_equal(table.frame, reports.ldp.debias("carrier").frame)
+
+
+def test_a_union_that_puts_one_columns_values_under_another_is_refused(
+    connect: SparkSession,
+) -> None:
+    """(Attack review: every row of a positional union of two columns of one release carries
+    the right tag, so only the client plan shows that ε = 8 reports landed under an ε = 0.5
+    column.)"""
+    data = _data().assign(dest="AA", raw="UA")
+    release = connect.createDataFrame(data).ldp.privatize(
+        {
+            "carrier": frameldp.RandomizedResponse(0.5, domain=CARRIERS),
+            "dest": frameldp.RandomizedResponse(8.0, domain=CARRIERS),
+        },
+        key=KEY,
+    )
+    tag = next(c for c in release.columns if c.startswith("frameldp_release_"))
+    swapped = release.select("carrier", "dest", tag).union(release.select("dest", "carrier", tag))
+    with pytest.raises(frameldp.ParameterError, match="union of different releases or columns"):
+        swapped.ldp.debias("carrier")
+    raw = release.select("carrier", "raw", tag).union(release.select("raw", "carrier", tag))
+    with pytest.raises(frameldp.ParameterError, match="union of different releases or columns"):
+        raw.ldp.privacy  # noqa: B018
+    same = release.unionByName(release)  # copies of one release: post-processing
+    assert same.ldp.debias("carrier").n == 2 * len(data)
+    release.createOrReplaceTempView("release")
+    with pytest.raises(frameldp.ParameterError, match="SQL text"):
+        connect.sql("select * from release").ldp.debias("carrier")
+    cast = release.withColumn(tag, release[tag].cast("string"))
+    with pytest.raises(frameldp.ParameterError, match="release tag column"):
+        cast.ldp.debias("carrier")

@@ -35,9 +35,19 @@ it reads, a checkpoint whatever it was given. So:
 4. **Names.** Two columns of one name (a join) are refused: Spark keeps one field's metadata.
 
 ``sdf.ldp.specs`` and ``privacy`` read the metadata only; the tables verify the rows. A Spark
-Connect frame does not expose its plan: its report columns are read from its schema's field
-metadata only, every one with its release tag, which the tables check row by row (a union of
-two releases is refused there); Parquet footers written elsewhere are not trusted.
+Connect frame's plan is on the client only as far as DataFrame operations built it: its report
+columns are read from its schema's field metadata, every one with its release tag, which the
+tables check row by row; every union in the client plan is checked as above (by position, or
+by name for ``unionByName``), and report columns that come through SQL text (``spark.sql``,
+analyzed on the server) are refused. Parquet footers written elsewhere are not trusted.
+
+What the tags cannot see: a value moved to another column *within* a release's own rows
+(a positional ``insertInto`` of another column, ``DataFrame.to(schema)``,
+``createDataFrame(..., schema=release.schema)``, ``withMetadata``) keeps the metadata, since
+every row still holds the release's nonce; and the nonce is public (it is in the schema), so
+the tags guard against mistakes, not against a deliberate forgery. Rows repeated (a union of a
+release with itself, a join that repeats people) are copies of reports: the stated guarantee
+holds (post-processing), but ``n`` counts the copies and the intervals are too narrow.
 """
 
 from __future__ import annotations
@@ -201,9 +211,11 @@ def _schema_reports(frame: SparkDataFrame, counts: Mapping[str, int]) -> SparkRe
     Parquet footers written elsewhere are not trusted (name the mechanism) and unions are
     caught by the tags, when a table reads the rows."""
     out = SparkReports({}, {})
-    for field in frame.schema.fields:
-        metadata = field.metadata or {}
-        found = _found(metadata.get(METADATA_KEY), metadata.get(RELEASE_KEY), in_schema=True)
+    fields = frame.schema.fields
+    if any(_field_found(field) for field in fields):
+        _check_connect_plan(frame)
+    for field in fields:
+        found = _field_found(field)
         if found is None:
             continue
         if found.tag is None:
@@ -223,12 +235,65 @@ def _schema_reports(frame: SparkDataFrame, counts: Mapping[str, int]) -> SparkRe
     return out
 
 
+def _field_found(field: spark_types.StructField) -> Found | None:
+    metadata = field.metadata or {}
+    return _found(metadata.get(METADATA_KEY), metadata.get(RELEASE_KEY), in_schema=True)
+
+
+def _check_connect_plan(frame: SparkDataFrame) -> None:
+    """Walk a Connect frame's client-side plan: every union's inputs record one release (or
+    none) per column, by position (or by name for ``unionByName``), as classic Spark checks on
+    its analyzed plan; SQL text, whose plan the client does not hold, is refused (tags catch
+    rows of another release, not a column's values put under another column)."""
+    from pyspark.sql.connect.dataframe import DataFrame as ConnectFrame
+
+    session: Any = frame.sparkSession  # a Connect session
+    pending = [getattr(frame, "_plan", None)]
+    while pending:
+        node = pending.pop()
+        if node is None:
+            continue
+        kind = type(node).__name__
+        if kind in ("SQL", "CachedRelation"):  # spark.sql(...): analyzed on the server
+            raise ParameterError(
+                "the frame's report columns come through SQL text, whose plan a Spark Connect "
+                "client cannot see (a union there could put one column's values under another "
+                "column's release); read the release with spark.read or spark.table and "
+                "DataFrame operations, or make the columns plain and pass mechanism="
+            )
+        children = [getattr(node, name, None) for name in ("_child", "other", "left", "right")]
+        pending.extend(child for child in children if child is not None)
+        if kind == "SetOperation" and getattr(node, "set_op", "") == "union":
+            left = ConnectFrame(node._child, session).schema.fields
+            right = ConnectFrame(node.other, session).schema.fields
+            if getattr(node, "by_name", False):
+                named = {field.name: field for field in right}
+                pairs = [(field, named.get(field.name)) for field in left]
+            else:
+                pairs = list(zip(left, right, strict=False))
+            for first, other in pairs:
+                mine = _field_found(first)
+                theirs = _field_found(other) if other is not None else None
+                if (mine and mine.release()) != (theirs and theirs.release()):
+                    raise ParameterError(
+                        f"column {shown(first.name)}: the frame is a union of different "
+                        "releases or columns (or of reports and other data), and Spark keeps "
+                        "the first input's metadata only; debias each release on its own"
+                    )
+
+
 def check_tags(
     batch: Mapping[str, pa.Array | pa.ChunkedArray], tags: Mapping[str, ReleaseTag]
 ) -> None:
     """Every row of ``batch`` holds each report column's release nonce (in a task)."""
     for column, tag in tags.items():
         values = batch[tag.column]
+        if not pa.types.is_integer(values.type):
+            raise ParameterError(
+                f"column {shown(column)}: its release tag column {shown(tag.column)} holds "
+                f"{values.type}, not the release's integer nonce (cast?); keep it as written",
+                column=column,
+            )
         if values.null_count or not pc.all(pc.equal(values, tag.nonce)).as_py():
             raise ParameterError(
                 f"column {shown(column)}: some rows are not of the release its metadata records "
