@@ -87,6 +87,7 @@ from frameldp.frames._spark_reports import (
     ReleaseTag,
     SparkReports,
     check_tags,
+    is_connect,
     recorded_reports,
 )
 from frameldp.frames.engine import Gather, Privatization, register_engine
@@ -385,11 +386,6 @@ def _imports_frameldp(python: str) -> bool:
     except (OSError, subprocess.TimeoutExpired):
         return False
     return done.returncode == 0
-
-
-def is_connect(frame: SparkDataFrame) -> bool:
-    """Whether ``frame`` is a Spark Connect frame (a plan sent to a server: no JVM here)."""
-    return type(frame).__module__.startswith("pyspark.sql.connect")
 
 
 def _refuse_workers_without_frameldp(frame: SparkDataFrame) -> None:

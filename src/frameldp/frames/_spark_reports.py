@@ -74,6 +74,7 @@ __all__ = [
     "ReleaseTag",
     "SparkReports",
     "check_tags",
+    "is_connect",
     "recorded_reports",
 ]
 
@@ -151,6 +152,11 @@ class SparkReports:
     tags: dict[str, ReleaseTag]
 
 
+def is_connect(frame: SparkDataFrame) -> bool:
+    """Whether ``frame`` is a Spark Connect frame (a plan sent to a server: no JVM here)."""
+    return type(frame).__module__.startswith("pyspark.sql.connect")
+
+
 def recorded_reports(frame: SparkDataFrame) -> SparkReports:
     """The frame's report columns, checked against its plan (module docstring); a
     :class:`~frameldp.errors.ParameterError` where they cannot be trusted."""
@@ -161,7 +167,7 @@ def recorded_reports(frame: SparkDataFrame) -> SparkReports:
             f"column {shown(twice[0])}: the frame has {counts[twice[0]]} columns of this name "
             "(a join?); rename or drop all but one first"
         )
-    if type(frame).__module__.startswith("pyspark.sql.connect"):
+    if is_connect(frame):
         return _schema_reports(frame, counts)
     plan = _analyzed(frame)
     nodes = list(_nodes(plan))

@@ -140,9 +140,8 @@ def ldp(obj: Any) -> Any:
 def engine_for(frame: object) -> Engine:
     """The engine of ``frame``: the one registered for its type (or nearest base class), else
     the in-memory engine over its library's in-memory adapter."""
+    register_engine_of(frame)  # a library whose engine module is imported on demand
     engine = registered_engine(frame)
-    if engine is None and register_engine_of(frame):
-        engine = registered_engine(frame)
     if engine is not None:
         return engine(frame)
     return InMemoryEngine(frame, in_memory_adapter_for(frame))
