@@ -11,7 +11,6 @@ tables of a file drawn from a ``--seed`` (or shuffled with one) carry a guarante
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,11 +23,9 @@ from frameldp._atomic import atomic, check_target
 from frameldp.cli._files import ReportFile, file_kind, read_report_file, sidecar
 from frameldp.cli._progress import rows_progress
 from frameldp.cli._stacked import read_releases
-from frameldp.core.joint import debias_joint
 from frameldp.core.mechanisms import (
     Capability,
     Decoder,
-    FrequencyOracle,
     Mechanism,
     Statistic,
     mechanism_from_spec,
@@ -38,15 +35,13 @@ from frameldp.frames.grouping import (
     Grouped,
     Reduction,
     check_group_columns,
-    flat_reduction,
     grouped_statistics,
-    joint_reduction,
     merge_grouped,
-    table_of,
 )
 from frameldp.frames.inputs import require_column
 from frameldp.frames.lookup import find_discoverer, report_names
 from frameldp.frames.pipeline import column_context
+from frameldp.frames.query import Query, flat_query, joint_query
 from frameldp.frames.release import guarantee_of
 from frameldp.frames.shuffling import shuffled_privacy
 from frameldp.results.table import FrequencyTable
@@ -178,8 +173,8 @@ def estimate_file(
         raise ParameterError("--by 'column': the written table has a column of that name")
     if keys and any(_decoded(mechanisms[c]) for c in chosen):
         raise ParameterError("--by: Bloom RAPPOR reports are decoded as a whole, not by group")
-    plans = [_flat(c, mechanisms[c], names[c]) for c in chosen]
-    plans += [_joint(reports, pair, mechanisms, names) for pair in joint]
+    plans = [_flat(c, mechanisms[c], names[c], keys) for c in chosen]
+    plans += [_joint(reports, pair, mechanisms, names, keys) for pair in joint]
     read = list(dict.fromkeys([*(n for plan in plans for n in plan.reduction.names), *keys]))
     sums = [Grouped() for _ in plans]
     rows = 0
@@ -192,24 +187,14 @@ def estimate_file(
                 sums[i] = merge_grouped(sums[i], part)
             advance(batch.num_rows)
     tables = [
-        _table(reports, plan, grouped, keys, rows, level, candidates)
+        _table(reports, plan, grouped, rows, level, candidates)
         for plan, grouped in zip(plans, sums, strict=True)
     ]
     return Estimates(reports, tables, rows)
 
 
-@dataclass(frozen=True)
-class _Planned:
-    """One table to estimate: its reduction, how it is debiased, and what it is of."""
-
-    reduction: Reduction
-    debias: Callable[[Any], Any]
-    column: str | tuple[str, str]
-    mechanism: Any
-
-
-def _flat(column: str, mechanism: Mechanism, names: list[str]) -> _Planned:
-    return _Planned(flat_reduction(column, names, mechanism), mechanism.debias, column, mechanism)
+def _flat(column: str, mechanism: Mechanism, names: list[str], by: tuple[str, ...]) -> Query:
+    return flat_query(column, mechanism, names, by)
 
 
 def _joint(
@@ -217,25 +202,23 @@ def _joint(
     pair: tuple[str, str],
     mechanisms: dict[str, Mechanism],
     names: dict[str, list[str]],
-) -> _Planned:
-    first, second = (mechanisms[c] for c in pair)
+    by: tuple[str, ...],
+) -> Query:
     types = (reports.report_type(pair[0]), reports.report_type(pair[1]))
-    reduction = joint_reduction(pair, (names[pair[0]], names[pair[1]]), (first, second), types)
-    oracles = (cast(FrequencyOracle, first), cast(FrequencyOracle, second))
-    return _Planned(reduction, functools.partial(debias_joint, *oracles), pair, (first, second))
+    found = (mechanisms[pair[0]], mechanisms[pair[1]])
+    return joint_query(pair, found, (names[pair[0]], names[pair[1]]), types, by)
 
 
 def _table(
     reports: ReportFile,
-    plan: _Planned,
+    plan: Query,
     grouped: Grouped,
-    by: tuple[str, ...],
     rows: int,
     level: float,
     candidates: list[str] | None,
 ) -> FrequencyTable:
     """The table of one column or pair; a seeded file's table is marked insecure."""
-    if isinstance(plan.column, str) and _decoded(plan.mechanism):
+    if isinstance(plan.column, str) and _decoded(cast(Mechanism, plan.mechanism)):
         table = FrequencyTable.decoded(
             cast(Decoder, plan.mechanism),
             cast(Statistic, grouped.statistics[()]),
@@ -252,17 +235,7 @@ def _table(
             if shuffled
             else _recorded_privacy(reports, plan.column)
         )
-        table = table_of(
-            grouped,
-            plan.debias,
-            by,
-            mechanism=plan.mechanism,
-            column=plan.column,
-            label=plan.reduction.label,
-            level=level,
-            backend="pandas",
-            privacy=privacy,
-        )
+        table = plan.finish(grouped, level=level, privacy=privacy, backend="pandas")
     if reports.seeded and not table.privacy.seeded:
         return dataclasses.replace(table, privacy=table.privacy.insecure())
     return table

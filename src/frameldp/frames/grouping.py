@@ -24,21 +24,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
-from frameldp.accounting import PrivacyGuarantee
 from frameldp.core.columns import combined
-from frameldp.core.estimation import FrequencyEstimate
 from frameldp.core.joint import JointStatistic, joint_statistic
 from frameldp.core.mechanisms import Capability, FrequencyOracle, Mechanism, Statistic
 from frameldp.errors import ParameterError, shown
 from frameldp.frames.inputs import require_column
 from frameldp.frames.lookup import mechanism_spec
-from frameldp.frames.pipeline import add_statistics, column_context, statistic_of
+from frameldp.frames.pipeline import column_context, statistic_of
 from frameldp.frames.report_type import ReportMetadata, described, release_ids, storage_of
 from frameldp.results.keys import GroupKey, canonical_key
-from frameldp.results.native import Backend
-from frameldp.results.table import TABLE_COLUMNS, FrequencyTable, TableGroup
+from frameldp.results.table import TABLE_COLUMNS
 
 __all__ = [
+    "AnyStatistic",
     "GroupKey",
     "Grouped",
     "Reduction",
@@ -50,7 +48,6 @@ __all__ = [
     "joint_reduction",
     "merge_grouped",
     "sorted_keys",
-    "table_of",
 ]
 
 AnyStatistic = Statistic | JointStatistic
@@ -314,45 +311,3 @@ def sorted_keys(keys: Sequence[GroupKey]) -> list[GroupKey]:
         return sorted(keys, key=rank)
     except TypeError:  # values that do not compare (mixed types): in order of appearance
         return list(keys)
-
-
-def table_of(
-    grouped: Grouped,
-    debias: Callable[[Any], FrequencyEstimate],
-    by: tuple[str, ...],
-    *,
-    mechanism: Any,
-    column: Any,
-    label: str,
-    level: float,
-    backend: Backend,
-    privacy: PrivacyGuarantee | None,
-) -> FrequencyTable:
-    """The table of ``grouped`` statistics: each group debiased on its own, and all groups
-    together (``table.estimate``); groups in :func:`sorted_keys` order."""
-    with column_context(label):
-        if not by:
-            return FrequencyTable.build(
-                debias(grouped.statistics[()]),
-                mechanism,
-                column=column,
-                level=level,
-                backend=backend,
-                privacy=privacy,
-            )
-        if not grouped.statistics:
-            raise ParameterError(f"column {shown(label)}: no reports to debias (empty input)")
-        keys = sorted_keys(list(grouped.statistics))
-        groups = [TableGroup(key, debias(grouped.statistics[key])) for key in keys]
-        total = add_statistics(*(grouped.statistics[key] for key in keys))
-        return FrequencyTable.build(
-            debias(total),
-            mechanism,
-            column=column,
-            level=level,
-            backend=backend,
-            privacy=privacy,
-            by=by,
-            groups=groups,
-            group_types=grouped.types,
-        )

@@ -18,6 +18,7 @@ from frameldp.core.mechanisms import (
     Capability,
     Decoder,
     Discoverer,
+    FrequencyEstimator,
     Mechanism,
     is_mechanism,
     mechanism_class,
@@ -115,7 +116,7 @@ def unpack_reports(
     array: pa.Array | pa.ChunkedArray, mechanism: Mechanism, column: str
 ) -> tuple[NDArray[np.uint8], list[str]]:
     """Bit-vector reports as an ``(n, k)`` 0/1 array, with column names ``column=label``."""
-    labels = mechanism.categories
+    labels = cast(FrequencyEstimator, mechanism).categories  # bit vectors are frequencies
     if Capability.BIT_VECTORS not in mechanism.capabilities or not labels:
         raise ParameterError(
             f"column {shown(column)}: only RAPPOR reports (bit vectors over a domain) unpack; "

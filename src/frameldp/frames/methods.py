@@ -21,8 +21,6 @@ from frameldp.core.encoding import (
     UnknownPolicy,
     chosen_hash_scheme,
 )
-from frameldp.core.estimation import FrequencyEstimate
-from frameldp.core.joint import debias_joint
 from frameldp.core.mechanisms import (
     Capability,
     Mechanism,
@@ -40,13 +38,7 @@ from frameldp.errors import (
 from frameldp.frames import register_engine_of
 from frameldp.frames.adapters import in_memory_adapter_for
 from frameldp.frames.engine import Engine, Gather, LocalEngine, Privatization, registered_engine
-from frameldp.frames.grouping import (
-    Reduction,
-    check_group_columns,
-    flat_reduction,
-    joint_reduction,
-    table_of,
-)
+from frameldp.frames.grouping import check_group_columns, flat_reduction
 from frameldp.frames.in_memory import InMemoryEngine
 from frameldp.frames.inputs import (
     _domain,
@@ -63,6 +55,7 @@ from frameldp.frames.lookup import (
     report_names,
 )
 from frameldp.frames.pipeline import column_context, privatize_columns
+from frameldp.frames.query import flat_query, joint_query
 from frameldp.frames.release import (
     LedgerLike,
     ReleasePlan,
@@ -361,14 +354,10 @@ class FrameMethods:
                 "one report per person: they have no groups",
                 column=column,
             )
-        return self._table(
-            flat_reduction(column, names, found),
-            found.debias,
-            keys,
-            mechanism=found,
-            column=column,
-            level=level,
-            privacy=self._table_privacy(found, column),
+        query = flat_query(column, found, names, keys)
+        return cast(
+            FrequencyTable,
+            query.run(self._engine, level=level, privacy=self._table_privacy(found, column)),
         )
 
     def _debias_joint(
@@ -405,26 +394,15 @@ class FrameMethods:
             names.append(listed)
         first, second = found
         types = self._report_columns()
-        keys = self._group_columns(by, pair)
-        privacy = self._joint_privacy(pair, (first, second))
-
-        def debias(statistic: Any) -> FrequencyEstimate:
-            return debias_joint(first, second, statistic)
-
-        return self._table(
-            joint_reduction(
-                (pair[0], pair[1]),
-                (names[0], names[1]),
-                (first, second),
-                (types.get(pair[0]), types.get(pair[1])),
-            ),
-            debias,
-            keys,
-            mechanism=(first, second),
-            column=(pair[0], pair[1]),
-            level=level,
-            privacy=privacy,
+        query = joint_query(
+            (pair[0], pair[1]),
+            (first, second),
+            (names[0], names[1]),
+            (types.get(pair[0]), types.get(pair[1])),
+            self._group_columns(by, pair),
         )
+        privacy = self._joint_privacy(pair, (first, second))
+        return cast(FrequencyTable, query.run(self._engine, level=level, privacy=privacy))
 
     def _joint_privacy(
         self, pair: tuple[Any, ...], mechanisms: tuple[Mechanism, Mechanism]
@@ -447,30 +425,6 @@ class FrameMethods:
         for column, mechanism in self.mechanisms.items():
             reported.update(report_names(column, mechanism, recorded.get(column)))
         return check_group_columns(by, self._columns(), reported, debiased)
-
-    def _table(
-        self,
-        reduction: Reduction,
-        debias: Any,
-        by: tuple[str, ...],
-        *,
-        mechanism: Any,
-        column: Any,
-        level: float,
-        privacy: PrivacyGuarantee | None,
-    ) -> FrequencyTable:
-        """Reduce, debias (every group, and all groups together) and assemble the table."""
-        return table_of(
-            self._engine.reduce(reduction, by),
-            debias,
-            by,
-            mechanism=mechanism,
-            column=column,
-            label=reduction.label,
-            level=level,
-            backend=self._engine.backend,
-            privacy=privacy,
-        )
 
     def unpack(self, column: str, mechanism: Mechanism | None = None) -> Any:
         """Bit-vector reports (RAPPOR, OUE, subset selection) as one 0/1 ``uint8`` column per

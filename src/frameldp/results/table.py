@@ -24,7 +24,7 @@ from frameldp.core.comparison import Scale, difference_of
 from frameldp.core.consistency import ConsistencyMethod, consistent_counts
 from frameldp.core.discovery import Discovery
 from frameldp.core.estimation import BloomDecoding, FrequencyEstimate
-from frameldp.core.mechanisms import Decoder, Discoverer, Mechanism, Statistic
+from frameldp.core.mechanisms import Decoder, Discoverer, FrequencyEstimator, Statistic
 from frameldp.errors import ParameterError, shown
 from frameldp.results.comparison import Comparison
 from frameldp.results.keys import canonical_key
@@ -104,7 +104,7 @@ class FrequencyTable:
 
     frame: Any
     privacy: PrivacyGuarantee
-    mechanism: Mechanism | Any
+    mechanism: FrequencyEstimator | Any
     n: int
     column: str | tuple[str, str]
     level: float
@@ -121,7 +121,7 @@ class FrequencyTable:
     def build(
         cls,
         estimate: FrequencyEstimate,
-        mechanism: Mechanism | tuple[Mechanism, Mechanism],
+        mechanism: FrequencyEstimator | tuple[FrequencyEstimator, FrequencyEstimator],
         *,
         column: str | tuple[str, str],
         level: float,

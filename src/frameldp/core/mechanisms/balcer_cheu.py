@@ -54,7 +54,7 @@ from frameldp.core.mechanisms._spec import (
     fingerprint,
     register,
 )
-from frameldp.core.mechanisms.protocol import Capability, Statistic
+from frameldp.core.mechanisms.protocol import Capability, FrequencyEstimation, Statistic
 from frameldp.core.randomness import (
     PRECISION_BITS,
     RandomSource,
@@ -105,7 +105,7 @@ def binary_sum_analyze(message_count: int, n: int, noise_probability: float) -> 
 
 @register("balcer_cheu")
 @dataclass(frozen=True)
-class BalcerCheu:
+class BalcerCheu(FrequencyEstimation):
     r"""Balcer–Cheu shuffle-model histogram over a public domain, for ``n`` people.
 
     Parameters

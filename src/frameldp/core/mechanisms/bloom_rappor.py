@@ -43,7 +43,7 @@ from frameldp.core.mechanisms._spec import (
     memo_name,
     register,
 )
-from frameldp.core.mechanisms.protocol import Capability, Statistic
+from frameldp.core.mechanisms.protocol import Capability, FrequencyEstimation, Statistic
 from frameldp.core.randomness import (
     PRECISION_BITS,
     RandomSource,
@@ -99,7 +99,7 @@ def _spec_hash_scheme(spec: dict[str, Any]) -> Any:
 
 @register("bloom_rappor")
 @dataclass(frozen=True, init=False)
-class BloomRappor:
+class BloomRappor(FrequencyEstimation):
     r"""Bloom-filter RAPPOR: strings from an open domain, decoded against candidate strings.
 
     A value ``v`` of a user in cohort ``c`` sets ``num_hashes = h`` bits of a

@@ -24,7 +24,7 @@ from frameldp.core.mechanisms._spec import (
     noise_numerator,
     register,
 )
-from frameldp.core.mechanisms.protocol import Capability, Statistic
+from frameldp.core.mechanisms.protocol import Capability, FrequencyEstimation, Statistic
 from frameldp.core.randomness import PRECISION_BITS, RandomSource, code_bytes
 from frameldp.errors import ParameterError, shown
 
@@ -59,7 +59,7 @@ def walsh_hadamard(values: NDArray[np.int64]) -> NDArray[np.int64]:
 
 @register("hadamard_response")
 @dataclass(frozen=True)
-class HadamardResponse:
+class HadamardResponse(FrequencyEstimation):
     r"""Hadamard response over a public domain of ``k`` buckets.
 
     ``K`` is the smallest power of two above ``k``; value ``x`` owns row ``x + 1`` of the

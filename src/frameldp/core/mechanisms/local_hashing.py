@@ -63,7 +63,7 @@ from frameldp.core.mechanisms._spec import (
     register,
     row_digests,
 )
-from frameldp.core.mechanisms.protocol import Capability, Statistic
+from frameldp.core.mechanisms.protocol import Capability, FrequencyEstimation, Statistic
 from frameldp.core.randomness import PRECISION_BITS, RandomSource, Rows, code_bytes
 from frameldp.core.sorting import sorted_distinct
 from frameldp.errors import ParameterError, shown
@@ -149,7 +149,7 @@ def optimal_hash_buckets(epsilon: float, k: int) -> int:
 
 @register("local_hashing")
 @dataclass(frozen=True)
-class LocalHashing(TwoStage):
+class LocalHashing(TwoStage, FrequencyEstimation):
     r"""Local hashing over a public domain of ``k`` buckets: optimal (OLH) or binary (BLH).
 
     Each report is ``(seed, y)``: a uniformly drawn member ``h`` of an exactly universal hash

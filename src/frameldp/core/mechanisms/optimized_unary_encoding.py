@@ -41,7 +41,7 @@ from frameldp.core.mechanisms._spec import (
     register,
     row_digests,
 )
-from frameldp.core.mechanisms.protocol import Capability, Statistic
+from frameldp.core.mechanisms.protocol import Capability, FrequencyEstimation, Statistic
 from frameldp.core.randomness import PRECISION_BITS, RandomSource, Rows
 from frameldp.errors import ParameterError, shown
 
@@ -53,7 +53,7 @@ _HALF: Final = _ONE >> 1
 
 @register("optimized_unary_encoding")
 @dataclass(frozen=True)
-class OptimizedUnaryEncoding(TwoStage):
+class OptimizedUnaryEncoding(TwoStage, FrequencyEstimation):
     r"""Optimized unary encoding over a public domain of ``k`` buckets.
 
     A value is one-hot encoded in ``k`` bits; the bit of the true value is reported as 1 with

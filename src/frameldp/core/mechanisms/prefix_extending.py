@@ -53,7 +53,7 @@ from frameldp.core.mechanisms._spec import (
     register,
 )
 from frameldp.core.mechanisms.local_hashing import hashing_guarantee, optimal_hash_buckets
-from frameldp.core.mechanisms.protocol import Capability, Statistic
+from frameldp.core.mechanisms.protocol import Capability, FrequencyEstimation, Statistic
 from frameldp.core.randomness import PRECISION_BITS, RandomSource, digests
 from frameldp.errors import DomainError, ParameterError, shown
 
@@ -74,7 +74,7 @@ Gather = Callable[[Callable[[Mapping[str, pa.Array]], Statistic]], Statistic]
 
 @register("prefix_extending")
 @dataclass(frozen=True)
-class PrefixExtending:
+class PrefixExtending(FrequencyEstimation):
     r"""Heavy hitters of an open string domain by the prefix extending method [1]_.
 
     Every report goes to one level ``l`` in ``[0, M)``, ``M = max_length + 1``, drawn

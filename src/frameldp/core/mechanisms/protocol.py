@@ -1,20 +1,28 @@
 """The one protocol every frameldp mechanism answers, and the capabilities some declare.
 
 The frame adapters, schemas, the command line and file readers know mechanisms only through
-this protocol: they never test a mechanism's class. A mechanism
+this protocol: they never test a mechanism's class. A mechanism is two halves.
 
-* says which report columns it writes for an input column (:meth:`Mechanism.report_columns`:
+Its :class:`Randomizer` half runs on the client side:
+
+* says which report columns it writes for an input column (:meth:`Randomizer.report_columns`:
   names and Arrow storage types; Bloom RAPPOR adds a cohort column);
-* privatizes one batch of a column (:meth:`Mechanism.privatize_column`: Arrow values in, Arrow
+* privatizes one batch of a column (:meth:`Randomizer.privatize_column`: Arrow values in, Arrow
   report columns out, the rows being rows ``row_start, ...`` of the whole input, so any
   chunking gives the same reports);
-* reduces report columns to an additive sufficient :class:`Statistic` (statistics of disjoint
-  runs of rows add up: chunked files, Dask partitions, groups) and debiases it
-  (:meth:`Mechanism.debias`);
-* gives its guarantee (:attr:`Mechanism.privacy`) and its JSON spec (``to_spec`` /
+* gives its guarantee (:attr:`Randomizer.privacy`) and its JSON spec (``to_spec`` /
   ``from_spec``, rebuilt by :func:`~frameldp.core.mechanisms.mechanism_from_spec`);
-* declares what else it can do in :attr:`Mechanism.capabilities` (:class:`Capability`), which
+* declares what else it can do in :attr:`Randomizer.capabilities` (:class:`Capability`), which
   callers ask instead of probing with ``isinstance`` or ``hasattr``.
+
+Its :class:`Estimator` half runs on the server side: it reduces report columns to an additive
+sufficient :class:`Statistic` (integer or float parts; statistics of disjoint runs of rows add
+up: chunked files, Dask partitions, groups) and finishes a summed statistic into an
+:class:`Estimate` (:meth:`Estimator.finish`). The engines and the query that runs a
+``debias`` know nothing more; the result type is chosen by the estimate's type
+(:func:`frameldp.results.result_of`). Every mechanism of this package estimates frequencies
+(:class:`FrequencyEstimator`: a :class:`~frameldp.core.estimation.FrequencyEstimate` over its
+``categories``); an estimator of means or distributions returns its own estimate type.
 
 Adding a mechanism is one module in ``core/mechanisms`` (decorated with ``@register``) and its
 privacy event in ``accounting``.
@@ -45,9 +53,14 @@ __all__ = [
     "Capability",
     "Decoder",
     "Discoverer",
+    "Estimate",
+    "Estimator",
+    "FrequencyEstimation",
+    "FrequencyEstimator",
     "FrequencyOracle",
     "Mechanism",
     "Memoizing",
+    "Randomizer",
     "Statistic",
     "memoizes",
 ]
@@ -95,16 +108,21 @@ domain)."""
 class Statistic:
     """An additive sufficient statistic of a run of ``rows`` reports.
 
-    ``parts`` are integer arrays whose meaning the mechanism defines (per-bit sums, per-label
-    counts, per-cohort bit sums and cohort sizes). Statistics of disjoint runs of rows add up,
-    part by part, to the statistic of their union.
+    ``parts`` are integer arrays (counts, bit sums: they add exactly) or float arrays (sums of
+    numeric reports and of their squares) whose meaning the mechanism defines (per-bit sums,
+    per-label counts, per-cohort bit sums and cohort sizes). Statistics of disjoint runs of rows
+    add up, part by part, to the statistic of their union; a part's kind (integer or float) is
+    the mechanism's, so statistics whose parts differ in kind are of different mechanisms.
     """
 
-    parts: tuple[NDArray[np.int64], ...]
+    parts: tuple[NDArray[Any], ...]
+    """Integer or float arrays (:func:`numpy.issubdtype` of ``integer`` or ``floating``)."""
     rows: int
 
     def __add__(self, other: Statistic) -> Statistic:
-        if len(other.parts) != len(self.parts):
+        if len(other.parts) != len(self.parts) or any(
+            _is_float(a) != _is_float(b) for a, b in zip(self.parts, other.parts, strict=True)
+        ):
             raise ParameterError("statistics of different mechanisms do not add up")
         parts = tuple(a + b for a, b in zip(self.parts, other.parts, strict=True))
         return Statistic(parts, self.rows + other.rows)
@@ -115,8 +133,23 @@ class Statistic:
         return Statistic(tuple(part * times for part in self.parts), self.rows * times)
 
 
-class Mechanism(Protocol):
-    """What every frameldp mechanism answers (see the module docstring)."""
+def _is_float(part: NDArray[Any]) -> bool:
+    return bool(np.asarray(part).dtype.kind == "f")
+
+
+class Estimate(Protocol):
+    """What an :class:`Estimator` finishes a statistic into; its type picks the result type
+    (:func:`frameldp.results.result_of`): a frequency table for a
+    :class:`~frameldp.core.estimation.FrequencyEstimate`."""
+
+    @property
+    def n(self) -> int:
+        """The number of reports it is estimated from."""
+        ...
+
+
+class Randomizer(Protocol):
+    """The client half of a mechanism: report columns, privatization, guarantee, spec."""
 
     name: ClassVar[str]
     """The spec's ``"mechanism"`` name."""
@@ -131,11 +164,6 @@ class Mechanism(Protocol):
 
     def to_spec(self) -> dict[str, Any]:
         """JSON-serializable parameters; ``from_spec`` rebuilds an equal mechanism."""
-        ...
-
-    @property
-    def categories(self) -> list[Hashable]:
-        """The categories a debiased table lists, in bucket order (empty for an open domain)."""
         ...
 
     def report_columns(self, column: str) -> dict[str, pa.DataType]:
@@ -161,13 +189,50 @@ class Mechanism(Protocol):
         """
         ...
 
+
+class Estimator(Protocol):
+    """The server half of a mechanism: an additive statistic, finished into an estimate."""
+
     def statistic(self, reports: Mapping[str, pa.Array], *, column: str) -> Statistic:
         """The additive statistic of one batch of the report columns written for ``column``."""
+        ...
+
+    def finish(self, statistic: Statistic) -> Estimate:
+        """The estimate of a (summed) statistic, with its uncertainty."""
+        ...
+
+
+class Mechanism(Randomizer, Estimator, Protocol):
+    """What every frameldp mechanism answers (see the module docstring)."""
+
+
+class FrequencyEstimator(Mechanism, Protocol):
+    """A mechanism whose estimate is a frequency table over its ``categories``: every
+    mechanism of this package."""
+
+    @property
+    def categories(self) -> list[Hashable]:
+        """The categories a debiased table lists, in bucket order (empty for an open domain)."""
         ...
 
     def debias(self, statistic: Statistic) -> FrequencyEstimate:
         """Unbiased counts with their variances from a (summed) statistic."""
         ...
+
+    def finish(self, statistic: Statistic) -> FrequencyEstimate:
+        """:meth:`debias` (:class:`FrequencyEstimation`)."""
+        ...
+
+
+class FrequencyEstimation:
+    """The base of a :class:`FrequencyEstimator`: its estimate is its debiased counts."""
+
+    def debias(self, statistic: Statistic) -> FrequencyEstimate:  # pragma: no cover - defined
+        raise NotImplementedError  # by every mechanism
+
+    def finish(self, statistic: Statistic) -> FrequencyEstimate:
+        """The debiased counts of ``statistic`` (:meth:`debias`)."""
+        return self.debias(statistic)
 
 
 class Memoizing(Mechanism, Protocol):
@@ -191,7 +256,7 @@ class Memoizing(Mechanism, Protocol):
         ...
 
 
-class Decoder(Mechanism, Protocol):
+class Decoder(FrequencyEstimator, Protocol):
     """A mechanism with :data:`Capability.CANDIDATES`."""
 
     def decode_statistic(
@@ -205,7 +270,7 @@ class Decoder(Mechanism, Protocol):
         ...
 
 
-class Discoverer(Mechanism, Protocol):
+class Discoverer(FrequencyEstimator, Protocol):
     """A mechanism with :data:`Capability.DISCOVERY`."""
 
     def discover(
@@ -223,7 +288,7 @@ class Discoverer(Mechanism, Protocol):
         ...
 
 
-class FrequencyOracle(Mechanism, Protocol):
+class FrequencyOracle(FrequencyEstimator, Protocol):
     """A mechanism with :data:`Capability.FREQUENCY_ORACLE`.
 
     A report *supports* a set of buckets (the reported one for k-RR, the set bits for unary

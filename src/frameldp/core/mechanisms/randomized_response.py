@@ -38,7 +38,7 @@ from frameldp.core.mechanisms._spec import (
     register,
     row_digests,
 )
-from frameldp.core.mechanisms.protocol import Capability, Statistic
+from frameldp.core.mechanisms.protocol import Capability, FrequencyEstimation, Statistic
 from frameldp.core.randomness import (
     PRECISION_BITS,
     RandomSource,
@@ -53,7 +53,7 @@ _ONE: Final = 1 << PRECISION_BITS
 
 @register("randomized_response")
 @dataclass(frozen=True)
-class RandomizedResponse(TwoStage):
+class RandomizedResponse(TwoStage, FrequencyEstimation):
     r"""k-ary randomized response over a public domain of ``k`` buckets.
 
     Report the true bucket with probability ``p = e^epsilon / (e^epsilon + k - 1)``, otherwise

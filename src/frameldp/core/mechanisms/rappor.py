@@ -46,7 +46,7 @@ from frameldp.core.mechanisms._spec import (
     register,
     row_digests,
 )
-from frameldp.core.mechanisms.protocol import Capability, Statistic
+from frameldp.core.mechanisms.protocol import Capability, FrequencyEstimation, Statistic
 from frameldp.core.randomness import PRECISION_BITS, RandomSource, dyadic_at_least
 from frameldp.errors import ParameterError, shown
 
@@ -65,7 +65,7 @@ def _flip_numerator(epsilon: float, max_weight: int) -> int:
 
 @register("rappor")
 @dataclass(frozen=True)
-class Rappor(TwoStage):
+class Rappor(TwoStage, FrequencyEstimation):
     r"""RAPPOR bit-vector randomized response over a public domain.
 
     A value is one-hot encoded in ``k = domain.size`` bits (a set of at most ``max_weight = m``

@@ -34,7 +34,7 @@ from frameldp.core.mechanisms._spec import (
     register,
     row_digests,
 )
-from frameldp.core.mechanisms.protocol import Capability, Statistic
+from frameldp.core.mechanisms.protocol import Capability, FrequencyEstimation, Statistic
 from frameldp.core.randomness import PRECISION_BITS, RandomSource, Rows
 from frameldp.errors import DomainError, ParameterError, shown
 
@@ -115,7 +115,7 @@ def _floyd(
 
 @register("subset_selection")
 @dataclass(frozen=True)
-class SubsetSelection(TwoStage):
+class SubsetSelection(TwoStage, FrequencyEstimation):
     r"""Subset selection over a public domain of ``k`` buckets.
 
     Each report is a subset ``S`` of ``d`` of the ``k`` values: it holds the true value with

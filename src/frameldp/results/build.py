@@ -1,0 +1,85 @@
+"""The result builder: a query's estimates become the result type of their estimate type.
+
+A ``debias`` query (:class:`frameldp.frames.query.Query`) finishes every group's statistic
+into an :class:`~frameldp.core.mechanisms.Estimate` and hands them here; the estimate's type
+picks the result: a :class:`~frameldp.results.table.FrequencyTable` for a
+:class:`~frameldp.core.estimation.FrequencyEstimate`. An estimator of another kind (means,
+distributions) registers its result type with :func:`register_result`; nothing else changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from frameldp.accounting import PrivacyGuarantee
+from frameldp.core.estimation import FrequencyEstimate
+from frameldp.core.mechanisms import Estimate
+from frameldp.errors import ParameterError
+from frameldp.results.keys import GroupKey
+from frameldp.results.native import Backend
+from frameldp.results.table import FrequencyTable, TableGroup
+
+__all__ = ["ResultContext", "register_result", "result_of"]
+
+
+@dataclass(frozen=True)
+class ResultContext:
+    """What a result shows beside its estimates: what they are of, how and for whom."""
+
+    mechanism: Any
+    """The mechanism (a pair for a joint table)."""
+    column: str | tuple[str, str]
+    level: float
+    backend: Backend
+    privacy: PrivacyGuarantee | None
+    by: tuple[str, ...] = ()
+    group_types: tuple[Any, ...] = field(default=())
+
+
+Builder = Callable[[Any, Sequence[tuple[GroupKey, Any]], ResultContext], Any]
+"""``build(total, groups, context)``: the result of the estimate of all reports together and
+of every group's (empty when ungrouped)."""
+
+_BUILDERS: dict[type, Builder] = {}
+
+
+def register_result(estimate_type: type) -> Callable[[Builder], Builder]:
+    """Decorator: ``build`` makes the result of estimates of ``estimate_type``."""
+
+    def decorate(build: Builder) -> Builder:
+        _BUILDERS[estimate_type] = build
+        return build
+
+    return decorate
+
+
+def result_of(
+    total: Estimate, groups: Sequence[tuple[GroupKey, Estimate]], context: ResultContext
+) -> Any:
+    """The result of ``total`` (all reports) and ``groups`` (each group's estimate, in the
+    order the result lists them), by the type of ``total``."""
+    for estimate_type, build in _BUILDERS.items():
+        if isinstance(total, estimate_type):
+            return build(total, groups, context)
+    raise ParameterError(f"no result type is registered for a {type(total).__name__}")
+
+
+@register_result(FrequencyEstimate)
+def _frequency_table(
+    total: FrequencyEstimate,
+    groups: Sequence[tuple[GroupKey, FrequencyEstimate]],
+    context: ResultContext,
+) -> FrequencyTable:
+    return FrequencyTable.build(
+        total,
+        context.mechanism,
+        column=context.column,
+        level=context.level,
+        backend=context.backend,
+        privacy=context.privacy,
+        by=context.by,
+        groups=[TableGroup(key, estimate) for key, estimate in groups],
+        group_types=context.group_types,
+    )
