@@ -22,15 +22,9 @@ import frameldp
 from _releases import without_release_records
 from frameldp._atomic import HOST, atomic, remove_stale
 from frameldp.accounting import Ledger, PrivacyGuarantee, compose
-from frameldp.cli._files import (
-    FORMAT,
-    batches,
-    file_digest,
-    file_kind,
-    read_key,
-    read_report_file,
-    sidecar,
-)
+from frameldp.cli._inputs import batches, file_digest, file_kind, read_key, sidecar
+from frameldp.cli._metadata import FORMAT
+from frameldp.cli._report_file import read_report_file
 from frameldp.core.mechanisms import mechanism_from_spec
 from frameldp.datasets import FLIGHTS_DOMAINS
 from frameldp.errors import DomainError, ParameterError

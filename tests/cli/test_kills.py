@@ -30,7 +30,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from frameldp.accounting import Ledger
-from frameldp.cli._files import read_report_file, sidecar
+from frameldp.cli._inputs import sidecar
+from frameldp.cli._report_file import read_report_file
 from frameldp.cli._signals import PAUSE_VARIABLE
 from frameldp.datasets import FLIGHTS_DOMAINS
 

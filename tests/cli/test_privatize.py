@@ -24,7 +24,7 @@ import pytest
 import frameldp
 from frameldp.accounting import Ledger, PrivacyGuarantee, compose
 from frameldp.accounting.guarantee import INSECURE
-from frameldp.cli._files import batches
+from frameldp.cli._inputs import batches
 from frameldp.core.encoding import Domain
 from frameldp.datasets import FLIGHTS_DOMAINS
 

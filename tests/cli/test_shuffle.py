@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 import frameldp
 from frameldp.cli import app
-from frameldp.cli._files import read_report_file
+from frameldp.cli._report_file import read_report_file
 from frameldp.cli.estimate import estimate_file
 from frameldp.datasets import FLIGHTS_DOMAINS, load_flights
 

@@ -20,7 +20,7 @@ from _stats import P_FAIL, assert_binomial, assert_chisquare, assert_unbiased, a
 from frameldp.accounting import BinomialCountsEvent
 from frameldp.core import Domain, RandomSource, mechanism_from_spec
 from frameldp.core.mechanisms import Statistic
-from frameldp.core.mechanisms._spec import FLOAT_MARGIN
+from frameldp.core.mechanisms._noise import FLOAT_MARGIN
 from frameldp.core.mechanisms.balcer_cheu import (
     BalcerCheu,
     binary_sum_analyze,

@@ -17,7 +17,7 @@ import frameldp
 from _stats import P_FAIL
 from frameldp.accounting import Accountant, MemoizedEvent, RandomizedResponseEvent
 from frameldp.accounting.events import event_from_dict
-from frameldp.core.mechanisms._spec import row_digests
+from frameldp.core.mechanisms._memo import row_digests
 from frameldp.core.randomness import RandomSource
 
 DOMAIN = ["AA", "DL", "UA", "WN", "B6"]

@@ -197,7 +197,7 @@ class Accountant:
 
     def rdp(self, order: float) -> float:
         """Rényi divergence bound of the composition at ``order > 1`` (curves add)."""
-        return pad_up(self._rdp_raw(check_order(order)))
+        return pad_up(self._rdp_raw(check_order("rdp", "order", order)))
 
     @property
     def rho(self) -> float:

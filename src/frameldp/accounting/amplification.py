@@ -59,8 +59,8 @@ from numpy.typing import NDArray
 
 from frameldp._scipy import optimize, special
 from frameldp.accounting._binomial import LOG_TINY, binomial_window, log_binomial_pmf
-from frameldp.accounting.checks import check_count, check_positive
 from frameldp.accounting.rounding import round_up
+from frameldp.arguments import check_count, check_positive
 from frameldp.errors import ParameterError
 
 __all__ = [

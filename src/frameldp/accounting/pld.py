@@ -44,8 +44,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from frameldp._scipy import special
-from frameldp.accounting.checks import check_count
 from frameldp.accounting.rounding import round_up
+from frameldp.arguments import check_count
 from frameldp.errors import default_marker, renamed_argument
 
 __all__ = ["PrivacyLossDistribution"]

@@ -100,7 +100,7 @@ def user_errors() -> Iterator[None]:
         raise typer.Exit(code=1) from None
     except Exception as error:
         if isinstance(error, _reader_errors()):
-            from frameldp.cli._files import arrow_message
+            from frameldp.cli._inputs import arrow_message
 
             raise fail(arrow_message(error)) from None
         if isinstance(error, USER_MISTAKES):

@@ -29,6 +29,7 @@ a key file passed by mistake.
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, fields, replace
@@ -37,7 +38,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from frameldp.cli._files import read_text
+from frameldp.cli._inputs import read_text
 from frameldp.core.encoding import Domain
 from frameldp.core.mechanisms import (
     OPEN_DOMAIN,
@@ -118,20 +119,37 @@ class ColumnSpec:
         )
 
     def uses(self, option: str) -> bool:
-        """Whether ``option`` (a field name) applies to this column's mechanism."""
+        """Whether ``option`` (a field name) applies to this column's mechanism: a
+        mechanism-specific option where the mechanism's constructor takes it."""
         if option == "epsilon_infinity":
             return self.memoizes
-        return self.registered in _OPTION_MECHANISMS.get(option, {self.registered})
+        if option not in mechanism_options():
+            return True
+        name = self.registered
+        return name in mechanism_names() and option in _parameters(name)
+
+    def given(self, name: str) -> dict[str, Any]:
+        """The mechanism-specific options given here that mechanism ``name`` takes."""
+        return {
+            option: getattr(self, option)
+            for option in mechanism_options()
+            if getattr(self, option) is not None and option in _parameters(name)
+        }
 
 
-_OPTION_MECHANISMS: dict[str, set[str]] = {
-    "max_weight": {"rappor"},
-    "num_bits": {"bloom_rappor"},
-    "num_hashes": {"bloom_rappor"},
-    "num_cohorts": {"bloom_rappor"},
-    "max_length": {"prefix_extending"},
-}
-"""Mechanisms each mechanism-specific option applies to (the others apply to all)."""
+def _parameters(name: str) -> frozenset[str]:
+    """The parameters of the constructor of the mechanism registered as ``name``."""
+    return frozenset(inspect.signature(mechanism_class(name)).parameters)
+
+
+def mechanism_options() -> frozenset[str]:
+    """The options of :class:`ColumnSpec` that only some mechanisms take, read from the
+    mechanisms' own constructors (``max_weight``: RAPPOR; ``num_bits``, ``num_hashes``,
+    ``num_cohorts``: Bloom RAPPOR; ``max_length``: prefix extending). ``epsilon``, ``domain``
+    and ``epsilon_infinity`` (:attr:`ColumnSpec.memoizes`) are not among them."""
+    taken = set().union(*(_parameters(name) for name in mechanism_names()))
+    spec_fields = {f.name for f in fields(ColumnSpec)}
+    return frozenset(taken & spec_fields - {"epsilon", "domain", "epsilon_infinity"})
 
 
 def _flag(option: str) -> str:
@@ -347,19 +365,12 @@ def build_mechanism(spec: ColumnSpec, kind: pa.DataType) -> Mechanism:
                 f"--max-weight must be an integer >= 1, got {shown(spec.max_weight)}"
             )
         name = spec.registered
-        if name == "bloom_rappor":
-            sizes = {"num_bits": spec.num_bits, "num_hashes": spec.num_hashes}
-            sizes["num_cohorts"] = spec.num_cohorts
-            bloom: Mechanism = mechanism_class("bloom_rappor")(
-                spec.epsilon,
-                epsilon_infinity=spec.epsilon_infinity,
-                **{option: value for option, value in sizes.items() if value is not None},
-            )
-            return bloom
-        if name == "prefix_extending":
-            length = {} if spec.max_length is None else {"max_length": spec.max_length}
-            discovering: Mechanism = mechanism_class(name)(spec.epsilon, **length)
-            return discovering
+        if name != AUTOMATIC and OPEN_DOMAIN & mechanism_class(name).capabilities:
+            given = spec.given(name)  # Bloom RAPPOR's sizes, prefix extending's max_length
+            if spec.epsilon_infinity is not None:
+                given["epsilon_infinity"] = spec.epsilon_infinity
+            opened: Mechanism = mechanism_class(name)(spec.epsilon, **given)
+            return opened
         if spec.epsilon is None:
             raise ParameterError(f"{spec.mechanism} needs epsilon")
         values = (
@@ -374,7 +385,7 @@ def build_mechanism(spec: ColumnSpec, kind: pa.DataType) -> Mechanism:
             unknown=spec.unknown,  # type: ignore[arg-type]
             nulls=spec.nulls,  # type: ignore[arg-type]
         )
-        if spec.max_weight not in (None, 1) and name != "rappor":
+        if spec.max_weight not in (None, 1) and not spec.uses("max_weight"):
             raise ParameterError(
                 f"--max-weight applies to rappor only (set-valued cells), not to {spec.mechanism}"
             )
@@ -387,7 +398,5 @@ def build_mechanism(spec: ColumnSpec, kind: pa.DataType) -> Mechanism:
             options["epsilon_infinity"] = spec.epsilon_infinity
         if name == AUTOMATIC:
             return choose_mechanism(spec.epsilon, **options)
-        if name == "rappor" and spec.max_weight is not None:
-            options["max_weight"] = spec.max_weight
-        oracle: Mechanism = mechanism_class(name)(spec.epsilon, **options)
+        oracle: Mechanism = mechanism_class(name)(spec.epsilon, **options, **spec.given(name))
         return oracle

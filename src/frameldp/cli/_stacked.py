@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from frameldp.cli._files import ReportFile, read_report_file
+from frameldp.cli._report_file import ReportFile, read_report_file
 from frameldp.errors import ParameterError, shown
 from frameldp.frames.releases import stacked_types
 from frameldp.frames.report_type import ReportMetadata, release_ids

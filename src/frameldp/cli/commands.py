@@ -13,7 +13,7 @@ from rich.table import Table
 from frameldp._atomic import check_target
 from frameldp.accounting.guarantee import INSECURE, PrivacyGuarantee
 from frameldp.cli._errors import user_errors, warnings_as_lines
-from frameldp.cli._files import read_key, read_text
+from frameldp.cli._inputs import read_key, read_text
 from frameldp.cli._signals import terminate_cleanly
 from frameldp.cli._specs import memoized_where_used, specs_from_file, specs_from_options
 from frameldp.cli.estimate import check_out, discover_file, estimate_file, write_table

@@ -1,6 +1,6 @@
 """``frameldp estimate``: debiased frequency tables from a stored, self-describing report file.
 
-The file's metadata names the mechanism of every report column (see :mod:`frameldp.cli._files`),
+The file's metadata names the mechanism of every report column (see :mod:`frameldp.cli._metadata`),
 so nothing has to be passed again. The file is read in batches and each column's additive
 statistic (bit sums, label counts, per-cohort Bloom counts) is summed, so memory does not grow
 with the file; the estimate equals that of ``reports.ldp.debias`` on the whole column. The
@@ -20,8 +20,9 @@ import pandas as pd
 import pyarrow as pa
 
 from frameldp._atomic import atomic, check_target
-from frameldp.cli._files import ReportFile, file_kind, read_report_file, sidecar
+from frameldp.cli._inputs import file_kind, sidecar
 from frameldp.cli._progress import rows_progress
+from frameldp.cli._report_file import ReportFile, read_report_file
 from frameldp.cli._stacked import read_releases
 from frameldp.core.mechanisms import (
     Capability,

@@ -6,7 +6,7 @@ one batch whatever the file size. Each batch is validated against the input sche
 ``df.ldp.privatize`` with the same key) and validated against the release schema before it is
 written. The release holds the report columns and the ``--keep`` columns only. It is written to
 a temporary file and renamed once complete (a CSV file and its sidecar as a bound pair, see
-:class:`~frameldp.cli._files.StagedOutput`); with ``--ledger``/``--budget`` the release is
+:class:`~frameldp.cli._writing.StagedOutput`); with ``--ledger``/``--budget`` the release is
 checked against the budget before any report is drawn and recorded just before the rename.
 From the ledger commit on, SIGTERM and Ctrl-C no longer stop the run (see
 :mod:`frameldp.cli._signals`): a committed release exits 0. Only SIGKILL between the ledger
@@ -30,19 +30,12 @@ import polars as pl
 import pyarrow as pa
 
 from frameldp.accounting import Ledger, PrivacyGuarantee
-from frameldp.cli._files import (
-    ReportWriter,
-    batches,
-    check_output,
-    open_source,
-    report_metadata,
-    require_input_column,
-    staged_output,
-)
+from frameldp.cli._inputs import batches, check_output, open_source, require_input_column
 from frameldp.cli._progress import rows_progress
 from frameldp.cli._signals import committing, pause_at
 from frameldp.cli._specs import ColumnSpec, build_mechanism
 from frameldp.cli._user_ids import read_user_type, with_user_type
+from frameldp.cli._writing import ReportWriter, report_metadata, staged_output
 from frameldp.core.mechanisms import Mechanism, memoizes
 from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.errors import ParameterError, ValidationError, shown

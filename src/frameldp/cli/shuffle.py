@@ -8,7 +8,7 @@ The rows are permuted with the keyed CSPRNG, bound to their content (the permuta
 ``reports.ldp.shuffle`` of the same reports with the same key or seed; CSV holds RAPPOR
 reports as hex text, so its order differs from Parquet's), and the output is a report file like
 the input: Parquet metadata, or a CSV with its bound sidecar
-(:class:`~frameldp.cli._files.StagedOutput`), both recording the shuffle
+(:class:`~frameldp.cli._writing.StagedOutput`), both recording the shuffle
 (:func:`~frameldp.frames.shuffling.shuffle_record`), so ``frameldp estimate`` reports the
 amplified (central) guarantee.
 """
@@ -29,21 +29,18 @@ from frameldp._atomic import atomic
 from frameldp.accounting import PrivacyGuarantee
 from frameldp.accounting.guarantee import INSECURE
 from frameldp.cli._errors import user_errors, warnings_as_lines
-from frameldp.cli._files import (
-    ReportFile,
-    ReportWriter,
+from frameldp.cli._inputs import (
     arrow_message,
     batches,
     check_output,
     file_kind,
-    find_report_file,
     open_source,
     read_key,
-    report_metadata,
     require_input_column,
-    staged_output,
 )
+from frameldp.cli._report_file import ReportFile, find_report_file
 from frameldp.cli._signals import committing, terminate_cleanly
+from frameldp.cli._writing import ReportWriter, report_metadata, staged_output
 from frameldp.core.mechanisms import mechanism_from_spec
 from frameldp.errors import ParameterError
 from frameldp.frames.batches import hex_width

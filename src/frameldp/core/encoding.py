@@ -37,6 +37,7 @@ from typing import Any, Final, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from frameldp.arguments import check_size
 from frameldp.core.bit_counting import count_packed_bits
 from frameldp.core.parallel import map_ranges
 from frameldp.errors import (
@@ -590,18 +591,6 @@ def _utf8(value: object, what: str) -> bytes:
     )
 
 
-def _check_size(owner: str, name: str, value: object, low: int, high: int) -> int:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | np.integer)
-        or not low <= value <= high
-    ):
-        raise ParameterError(
-            f"{owner}: {name} must be an integer in [{low}, {high}], got {shown(value)}"
-        )
-    return int(value)
-
-
 FAST_HASHES: HashScheme = default_marker("fast")
 """The default hash scheme, told apart from a given ``"fast"``."""
 
@@ -667,9 +656,9 @@ class BloomEncoder:
         reference = self.hash_scheme == "rappor"
         max_bits = 256 if reference else 1 << 20
         max_hashes = _MD5_BYTES if reference else 64
-        bits = _check_size(owner, "num_bits", num_bits, 1, max_bits)
-        hashes = _check_size(owner, "num_hashes", num_hashes, 1, max_hashes)
-        cohorts = _check_size(owner, "num_cohorts", num_cohorts, 1, (1 << 32) - 1)
+        bits = check_size(owner, "num_bits", num_bits, 1, max_bits)
+        hashes = check_size(owner, "num_hashes", num_hashes, 1, max_hashes)
+        cohorts = check_size(owner, "num_cohorts", num_cohorts, 1, (1 << 32) - 1)
         if hashes > bits:
             raise ParameterError(
                 f"{owner}: num_hashes must be at most num_bits={bits}, got {hashes}"

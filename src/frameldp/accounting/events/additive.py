@@ -59,7 +59,7 @@ class LaplaceEvent(PrivacyEvent):
 
     def rdp(self, order: float) -> float:
         """``1/(a-1) ln(a/(2a-1) e^{(a-1) eps} + (a-1)/(2a-1) e^{-a eps})``, ``eps = 1/lambda``."""
-        order = check_order(order)
+        order = check_order("rdp", "order", order)
         epsilon = self.sensitivity / self.scale
         if math.isinf(order):
             return self.epsilon
@@ -144,7 +144,7 @@ class GaussianEvent(PrivacyEvent):
 
     def rdp(self, order: float) -> float:
         """``a mu^2 / 2`` (Mironov 2017 Prop. 7)."""
-        order = check_order(order)
+        order = check_order("rdp", "order", order)
         return math.inf if math.isinf(order) else pad_up(order * self.rho)
 
     @property

@@ -8,8 +8,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from frameldp.accounting.checks import check_count, check_order, check_positive
 from frameldp.accounting.pld import PrivacyLossDistribution
+from frameldp.arguments import check_count, check_order, check_positive
 from frameldp.errors import ParameterError, shown
 
 __all__ = ["PrivacyEvent", "check_count", "check_order", "check_positive", "event_from_dict"]

@@ -35,10 +35,10 @@ import numpy as np
 
 from frameldp._scipy import special
 from frameldp.accounting._binomial import binomial_window
-from frameldp.accounting.checks import check_count, check_order
 from frameldp.accounting.events.base import PrivacyEvent
 from frameldp.accounting.pld import PRUNE_LOG_MASS, PrivacyLossDistribution
 from frameldp.accounting.rounding import round_up
+from frameldp.arguments import check_count, check_order
 from frameldp.errors import ParameterError
 
 __all__ = ["BinomialCountsEvent"]
@@ -76,7 +76,7 @@ class BinomialCountsEvent(PrivacyEvent):
 
     def rdp(self, order: float) -> float:
         """``inf`` for every order (the supports differ)."""
-        check_order(order)
+        check_order("rdp", "order", order)
         return math.inf
 
     @property

@@ -17,7 +17,6 @@ from frameldp.accounting.events.base import (
     PrivacyEvent,
     check_count,
     check_order,
-    check_positive,
 )
 from frameldp.accounting.events.curves import (
     pure_rho,
@@ -26,16 +25,10 @@ from frameldp.accounting.events.curves import (
 from frameldp.accounting.events.local import PureDP
 from frameldp.accounting.pld import PrivacyLossDistribution
 from frameldp.accounting.rounding import log_upper, pad_up, sum_up
+from frameldp.arguments import check_probability
 from frameldp.errors import ParameterError
 
 __all__ = ["BloomRapporEvent"]
-
-
-def _check_probability(owner: str, name: str, value: Any) -> float:
-    number = check_positive(owner, name, value, allow_zero=True)
-    if number > 1.0:
-        raise ParameterError(f"{owner}: {name} must be in [0, 1], got {value!r}")
-    return number
 
 
 @dataclass(frozen=True)
@@ -75,12 +68,12 @@ class BloomRapporEvent(PrivacyEvent):
         owner = "Bloom RAPPOR event"
         object.__setattr__(self, "num_hashes", check_count(owner, "num_hashes", self.num_hashes, 1))
         object.__setattr__(self, "reports", check_count(owner, "reports", self.reports, 1))
-        flip = _check_probability(owner, "flip_probability", self.flip_probability)
+        flip = check_probability(owner, "flip_probability", self.flip_probability)
         if not 0.0 < flip <= 0.5:
             raise ParameterError(f"{owner}: flip_probability must be in (0, 0.5], got {flip!r}")
         object.__setattr__(self, "flip_probability", flip)
         for name in ("one_probability", "zero_probability"):
-            object.__setattr__(self, name, _check_probability(owner, name, getattr(self, name)))
+            object.__setattr__(self, name, check_probability(owner, name, getattr(self, name)))
         if self.memo is not None and not isinstance(self.memo, str):
             raise ParameterError(f"{owner}: memo must be a string or None, got {self.memo!r}")
         if self.num_bits is not None:
@@ -148,7 +141,7 @@ class BloomRapporEvent(PrivacyEvent):
 
     def rdp(self, order: float) -> float:
         """``h (D_a(P1 || P0) + D_a(P0 || P1))`` over the number of ones per bit (exact)."""
-        order = check_order(order)
+        order = check_order("rdp", "order", order)
         person = self._person
         if person is not None:
             return pad_up(person[1] * person[0].rdp(order))

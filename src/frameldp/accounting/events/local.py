@@ -70,7 +70,7 @@ class RandomizedResponseEvent(PrivacyEvent):
 
     def rdp(self, order: float) -> float:
         """Exact Rényi divergence of the worst pair (Mironov 2017 Prop. 5 for two buckets)."""
-        return pad_up(rr_rdp(check_order(order), self.epsilon, self.num_buckets))
+        return pad_up(rr_rdp(check_order("rdp", "order", order), self.epsilon, self.num_buckets))
 
     @property
     def rho(self) -> float:
@@ -127,7 +127,7 @@ class RapporEvent(PrivacyEvent):
 
     def rdp(self, order: float) -> float:
         """``2m RDP_RR(bit_epsilon)`` (exact)."""
-        return pad_up(self._flips * rr_rdp(check_order(order), self.bit_epsilon, 2))
+        return pad_up(self._flips * rr_rdp(check_order("rdp", "order", order), self.bit_epsilon, 2))
 
     @property
     def rho(self) -> float:
@@ -161,7 +161,7 @@ class PureDP(PrivacyEvent):
 
     def rdp(self, order: float) -> float:
         """The binary RR curve: the largest Rényi divergence any epsilon-DP pair can have."""
-        return pad_up(rr_rdp(check_order(order), self.epsilon, 2))
+        return pad_up(rr_rdp(check_order("rdp", "order", order), self.epsilon, 2))
 
     @property
     def rho(self) -> float:

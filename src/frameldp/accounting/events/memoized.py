@@ -184,7 +184,7 @@ class MemoizedEvent(PrivacyEvent):
         """One report's Rényi divergence, or the composed instantaneous ones' (at most what
         the pure epsilon implies: ``min(eps, order * eps^2 / 2)``)."""
         event, uses = self._bounding
-        order = check_order(order)
+        order = check_order("rdp", "order", order)
         divergence = event.rdp(order)
         if uses == 1:
             return divergence

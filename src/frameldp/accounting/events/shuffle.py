@@ -16,7 +16,6 @@ from frameldp.accounting.amplification import (
     clone_epsilon,
     clone_probability,
 )
-from frameldp.accounting.checks import check_count, check_order, check_positive
 from frameldp.accounting.events.base import PrivacyEvent
 from frameldp.accounting.events.curves import pure_rho, rr_rdp
 from frameldp.accounting.lattice import FINEST_STEP, Lattice, lattice_step, to_pld
@@ -29,6 +28,7 @@ from frameldp.accounting.shuffle_pairs import (
     clone_pair,
 )
 from frameldp.accounting.shuffled_rr import EXACT_SCAN_MAX, exact_rr_delta, exact_rr_epsilon
+from frameldp.arguments import check_count, check_order, check_positive
 from frameldp.errors import ParameterError
 
 __all__ = ["ShuffleEvent"]
@@ -113,7 +113,7 @@ class ShuffleEvent(PrivacyEvent):
 
     def rdp(self, order: float) -> float:
         """The local reports' bound: binary RR at ``local_epsilon``."""
-        return pad_up(rr_rdp(check_order(order), self.local_epsilon, 2))
+        return pad_up(rr_rdp(check_order("rdp", "order", order), self.local_epsilon, 2))
 
     @property
     def rho(self) -> float:

@@ -130,7 +130,7 @@ class TernaryLossEvent(PrivacyEvent):
 
     def rdp(self, order: float) -> float:
         """The exact Rényi divergence: the k-ary RR curve at ``k = w + 2``."""
-        order = check_order(order)
+        order = check_order("rdp", "order", order)
         if math.isinf(order):
             return self.epsilon
         return pad_up(rr_rdp(order, self.epsilon, self.neutral_weight + 2.0))

@@ -1,11 +1,5 @@
 """Local randomizers, one module each, all behind one protocol (:mod:`.protocol`)."""
 
-from frameldp.core.mechanisms._spec import (
-    is_mechanism,
-    mechanism_class,
-    mechanism_from_spec,
-    mechanism_names,
-)
 from frameldp.core.mechanisms.balcer_cheu import BalcerCheu
 from frameldp.core.mechanisms.bloom_rappor import BloomRappor
 from frameldp.core.mechanisms.hadamard_response import HadamardResponse
@@ -30,6 +24,12 @@ from frameldp.core.mechanisms.protocol import (
 )
 from frameldp.core.mechanisms.randomized_response import RandomizedResponse
 from frameldp.core.mechanisms.rappor import Rappor
+from frameldp.core.mechanisms.registry import (
+    is_mechanism,
+    mechanism_class,
+    mechanism_from_spec,
+    mechanism_names,
+)
 from frameldp.core.mechanisms.subset_selection import SubsetSelection
 
 __all__ = [

@@ -46,7 +46,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from frameldp.accounting import MemoizedEvent, PrivacyEvent, PrivacyGuarantee
-from frameldp.core.mechanisms._spec import check_epsilon, fingerprint, memo_name
+from frameldp.arguments import check_epsilon
+from frameldp.core.mechanisms._memo import memo_name
+from frameldp.core.mechanisms._spec import fingerprint
 from frameldp.core.randomness import (
     PRECISION_BITS,
     RandomSource,
@@ -73,7 +75,7 @@ def check_epsilon_infinity(epsilon: float, epsilon_infinity: Any, owner: str) ->
     """``epsilon_infinity`` checked (``None`` or a positive number at least ``epsilon``)."""
     if epsilon_infinity is None:
         return None
-    infinity = check_epsilon(epsilon_infinity, owner, "epsilon_infinity")
+    infinity = check_epsilon(owner, "epsilon_infinity", epsilon_infinity)
     if epsilon > infinity:
         raise ParameterError(
             f"{owner}: epsilon (one report) must be at most epsilon_infinity={shown(infinity)}, "

@@ -44,17 +44,14 @@ from numpy.typing import NDArray
 
 from frameldp.accounting import BinomialCountsEvent, PrivacyGuarantee
 from frameldp.accounting.rounding import float_up
+from frameldp.arguments import check_codes, check_number
 from frameldp.core.columns import label_array, label_counts, label_type, single_codes
 from frameldp.core.encoding import Domain
 from frameldp.core.estimation import FrequencyEstimate
-from frameldp.core.mechanisms._spec import (
-    FLOAT_MARGIN,
-    check_codes,
-    check_number,
-    fingerprint,
-    register,
-)
+from frameldp.core.mechanisms._noise import FLOAT_MARGIN
+from frameldp.core.mechanisms._spec import fingerprint
 from frameldp.core.mechanisms.protocol import Capability, FrequencyEstimation, Statistic
+from frameldp.core.mechanisms.registry import register
 from frameldp.core.randomness import (
     PRECISION_BITS,
     RandomSource,
@@ -76,7 +73,7 @@ def binary_sum_gamma(epsilon: float, delta: float, n: int, *, owner: str = "Balc
     ``epsilon, delta`` in ``(0, 1]`` and ``n >= 100 ln(2 / delta) / epsilon^2`` (Theorem 3.1)."""
     numbers = []
     for name, value in (("epsilon", epsilon), ("delta", delta)):
-        numbers.append(check_number(value, owner, f"per-count {name}"))
+        numbers.append(check_number(owner, f"per-count {name}", value))
         if not 0.0 < numbers[-1] <= 1.0:
             raise ParameterError(f"{owner}: per-count {name} must be in (0, 1], got {shown(value)}")
     epsilon, delta = numbers
@@ -164,13 +161,13 @@ class BalcerCheu(FrequencyEstimation):
     def __post_init__(self) -> None:
         owner = "BalcerCheu"
         object.__setattr__(self, "domain", Domain.coerce(self.domain))
-        epsilon = check_number(self.epsilon, owner, "epsilon")
+        epsilon = check_number(owner, "epsilon", self.epsilon)
         if not 0.0 < epsilon <= 2.0:
             raise ParameterError(
                 f"{owner}: epsilon must be in (0, 2] (each bucket runs at epsilon / 2 <= 1), got "
                 f"{shown(self.epsilon)}"
             )
-        delta = check_number(self.delta, owner, "delta")
+        delta = check_number(owner, "delta", self.delta)
         if not 0.0 < delta < 1.0:
             raise ParameterError(f"{owner}: delta must be in (0, 1), got {shown(self.delta)}")
         for name, value in (("epsilon", epsilon), ("delta", delta)):
@@ -292,7 +289,7 @@ class BalcerCheu(FrequencyEstimation):
         ``p``. The result is *not* shuffled: the shuffler (``frame.ldp.shuffle``, or the frame
         accessor ``balcer_cheu``, which shuffles) must permute it before anyone sees it.
         """
-        codes = check_codes(codes, self.num_buckets)
+        codes = check_codes(self.title, "codes", codes, self.num_buckets)
         parts: list[NDArray[np.int64]] = []
         for offset, noise in self._noise_chunks(codes, source, label, row_start):
             rows = noise.shape[0]
@@ -311,7 +308,7 @@ class BalcerCheu(FrequencyEstimation):
     ) -> NDArray[np.int64]:
         """Messages per bucket that :meth:`randomize` would send (the same keyed draws), in
         memory bounded by one chunk: what the shuffler's output reveals."""
-        codes = check_codes(codes, self.num_buckets)
+        codes = check_codes(self.title, "codes", codes, self.num_buckets)
         counts = np.bincount(codes, minlength=self.num_buckets).astype(np.int64)
         for _, noise in self._noise_chunks(codes, source, label, row_start):
             counts += noise.sum(axis=0, dtype=np.int64)

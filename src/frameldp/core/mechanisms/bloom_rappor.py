@@ -14,6 +14,7 @@ import pyarrow as pa
 from numpy.typing import NDArray
 
 from frameldp.accounting import BloomRapporEvent, PrivacyGuarantee
+from frameldp.arguments import check_epsilon, check_probability
 from frameldp.core.columns import (
     bits_array,
     combined,
@@ -35,15 +36,11 @@ from frameldp.core.estimation import (
     debias_bloom_counts,
     decode_bloom,
 )
-from frameldp.core.mechanisms._spec import (
-    FLOAT_MARGIN,
-    check_epsilon,
-    check_number,
-    fingerprint,
-    memo_name,
-    register,
-)
+from frameldp.core.mechanisms._memo import memo_name
+from frameldp.core.mechanisms._noise import FLOAT_MARGIN
+from frameldp.core.mechanisms._spec import fingerprint
 from frameldp.core.mechanisms.protocol import Capability, FrequencyEstimation, Statistic
+from frameldp.core.mechanisms.registry import register
 from frameldp.core.randomness import (
     PRECISION_BITS,
     RandomSource,
@@ -73,16 +70,6 @@ def _grid_up(probability: Fraction) -> int:
 def _grid_down(probability: Fraction) -> int:
     """Numerator (over 2**64) of the largest multiple of 2**-52 that is <= ``probability``."""
     return dyadic_at_most(probability) // _STEP * _STEP
-
-
-def _probability(owner: str, name: str, value: object, *, low_open: bool = False) -> Fraction:
-    number = check_number(value, owner, name)
-    if not math.isfinite(number):
-        raise ParameterError(f"{owner}: {name} must be a number, got {shown(value)}")
-    if not (number > 0.0 if low_open else number >= 0.0) or number > 1.0:
-        bound = "(0, 1]" if low_open else "[0, 1]"
-        raise ParameterError(f"{owner}: {name} must be in {bound}, got {shown(value)}")
-    return Fraction(number)
 
 
 def _spec_hash_scheme(spec: dict[str, Any]) -> Any:
@@ -247,9 +234,9 @@ class BloomRappor(FrequencyEstimation):
             self._realize_probabilities(owner)
 
     def _realize_probabilities(self, owner: str) -> None:
-        f = _probability(owner, "f", self.f, low_open=True)
-        p = _probability(owner, "p", self.p)
-        q = _probability(owner, "q", self.q)
+        f = Fraction(check_probability(owner, "f", self.f, low_open=True))
+        p = Fraction(check_probability(owner, "p", self.p))
+        q = Fraction(check_probability(owner, "q", self.q))
         if p == q:
             raise ParameterError(
                 f"{owner}: p and q must differ (p = q = {float(p)!r}: the reports would carry "
@@ -268,8 +255,8 @@ class BloomRappor(FrequencyEstimation):
         self._set(flip, zero, one)
 
     def _realize_epsilons(self, owner: str) -> None:
-        epsilon_1 = check_epsilon(self.epsilon, owner)
-        epsilon_inf = check_epsilon(self.epsilon_infinity, owner, "epsilon_infinity")
+        epsilon_1 = check_epsilon(owner, "epsilon", self.epsilon)
+        epsilon_inf = check_epsilon(owner, "epsilon_infinity", self.epsilon_infinity)
         if epsilon_1 > epsilon_inf:
             raise ParameterError(
                 f"{owner}: epsilon (one report) must be at most epsilon_infinity={epsilon_inf!r}, "

@@ -26,17 +26,14 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
+from frameldp.arguments import check_epsilon
 from frameldp.core.encoding import Domain
 from frameldp.core.estimation import mean_direct_variance
 from frameldp.core.mechanisms._longitudinal import check_epsilon_infinity
-from frameldp.core.mechanisms._spec import (
-    check_epsilon,
-    mechanism_class,
-    mechanism_names,
-)
 from frameldp.core.mechanisms.protocol import Capability, FrequencyOracle
+from frameldp.core.mechanisms.registry import mechanism_class, mechanism_names
 from frameldp.errors import FrameLDPError, ParameterError, shown
 
 __all__ = [
@@ -171,7 +168,7 @@ def compare_mechanisms(
     it: one report's end-to-end channel is the mechanism's own at its realized probabilities,
     so the same variance formula ranks them.
     """
-    epsilon = check_epsilon(epsilon, "compare_mechanisms")
+    epsilon = check_epsilon("compare_mechanisms", "epsilon", epsilon)
     check_epsilon_infinity(epsilon, epsilon_infinity, "compare_mechanisms")
     domain = Domain.coerce(domain)
     if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
@@ -188,7 +185,8 @@ def compare_mechanisms(
             candidates.append(Candidate(name, None, math.inf, 0, reason))
             continue
         try:
-            mechanism: FrequencyOracle = cls(epsilon, domain=domain, **longitudinal)
+            built = cls(epsilon, domain=domain, **longitudinal)
+            mechanism = cast(FrequencyOracle, built)  # as it declares FREQUENCY_ORACLE
         except FrameLDPError as error:
             candidates.append(Candidate(name, None, math.inf, 0, f"unavailable: {error}"))
             continue

@@ -14,17 +14,14 @@ from numpy.typing import NDArray
 
 from frameldp.accounting import HadamardResponseEvent, PrivacyGuarantee
 from frameldp.accounting.rounding import log_upper
+from frameldp.arguments import check_codes, check_epsilon
 from frameldp.core.columns import integer_reports, single_codes
 from frameldp.core.encoding import Domain
 from frameldp.core.estimation import FrequencyEstimate, debias_direct_counts
-from frameldp.core.mechanisms._spec import (
-    check_codes,
-    check_epsilon,
-    fingerprint,
-    noise_numerator,
-    register,
-)
+from frameldp.core.mechanisms._noise import noise_numerator
+from frameldp.core.mechanisms._spec import fingerprint
 from frameldp.core.mechanisms.protocol import Capability, FrequencyEstimation, Statistic
+from frameldp.core.mechanisms.registry import register
 from frameldp.core.randomness import PRECISION_BITS, RandomSource, code_bytes
 from frameldp.errors import ParameterError, shown
 
@@ -124,7 +121,7 @@ class HadamardResponse(FrequencyEstimation):
     def __post_init__(self) -> None:
         owner = "HadamardResponse"
         object.__setattr__(self, "domain", Domain.coerce(self.domain))
-        epsilon = check_epsilon(self.epsilon, owner)
+        epsilon = check_epsilon(owner, "epsilon", self.epsilon)
         object.__setattr__(self, "epsilon", epsilon)
         if self.domain.size >= 1 << 31:
             raise ParameterError(
@@ -205,7 +202,7 @@ class HadamardResponse(FrequencyEstimation):
         Bernoulli bit ("off" stream). Both are functions of (key, ``label``, spec, global row
         ``row_start + i``, and under a caller's key or a seed the row's code) only.
         """
-        codes = check_codes(codes, self.domain.size)
+        codes = check_codes(self.title, "codes", codes, self.domain.size)
         rows = source.rows(
             (label, self._stream_suffix), row_start, codes.size, lambda: code_bytes(codes)
         )

@@ -41,6 +41,7 @@ from frameldp.accounting import (
     RandomizedResponseEvent,
 )
 from frameldp.accounting.rounding import log_upper
+from frameldp.arguments import check_codes, check_epsilon
 from frameldp.core.columns import integer_reports, single_codes
 from frameldp.core.encoding import Domain
 from frameldp.core.estimation import (
@@ -55,15 +56,10 @@ from frameldp.core.mechanisms._longitudinal import (
     permanent_rows,
     value_digests,
 )
-from frameldp.core.mechanisms._spec import (
-    check_codes,
-    check_epsilon,
-    is_prime,
-    noise_numerator,
-    register,
-    row_digests,
-)
+from frameldp.core.mechanisms._memo import row_digests
+from frameldp.core.mechanisms._noise import is_prime, noise_numerator
 from frameldp.core.mechanisms.protocol import Capability, FrequencyEstimation, Statistic
+from frameldp.core.mechanisms.registry import register
 from frameldp.core.randomness import PRECISION_BITS, RandomSource, Rows, code_bytes
 from frameldp.core.sorting import sorted_distinct
 from frameldp.errors import ParameterError, shown
@@ -247,7 +243,7 @@ class LocalHashing(TwoStage, FrequencyEstimation):
     def __post_init__(self) -> None:
         owner = "LocalHashing"
         object.__setattr__(self, "domain", Domain.coerce(self.domain))
-        epsilon = check_epsilon(self.epsilon, owner)
+        epsilon = check_epsilon(owner, "epsilon", self.epsilon)
         object.__setattr__(self, "epsilon", epsilon)
         g = self.num_buckets
         if g is None:
@@ -406,7 +402,7 @@ class LocalHashing(TwoStage, FrequencyEstimation):
         the permanent response of (the same; the row's hash value) only
         (:meth:`~frameldp.core.randomness.Rows.memoized`).
         """
-        codes = check_codes(codes, self.domain.size)
+        codes = check_codes(self.title, "codes", codes, self.domain.size)
         g = self._g
         base = (label, self._stream_suffix)
         rows = source.rows(base, row_start, codes.size, lambda: code_bytes(codes))

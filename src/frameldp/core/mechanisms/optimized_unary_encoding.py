@@ -20,6 +20,7 @@ from frameldp.accounting import (
 )
 from frameldp.accounting.rounding import log_upper
 from frameldp.accounting.unary_memo import unary_memo_losses
+from frameldp.arguments import check_codes, check_epsilon
 from frameldp.core.columns import bits_array, packed_bits, single_codes
 from frameldp.core.encoding import (
     Domain,
@@ -34,14 +35,10 @@ from frameldp.core.mechanisms._longitudinal import (
     chained_move,
     check_epsilon_infinity,
 )
-from frameldp.core.mechanisms._spec import (
-    check_codes,
-    check_epsilon,
-    noise_numerator,
-    register,
-    row_digests,
-)
+from frameldp.core.mechanisms._memo import row_digests
+from frameldp.core.mechanisms._noise import noise_numerator
 from frameldp.core.mechanisms.protocol import Capability, FrequencyEstimation, Statistic
+from frameldp.core.mechanisms.registry import register
 from frameldp.core.randomness import PRECISION_BITS, RandomSource, Rows
 from frameldp.errors import ParameterError, shown
 
@@ -137,7 +134,7 @@ class OptimizedUnaryEncoding(TwoStage, FrequencyEstimation):
     def __post_init__(self) -> None:
         owner = "OptimizedUnaryEncoding"
         object.__setattr__(self, "domain", Domain.coerce(self.domain))
-        epsilon = check_epsilon(self.epsilon, owner)
+        epsilon = check_epsilon(owner, "epsilon", self.epsilon)
         object.__setattr__(self, "epsilon", epsilon)
         numerator = noise_numerator(1.0, epsilon)  # q = 1 / (e^eps + 1)
         if numerator >= _HALF:
@@ -245,7 +242,7 @@ class OptimizedUnaryEncoding(TwoStage, FrequencyEstimation):
         ``source``; ``label``; spec; the row's user and code) only
         (:meth:`~frameldp.core.randomness.Rows.memoized`).
         """
-        codes = check_codes(codes, self.num_bits)
+        codes = check_codes(self.title, "codes", codes, self.num_bits)
         rows, held = self._stage_rows(
             codes, source=source, label=label, row_start=row_start, users=users, memo=memo
         )

@@ -33,6 +33,7 @@ import pyarrow as pa
 from numpy.typing import NDArray
 
 from frameldp.accounting import PrivacyGuarantee
+from frameldp.arguments import check_epsilon, check_number
 from frameldp.core.columns import bits_array, distinct_strings, packed_bits
 from frameldp.core.discovery import (
     Discovery,
@@ -44,16 +45,11 @@ from frameldp.core.discovery import (
     support_counts,
 )
 from frameldp.core.estimation import FrequencyEstimate
-from frameldp.core.mechanisms._spec import (
-    check_epsilon,
-    check_number,
-    fingerprint,
-    is_prime,
-    noise_numerator,
-    register,
-)
+from frameldp.core.mechanisms._noise import is_prime, noise_numerator
+from frameldp.core.mechanisms._spec import fingerprint
 from frameldp.core.mechanisms.local_hashing import hashing_guarantee, optimal_hash_buckets
 from frameldp.core.mechanisms.protocol import Capability, FrequencyEstimation, Statistic
+from frameldp.core.mechanisms.registry import register
 from frameldp.core.randomness import PRECISION_BITS, RandomSource, digests
 from frameldp.errors import DomainError, ParameterError, shown
 
@@ -146,7 +142,7 @@ class PrefixExtending(FrequencyEstimation):
 
     def __post_init__(self) -> None:
         owner = "PrefixExtending"
-        epsilon = check_epsilon(self.epsilon, owner)
+        epsilon = check_epsilon(owner, "epsilon", self.epsilon)
         object.__setattr__(self, "epsilon", epsilon)
         length = self.max_length
         if isinstance(length, bool) or not isinstance(length, int | np.integer):
@@ -162,7 +158,7 @@ class PrefixExtending(FrequencyEstimation):
         if g is None:
             g = min(optimal_hash_buckets(epsilon, 256), MAX_BUCKETS)
         else:
-            number = check_number(g, owner, "num_buckets")
+            number = check_number(owner, "num_buckets", g)
             if number != int(number) or not is_prime(int(number)) or number > MAX_BUCKETS:
                 raise ParameterError(
                     f"{owner}: num_buckets must be a prime in [2, {MAX_BUCKETS}] or None, got "

@@ -59,6 +59,7 @@ __all__ = [
     "FrequencyEstimator",
     "FrequencyOracle",
     "Mechanism",
+    "MechanismClass",
     "Memoizing",
     "Randomizer",
     "Statistic",
@@ -204,6 +205,23 @@ class Estimator(Protocol):
 
 class Mechanism(Randomizer, Estimator, Protocol):
     """What every frameldp mechanism answers (see the module docstring)."""
+
+
+class MechanismClass(Protocol):
+    """A registered mechanism class (:mod:`~frameldp.core.mechanisms.registry`): what the
+    frame shortcuts and the command line build by name."""
+
+    name: str
+    title: str
+    capabilities: frozenset[Capability]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Mechanism:
+        """A mechanism of the given parameters (validated by the class)."""
+        ...
+
+    def from_spec(self, spec: dict[str, Any]) -> Mechanism:
+        """The mechanism a spec (:meth:`Randomizer.to_spec`) describes."""
+        ...
 
 
 class FrequencyEstimator(Mechanism, Protocol):

@@ -14,6 +14,7 @@ from numpy.typing import NDArray
 
 from frameldp.accounting import PrivacyEvent, PrivacyGuarantee, RandomizedResponseEvent
 from frameldp.accounting.rounding import log_upper
+from frameldp.arguments import check_codes, check_epsilon
 from frameldp.core.columns import (
     check_report_labels,
     combined,
@@ -31,14 +32,10 @@ from frameldp.core.mechanisms._longitudinal import (
     chained_move,
     check_epsilon_infinity,
 )
-from frameldp.core.mechanisms._spec import (
-    check_codes,
-    check_epsilon,
-    noise_numerator,
-    register,
-    row_digests,
-)
+from frameldp.core.mechanisms._memo import row_digests
+from frameldp.core.mechanisms._noise import noise_numerator
 from frameldp.core.mechanisms.protocol import Capability, FrequencyEstimation, Statistic
+from frameldp.core.mechanisms.registry import register
 from frameldp.core.randomness import (
     PRECISION_BITS,
     RandomSource,
@@ -130,7 +127,7 @@ class RandomizedResponse(TwoStage, FrequencyEstimation):
     def __post_init__(self) -> None:
         owner = "RandomizedResponse"
         object.__setattr__(self, "domain", Domain.coerce(self.domain))
-        epsilon = check_epsilon(self.epsilon, owner)
+        epsilon = check_epsilon(owner, "epsilon", self.epsilon)
         object.__setattr__(self, "epsilon", epsilon)
         k = self.num_buckets
         if k > 1 << 32:
@@ -262,7 +259,7 @@ class RandomizedResponse(TwoStage, FrequencyEstimation):
         user and code) only (:meth:`~frameldp.core.randomness.Rows.memoized`): the same user
         with the same value gets the same one in every call under that memo key.
         """
-        codes = check_codes(codes, self.num_buckets)
+        codes = check_codes(self.title, "codes", codes, self.num_buckets)
         rows, held = self._stage_rows(
             codes, source=source, label=label, row_start=row_start, users=users, memo=memo
         )

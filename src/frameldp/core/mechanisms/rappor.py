@@ -21,6 +21,7 @@ from frameldp.accounting import (
 )
 from frameldp.accounting.rounding import log_upper
 from frameldp.accounting.unary_memo import unary_memo_losses
+from frameldp.arguments import check_epsilon, check_number
 from frameldp.core.columns import bits_array, combined, is_list, packed_bits, set_codes, value_codes
 from frameldp.core.encoding import (
     Domain,
@@ -39,14 +40,10 @@ from frameldp.core.mechanisms._longitudinal import (
     permanent_rows,
     value_digests,
 )
-from frameldp.core.mechanisms._spec import (
-    FLOAT_MARGIN,
-    check_epsilon,
-    check_number,
-    register,
-    row_digests,
-)
+from frameldp.core.mechanisms._memo import row_digests
+from frameldp.core.mechanisms._noise import FLOAT_MARGIN
 from frameldp.core.mechanisms.protocol import Capability, FrequencyEstimation, Statistic
+from frameldp.core.mechanisms.registry import register
 from frameldp.core.randomness import PRECISION_BITS, RandomSource, dyadic_at_least
 from frameldp.errors import ParameterError, shown
 
@@ -169,12 +166,12 @@ class Rappor(TwoStage, FrequencyEstimation):
                 f"f={shown(self.f)}"
             )
         if self.epsilon is not None:
-            epsilon = check_epsilon(self.epsilon, owner)
+            epsilon = check_epsilon(owner, "epsilon", self.epsilon)
             numerator = _flip_numerator(epsilon, m)
             object.__setattr__(self, "epsilon", epsilon)
         else:
             try:
-                f = check_number(self.f, owner, "f")
+                f = check_number(owner, "f", self.f)
             except ParameterError:  # not a number: said below, as for numbers out of range
                 f = math.nan
             if not 0 < f <= 1:

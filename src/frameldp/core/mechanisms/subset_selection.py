@@ -15,6 +15,7 @@ from numpy.typing import NDArray
 
 from frameldp.accounting import PrivacyEvent, PrivacyGuarantee, PureDP, SubsetSelectionEvent
 from frameldp.accounting.rounding import log_upper
+from frameldp.arguments import check_codes, check_epsilon
 from frameldp.core.columns import bits_array, packed_bits, single_codes
 from frameldp.core.encoding import Domain, count_bits, packed_width, report_bits_matrix
 from frameldp.core.estimation import (
@@ -27,14 +28,10 @@ from frameldp.core.mechanisms._longitudinal import (
     check_epsilon_infinity,
     mixed_inclusion,
 )
-from frameldp.core.mechanisms._spec import (
-    check_codes,
-    check_epsilon,
-    noise_numerator,
-    register,
-    row_digests,
-)
+from frameldp.core.mechanisms._memo import row_digests
+from frameldp.core.mechanisms._noise import noise_numerator
 from frameldp.core.mechanisms.protocol import Capability, FrequencyEstimation, Statistic
+from frameldp.core.mechanisms.registry import register
 from frameldp.core.randomness import PRECISION_BITS, RandomSource, Rows
 from frameldp.errors import DomainError, ParameterError, shown
 
@@ -210,7 +207,7 @@ class SubsetSelection(TwoStage, FrequencyEstimation):
     def __post_init__(self) -> None:
         owner = "SubsetSelection"
         object.__setattr__(self, "domain", Domain.coerce(self.domain))
-        epsilon = check_epsilon(self.epsilon, owner)
+        epsilon = check_epsilon(owner, "epsilon", self.epsilon)
         object.__setattr__(self, "epsilon", epsilon)
         k = self.domain.size
         d = self.subset_size
@@ -351,7 +348,7 @@ class SubsetSelection(TwoStage, FrequencyEstimation):
         (:meth:`~frameldp.core.randomness.Rows.memoized`).
         """
         k, d = self.num_bits, self._d
-        codes = check_codes(codes, k)
+        codes = check_codes(self.title, "codes", codes, k)
         rows, held = self._stage_rows(
             codes, source=source, label=label, row_start=row_start, users=users, memo=memo
         )

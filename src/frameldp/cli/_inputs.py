@@ -1,0 +1,217 @@
+"""The command line's input files: suffixes, option files (keys, text), and CSV or Parquet
+files read batch by batch in bounded memory. Errors name the option and the file, never a key's
+bytes or a CSV row (it may hold private values)."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from frameldp._atomic import check_target
+from frameldp.core.randomness import KEY_BYTES
+from frameldp.errors import FrameLDPError, ParameterError, shown
+from frameldp.frames.inputs import require_column
+
+SUFFIXES = (".csv", ".parquet")
+
+
+def file_kind(path: Path, role: str) -> str:
+    """``"csv"`` or ``"parquet"`` from the suffix, else a clear error."""
+    suffix = path.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise ParameterError(f"{role} {str(path)!r}: expected a .csv or .parquet file")
+    return suffix[1:]
+
+
+def sidecar(path: Path) -> Path:
+    """Where the metadata of a CSV report file lives."""
+    return path.with_name(path.name + ".frameldp.json")
+
+
+def read_key(key_file: Path | None, option: str = "--key-file") -> bytes | None:
+    """The 32-byte secret key held in ``key_file`` (None when no file is given). Errors name
+    the option and the file, never the file's contents."""
+    if key_file is None:
+        return None
+    try:
+        key = key_file.read_bytes()
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise ParameterError(f"{option} {str(key_file)!r}: cannot read it: {reason}") from None
+    if len(key) != KEY_BYTES:
+        raise ParameterError(
+            f"{option} {str(key_file)!r}: a key is {KEY_BYTES} bytes, got {len(key)}"
+        )
+    return key
+
+
+def check_output(target: Path) -> str:
+    """The kind of an output file (``"csv"`` or ``"parquet"``), refused before any work when
+    it cannot be written: a wrong suffix, a missing directory, a directory in the way of the
+    file or of its sidecar."""
+    kind = file_kind(target, "output")
+    if not target.parent.is_dir():
+        raise ParameterError(f"output {str(target)!r}: directory {str(target.parent)!r} not found")
+    check_target(target)
+    if kind == "csv":
+        check_target(sidecar(target), "metadata file")
+    return kind
+
+
+def read_text(
+    path: Path, where: str, *, hint: str = "", error: type[FrameLDPError] = ParameterError
+) -> str:
+    """The UTF-8 text of an option's file. Errors name ``where`` (the option and the file),
+    never the file's bytes; a file that is not text raises ``error`` with ``hint`` appended."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as failure:
+        reason = failure.strerror or type(failure).__name__
+        raise ParameterError(f"{where}: cannot read it: {reason}") from None
+    except UnicodeDecodeError:
+        raise error(f"{where}: not UTF-8 text{hint}") from None
+
+
+def require_input_column(names: Sequence[str], column: str, path: Path) -> None:
+    """``column`` is a column of the input file. The file's column names are listed only when
+    it is larger than a key file: a 32-byte key given as the input by mistake would otherwise
+    be quoted as its own "header"."""
+    if column in names:
+        return
+    size = path.stat().st_size if path.is_file() else 0
+    if size <= 2 * KEY_BYTES + 2:  # raw, or hex-encoded, with a newline
+        raise ParameterError(
+            f"input {str(path)!r}: column {shown(column)} not found; the file holds only "
+            f"{size} bytes (is it a key file?)"
+        )
+    require_column(list(names), column)
+
+
+def arrow_message(error: BaseException) -> str:
+    """A reader's error on one line, without the row of data a CSV parse error quotes (it may
+    hold private values)."""
+    message = " ".join(str(error).split())
+    return re.sub(r"(Expected \d+ columns?, got \d+)[^:]*: .*", r"\1 (row not shown)", message)
+
+
+def file_digest(path: Path) -> dict[str, Any]:
+    """Size and SHA-256 of a file: what binds a CSV release to its sidecar."""
+    with path.open("rb") as handle:
+        digest = hashlib.file_digest(handle, "sha256").hexdigest()
+    return {"bytes": path.stat().st_size, "sha256": digest}
+
+
+@dataclass
+class Source:
+    """An input file read batch by batch: its schema, its row count when the file says it."""
+
+    path: Path
+    schema: pa.Schema
+    rows: int | None
+
+
+def open_source(path: Path, *, strings: Sequence[str] | None = None) -> Source:
+    """The schema (and, for Parquet, the row count) of an input file, read cheaply."""
+    kind = file_kind(path, "input")
+    if not path.is_file():
+        raise ParameterError(f"input {str(path)!r}: no such file")
+    try:
+        if kind == "parquet":
+            metadata = pq.read_metadata(path)
+            return Source(path, metadata.schema.to_arrow_schema(), metadata.num_rows)
+        with _csv_reader(path, None, strings, 1 << 16) as reader:
+            return Source(path, reader.schema, None)
+    except (OSError, pa.ArrowException) as error:
+        message = arrow_message(error)
+        raise ParameterError(f"input {str(path)!r}: cannot read it as {kind}: {message}") from None
+
+
+def csv_header(path: Path) -> list[str]:
+    """Column names of a CSV file (its first line)."""
+    options = pacsv.ReadOptions(block_size=1 << 16)
+    with pacsv.open_csv(path, read_options=options) as reader:
+        return list(reader.schema.names)
+
+
+@contextlib.contextmanager
+def _csv_reader(
+    path: Path,
+    columns: Sequence[str] | None,
+    strings: Sequence[str] | None,
+    block_size: int,
+    *,
+    keep_empty_lines: bool = False,
+) -> Iterator[pacsv.CSVStreamingReader]:
+    """A streaming CSV reader; columns in ``strings`` (``None``: every column) are text."""
+    textual = csv_header(path) if strings is None else strings
+    reader = pacsv.open_csv(
+        path,
+        read_options=pacsv.ReadOptions(block_size=block_size),
+        parse_options=pacsv.ParseOptions(ignore_empty_lines=not keep_empty_lines),
+        convert_options=pacsv.ConvertOptions(
+            include_columns=list(columns) if columns is not None else None,
+            column_types=dict.fromkeys(textual, pa.string()),
+            # Only an empty unquoted cell is null: "NA" and "null" are labels like any other,
+            # and a quoted "" (how the writer spells the empty string) is the empty string.
+            null_values=[""],
+            strings_can_be_null=True,
+            quoted_strings_can_be_null=False,
+        ),
+    )
+    try:
+        yield reader
+    finally:
+        reader.close()
+
+
+def batches(
+    path: Path,
+    columns: Sequence[str],
+    *,
+    chunk_rows: int,
+    strings: Sequence[str] | None = None,
+    keep_empty_lines: bool = False,
+) -> Iterator[pa.RecordBatch]:
+    """The ``columns`` of a file, ``chunk_rows`` rows at a time (CSV: about as many).
+
+    Memory is bounded by one batch (and, for Parquet, one row group of the named columns).
+    CSV columns in ``strings`` (default: all of them) are read as text, so a column's type never
+    depends on where a batch starts. A report file's lone null cell is an empty line:
+    ``keep_empty_lines`` reads it as a row. A file without rows gives one empty batch, so every
+    reader sees the columns' types.
+    """
+    if file_kind(path, "input") == "parquet":
+        # pre_buffer caches what it reads ahead for the file's lifetime: about 1 MB more held
+        # per batch, 200 MB over 10^8 rows (pyarrow 26). Without it memory stays flat.
+        parquet = pq.ParquetFile(path, pre_buffer=False)
+        schema = parquet.schema_arrow
+        chunks = parquet.iter_batches(batch_size=chunk_rows, columns=list(columns))
+        yield from _at_least_one(chunks, schema, columns)
+        return
+    # pyarrow's CSV reader reads blocks of bytes: aim at chunk_rows rows of about 64 bytes.
+    block = max(1 << 20, min(chunk_rows * 64, 1 << 30))
+    with _csv_reader(path, columns, strings, block, keep_empty_lines=keep_empty_lines) as reader:
+        chunks = (batch.select(list(columns)) for batch in reader)
+        yield from _at_least_one(chunks, reader.schema, columns)
+
+
+def _at_least_one(
+    chunks: Iterator[pa.RecordBatch], schema: pa.Schema, columns: Sequence[str]
+) -> Iterator[pa.RecordBatch]:
+    """``chunks``, or one empty batch of ``columns`` when there are none."""
+    empty = True
+    for batch in chunks:
+        empty = False
+        yield batch
+    if empty:
+        selected = pa.schema([schema.field(column) for column in columns])
+        yield pa.RecordBatch.from_pylist([], schema=selected)
