@@ -32,6 +32,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import frameldp
+from _engines import ENGINES, FRAMES, stored
 from _stats import P_FAIL
 from frameldp.core.mechanisms import (
     Capability,
@@ -284,3 +285,57 @@ def test_as_reports_keeps_the_values(example: Example) -> None:
     for part, (name, array) in enumerate(reports.items()):
         typed = as_reports(array, ReportMetadata(example.mechanism.to_spec(), "c", part))
         assert storage_of(typed).to_pylist() == array.to_pylist(), name
+
+
+# -- every engine draws the same reports and tables --------------------------------------------
+
+
+def _engine_examples() -> dict[str, Example]:
+    """Every example that runs on every engine (Balcer–Cheu's shuffler needs one machine)."""
+    examples = {name: build() for name, build in {**EXAMPLES, **LONGITUDINAL_EXAMPLES}.items()}
+    return {
+        name: example
+        for name, example in examples.items()
+        if Capability.SHUFFLER_MESSAGES not in example.mechanism.capabilities
+    }
+
+
+def _releases(make: Callable[[dict[str, list[Any]]], Any]) -> list[tuple[Any, dict[str, Any]]]:
+    """Two keyed releases of one frame holding a column per example: one of the fresh
+    mechanisms, one (with ``user=`` and a memo key) of the memoizing ones."""
+    examples = _engine_examples()
+    data: dict[str, list[Any]] = {name: example.values for name, example in examples.items()}
+    data["user"] = [f"u{i // 2}" for i in range(ROWS)]
+    frame = make(data)
+    out = []
+    for memoized in (False, True):
+        chosen = {n: e.mechanism for n, e in examples.items() if e.users == memoized}
+        extra: dict[str, Any] = {"user": "user", "memo_key": OTHER_KEY} if memoized else {}
+        out.append((frameldp.ldp(frame).privatize(chosen, key=KEY, **extra), chosen))
+    return out
+
+
+def _tables(release: Any, chosen: dict[str, Any]) -> dict[str, pd.DataFrame]:
+    """Every table a release's reports give: debiased counts, or discovered strings."""
+    tables = {}
+    reports = frameldp.ldp(release)
+    for name, mechanism in chosen.items():
+        if Capability.DISCOVERY in mechanism.capabilities:
+            tables[name] = reports.discover(name, top=3).to_pandas()
+        elif Capability.CANDIDATES not in mechanism.capabilities:
+            tables[name] = reports.debias(name).to_pandas()
+    return tables
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_engine_draws_the_pandas_reports_and_tables(engine: str) -> None:
+    """One keyed release per engine of a frame holding every example: its report columns are
+    bit-identical to pandas', and so are its tables (the same reductions, flat)."""
+    expected = _releases(FRAMES["pandas"])
+    found = _releases(FRAMES[engine])
+    for (ours, chosen), (theirs, _) in zip(found, expected, strict=True):
+        for name in chosen:
+            assert stored(ours, name) == stored(theirs, name), name
+        tables = _tables(ours, chosen)
+        for name, table in _tables(theirs, chosen).items():
+            pd.testing.assert_frame_equal(tables[name], table, obj=name)

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,29 +52,6 @@ URLS = ("/home", "/search", "/cart", "/help")
 BLOOM = {"num_bits": 16, "num_hashes": 2, "num_cohorts": 4, "f": 0.5, "p": 0.5, "q": 0.75}
 
 Call = Callable[[Any], Any]
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    """Two cores in one JVM; workers run this interpreter (frameldp importable).
-
-    PySpark replaces the SIGINT handler with one that cancels the context's jobs; after
-    ``stop()`` that handler meets a closed gateway, so a test worker interrupted at shutdown
-    printed a py4j traceback. The previous handler is put back once the session stops."""
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    interrupt = signal.getsignal(signal.SIGINT)
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("frameldp-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("OFF")
-    yield session
-    session.stop()
-    signal.signal(signal.SIGINT, interrupt)
 
 
 def table(n: int = 120) -> pa.Table:

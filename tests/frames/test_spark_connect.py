@@ -8,11 +8,6 @@ by row; the reports equal pandas' for the same key.
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -23,7 +18,6 @@ import frameldp
 pytest.importorskip("grpc", reason="Spark Connect needs pyspark[connect]")
 
 from pyspark.sql import SparkSession
-from pyspark.sql.connect.session import SparkSession as RemoteSession
 
 pytestmark = [
     pytest.mark.slow,
@@ -34,37 +28,10 @@ KEY = bytes(range(32))
 CARRIERS = ("AA", "DL", "UA")
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def connect() -> Iterator[SparkSession]:
-    """A Spark Connect session to a local server on a free port (two cores), workers running
-    this interpreter; the server's own session is stopped afterwards."""
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    interrupt = signal.getsignal(signal.SIGINT)
-    port = _free_port()
-    RemoteSession._start_connect_server(
-        "local[2]",
-        {
-            "spark.connect.grpc.binding.port": str(port),
-            "spark.ui.enabled": "false",
-            "spark.ui.showConsoleProgress": "false",
-            "spark.sql.shuffle.partitions": "2",
-        },
-    )
-    os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
-    session = RemoteSession.builder.remote(f"sc://localhost:{port}").getOrCreate()
-    yield session
-    session.stop()
-    os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
-    server = SparkSession._instantiatedSession
-    if server is not None:
-        server.stop()
-    signal.signal(signal.SIGINT, interrupt)
+@pytest.fixture
+def connect(spark_connect: SparkSession) -> SparkSession:
+    """The process's Spark Connect session (``tests/_spark.py``)."""
+    return spark_connect
 
 
 def _data(n: int = 600) -> pd.DataFrame:

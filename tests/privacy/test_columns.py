@@ -15,17 +15,17 @@ import pandas as pd  # type: ignore[import-untyped]
 import pytest
 
 import frameldp
+from _engines import ENGINES, FRAMES, collected, reports
 from _stats import P_FAIL
 from frameldp.core.encoding import Domain
 
-from ._frames import FRAMES, collected, reports
 from ._linkage import DOMAIN, EPSILON, KEY, MECHANISM, assert_unlinked, ldp, people
 
 KEYS = pytest.mark.parametrize("key", [None, KEY], ids=["fresh", "key"])
 
 
 @KEYS
-@pytest.mark.parametrize("backend", FRAMES)
+@pytest.mark.parametrize("backend", ENGINES)
 def test_two_columns_of_equal_values_are_unlinked(backend: str, key: bytes | None) -> None:
     """Columns ``a`` and ``b`` hold the same values: their reports are unlinked."""
     values = people()

@@ -21,9 +21,9 @@ import polars as pl
 import pytest
 
 import frameldp
+from _engines import ENGINES, FRAMES, dask_frame, reports, stacked
 from _stats import P_FAIL
 
-from ._frames import FRAMES, dask_frame, reports, stacked
 from ._linkage import DOMAIN, EPSILON, ROWS, assert_unlinked, changed, ldp, people, subset
 
 
@@ -31,7 +31,7 @@ def _rappor(frame: Any) -> Any:
     return ldp(frame).rappor("c", EPSILON, domain=DOMAIN)
 
 
-@pytest.mark.parametrize("backend", FRAMES)
+@pytest.mark.parametrize("backend", ENGINES)
 def test_two_calls_are_unlinked(backend: str) -> None:
     """Two calls on one frame: equal values at equal positions get independent noise."""
     values = people()
@@ -40,7 +40,7 @@ def test_two_calls_are_unlinked(backend: str) -> None:
     assert_unlinked(reports(_rappor(frame), "c"), reports(_rappor(frame), "c"), values)
 
 
-@pytest.mark.parametrize("backend", FRAMES)
+@pytest.mark.parametrize("backend", ENGINES)
 def test_equal_values_in_other_chunks_of_one_release_are_unlinked(backend: str) -> None:
     """Three equal blocks stacked as chunks (polars) or partitions (Dask): rows are numbered
     globally, so block 0 is unlinked from blocks 1 and 2 (P_FAIL / 2 each)."""

@@ -22,7 +22,8 @@ import pandas as pd  # type: ignore[import-untyped]
 import polars as pl
 import pytest
 
-from ._frames import FRAMES, dask_frame, reports, stacked
+from _engines import ENGINES, FRAMES, SPARK, dask_frame, reports, stacked
+
 from ._linkage import (
     DOMAIN,
     EPSILON,
@@ -116,7 +117,11 @@ WAYS: dict[str, Callable[[list[str]], list[bytes]]] = {
 """A keyed release of column ``c`` of the given values, as report bytes."""
 
 
-@pytest.mark.parametrize("way", WAYS)
+WAY_PARAMS = [pytest.param(way, marks=pytest.mark.slow) if way in SPARK else way for way in WAYS]
+"""``WAYS`` as parameters: the Spark engines marked slow."""
+
+
+@pytest.mark.parametrize("way", WAY_PARAMS)
 def test_same_key_same_job_same_rows_same_reports(way: str) -> None:
     """Re-running the keyed job gives exactly the pandas reports, whatever the backend,
     chunking, batch size or partitioning (deterministic)."""
@@ -127,7 +132,7 @@ def test_same_key_same_job_same_rows_same_reports(way: str) -> None:
     assert WAYS[way](values) == expected
 
 
-@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("way", WAY_PARAMS)
 def test_a_changed_row_gets_independent_noise(way: str) -> None:
     """Two keyed runs, every even row changed in between: the unchanged rows keep their
     reports, the changed rows (another person, or the same person's new value) are unlinked
@@ -142,7 +147,7 @@ def test_a_changed_row_gets_independent_noise(way: str) -> None:
     )
 
 
-@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("way", WAY_PARAMS)
 def test_equal_values_at_other_positions_are_unlinked(way: str) -> None:
     """One keyed release of the same values twice over: the two halves are unlinked (P_FAIL)."""
     values = people()
@@ -151,7 +156,7 @@ def test_equal_values_at_other_positions_are_unlinked(way: str) -> None:
     assert_unlinked(out[:ROWS], out[ROWS:], values)
 
 
-@pytest.mark.parametrize("backend", FRAMES)
+@pytest.mark.parametrize("backend", ENGINES)
 def test_equal_blocks_in_other_chunks_of_a_keyed_release_are_unlinked(backend: str) -> None:
     """Two equal blocks stacked as chunks (polars) or partitions (Dask), keyed: rows are
     numbered globally, so the blocks are unlinked (P_FAIL)."""

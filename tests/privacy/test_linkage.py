@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from ._frames import FRAMES, reports
+from _engines import FRAMES, reports
+
 from ._linkage import (
     DOMAIN,
     EPSILON,

@@ -2,11 +2,10 @@
 
 For each mechanism, fresh and memoized, a release with ``user=`` of people holding three rows
 each states, tables and charges the same per-person epsilon on pandas, polars (eager and lazy),
-Dask, pyarrow and DuckDB: for fresh noise exactly three compositions of one report; for
-memoized reports the bound that ``test_person_unit.py`` audits against exact enumeration,
-which is at least the loss of one report. Spark runs the same table in
-``tests/frames/test_spark.py``. A release that counts people in one pass and draws in another
-refuses an input that changed in between.
+Dask, pyarrow, DuckDB, Spark and Spark Connect: for fresh noise exactly three compositions of
+one report; for memoized reports the bound that ``test_person_unit.py`` audits against exact
+enumeration, which is at least the loss of one report. A release that counts people in one
+pass and draws in another refuses an input that changed in between.
 """
 
 from __future__ import annotations
@@ -21,15 +20,22 @@ import polars as pl
 import pytest
 
 import frameldp
+from _engines import FRAMES, SPARK
 from _persons import DOMAIN, FRESH, MEMOIZED, ROWS_PER_PERSON, people, table_of
 from frameldp.cli._specs import ColumnSpec
 from frameldp.cli.privatize import privatize_file
 
-from ._frames import FRAMES
-
 KEY = bytes(range(32))
 MEMO_KEY = bytes(range(64, 96))
-BACKENDS = ["pandas", "polars-eager", "polars-lazy", "dask", "pyarrow", "duckdb"]
+BACKENDS = [
+    "pandas",
+    "polars-eager",
+    "polars-lazy",
+    "dask",
+    "pyarrow",
+    "duckdb",
+    *(pytest.param(name, marks=pytest.mark.slow) for name in SPARK),
+]
 
 pytestmark = pytest.mark.usefixtures("quiet")
 

@@ -18,9 +18,8 @@ import numpy as np
 import pytest
 
 import frameldp
+from _engines import FRAMES, collected
 from frameldp.core.randomness import PRECISION_BITS
-
-from ._frames import FRAMES, collected
 
 ONE = 1 << PRECISION_BITS
 DOMAIN = ["a", "b", "c", "d"]
