@@ -43,6 +43,15 @@ def spark_connect() -> Any:
     return _spark.session("connect")
 
 
+@pytest.fixture(autouse=True)
+def _no_spark_beyond_its_tests(request: pytest.FixtureRequest) -> None:
+    """Stop the process's Spark session before the first test that does not use Spark (the
+    Spark tests run first): a JVM and PySpark's signal handler left running would meet the
+    forks, signals and subprocesses of later tests."""
+    if _spark_rank(request.node) == 2:
+        _spark.stop()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _stop_spark() -> Iterator[None]:
     """Stop whichever Spark session the process started, once every test has run."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from decimal import Decimal
+from fractions import Fraction
 from numbers import Real
 from typing import Any, cast
 
@@ -22,6 +23,7 @@ from numpy.typing import NDArray
 from frameldp.errors import ParameterError, shown
 
 __all__ = [
+    "MAX_EXACT",
     "check_codes",
     "check_count",
     "check_epsilon",
@@ -60,7 +62,16 @@ def check_epsilon(owner: str, name: str, value: object) -> float:
 
 
 def check_positive(owner: str, name: str, value: object, *, allow_zero: bool = False) -> float:
-    """A finite number ``> 0`` (``>= 0`` with ``allow_zero``)."""
+    """A finite number ``> 0`` (``>= 0`` with ``allow_zero``): a Python or numpy integer or
+    float. A ``Fraction`` or ``Decimal`` is refused: its nearest float may lie on either side of
+    it, and a privacy parameter (an epsilon, a scale, a budget) must not be rounded toward less
+    loss than the caller stated."""
+    if isinstance(value, Fraction | Decimal):
+        raise ParameterError(
+            f"{owner}: {name} must be an int or a float (a Fraction or Decimal would be rounded "
+            f"to the nearest float, possibly toward less privacy loss), got {shown(value)}",
+            parameter=name,
+        )
     number = check_number(owner, name, value)
     low_ok = number >= 0.0 if allow_zero else number > 0.0
     if not (low_ok and math.isfinite(number)):
@@ -86,11 +97,26 @@ def check_probability(owner: str, name: str, value: object, *, low_open: bool = 
     return number
 
 
-def check_count(owner: str, name: str, value: object, minimum: int) -> int:
-    """An integer ``>= minimum``."""
+MAX_COUNT = 2**1023
+"""The largest count an argument may be by default: it converts to a finite float."""
+
+MAX_EXACT = 2**53
+"""The largest count of repetitions (compositions, people) an argument may be: every integer up
+to it is exact as a float, and the accounting's float arithmetic stays finite."""
+
+
+def check_count(
+    owner: str, name: str, value: object, minimum: int, maximum: int = MAX_COUNT
+) -> int:
+    """An integer in ``[minimum, maximum]``."""
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
         raise ParameterError(
             f"{owner}: {name} must be an integer >= {minimum}, got {shown(value)}", parameter=name
+        )
+    if value > maximum:
+        raise ParameterError(
+            f"{owner}: {name} must be an integer in [{minimum}, {maximum}], got {shown(value)}",
+            parameter=name,
         )
     return int(value)
 
@@ -110,14 +136,15 @@ def check_size(owner: str, name: str, value: object, low: int, high: int) -> int
 
 
 def check_order(owner: str, name: str, value: object) -> float:
-    """A Rényi order ``alpha > 1`` (``inf`` allowed: the max divergence)."""
-    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+    """A Rényi order ``alpha > 1`` (``inf`` allowed: the max divergence; an order beyond the
+    float range is ``inf``)."""
+    if isinstance(value, bool) or not isinstance(value, Real | Decimal):
         raise ParameterError(
             f"{owner}: {name} (Rényi alpha) must be a number > 1, got {shown(value)}",
             parameter=name,
         )
-    order = float(value)
-    if not order > 1.0:
+    order = check_number(owner, name, value)
+    if not order > 1.0:  # nan too
         raise ParameterError(
             f"{owner}: {name} (Rényi alpha) must be > 1, got {order!r}", parameter=name
         )
@@ -126,8 +153,22 @@ def check_order(owner: str, name: str, value: object) -> float:
 
 def check_codes(owner: str, name: str, value: object, k: int) -> NDArray[np.int64]:
     """A one-dimensional int64 array of buckets in ``[0, k)``; the error names the first code
-    outside and its position."""
-    array = np.asarray(value, dtype=np.int64)
+    outside and its position. Codes are integers: floats (``1.7``) and anything else are
+    refused, never truncated."""
+    try:
+        given = np.asarray(value)
+    except (ValueError, TypeError):  # ragged nesting
+        given = np.asarray(None)
+    empty = given.size == 0 and given.dtype.kind == "f"  # [] is float64 to numpy
+    if given.dtype.kind not in "iu" and not empty:
+        raise ParameterError(
+            f"{owner}: {name} must be integers, got {shown(value)}", parameter=name
+        )
+    if given.dtype.kind == "u" and given.size and given.max() > np.iinfo(np.int64).max:
+        raise ParameterError(
+            f"{owner}: {name} must be in [0, {k}), got {shown(int(given.max()))}", parameter=name
+        )
+    array = given.astype(np.int64)
     if array.ndim != 1:
         raise ParameterError(
             f"{owner}: {name} must be one-dimensional, got shape {array.shape}", parameter=name

@@ -48,3 +48,22 @@ def test_a_column_spec_passes_its_options_to_the_mechanism():
 def test_an_option_of_another_mechanism_is_refused():
     with pytest.raises(ParameterError, match="--max-weight applies to rappor only"):
         build_mechanism(ColumnSpec("c", "krr", 1.0, domain=("a", "b"), max_weight=2), pa.string())
+
+
+def test_which_options_apply_does_not_depend_on_other_registered_mechanisms(monkeypatch):
+    """(Attack review) A plugin mechanism whose constructor takes ``nulls`` must not make
+    ``--nulls`` a mechanism-specific option that k-RR refuses."""
+    from frameldp.core.mechanisms import registry
+
+    class Plugin:
+        def __init__(self, epsilon: float, nulls: str = "raise", unknown: str = "raise"):
+            pass
+
+    monkeypatch.setitem(registry._REGISTRY, "plugin", Plugin)
+    assert ColumnSpec("c", "krr", 1.0, nulls="category").uses("nulls")
+    assert "nulls" not in mechanism_options()
+
+
+def test_epsilon_infinity_is_refused_where_nothing_is_memoized():
+    with pytest.raises(ParameterError, match="no permanent response to memoize"):
+        build_mechanism(ColumnSpec("q", "pem", 1.0, epsilon_infinity=2.0), pa.string())

@@ -140,3 +140,23 @@ def test_the_plan_command(tmp_path: Path) -> None:
     assert_user_error(
         invoke("plan", "--n", "1000", "--domain-size", "5"), "--epsilon or --std-error"
     )
+
+
+def test_a_joint_table_states_what_a_person_loses_in_both_columns(tmp_path: Path) -> None:
+    """(Attack review) A release with ``user=`` of people holding three rows, two k-RR columns
+    at epsilon 1: the joint table costs a person 3 + 3 = 6, as the frame API states, and two
+    such files composed 12; the command line stated 2 (two reports' epsilon)."""
+    people = [f"u{i // 3}" for i in range(300)]
+    frame = pd.DataFrame({"user": people, "a": ["x", "y", "z"] * 100, "b": ["y", "z", "x"] * 100})
+    mechanism = frameldp.RandomizedResponse(1.0, domain=["x", "y", "z"])
+    paths = []
+    for night in range(2):
+        release = frame.ldp.privatize({"a": mechanism, "b": mechanism}, user="user")
+        expected = release.ldp.debias(["a", "b"]).privacy.epsilon
+        paths.append(tmp_path / f"night{night}.parquet")
+        release.drop(columns="user").to_parquet(paths[-1])
+    assert expected == pytest.approx(6.0)
+    one = estimate_file(paths[0], [], joint=[("a", "b")]).tables[0]
+    assert one.privacy.epsilon == pytest.approx(expected)
+    both = estimate_file(paths, [], joint=[("a", "b")], releases="compose").tables[0]
+    assert both.privacy.epsilon == pytest.approx(2 * expected)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from frameldp.arguments import (
+    MAX_EXACT,
     check_codes,
     check_count,
     check_epsilon,
@@ -69,3 +70,39 @@ def test_checks_return_the_checked_type():
     assert check_probability("O", "p", Fraction(1, 4)) == 0.25
     assert check_order("O", "order", math.inf) == math.inf
     assert check_codes("O", "codes", [0, 2], 3).dtype == np.int64
+
+
+# -- the attack review's cases -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [Fraction(1, 3), Decimal("0.99999999999999999999")])
+def test_a_privacy_parameter_is_never_rounded_toward_less_loss(value):
+    """A Fraction or Decimal epsilon, scale or budget is refused: its nearest float may lie
+    below it (1/3 -> 0.333...33, below 1/3), which would state less loss than asked."""
+    with pytest.raises(ParameterError, match="Fraction or Decimal"):
+        check_positive("PureDP", "epsilon", value)
+
+
+@pytest.mark.parametrize("value", [10**400, 2**64])
+def test_counts_beyond_the_exact_float_range_are_refused(value):
+    with pytest.raises(
+        ParameterError, match=r"count must be an integer in \[1, 9007199254740992\]"
+    ):
+        check_count("Accountant.compose", "count", value, 1, MAX_EXACT)
+    with pytest.raises(ParameterError, match="num_buckets must be an integer in"):
+        check_count("RandomizedResponseEvent", "num_buckets", 10**400, 2)
+
+
+def test_an_order_beyond_the_float_range_is_the_max_divergence():
+    assert check_order("rdp", "order", 10**400) == math.inf
+    assert check_order("rdp", "order", Fraction(3, 2)) == 1.5
+    with pytest.raises(ParameterError, match="must be > 1"):
+        check_order("rdp", "order", math.nan)
+
+
+@pytest.mark.parametrize(
+    "codes", [["a"], [math.nan], [1.7], [2**63], [[0, 1], [2]], None, [True, False]]
+)
+def test_codes_that_are_not_integers_are_refused_never_truncated(codes):
+    with pytest.raises(ParameterError, match=r"^RR: codes must be"):
+        check_codes("RR", "codes", codes, 3)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from decimal import Decimal
 
 import numpy as np
 import pyarrow as pa
@@ -27,6 +28,7 @@ from frameldp.core.discovery import (
     prefix_hashes,
     support_counts,
 )
+from frameldp.core.mechanisms import mechanism_from_spec
 from frameldp.core.randomness import RandomSource
 
 # Strings with 1- to 4-byte characters, one of exactly 8 bytes, and longer ones.
@@ -238,3 +240,15 @@ def test_a_column_that_is_not_utf8_is_refused_naming_it() -> None:
     mech = frameldp.PrefixExtending(1.0, max_length=4)
     with pytest.raises(frameldp.errors.DomainError, match=r"'c'.*UTF-8"):
         mech.privatize_column(broken, column="c", source=RandomSource.from_seed(1))
+
+
+@pytest.mark.parametrize(
+    "num_buckets", [math.nan, math.inf, -math.inf, 10**400, Decimal("sNaN"), Decimal("Infinity")]
+)
+def test_a_non_finite_bucket_count_is_a_parameter_error(num_buckets: object) -> None:
+    """(Attack review) ``int(inf)`` raised a plain OverflowError, ``int(nan)`` a ValueError."""
+    with pytest.raises(frameldp.ParameterError, match="num_buckets must be a prime"):
+        frameldp.PrefixExtending(1.0, num_buckets=num_buckets)
+    spec = {"mechanism": "prefix_extending", "epsilon": 1.0, "max_length": 4}
+    with pytest.raises(frameldp.ParameterError):
+        mechanism_from_spec({**spec, "num_buckets": float("inf")})

@@ -16,6 +16,17 @@ result, so a test body never branches on the library. Ids:
                         ``shuffle`` and ``balcer_cheu`` need one machine on Dask: the tests of
                         test_shuffle_frames.py, and the Series / expression API tests, are
                         skipped for it (tests/frames/test_dask.py checks the refusal).
+``pyarrow``             ``pyarrow.Table`` through ``frameldp.ldp(table)`` (no accessor); reports
+                        and tables as pandas' (its ``library`` is "pandas" for tables)
+``duckdb``              a DuckDB relation over an Arrow table through ``frameldp.ldp(rel)``;
+                        reports come back as a typed ``pyarrow.Table``
+
+The ids and builders are those of ``tests/_engines.py``, the one registry of engines: the
+privacy-invariant suite and the mechanism contract run on all of them, Spark classic and
+Spark Connect included. The modules of this directory that run on ``backend`` call
+``frameldp.ldp(frame)`` (every engine) rather than an accessor; the Spark engines run their
+own module (tests/frames/test_spark.py, test_spark_connect.py: one session per process) and
+are not cells of this fixture, whose every test would start a job per call.
 """
 
 from __future__ import annotations
@@ -28,6 +39,7 @@ from typing import Any
 
 import dask
 import dask.dataframe as dd
+import duckdb
 import numpy as np
 import pandas as pd
 import polars as pl
@@ -77,6 +89,12 @@ class Backend:
     lazy: bool
     _pandas_strings: Callable[[Sequence[Any]], pd.Series] | None = None
     dask: bool = False
+    arrow: str | None = None  # "pyarrow" or "duckdb": frames built from an Arrow table
+
+    @property
+    def engine(self) -> str:
+        """The engine's id in ``tests/_engines.py``."""
+        return self.arrow or self.id
 
     # -- building ----------------------------------------------------------------------------
 
@@ -88,8 +106,19 @@ class Backend:
         with dask.config.set({"dataframe.convert-string": False}):
             return dd.from_pandas(frame, npartitions=DASK_PARTITIONS)
 
+    def _from_arrow(self, table: pa.Table, like: Any = None) -> Any:
+        """``table`` as this backend's input frame (a DuckDB relation over it), or as ``like``
+        is: a release on DuckDB comes back as a typed Arrow table, and stays one."""
+        if like is not None and not isinstance(like, duckdb.DuckDBPyRelation):
+            return table
+        return duckdb.from_arrow(table) if self.arrow == "duckdb" else table
+
     def make(self, data: Columns) -> Any:
         """A native frame of the given columns (strings in this backend's representation)."""
+        if self.arrow:
+            return self._from_arrow(
+                pa.table({name: self._arrow_column(values) for name, values in data.items()})
+            )
         if self.library == "pandas":
             return self._distributed(
                 pd.DataFrame({name: self._pandas_column(values) for name, values in data.items()})
@@ -109,6 +138,12 @@ class Backend:
         return pd.Series(values)
 
     @staticmethod
+    def _arrow_column(values: Sequence[Any]) -> pa.Array:
+        kind = _kind(values)
+        dtype = {"str": pa.string(), "list": pa.list_(pa.string()), "bytes": pa.binary()}
+        return pa.array(list(values), type=dtype.get(kind))
+
+    @staticmethod
     def _polars_column(name: str, values: Sequence[Any]) -> pl.Series:
         kind = _kind(values)
         dtype = {"str": pl.String, "list": pl.List(pl.String), "bytes": pl.Binary}.get(kind)
@@ -120,6 +155,10 @@ class Backend:
         pandas: an *ordered* ``CategoricalDtype`` (so that keeping ``ordered`` is observable);
         polars: ``Enum``.
         """
+        if self.arrow:
+            codes = pa.array([list(categories).index(v) for v in values], type=pa.int32())
+            column = pa.DictionaryArray.from_arrays(codes, pa.array(list(categories)), ordered=True)
+            return self._from_arrow(pa.table({name: column}))
         if self.library == "pandas":
             dtype = pd.CategoricalDtype(list(categories), ordered=True)
             return self._distributed(pd.DataFrame({name: pd.Series(list(values), dtype=dtype)}))
@@ -131,6 +170,8 @@ class Backend:
         if self.library == "polars":
             frame = load_flights("polars")
             return frame.lazy() if self.lazy else frame
+        if self.arrow:
+            return self._from_arrow(load_flights("polars").to_arrow())
         frame = load_flights("pandas")
         if self.id == "pandas-categorical":
             return frame
@@ -147,6 +188,9 @@ class Backend:
         """Frames stacked vertically without rechunking (the result holds several chunks)."""
         if self.dask:
             return dd.concat(frames)
+        if self.arrow:
+            tables = pa.concat_tables([self.collect(f) for f in frames])
+            return self._from_arrow(tables, like=frames[0])
         if self.library == "pandas":
             return pd.concat(frames, ignore_index=True)
         return pl.concat(frames, rechunk=False)
@@ -156,13 +200,19 @@ class Backend:
         on Dask, by the frame's RangeIndex, which ``make`` gives)."""
         if self.dask:
             return native.loc[offset : offset + length - 1]
+        if self.arrow:
+            return self._from_arrow(self.collect(native).slice(offset, length), like=native)
         if self.library == "pandas":
             return native.iloc[offset : offset + length]
         return native.slice(offset, length)
 
     def with_copy(self, native: Any, source: str, target: str) -> Any:
         """The frame with column ``target`` a copy of ``source`` (pandas and Dask ``assign``,
-        polars ``pl.col(source).alias(target)``)."""
+        polars ``pl.col(source).alias(target)``, Arrow ``append_column``)."""
+        if self.arrow:
+            table = self.collect(native)
+            copied = table.append_column(target, table.column(source))
+            return self._from_arrow(copied, like=native)
         if self.library == "pandas":
             return native.assign(**{target: native[source]})
         return native.with_columns(pl.col(source).alias(target))
@@ -173,6 +223,10 @@ class Backend:
         """Whether ``obj`` is the frame type the caller passed in."""
         if self.dask:
             return isinstance(obj, dd.DataFrame)
+        if self.arrow == "duckdb":  # a release comes back as a typed Arrow table
+            return isinstance(obj, duckdb.DuckDBPyRelation | pa.Table)
+        if self.arrow:
+            return type(obj) is pa.Table
         if self.library == "pandas":
             return type(obj) is pd.DataFrame
         return type(obj) is (pl.LazyFrame if self.lazy else pl.DataFrame)
@@ -184,11 +238,16 @@ class Backend:
             return native.collect(engine="streaming")
         if isinstance(native, dd.DataFrame):
             return native.compute()
+        if isinstance(native, duckdb.DuckDBPyRelation):
+            return native.to_arrow_table()
         return native
 
     def column_values(self, native: Any, name: str) -> list[Any]:
         """The values of column ``name`` as Python objects (bytes, labels, None for null)."""
-        column = self.collect(native)[name]
+        collected = self.collect(native)
+        if isinstance(collected, pa.Table):
+            return list(storage_of(collected.column(name)).to_pylist())
+        column = collected[name]
         if isinstance(column, pd.Series):
             return [None if _pandas_null(v) else v for v in column.tolist()]
         return column.to_list()
@@ -199,7 +258,16 @@ class Backend:
             return native.collect_schema()[name]
         if isinstance(native, pl.DataFrame):
             return native.schema[name]
+        if isinstance(native, pa.Table | duckdb.DuckDBPyRelation):
+            return self.collect(native).schema.field(name).type
         return native[name].dtype
+
+    def names(self, native: Any) -> list[str]:
+        """The column names of a (collected) frame."""
+        collected = self.collect(native)
+        if isinstance(collected, pa.Table):
+            return list(collected.column_names)
+        return list(collected.columns)
 
     def num_rows(self, native: Any) -> int:
         """Number of rows."""
@@ -209,6 +277,9 @@ class Backend:
         """The Arrow storage type of report column ``name``, which must be of the report type
         (``frameldp.reports``: a pandas ``ArrowDtype``, a polars extension dtype)."""
         dtype = self.dtype(native, name)
+        if self.arrow:
+            assert isinstance(dtype, ReportType), dtype
+            return dtype.storage_type
         if self.library == "pandas":
             assert isinstance(dtype, pd.ArrowDtype), dtype
             assert isinstance(dtype.pyarrow_dtype, ReportType), dtype
@@ -229,6 +300,8 @@ class Backend:
 
     def uint8_dtype(self) -> Any:
         """The dtype of the 0/1 columns of ``unpack``."""
+        if self.arrow:
+            return pa.uint8()
         return np.dtype("uint8") if self.library == "pandas" else pl.UInt8()
 
     def table_type(self) -> type:
@@ -239,12 +312,17 @@ class Backend:
 
     def snapshot(self, native: Any) -> Any:
         """A deep copy to compare with later (lists in object cells included)."""
+        if self.arrow:
+            return self.collect(native)  # Arrow tables are immutable
         if self.library == "pandas":
             return pickle.loads(pickle.dumps(self.collect(native)))
         return self.collect(native).clone()
 
     def assert_unchanged(self, snapshot: Any, native: Any) -> None:
         """``native`` still equals the snapshot taken before the call (data, dtypes, attrs)."""
+        if self.arrow:
+            assert self.collect(native).equals(snapshot, check_metadata=True)
+            return
         if self.library == "pandas":
             native = self.collect(native)
             pd.testing.assert_frame_equal(native, snapshot, check_exact=True)
@@ -258,8 +336,10 @@ class Backend:
         """Reports of one column through the library's column API, as a list.
 
         pandas: the Series accessor ``df[name].ldp.<method>``; polars: the expression namespace
-        ``df.select(pl.col(name).ldp.<method>)``.
+        ``df.select(pl.col(name).ldp.<method>)``; Arrow tables and DuckDB have no column API.
         """
+        if self.arrow:
+            pytest.skip(f"{self.arrow} has no column API (a Series or an expression)")
         if self.library == "pandas":
             series = getattr(native[name].ldp, method)(**kwargs)
             assert isinstance(series, pd.Series)
@@ -294,6 +374,8 @@ BACKENDS = {
     "polars-eager": Backend("polars-eager", "polars", False),
     "polars-lazy": Backend("polars-lazy", "polars", True),
     "dask": Backend("dask", "pandas", True, _pyarrow_strings, dask=True),
+    "pyarrow": Backend("pyarrow", "pandas", False, arrow="pyarrow"),
+    "duckdb": Backend("duckdb", "pandas", False, arrow="duckdb"),
 }
 
 ONE_MACHINE_ONLY = {
@@ -372,6 +454,11 @@ def untyped(frame: Any, column: str) -> Any:
         return frame.with_columns(pl.col(column).ext.storage())
     if isinstance(frame, dd.DataFrame):
         return frame.map_partitions(untyped, column)
+    if isinstance(frame, pa.Table):
+        index = frame.column_names.index(column)
+        return frame.set_column(index, column, storage_of(frame.column(column)))
+    if isinstance(frame, duckdb.DuckDBPyRelation):
+        return untyped(frame.to_arrow_table(), column)
     storage = pa.Array.from_pandas(frame[column])
     out = frame.copy()
     out[column] = pd.arrays.ArrowExtensionArray(storage_of(storage))

@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 
 import frameldp
 from _releases import as_one_release
-from frameldp import schemas
+from frameldp import ldp, schemas
 from frameldp.frames.adapters import (
     adapter_for,
     in_memory_adapter_for,
@@ -118,7 +118,7 @@ def test_the_adapted_libraries_are_registered() -> None:
 
 
 def test_storage_views_show_the_report_values() -> None:
-    reports = pd.DataFrame({"carrier": _values(6)}).ldp.krr("carrier", 1.0, domain=CARRIERS)
+    reports = ldp(pd.DataFrame({"carrier": _values(6)})).krr("carrier", 1.0, domain=CARRIERS)
     for frame in (reports, pl.from_pandas(reports), pl.from_pandas(reports).lazy()):
         view = adapter_for(frame).storage_view(frame)
         if isinstance(view, pl.LazyFrame):
@@ -177,7 +177,7 @@ def test_a_new_backend_gets_the_same_reports_from_its_adapter_alone() -> None:
     values = _values()
     toy = ColumnDict({"carrier": pa.array(values), "other": pa.array(range(len(values)))})
     reports = FrameMethods(toy).privatize({"carrier": RAPPOR}, key=KEY)
-    expected = pd.DataFrame({"carrier": values}).ldp.privatize({"carrier": RAPPOR}, key=KEY)
+    expected = ldp(pd.DataFrame({"carrier": values})).privatize({"carrier": RAPPOR}, key=KEY)
     assert as_one_release(reports["carrier"]).equals(
         as_one_release(pa.Array.from_pandas(expected["carrier"]))
     )
@@ -185,10 +185,10 @@ def test_a_new_backend_gets_the_same_reports_from_its_adapter_alone() -> None:
     assert list(toy) == ["carrier", "other"]
     assert toy["carrier"].to_pylist() == values  # the input is not modified
     table = FrameMethods(reports).debias("carrier")
-    assert table.frame.equals(expected.ldp.debias("carrier").frame)
+    assert table.frame.equals(ldp(expected).debias("carrier").frame)
     unpacked = FrameMethods(reports).unpack("carrier")
     assert {name: array.to_pylist() for name, array in unpacked.items()} == {
-        name: list(column) for name, column in expected.ldp.unpack("carrier").items()
+        name: list(column) for name, column in ldp(expected).unpack("carrier").items()
     }
     with pytest.raises(frameldp.ParameterError, match="already holds frameldp reports"):
         FrameMethods(reports).privatize({"carrier": KRR}, key=KEY)
@@ -207,7 +207,7 @@ def test_a_new_backend_shuffles_in_the_same_order() -> None:
     )
     expected = pa.Array.from_pandas(pandas["carrier"])
     assert storage_of(shuffled["carrier"]).equals(storage_of(expected))
-    assert FrameMethods(shuffled).privacy == pandas.ldp.privacy  # amplified, as on pandas
+    assert FrameMethods(shuffled).privacy == ldp(pandas).privacy  # amplified, as on pandas
     assert FrameMethods(shuffled).privacy != KRR.privacy
 
 

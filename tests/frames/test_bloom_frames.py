@@ -1,4 +1,4 @@
-"""Bloom-filter RAPPOR on frames: ``df.ldp.rappor(col, encoding="bloom", ...)`` and ``decode``.
+"""Bloom-filter RAPPOR on frames: ``ldp(df).rappor(col, encoding="bloom", ...)`` and ``decode``.
 
 One test body per behaviour, run on every backend by the ``backend`` fixture: the caller's frame
 type comes back, the input is unchanged, the same key (and memo key) gives the same reports and
@@ -24,6 +24,7 @@ from scipy.stats import norm
 
 import frameldp
 from _releases import as_one_release
+from frameldp import ldp
 from frameldp.accounting import per_person
 
 from .conftest import (
@@ -90,11 +91,11 @@ def test_same_keys_give_the_same_reports_and_cohorts_on_every_backend(
     native = backend.make(data)
     before = backend.snapshot(native)
 
-    reports = native.ldp.rappor("url", encoding="bloom", **kwargs)
+    reports = ldp(native).rappor("url", encoding="bloom", **kwargs)
 
     assert backend.is_native(reports)
     assert reports is not native
-    assert list(backend.collect(reports).columns) == [*data, "url_cohort"]
+    assert backend.names(reports) == [*data, "url_cohort"]
     assert backend.report_storage(reports, "url") == backend.rappor_storage(SMALL["num_bits"])
     assert backend.report_storage(reports, "url_cohort") == pa.int64()
     for other in ("user_id", "carrier", "fare"):
@@ -104,13 +105,13 @@ def test_same_keys_give_the_same_reports_and_cohorts_on_every_backend(
     assert set(cohorts) <= set(range(SMALL["num_cohorts"]))
 
     def call_reference(frame: Any) -> Any:
-        return frame.ldp.rappor("url", encoding="bloom", **kwargs)
+        return ldp(frame).rappor("url", encoding="bloom", **kwargs)
 
     assert values == reference_reports(data, call_reference, "url")
     assert cohorts == reference_reports(data, call_reference, "url_cohort")
     # A plan collected twice, or the call repeated, gives the same reports, never fresh noise.
     assert reports_and_cohorts(backend, reports) == (values, cohorts)
-    again = native.ldp.rappor("url", encoding="bloom", **kwargs)
+    again = ldp(native).rappor("url", encoding="bloom", **kwargs)
     assert reports_and_cohorts(backend, again) == (values, cohorts)
     backend.assert_unchanged(before, native)
 
@@ -122,8 +123,8 @@ def test_a_different_key_gives_different_reports(backend: Backend) -> None:
     native = backend.make(bloom_data())
     kwargs = {**SMALL, "user": "user_id", "memo_key": MEMO}
 
-    first = native.ldp.rappor("url", encoding="bloom", key=KEY, **kwargs)
-    second = native.ldp.rappor("url", encoding="bloom", key=OTHER_KEY, **kwargs)
+    first = ldp(native).rappor("url", encoding="bloom", key=KEY, **kwargs)
+    second = ldp(native).rappor("url", encoding="bloom", key=OTHER_KEY, **kwargs)
 
     assert backend.column_values(first, "url") != backend.column_values(second, "url")
     # Cohorts come from the memo key and the user id only.
@@ -143,8 +144,8 @@ def test_lazy_streaming_batches_give_the_eager_reports() -> None:
         }
     )
     for kwargs in ({"user": "user_id", "memo_key": MEMO}, {}):
-        eager = frame.ldp.rappor("url", encoding="bloom", seed=4, **SMALL, **kwargs)
-        lazy = frame.lazy().ldp.rappor("url", encoding="bloom", seed=4, **SMALL, **kwargs)
+        eager = ldp(frame).rappor("url", encoding="bloom", seed=4, **SMALL, **kwargs)
+        lazy = ldp(frame.lazy()).rappor("url", encoding="bloom", seed=4, **SMALL, **kwargs)
         polars.testing.assert_frame_equal(
             as_one_release(lazy.collect(engine="streaming")), as_one_release(eager)
         )
@@ -221,7 +222,7 @@ def test_memoized_reports_follow_user_and_value_not_rows(backend: Backend) -> No
     before = backend.snapshot(natives[0])
 
     def call(frame: Any, **kwargs: Any) -> Any:
-        return frame.ldp.rappor(
+        return ldp(frame).rappor(
             "url", encoding="bloom", user="user_id", **NO_INSTANTANEOUS, **kwargs
         )
 
@@ -236,9 +237,9 @@ def test_memoized_reports_follow_user_and_value_not_rows(backend: Backend) -> No
     assert other_pairs != pairs
     assert other_cohorts != cohorts
     # The recorded guarantee names the memo (a public HMAC of the memo key), not the key.
-    assert first[0].ldp.privacy == second[0].ldp.privacy
-    assert first[0].ldp.privacy != other[0].ldp.privacy
-    assert MEMO.hex() not in str(first[0].ldp.privacy)
+    assert ldp(first[0]).privacy == ldp(second[0]).privacy
+    assert ldp(first[0]).privacy != ldp(other[0]).privacy
+    assert MEMO.hex() not in str(ldp(first[0]).privacy)
     backend.assert_unchanged(before, natives[0])
 
 
@@ -249,10 +250,10 @@ def test_without_user_every_row_gets_a_fresh_permanent_response(backend: Backend
     each uncertain with probability >= 0.25: below 0.75**(32 * 47) ~ 1e-188."""
     native = backend.make({"url": [URLS[0]] * 48})
 
-    reports = native.ldp.rappor("url", encoding="bloom", **NO_INSTANTANEOUS, key=KEY)
+    reports = ldp(native).rappor("url", encoding="bloom", **NO_INSTANTANEOUS, key=KEY)
 
     assert len(set(backend.column_values(reports, "url"))) > 1
-    assert reports.ldp.privacy.parameters.get("memo") is None
+    assert ldp(reports).privacy.parameters.get("memo") is None
 
 
 def test_user_without_memo_key_warns_that_memoization_is_per_call(backend: Backend) -> None:
@@ -260,7 +261,7 @@ def test_user_without_memo_key_warns_that_memoization_is_per_call(backend: Backe
     native = backend.make(bloom_data())
 
     with pytest.warns(frameldp.FrameLDPWarning, match="memo_key"):
-        native.ldp.rappor("url", encoding="bloom", user="user_id", key=KEY, **SMALL)
+        ldp(native).rappor("url", encoding="bloom", user="user_id", key=KEY, **SMALL)
 
 
 # ---------------------------------------------------------------------------- decoding
@@ -283,12 +284,12 @@ def _reference_table() -> pd.DataFrame:
     """The decoded table of plain pandas (computed once)."""
     if "reference" not in _DECODED:
         reference = BACKENDS["pandas-numpy"].make(_planted_data())
-        reports = reference.ldp.rappor(
+        reports = ldp(reference).rappor(
             "url", encoding="bloom", user="user_id", memo_key=MEMO, seed=5, **DECODE
         )
-        _DECODED["reference"] = reports.ldp.decode(
-            candidates=CANDIDATES, significance=P_FAIL, level=0.9
-        ).to_pandas()
+        _DECODED["reference"] = (
+            ldp(reports).decode(candidates=CANDIDATES, significance=P_FAIL, level=0.9).to_pandas()
+        )
     return _DECODED["reference"]
 
 
@@ -306,11 +307,11 @@ def test_decode_recovers_planted_frequencies(backend: Backend) -> None:
     native = backend.make(data)
     mechanism = frameldp.BloomRappor(**DECODE)
 
-    reports = native.ldp.rappor(
+    reports = ldp(native).rappor(
         "url", encoding="bloom", user="user_id", memo_key=MEMO, seed=5, **DECODE
     )
     before = backend.snapshot(reports)
-    table = reports.ldp.decode(candidates=CANDIDATES, significance=P_FAIL, level=0.9)
+    table = ldp(reports).decode(candidates=CANDIDATES, significance=P_FAIL, level=0.9)
 
     assert isinstance(table, frameldp.FrequencyTable)
     assert isinstance(table.frame, backend.table_type())
@@ -353,15 +354,17 @@ def test_decode_takes_the_column_and_mechanism_explicitly(backend: Backend) -> N
     forget their mechanisms) and equals ``decode()`` on the frame privatize returned."""
     native = backend.make(bloom_data(200))
     mechanism = frameldp.BloomRappor(**SMALL)
-    reports = native.ldp.privatize({"url": mechanism}, seed=2)
+    reports = ldp(native).privatize({"url": mechanism}, seed=2)
     derived = (
-        reports[["url", "url_cohort"]]
+        reports.select(["url", "url_cohort"])  # an Arrow table
+        if backend.arrow
+        else reports[["url", "url_cohort"]]
         if backend.library == "pandas"
         else reports.select("url", "url_cohort")
     )
 
-    recorded = reports.ldp.decode(candidates=list(URLS))
-    explicit = derived.ldp.decode("url", candidates=list(URLS), mechanism=mechanism)
+    recorded = ldp(reports).decode(candidates=list(URLS))
+    explicit = ldp(derived).decode("url", candidates=list(URLS), mechanism=mechanism)
 
     pd.testing.assert_frame_equal(explicit.to_pandas(), recorded.to_pandas(), check_exact=True)
 
@@ -381,15 +384,15 @@ def _paper_epsilons(f: float, p: float, q: float, h: int) -> tuple[mpmath.mpf, m
 
 
 def test_reports_know_their_one_report_and_longitudinal_epsilons(backend: Backend) -> None:
-    """``reports.ldp.privacy``: epsilon is epsilon_1, epsilon_infinity the longitudinal bound,
+    """``ldp(reports).privacy``: epsilon is epsilon_1, epsilon_infinity the longitudinal bound,
     both the paper's closed forms rounded up (1.0743 and 4.3944 at f=.5, p=.5, q=.75, h=2)."""
     native = backend.make(bloom_data(12))  # one row per person
 
-    reports = native.ldp.rappor(
+    reports = ldp(native).rappor(
         "url", encoding="bloom", user="user_id", memo_key=MEMO, seed=1, **SMALL
     )
 
-    privacy = reports.ldp.privacy
+    privacy = ldp(reports).privacy
     one, infinity = _paper_epsilons(0.5, 0.5, 0.75, 2)
     assert one <= privacy.epsilon <= one * (1 + 1e-12)
     assert infinity <= privacy.epsilon_infinity <= infinity * (1 + 1e-12)
@@ -406,14 +409,14 @@ def test_epsilons_may_be_given_instead_of_probabilities(backend: Backend) -> Non
     guarantee is at most the targets (within float rounding of the closed forms)."""
     native = backend.make(bloom_data())
 
-    reports = native.ldp.rappor(
+    reports = ldp(native).rappor(
         "url", encoding="bloom", epsilon=1.0, epsilon_infinity=4.0, num_bits=20, seed=1
     )
 
-    privacy = reports.ldp.privacy
+    privacy = ldp(reports).privacy
     assert 1.0 - 1e-9 <= privacy.epsilon <= 1.0
     assert 4.0 - 1e-9 <= privacy.epsilon_infinity <= 4.0
-    assert reports.ldp.mechanisms["url"] == frameldp.BloomRappor(
+    assert ldp(reports).mechanisms["url"] == frameldp.BloomRappor(
         1.0, epsilon_infinity=4.0, num_bits=20
     )
 
@@ -423,11 +426,11 @@ def test_pandas_reports_follow_row_positions_whatever_the_index(pandas_backend: 
     rows under the default index (noise is addressed by position, not label)."""
     native = pandas_backend.make(bloom_data())
     kwargs = {**SMALL, "user": "user_id", "memo_key": MEMO, "seed": 3}
-    expected = native.ldp.rappor("url", encoding="bloom", **kwargs)
+    expected = ldp(native).rappor("url", encoding="bloom", **kwargs)
 
     for index in (list(range(48))[::-1], [0] * 48, [f"r{i}" for i in range(48)]):
         indexed = native.set_axis(index)
-        reports = indexed.ldp.rappor("url", encoding="bloom", **kwargs)
+        reports = ldp(indexed).rappor("url", encoding="bloom", **kwargs)
         assert list(reports.index) == index
         assert reports["url"].tolist() == expected["url"].tolist()
         assert reports["url_cohort"].tolist() == expected["url_cohort"].tolist()
@@ -444,25 +447,25 @@ def test_privatize_mixes_bloom_with_rappor_and_krr(backend: Backend) -> None:
     krr = frameldp.RandomizedResponse(2.0, domain=ORIGINS)
     mechanisms = {"url": bloom, "carrier": rappor, "origin": krr}
 
-    reports = native.ldp.privatize(mechanisms, user="user_id", memo_key=MEMO, key=KEY)
+    reports = ldp(native).privatize(mechanisms, user="user_id", memo_key=MEMO, key=KEY)
 
     assert backend.is_native(reports)
-    assert list(backend.collect(reports).columns) == [*data, "url_cohort"]
-    assert reports.ldp.mechanisms == mechanisms
-    alone = native.ldp.rappor(
+    assert backend.names(reports) == [*data, "url_cohort"]
+    assert ldp(reports).mechanisms == mechanisms
+    alone = ldp(native).rappor(
         "url", encoding="bloom", user="user_id", memo_key=MEMO, key=KEY, **SMALL
     )
     assert reports_and_cohorts(backend, reports) == reports_and_cohorts(backend, alone)
-    carrier = native.ldp.rappor("carrier", epsilon=1.0, domain=CARRIERS, key=KEY)
-    origin = native.ldp.krr("origin", 2.0, domain=ORIGINS, key=KEY)
+    carrier = ldp(native).rappor("carrier", epsilon=1.0, domain=CARRIERS, key=KEY)
+    origin = ldp(native).krr("origin", 2.0, domain=ORIGINS, key=KEY)
     assert backend.column_values(reports, "carrier") == backend.column_values(carrier, "carrier")
     assert backend.column_values(reports, "origin") == backend.column_values(origin, "origin")
     # Every user holds 4 rows: with user=, each column states one person's 4 reports.
     rows = 4
     expected = frameldp.compose(
-        [alone.ldp.privacy, per_person(rappor.privacy, rows), per_person(krr.privacy, rows)]
+        [ldp(alone).privacy, per_person(rappor.privacy, rows), per_person(krr.privacy, rows)]
     )
-    assert reports.ldp.privacy == expected
+    assert ldp(reports).privacy == expected
     backend.assert_unchanged(before, native)
 
 
@@ -493,7 +496,7 @@ def test_memoized_nightly_releases_are_charged_each_persons_loss(
     mechanism = frameldp.BloomRappor(**SMALL)
 
     def night(seed: int) -> Any:
-        reports = native.ldp.rappor(
+        reports = ldp(native).rappor(
             "url",
             encoding="bloom",
             user="user_id",
@@ -523,7 +526,7 @@ def test_unmemoized_releases_compose_and_the_fifth_is_refused(
     epsilon_1 = frameldp.BloomRappor(**SMALL).privacy.epsilon
 
     def night(seed: int) -> Any:
-        reports = native.ldp.rappor(
+        reports = ldp(native).rappor(
             "url", encoding="bloom", seed=seed, ledger=ledger, budget=BUDGET, **SMALL
         )
         return backend.collect(reports) if backend.lazy else reports  # a plan is charged when run
@@ -547,7 +550,7 @@ BLOOM = frameldp.BloomRappor(**SMALL)
 
 def _bloom(column: str = "url", **kwargs: Any) -> Call:
     def call(frame: Any, **extra: Any) -> Any:
-        return frame.ldp.rappor(column, encoding="bloom", **{**SMALL, **kwargs, **extra})
+        return ldp(frame).rappor(column, encoding="bloom", **{**SMALL, **kwargs, **extra})
 
     return call
 
@@ -600,13 +603,13 @@ ERRORS: dict[str, Any] = {
     ),
     "memo-key-with-onehot": (
         BASE,
-        lambda f, **kw: f.ldp.rappor("url", 1.0, domain=URLS, memo_key=MEMO, **kw),
+        lambda f, **kw: ldp(f).rappor("url", 1.0, domain=URLS, memo_key=MEMO, **kw),
         frameldp.ParameterError,
         ["column 'url'", "memo_key", "needs user="],
     ),
     "p-with-onehot": (
         BASE,
-        lambda f, **kw: f.ldp.rappor("url", 1.0, domain=URLS, p=0.5, **kw),
+        lambda f, **kw: ldp(f).rappor("url", 1.0, domain=URLS, p=0.5, **kw),
         frameldp.ParameterError,
         ["column 'url'", "p", "encoding='bloom'"],
     ),
@@ -618,7 +621,7 @@ ERRORS: dict[str, Any] = {
     ),
     "bad-encoding": (
         BASE,
-        lambda f, **kw: f.ldp.rappor("url", 1.0, domain=URLS, encoding="blom", **kw),
+        lambda f, **kw: ldp(f).rappor("url", 1.0, domain=URLS, encoding="blom", **kw),
         frameldp.ParameterError,
         ["column 'url'", "encoding", "'blom'"],
     ),
@@ -636,7 +639,7 @@ ERRORS: dict[str, Any] = {
     ),
     "user-also-privatized": (
         BASE,
-        lambda f, **kw: f.ldp.privatize({"url": BLOOM, "user_id": BLOOM}, user="user_id", **kw),
+        lambda f, **kw: ldp(f).privatize({"url": BLOOM, "user_id": BLOOM}, user="user_id", **kw),
         frameldp.ParameterError,
         ["'user_id'", "cannot also be privatized"],
     ),
@@ -718,68 +721,68 @@ def test_bad_bloom_calls_raise_and_change_nothing(
 
 
 def _reports(frame: Any) -> Any:
-    return frame.ldp.rappor("url", encoding="bloom", seed=1, **SMALL)
+    return ldp(frame).rappor("url", encoding="bloom", seed=1, **SMALL)
 
 
 DECODE_ERRORS: dict[str, tuple[Call, type[frameldp.FrameLDPError], list[str]]] = {
     "debias-bloom-reports": (
-        lambda f: _reports(f).ldp.debias("url"),
+        lambda f: ldp(_reports(f)).debias("url"),
         frameldp.ParameterError,
         ["column 'url'", "decode('url', candidates="],
     ),
     "debias-with-bloom-mechanism": (
-        lambda f: _reports(f).ldp.debias("url", BLOOM),
+        lambda f: ldp(_reports(f)).debias("url", BLOOM),
         frameldp.ParameterError,
         ["column 'url'", "decode("],
     ),
     "decode-without-bloom-columns": (
-        lambda f: f.ldp.decode(candidates=list(URLS)),
+        lambda f: ldp(f).decode(candidates=list(URLS)),
         frameldp.MechanismNotFoundError,
         ["decode", "none"],
     ),
     "decode-column-without-bloom": (
-        lambda f: f.ldp.decode("url", candidates=list(URLS)),
+        lambda f: ldp(f).decode("url", candidates=list(URLS)),
         frameldp.MechanismNotFoundError,
         ["column 'url'", "mechanism"],
     ),
     "decode-onehot-reports": (
-        lambda f: f.ldp.rappor("carrier", 1.0, domain=CARRIERS, seed=1).ldp.decode(
+        lambda f: ldp(ldp(f).rappor("carrier", 1.0, domain=CARRIERS, seed=1)).decode(
             candidates=list(CARRIERS)
         ),
         frameldp.MechanismNotFoundError,
         ["decode", "none"],
     ),
     "decode-two-bloom-columns-without-column": (
-        lambda f: f.ldp.privatize({"url": BLOOM, "carrier": BLOOM}, seed=1).ldp.decode(
+        lambda f: ldp(ldp(f).privatize({"url": BLOOM, "carrier": BLOOM}, seed=1)).decode(
             candidates=list(URLS)
         ),
         frameldp.MechanismNotFoundError,
         ["decode needs the report column", "'carrier'", "'url'"],
     ),
     "decode-with-rappor-mechanism": (
-        lambda f: _reports(f).ldp.decode(
+        lambda f: ldp(_reports(f)).decode(
             "url", candidates=list(URLS), mechanism=frameldp.Rappor(epsilon=1.0, domain=URLS)
         ),
         frameldp.ParameterError,
         ["column 'url'", "BloomRappor", "Rappor"],
     ),
     "decode-without-cohort-column": (
-        lambda f: f.ldp.decode("url", candidates=list(URLS), mechanism=BLOOM),
+        lambda f: ldp(f).decode("url", candidates=list(URLS), mechanism=BLOOM),
         frameldp.ParameterError,
         ["column 'url_cohort' not found"],
     ),
     "decode-non-string-candidate": (
-        lambda f: _reports(f).ldp.decode(candidates=["a", 3]),
+        lambda f: ldp(_reports(f)).decode(candidates=["a", 3]),
         frameldp.DomainError,
         ["candidates must be strings", "3", "position 1"],
     ),
     "decode-no-candidates": (
-        lambda f: _reports(f).ldp.decode(candidates=[]),
+        lambda f: ldp(_reports(f)).decode(candidates=[]),
         frameldp.ParameterError,
         ["candidates", "none"],
     ),
     "decode-significance-one": (
-        lambda f: _reports(f).ldp.decode(candidates=list(URLS), significance=1.0),
+        lambda f: ldp(_reports(f)).decode(candidates=list(URLS), significance=1.0),
         frameldp.ParameterError,
         ["significance", "1.0"],
     ),
@@ -807,9 +810,9 @@ def test_bad_decode_calls_raise_and_change_nothing(
 def test_decode_names_one_of_two_bloom_columns(backend: Backend) -> None:
     """With two Bloom columns, ``decode(column)`` decodes that one (against its own cohorts)."""
     native = backend.make(bloom_data(200))
-    reports = native.ldp.privatize({"url": BLOOM, "carrier": BLOOM}, seed=1)
+    reports = ldp(native).privatize({"url": BLOOM, "carrier": BLOOM}, seed=1)
 
-    table = reports.ldp.decode("carrier", candidates=list(CARRIERS))
+    table = ldp(reports).decode("carrier", candidates=list(CARRIERS))
 
     assert table.column == "carrier"
     assert backend.column_values(reports, "carrier_cohort") != backend.column_values(
@@ -818,12 +821,12 @@ def test_decode_names_one_of_two_bloom_columns(backend: Backend) -> None:
 
 
 def test_pandas_series_refuses_bloom_rappor(pandas_backend: Backend) -> None:
-    """A Series cannot hold reports and cohorts: ``series.ldp.privatize(BloomRappor)`` raises."""
+    """A Series cannot hold reports and cohorts: ``ldp(series).privatize(BloomRappor)`` raises."""
     native = pandas_backend.make(bloom_data())
     before = pandas_backend.snapshot(native)
 
     with pytest.raises(frameldp.ParameterError, match=r"column 'url': Bloom RAPPOR.*frame"):
-        native["url"].ldp.privatize(BLOOM, seed=1)
+        ldp(native["url"]).privatize(BLOOM, seed=1)
 
     pandas_backend.assert_unchanged(before, native)
 
@@ -843,13 +846,13 @@ def test_lazy_null_error_names_the_frame_row() -> None:
     lazy = pl.LazyFrame({"url": urls}, schema={"url": pl.String})
 
     with pytest.raises(frameldp.DomainError, match=r"row 200000 \(1 in this batch of rows\)"):
-        lazy.ldp.rappor("url", encoding="bloom", seed=1, **SMALL).collect(engine="streaming")
+        ldp(lazy).rappor("url", encoding="bloom", seed=1, **SMALL).collect(engine="streaming")
 
 
 def test_lazy_null_error_is_raised_at_collect() -> None:
     """The documented behaviour that does hold: the error is a DomainError at collect."""
     lazy = pl.LazyFrame({"url": [URLS[0], None]}, schema={"url": pl.String})
-    plan = lazy.ldp.rappor("url", encoding="bloom", seed=1, **SMALL)
+    plan = ldp(lazy).rappor("url", encoding="bloom", seed=1, **SMALL)
 
     with pytest.raises(frameldp.DomainError, match=r"column 'url'.*null"):
         plan.collect()

@@ -13,6 +13,7 @@ import pytest
 
 import frameldp
 from _releases import assert_series_equal
+from frameldp import ldp
 
 from .conftest import CARRIERS, Backend, small_data
 
@@ -21,12 +22,12 @@ def test_unpack_gives_one_0_1_column_per_bucket(backend: Backend) -> None:
     """``unpack`` equals ``numpy.unpackbits`` of the report bytes (12 buckets: two bytes)."""
     domain = [f"v{j:02d}" for j in range(11)]
     native = backend.make({"x": [domain[(3 * i) % 11] for i in range(40)]})
-    reports = native.ldp.rappor("x", epsilon=1.0, domain=domain, unknown="other", seed=3)
+    reports = ldp(native).rappor("x", epsilon=1.0, domain=domain, unknown="other", seed=3)
 
-    bits = backend.collect(reports.ldp.unpack("x"))
+    bits = backend.collect(ldp(reports).unpack("x"))
 
     labels = [*domain, frameldp.OTHER]
-    assert list(bits.columns) == [f"x={label}" for label in labels]
+    assert backend.names(bits) == [f"x={label}" for label in labels]
     raw = b"".join(backend.column_values(reports, "x"))
     expected = np.unpackbits(np.frombuffer(raw, dtype=np.uint8).reshape(40, 2), axis=1)[:, :12]
     assert expected.any()
@@ -37,21 +38,21 @@ def test_unpack_gives_one_0_1_column_per_bucket(backend: Backend) -> None:
 
 
 def test_unpack_refuses_krr_reports(backend: Backend) -> None:
-    reports = backend.make(small_data()).ldp.krr("carrier", epsilon=1.0, domain=CARRIERS, seed=3)
+    reports = ldp(backend.make(small_data())).krr("carrier", epsilon=1.0, domain=CARRIERS, seed=3)
 
     with pytest.raises(frameldp.ParameterError, match=r"column 'carrier'.*bit vectors"):
-        reports.ldp.unpack("carrier")
+        ldp(reports).unpack("carrier")
 
 
 @pytest.mark.parametrize("method", ["rappor", "krr"])
 def test_column_api_equals_the_frame_api(backend: Backend, method: str) -> None:
-    """pandas ``df[c].ldp.<method>`` gives the reports of ``df.ldp.<method>(c)`` for the same
+    """pandas ``ldp(df[c]).<method>`` gives the reports of ``ldp(df).<method>(c)`` for the same
     seed. A polars expression has no global row positions, so it refuses ``seed=``/``key=``
     and draws a fresh key per evaluation: its reports have the frame API's type and length."""
     native = backend.make(small_data())
     before = backend.snapshot(native)
     kwargs: dict[str, Any] = {"epsilon": 1.0, "domain": CARRIERS, "seed": 17}
-    frame_reports = getattr(native.ldp, method)("carrier", **kwargs)
+    frame_reports = getattr(ldp(native), method)("carrier", **kwargs)
 
     if backend.library == "polars":
         with pytest.raises(frameldp.ParameterError, match=r"column 'carrier': seed=17 is refused"):
@@ -75,37 +76,37 @@ def test_pandas_series_accessor(pandas_backend: Backend) -> None:
     before = series.copy(deep=True)
     mechanism = frameldp.Rappor(epsilon=1.0, domain=CARRIERS)
 
-    reports = series.ldp.rappor(epsilon=1.0, domain=CARRIERS, seed=2)
+    reports = ldp(series).rappor(epsilon=1.0, domain=CARRIERS, seed=2)
 
     assert type(reports) is pd.Series
     assert reports.name == "carrier"
     assert reports.index.equals(series.index)
     assert backend.report_storage(reports.to_frame(), "carrier") == pa.large_binary()
     pd.testing.assert_series_equal(series, before)
-    table = reports.ldp.debias()
+    table = ldp(reports).debias()
     assert table.mechanism == mechanism
     assert table.n == 64
-    frame_table = native.ldp.rappor("carrier", epsilon=1.0, domain=CARRIERS, seed=2).ldp.debias(
+    frame_table = ldp(ldp(native).rappor("carrier", epsilon=1.0, domain=CARRIERS, seed=2)).debias(
         "carrier"
     )
     pd.testing.assert_frame_equal(table.frame, frame_table.frame)
-    assert reports.ldp.privacy == mechanism.privacy.insecure()  # drawn from seed=2
-    bits = reports.ldp.unpack()
+    assert ldp(reports).privacy == mechanism.privacy.insecure()  # drawn from seed=2
+    bits = ldp(reports).unpack()
     assert bits.index.equals(series.index)
-    assert list(bits.columns) == [f"carrier={c}" for c in CARRIERS]
+    assert backend.names(bits) == [f"carrier={c}" for c in CARRIERS]
 
 
 def test_pandas_series_accessor_krr_and_series_of_a_report_frame(pandas_backend: Backend) -> None:
     native = pandas_backend.make(small_data())
     mechanism = frameldp.RandomizedResponse(1.0, domain=CARRIERS)
 
-    reports = native["carrier"].ldp.krr(epsilon=1.0, domain=CARRIERS, seed=2)
-    column_of_frame = native.ldp.privatize({"carrier": mechanism}, seed=2)["carrier"]
+    reports = ldp(native["carrier"]).krr(epsilon=1.0, domain=CARRIERS, seed=2)
+    column_of_frame = ldp(native).privatize({"carrier": mechanism}, seed=2)["carrier"]
 
     assert pandas_backend.report_storage(reports.to_frame(), "carrier") == pa.large_string()
-    assert reports.ldp.debias().mechanism == mechanism
+    assert ldp(reports).debias().mechanism == mechanism
     # A column taken from the privatized frame carries the record too.
-    assert column_of_frame.ldp.debias().mechanism == mechanism
+    assert ldp(column_of_frame).debias().mechanism == mechanism
     assert_series_equal(reports, column_of_frame, check_flags=False)
 
 
@@ -121,12 +122,12 @@ def test_polars_expressions_keep_the_other_columns(lazy: bool) -> None:
     )
 
     collected = out.collect(engine="streaming") if lazy else out
-    expected = frame.ldp.rappor("carrier", epsilon=1.0, domain=CARRIERS, seed=5).ldp.krr(
+    expected = ldp(ldp(frame).rappor("carrier", epsilon=1.0, domain=CARRIERS, seed=5)).krr(
         "origin", epsilon=1.0, domain=sorted(set(data["origin"])), seed=5
     )
     assert collected.columns == expected.columns
     # The same mechanisms, recorded in the same types (the keyed frame's also say "seeded").
-    assert collected.ldp.mechanisms == expected.ldp.mechanisms
+    assert ldp(collected).mechanisms == ldp(expected).mechanisms
     for name in ("carrier", "origin"):
         assert collected.schema[name].ext_storage() == expected.schema[name].ext_storage()
     others = [c for c in frame.columns if c not in ("carrier", "origin")]
@@ -143,12 +144,12 @@ def test_a_series_of_reports_states_its_releases_guarantee() -> None:
     of two rows per person, and a shuffle (the Series had its own path, which stated one
     report's epsilon: 1 where a person lost 2.32)."""
     frame = pd.DataFrame({"c": ["a", "b", "c", "a"] * 25, "u": [f"u{i // 2}" for i in range(100)]})
-    memoized = frame.ldp.krr(
+    memoized = ldp(frame).krr(
         "c", 1.0, domain=["a", "b", "c"], epsilon_infinity=3.0, user="u", memo_key=bytes(32)
     )
-    shuffled = frame.ldp.krr("c", 1.0, domain=["a", "b", "c"]).ldp.shuffle()
+    shuffled = ldp(ldp(frame).krr("c", 1.0, domain=["a", "b", "c"])).shuffle()
     for reports in (memoized, shuffled):
-        stated = reports.ldp.debias("c").privacy
-        assert reports["c"].ldp.debias().privacy == stated
-        assert reports["c"].ldp.privacy == reports.ldp.privacy
-    assert memoized["c"].ldp.debias().privacy.epsilon > 2.0
+        stated = ldp(reports).debias("c").privacy
+        assert ldp(reports["c"]).debias().privacy == stated
+        assert ldp(reports["c"]).privacy == ldp(reports).privacy
+    assert ldp(memoized["c"]).debias().privacy.epsilon > 2.0

@@ -13,6 +13,7 @@ import polars.testing
 import pytest
 
 import frameldp
+from frameldp import ldp
 from frameldp.results.table import TABLE_COLUMNS
 
 from .conftest import BACKENDS, CARRIERS, ORIGINS, Backend, bonferroni_z, small_data
@@ -35,9 +36,9 @@ def _counts(table: frameldp.FrequencyTable) -> list[float]:
 
 def test_debias_finds_the_mechanism_privatize_recorded(backend: Backend, mechanism: Any) -> None:
     native = backend.make(small_data())
-    reports = native.ldp.privatize({"carrier": mechanism}, seed=8)
+    reports = ldp(native).privatize({"carrier": mechanism}, seed=8)
 
-    table = reports.ldp.debias("carrier")
+    table = ldp(reports).debias("carrier")
 
     assert isinstance(table, frameldp.FrequencyTable)
     assert table.mechanism == mechanism
@@ -51,8 +52,8 @@ def test_debias_finds_the_mechanism_privatize_recorded(backend: Backend, mechani
 
 
 def test_frequency_table_converts_to_both_libraries(backend: Backend, mechanism: Any) -> None:
-    reports = backend.make(small_data()).ldp.privatize({"carrier": mechanism}, seed=8)
-    table = reports.ldp.debias("carrier", level=0.9)
+    reports = ldp(backend.make(small_data())).privatize({"carrier": mechanism}, seed=8)
+    table = ldp(reports).debias("carrier", level=0.9)
 
     as_pandas, as_polars = table.to_pandas(), table.to_polars()
 
@@ -75,36 +76,36 @@ def test_debias_takes_an_explicit_mechanism_on_a_hand_built_frame(
     backend: Backend, mechanism: Any
 ) -> None:
     """A frame rebuilt from the report values carries no record: the mechanism must be passed."""
-    reports = backend.make(small_data()).ldp.privatize({"carrier": mechanism}, seed=8)
+    reports = ldp(backend.make(small_data())).privatize({"carrier": mechanism}, seed=8)
     rebuilt = backend.make({"carrier": backend.column_values(reports, "carrier")})
 
     with pytest.raises(frameldp.MechanismNotFoundError, match=r"column 'carrier'.*explicitly"):
-        rebuilt.ldp.debias("carrier")
-    table = rebuilt.ldp.debias("carrier", mechanism)
+        ldp(rebuilt).debias("carrier")
+    table = ldp(rebuilt).debias("carrier", mechanism)
 
     assert table.mechanism == mechanism
     assert table.n == 64
-    assert _counts(table) == _counts(reports.ldp.debias("carrier"))
+    assert _counts(table) == _counts(ldp(reports).debias("carrier"))
 
 
 def test_debias_of_a_slice_of_the_reports(backend: Backend, mechanism: Any) -> None:
     """A sliced report column (Arrow offset into the buffers) is read from its own rows."""
-    reports = backend.make(small_data()).ldp.privatize({"carrier": mechanism}, seed=8)
+    reports = ldp(backend.make(small_data())).privatize({"carrier": mechanism}, seed=8)
     window = backend.slice(reports, 10, 25)
     rows = backend.column_values(reports, "carrier")[10:35]
 
-    table = window.ldp.debias("carrier", mechanism)
+    table = ldp(window).debias("carrier", mechanism)
 
     assert table.n == 25
-    rebuilt = backend.make({"carrier": rows}).ldp.debias("carrier", mechanism)
+    rebuilt = ldp(backend.make({"carrier": rows})).debias("carrier", mechanism)
     assert _counts(table) == _counts(rebuilt)
 
 
 def test_debias_names_the_recorded_columns_when_asked_for_another(backend: Backend) -> None:
-    reports = backend.make(small_data()).ldp.krr("carrier", epsilon=1.0, domain=CARRIERS, seed=1)
+    reports = ldp(backend.make(small_data())).krr("carrier", epsilon=1.0, domain=CARRIERS, seed=1)
 
     with pytest.raises(frameldp.MechanismNotFoundError, match=r"'origin'.*\['carrier'\]"):
-        reports.ldp.debias("origin")
+        ldp(reports).debias("origin")
 
 
 DERIVATIONS: dict[str, Callable[[Any], Any]] = {
@@ -124,11 +125,11 @@ def test_polars_derived_frame_keeps_the_mechanism(backend_id: str, derive: str) 
     columns, selected, filtered, concatenated, renamed) is debiased without it."""
     backend = BACKENDS[backend_id]
     mechanism = frameldp.Rappor(epsilon=1.0, domain=CARRIERS)
-    reports = backend.make(small_data()).ldp.privatize({"carrier": mechanism}, seed=8)
+    reports = ldp(backend.make(small_data())).privatize({"carrier": mechanism}, seed=8)
     derived = DERIVATIONS[derive](reports)
 
-    assert derived.ldp.mechanisms == {"carrier": mechanism}
-    assert _counts(derived.ldp.debias("carrier")) == _counts(reports.ldp.debias("carrier"))
+    assert ldp(derived).mechanisms == {"carrier": mechanism}
+    assert _counts(ldp(derived).debias("carrier")) == _counts(ldp(reports).debias("carrier"))
 
 
 @pytest.mark.parametrize(
@@ -137,12 +138,12 @@ def test_polars_derived_frame_keeps_the_mechanism(backend_id: str, derive: str) 
 def test_pandas_derived_frame_keeps_the_record(pandas_backend: Backend, derive: Any) -> None:
     """The report column's type survives copies, column selection and a new index."""
     mechanism = frameldp.RandomizedResponse(1.0, domain=CARRIERS)
-    reports = pandas_backend.make(small_data()).ldp.privatize({"carrier": mechanism}, seed=8)
+    reports = ldp(pandas_backend.make(small_data())).privatize({"carrier": mechanism}, seed=8)
 
-    table = derive(reports).ldp.debias("carrier")
+    table = ldp(derive(reports)).debias("carrier")
 
     assert table.mechanism == mechanism
-    assert _counts(table) == _counts(reports.ldp.debias("carrier"))
+    assert _counts(table) == _counts(ldp(reports).debias("carrier"))
 
 
 def test_privacy_composes_every_privatized_column(backend: Backend) -> None:
@@ -153,14 +154,14 @@ def test_privacy_composes_every_privatized_column(backend: Backend) -> None:
     krr = frameldp.RandomizedResponse(1.5, domain=ORIGINS)
     exact = math.fsum([rappor.privacy.epsilon, krr.privacy.epsilon])
 
-    at_once = native.ldp.privatize({"carrier": rappor, "origin": krr}, seed=1)
-    chained = native.ldp.privatize({"carrier": rappor}, seed=1).ldp.privatize(
+    at_once = ldp(native).privatize({"carrier": rappor, "origin": krr}, seed=1)
+    chained = ldp(ldp(native).privatize({"carrier": rappor}, seed=1)).privatize(
         {"origin": krr}, seed=2
     )
 
-    assert native.ldp.privacy is None
+    assert ldp(native).privacy is None
     for reports in (at_once, chained):
-        privacy = reports.ldp.privacy
+        privacy = ldp(reports).privacy
         assert exact <= privacy.epsilon <= exact * (1 + 1e-12)
         assert privacy.delta == 0.0
         assert sorted(p.epsilon for p in privacy.parts) == sorted(
@@ -210,9 +211,9 @@ def test_estimates_are_within_the_bonferroni_bound(
     analytic variance below, so they cannot be inflated to pass.
     """
     mechanism = PLANTED_MECHANISMS[kind](epsilon)
-    reports = backend.make({"item": PLANTED_VALUES}).ldp.privatize({"item": mechanism}, seed=7)
+    reports = ldp(backend.make({"item": PLANTED_VALUES})).privatize({"item": mechanism}, seed=7)
 
-    table = reports.ldp.debias("item").to_polars()
+    table = ldp(reports).debias("item").to_polars()
 
     truth = _planted_counts()
     z_scores = np.abs(table["count"].to_numpy() - truth) / table["std_error"].to_numpy()
@@ -228,9 +229,9 @@ def test_krr_counts_sum_to_n_exactly(backend: Backend, epsilon: float) -> None:
     - q), far below one report.
     """
     mechanism = frameldp.RandomizedResponse(epsilon, domain=PLANTED_DOMAIN)
-    reports = backend.make({"item": PLANTED_VALUES}).ldp.privatize({"item": mechanism}, seed=7)
+    reports = ldp(backend.make({"item": PLANTED_VALUES})).privatize({"item": mechanism}, seed=7)
 
-    table = reports.ldp.debias("item").to_polars()
+    table = ldp(reports).debias("item").to_polars()
 
     assert table["count"].sum() == pytest.approx(PLANTED_ROWS, rel=1e-9)
     assert table["frequency"].sum() == pytest.approx(1.0, rel=1e-9)
@@ -245,9 +246,9 @@ def test_rappor_counts_sum_to_n_within_its_standard_error(backend: Backend, epsi
     * sqrt(k) * std_error, at P_FAIL = 1e-6.
     """
     mechanism = frameldp.Rappor(epsilon=epsilon, domain=PLANTED_DOMAIN)
-    reports = backend.make({"item": PLANTED_VALUES}).ldp.privatize({"item": mechanism}, seed=7)
+    reports = ldp(backend.make({"item": PLANTED_VALUES})).privatize({"item": mechanism}, seed=7)
 
-    table = reports.ldp.debias("item").to_polars()
+    table = ldp(reports).debias("item").to_polars()
 
     total_se = math.sqrt(len(PLANTED_DOMAIN)) * table["std_error"][0]
     assert table["count"].sum() != PLANTED_ROWS
@@ -260,9 +261,9 @@ def test_std_errors_are_the_analytic_ones(backend: Backend, kind: str) -> None:
     k-RR: Var = (c p (1 - p) + (n - c) q (1 - q)) / (p - q)^2 with c the estimate clipped to
     [0, n] (plug-in). Computed here from the realized probabilities only."""
     mechanism = PLANTED_MECHANISMS[kind](2.0)
-    reports = backend.make({"item": PLANTED_VALUES}).ldp.privatize({"item": mechanism}, seed=7)
+    reports = ldp(backend.make({"item": PLANTED_VALUES})).privatize({"item": mechanism}, seed=7)
 
-    table = reports.ldp.debias("item").to_polars()
+    table = ldp(reports).debias("item").to_polars()
 
     n = PLANTED_ROWS
     if kind == "rappor":

@@ -1,4 +1,4 @@
-"""``reports.ldp.discover``: the same discovered table on every backend, from files and the CLI.
+"""``ldp(reports).discover``: the same discovered table on every backend, from files and the CLI.
 
 One test body per behaviour, run on every backend by the ``backend`` fixture.
 """
@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 import frameldp
+from frameldp import ldp
 
 from .conftest import Backend
 
@@ -34,8 +35,8 @@ def _discovered(table: frameldp.FrequencyTable) -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def reference() -> pd.DataFrame:
-    frame = pd.DataFrame(_data()).ldp.privatize({"word": MECH}, seed=11)
-    return _discovered(frame.ldp.discover("word", top=5))
+    frame = ldp(pd.DataFrame(_data())).privatize({"word": MECH}, seed=11)
+    return _discovered(ldp(frame).discover("word", top=5))
 
 
 def test_every_backend_discovers_the_same_table(backend: Backend, reference: pd.DataFrame) -> None:
@@ -46,8 +47,8 @@ def test_every_backend_discovers_the_same_table(backend: Backend, reference: pd.
     native = backend.make(_data())
     before = backend.snapshot(native)
 
-    reports = native.ldp.privatize({"word": MECH}, seed=11)
-    table = reports.ldp.discover(top=5)
+    reports = ldp(native).privatize({"word": MECH}, seed=11)
+    table = ldp(reports).discover(top=5)
 
     assert backend.is_native(reports)
     backend.assert_unchanged(before, native)
@@ -60,14 +61,14 @@ def test_every_backend_discovers_the_same_table(backend: Backend, reference: pd.
 
 def test_discover_refuses_columns_it_cannot_search(backend: Backend) -> None:
     native = backend.make({"word": ["a", "b"] * 20, "row": ["1"] * 40})
-    krr = native.ldp.krr("word", 1.0, domain=["a", "b"], seed=1)
+    krr = ldp(native).krr("word", 1.0, domain=["a", "b"], seed=1)
     with pytest.raises(frameldp.MechanismNotFoundError, match="prefix-extending"):
-        krr.ldp.discover("word")
+        ldp(krr).discover("word")
     with pytest.raises(frameldp.ParameterError, match="PrefixExtending"):
-        krr.ldp.discover("word", mechanism=frameldp.Rappor(1.0, domain=["a", "b"]))
-    reports = native.ldp.privatize({"word": MECH}, seed=1)
+        ldp(krr).discover("word", mechanism=frameldp.Rappor(1.0, domain=["a", "b"]))
+    reports = ldp(native).privatize({"word": MECH}, seed=1)
     with pytest.raises(frameldp.ParameterError, match="top"):
-        reports.ldp.discover("word", top=0)
+        ldp(reports).discover("word", top=0)
 
 
 def test_the_cli_discovers_the_frames_table(tmp_path: Path, reference: pd.DataFrame) -> None:
@@ -99,17 +100,17 @@ def test_a_fresh_key_release_is_searched_as_one_release(backend: Backend) -> Non
     must not be executed per pass (new reports each time, and the ledger charged each time)."""
     ledger = frameldp.Ledger(":memory:")
     ledger.set_budget("b", epsilon=10.0)
-    reports = backend.make(_data()).ldp.privatize({"word": MECH}, ledger=ledger, budget="b")
-    table = reports.ldp.discover("word", top=5)
+    reports = ldp(backend.make(_data())).privatize({"word": MECH}, ledger=ledger, budget="b")
+    table = ldp(reports).discover("word", top=5)
     assert ledger.spent("b") == pytest.approx(MECH.privacy.epsilon)
     assert {"the", "café"} <= set(table.to_pandas()["category"])
 
 
 def test_bad_search_parameters_are_frameldp_errors() -> None:
-    reports = pd.DataFrame(_data()).ldp.privatize({"word": MECH}, seed=1)
+    reports = ldp(pd.DataFrame(_data())).privatize({"word": MECH}, seed=1)
     for bad in ("0.05", None, 1.5, True):
         with pytest.raises(frameldp.ParameterError, match="significance"):
-            reports.ldp.discover("word", significance=bad)
+            ldp(reports).discover("word", significance=bad)
     for bad in (10**30, np.uint64(2**63), 2.0):
         with pytest.raises(frameldp.ParameterError, match="top"):
-            reports.ldp.discover("word", top=bad)
+            ldp(reports).discover("word", top=bad)

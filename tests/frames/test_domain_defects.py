@@ -16,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 import frameldp
+from frameldp import ldp
 from frameldp.cli import app
 
 from .conftest import DASK_PARTITIONS, NEAR_IDENTITY_EPSILON, Backend
@@ -23,7 +24,7 @@ from .conftest import DASK_PARTITIONS, NEAR_IDENTITY_EPSILON, Backend
 
 def counts(backend: Backend, reports: Any, column: str) -> dict[Any, float]:
     """Debiased count per bucket label, rounded (near identity they are exact)."""
-    table = reports.ldp.debias(column)
+    table = ldp(reports).debias(column)
     labels = backend.column_values(table.frame, "category")
     values = backend.column_values(table.frame, "count")
     return dict(zip(labels, [round(v, 6) for v in values], strict=True))
@@ -38,8 +39,8 @@ def test_an_int_value_is_never_reported_as_a_float_category(backend: Backend) ->
     before = backend.snapshot(native)
 
     with pytest.raises(frameldp.DomainError, match=r"value 2 at row \d is not in the domain"):
-        backend.collect(native.ldp.krr("v", NEAR_IDENTITY_EPSILON, domain=[1, 2.5], seed=1))
-    reports = native.ldp.rappor(
+        backend.collect(ldp(native).krr("v", NEAR_IDENTITY_EPSILON, domain=[1, 2.5], seed=1))
+    reports = ldp(native).rappor(
         "v", NEAR_IDENTITY_EPSILON, domain=[1, 2.5], unknown="other", seed=1
     )
 
@@ -52,8 +53,8 @@ def test_numbers_match_the_category_they_equal(backend: Backend) -> None:
     floats = backend.make({"v": [1.5, 3.0, 3.0]})
     ints = backend.make({"v": [3, 3, 1]})
 
-    from_floats = floats.ldp.krr("v", NEAR_IDENTITY_EPSILON, domain=[1.5, 3], seed=1)
-    from_ints = ints.ldp.rappor("v", NEAR_IDENTITY_EPSILON, domain=[1.5, 3.0], unknown="other")
+    from_floats = ldp(floats).krr("v", NEAR_IDENTITY_EPSILON, domain=[1.5, 3], seed=1)
+    from_ints = ldp(ints).rappor("v", NEAR_IDENTITY_EPSILON, domain=[1.5, 3.0], unknown="other")
 
     assert backend.column_values(from_floats, "v") == [1.5, 3, 3]
     assert counts(backend, from_ints, "v") == {1.5: 0, 3.0: 2, frameldp.OTHER: 1}
@@ -63,7 +64,7 @@ def test_krr_reports_carry_float_labels_exactly(backend: Backend) -> None:
     """An int column over ``domain=[1.5, 3]``: a report moved to 1.5 must read 1.5."""
     native = backend.make({"v": [3] * 200})
 
-    reports = native.ldp.krr("v", 0.1, domain=[1.5, 3], seed=1)
+    reports = ldp(native).krr("v", 0.1, domain=[1.5, 3], seed=1)
 
     assert set(backend.column_values(reports, "v")) == {1.5, 3}
 
@@ -92,7 +93,7 @@ def test_a_domain_mixing_strings_and_numbers_is_refused(backend: Backend, unknow
     before = backend.snapshot(native)
 
     with pytest.raises(frameldp.DomainError, match=r"must all be strings.*1 \(int\) at position 2"):
-        native.ldp.rappor("c", 1.0, domain=["a", "b", 1], unknown=unknown)
+        ldp(native).rappor("c", 1.0, domain=["a", "b", 1], unknown=unknown)
     backend.assert_unchanged(before, native)
 
 
@@ -103,7 +104,7 @@ def test_categories_of_another_type_than_the_column_are_refused(backend: Backend
 
     with pytest.raises(frameldp.DomainError, match=r"column 'zip'.*can never equal.*str categ"):
         backend.collect(
-            native.ldp.rappor("zip", 1.0, domain=["10001", "10002"], unknown="other", seed=1)
+            ldp(native).rappor("zip", 1.0, domain=["10001", "10002"], unknown="other", seed=1)
         )
     backend.assert_unchanged(before, native)
 
@@ -121,7 +122,7 @@ def test_a_set_or_dict_domain_is_refused(backend: Backend, domain: Any, match: s
     before = backend.snapshot(native)
 
     with pytest.raises(frameldp.DomainError, match=match):
-        native.ldp.krr("c", 1.0, domain=domain)
+        ldp(native).krr("c", 1.0, domain=domain)
     backend.assert_unchanged(before, native)
 
 
@@ -132,7 +133,7 @@ def test_an_out_of_domain_value_is_quoted_short(backend: Backend) -> None:
     native = backend.make({"c": ["a", "x" * 1_000_000]})
 
     with pytest.raises(frameldp.DomainError, match=r"\(1000000 chars\) at row 1") as error:
-        backend.collect(native.ldp.krr("c", 1.0, domain=["a", "b"], seed=1))
+        backend.collect(ldp(native).krr("c", 1.0, domain=["a", "b"], seed=1))
 
     assert "x" * 41 not in str(error.value)
     assert "unknown='other'" in str(error.value)
@@ -162,7 +163,7 @@ def test_an_all_null_categorical_column_gives_null_bucket_reports(
     """It raised ``IndexError``: the empty dictionary was indexed for the null slots."""
     native = all_null_categorical(backend, kind)
 
-    reports = getattr(native.ldp, method)(
+    reports = getattr(ldp(native), method)(
         "c", NEAR_IDENTITY_EPSILON, domain=["a", "b"], nulls="category", seed=1
     )
 
@@ -193,11 +194,11 @@ def test_two_pandas_columns_of_one_name_are_refused(call: str) -> None:
     frame = pd.DataFrame([["AA", "DL"], ["DL", "AA"]], columns=["c", "c"])
     before = frame.copy()
     calls = {
-        "krr": lambda: frame.ldp.krr("c", 1.0, domain=["AA", "DL"]),
-        "privatize": lambda: frame.ldp.privatize(
+        "krr": lambda: ldp(frame).krr("c", 1.0, domain=["AA", "DL"]),
+        "privatize": lambda: ldp(frame).privatize(
             {"c": frameldp.RandomizedResponse(1.0, domain=["AA", "DL"])}
         ),
-        "rappor": lambda: frame.ldp.rappor("c", 1.0, domain=["AA", "DL"]),
+        "rappor": lambda: ldp(frame).rappor("c", 1.0, domain=["AA", "DL"]),
     }
     with pytest.raises(frameldp.ParameterError, match=r"column 'c': the frame has 2 columns"):
         calls[call]()

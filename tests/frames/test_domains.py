@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 
 import frameldp
+from frameldp import ldp
 
 from .conftest import (
     CARRIERS,
@@ -32,8 +33,8 @@ DOMAIN_FORMS: dict[str, Callable[[], Any]] = {
 
 
 def _privatizer(method: str, **kwargs: Any) -> Callable[[Any], Any]:
-    """``frame -> frame.ldp.<method>("carrier", epsilon, **kwargs)``."""
-    return lambda frame: getattr(frame.ldp, method)("carrier", epsilon=2.0, **kwargs)
+    """``frame -> ldp(frame).<method>("carrier", epsilon, **kwargs)``."""
+    return lambda frame: getattr(ldp(frame), method)("carrier", epsilon=2.0, **kwargs)
 
 
 @pytest.fixture(params=["rappor", "krr"])
@@ -52,7 +53,7 @@ def test_every_domain_form_gives_the_same_reports(backend: Backend, method: str,
     reports = _privatizer(method, domain=DOMAIN_FORMS[form](), seed=4)(native)
 
     assert backend.is_native(reports)
-    assert reports.ldp.mechanisms["carrier"].domain.categories == CARRIERS
+    assert ldp(reports).mechanisms["carrier"].domain.categories == CARRIERS
     expected = reference_reports(
         data, _privatizer(method, domain=list(CARRIERS), seed=4), "carrier"
     )
@@ -66,7 +67,7 @@ def test_inferred_domain_warns_and_uses_the_sorted_values(backend: Backend, meth
     with pytest.warns(frameldp.DomainInferenceWarning, match="'carrier'"):
         reports = _privatizer(method, domain="infer", seed=4)(native)
 
-    assert reports.ldp.mechanisms["carrier"].domain.categories == ("AA", "DL", "UA")
+    assert ldp(reports).mechanisms["carrier"].domain.categories == ("AA", "DL", "UA")
     explicit = _privatizer(method, domain=["AA", "DL", "UA"], seed=4)
     assert backend.column_values(reports, "carrier") == reference_reports(data, explicit, "carrier")
 
@@ -122,7 +123,7 @@ def test_unknown_other_maps_outside_values_to_the_other_bucket(backend: Backend)
     native = backend.make(data)
     before = backend.snapshot(native)
 
-    reports = native.ldp.krr(
+    reports = ldp(native).krr(
         "carrier", epsilon=NEAR_IDENTITY_EPSILON, domain=CARRIERS, unknown="other", seed=1
     )
 
@@ -131,7 +132,7 @@ def test_unknown_other_maps_outside_values_to_the_other_bucket(backend: Backend)
     assert backend.report_storage(reports, "carrier") == backend.krr_storage(
         [*CARRIERS, frameldp.OTHER]
     )
-    table = reports.ldp.debias("carrier")
+    table = ldp(reports).debias("carrier")
     assert backend.column_values(table.frame, "category") == [*CARRIERS, frameldp.OTHER]
     truth = [expected.count(label) for label in (*CARRIERS, frameldp.OTHER)]
     np.testing.assert_allclose(
@@ -148,13 +149,13 @@ def test_a_wrong_domain_under_unknown_other_warns_naming_the_values(backend: Bac
     data = small_data()
     native = backend.make({**data, "carrier": [c.lower() for c in data["carrier"]]})
     with pytest.warns(frameldp.UnknownValuesWarning, match=r"column 'carrier': .* 100% ") as seen:
-        backend.collect(native.ldp.krr("carrier", 1.0, domain=CARRIERS, unknown="other"))
+        backend.collect(ldp(native).krr("carrier", 1.0, domain=CARRIERS, unknown="other"))
     top = sorted(set(data["carrier"]), key=data["carrier"].count, reverse=True)[0].lower()
     assert repr(top) in str(seen[0].message)
     if isinstance(native, pd.DataFrame):  # an eager call: the warning names its line
         assert seen[0].filename == __file__
     few = {**data, "carrier": ["zz", *data["carrier"][1:]]}  # one row in 64
-    backend.collect(backend.make(few).ldp.krr("carrier", 1.0, domain=CARRIERS, unknown="other"))
+    backend.collect(ldp(backend.make(few)).krr("carrier", 1.0, domain=CARRIERS, unknown="other"))
 
 
 def test_unknown_other_adds_a_rappor_bit(backend: Backend) -> None:
@@ -162,13 +163,13 @@ def test_unknown_other_adds_a_rappor_bit(backend: Backend) -> None:
     data["carrier"][7] = "ZZ"
     native = backend.make(data)
 
-    reports = native.ldp.rappor(
+    reports = ldp(native).rappor(
         "carrier", epsilon=NEAR_IDENTITY_EPSILON, domain=CARRIERS, unknown="other", seed=1
     )
 
     bits = unpacked(backend.column_values(reports, "carrier"), len(CARRIERS) + 1)
     assert bits[:, -1].tolist() == [int(row == 7) for row in range(64)]
-    table = reports.ldp.debias("carrier")
+    table = ldp(reports).debias("carrier")
     assert backend.column_values(table.frame, "category") == [*CARRIERS, frameldp.OTHER]
     assert backend.column_values(table.frame, "count")[-1] == 1.0
 
@@ -192,11 +193,11 @@ def test_nulls_category_gives_nulls_their_own_bucket(backend: Backend, method: s
     native = backend.make(data)
     before = backend.snapshot(native)
 
-    reports = getattr(native.ldp, method)(
+    reports = getattr(ldp(native), method)(
         "carrier", epsilon=NEAR_IDENTITY_EPSILON, domain=CARRIERS, nulls="category", seed=1
     )
 
-    table = reports.ldp.debias("carrier")
+    table = ldp(reports).debias("carrier")
     assert backend.column_values(table.frame, "category") == [*CARRIERS, None]
     truth = [data["carrier"].count(label) for label in (*CARRIERS, None)]
     assert truth[-1] == 2
@@ -211,7 +212,7 @@ def test_krr_reports_the_null_bucket_as_null(backend: Backend) -> None:
     data["carrier"][3] = None
     native = backend.make(data)
 
-    reports = native.ldp.krr(
+    reports = ldp(native).krr(
         "carrier", epsilon=NEAR_IDENTITY_EPSILON, domain=CARRIERS, nulls="category", seed=1
     )
 
@@ -229,7 +230,7 @@ def test_other_and_null_buckets_together(backend: Backend, method: str) -> None:
         native
     )
 
-    table = reports.ldp.debias("carrier")
+    table = ldp(reports).debias("carrier")
     assert backend.column_values(table.frame, "category") == [*CARRIERS, frameldp.OTHER, None]
     assert table.mechanism.domain.size == len(CARRIERS) + 2
 
@@ -246,7 +247,7 @@ def test_krr_other_bucket_over_an_integer_domain_raises(backend: Backend) -> Non
         r"categories \(the '<other>' label",
     ):
         backend.collect(
-            native.ldp.krr(
+            ldp(native).krr(
                 "code", epsilon=NEAR_IDENTITY_EPSILON, domain=[1, 2, 3], unknown="other", seed=1
             )
         )
@@ -258,11 +259,11 @@ def test_rappor_other_bucket_over_an_integer_domain(backend: Backend) -> None:
     identity, its count is the number of out-of-domain rows."""
     native = backend.make({"code": [1, 2, 3, 9] * 8})
 
-    reports = native.ldp.rappor(
+    reports = ldp(native).rappor(
         "code", epsilon=NEAR_IDENTITY_EPSILON, domain=[1, 2, 3], unknown="other", seed=1
     )
 
-    table = reports.ldp.debias("code")
+    table = ldp(reports).debias("code")
     assert backend.column_values(table.frame, "category") == [1, 2, 3, frameldp.OTHER]
     np.testing.assert_allclose(
         backend.column_values(table.frame, "count"), [8, 8, 8, 8], rtol=0, atol=32 * 2.0**-60
@@ -273,11 +274,11 @@ def test_numpy_integer_domain_is_accepted(backend: Backend, method: str) -> None
     data = {"code": [1, 2, 3, 1] * 8}
     native = backend.make(data)
 
-    reports = getattr(native.ldp, method)("code", epsilon=2.0, domain=np.array([1, 2, 3]), seed=1)
+    reports = getattr(ldp(native), method)("code", epsilon=2.0, domain=np.array([1, 2, 3]), seed=1)
 
     expected = reference_reports(
         data,
-        lambda f: getattr(f.ldp, method)("code", epsilon=2.0, domain=[1, 2, 3], seed=1),
+        lambda f: getattr(ldp(f), method)("code", epsilon=2.0, domain=[1, 2, 3], seed=1),
         "code",
     )
     assert backend.column_values(reports, "code") == expected

@@ -12,6 +12,7 @@ import polars as pl
 import pytest
 
 import frameldp
+from frameldp import ldp
 
 from .conftest import CARRIERS, Backend, small_data, untyped
 
@@ -22,12 +23,12 @@ KRR = frameldp.RandomizedResponse(1.0, domain=CARRIERS)
 
 def _rappor(**kwargs: Any) -> Call:
     kwargs.setdefault("domain", CARRIERS)
-    return lambda frame: frame.ldp.rappor("carrier", **kwargs)
+    return lambda frame: ldp(frame).rappor("carrier", **kwargs)
 
 
 def _krr(**kwargs: Any) -> Call:
     kwargs.setdefault("domain", CARRIERS)
-    return lambda frame: frame.ldp.krr("carrier", **kwargs)
+    return lambda frame: ldp(frame).krr("carrier", **kwargs)
 
 
 def _plain(privatize: Call) -> Call:
@@ -36,28 +37,28 @@ def _plain(privatize: Call) -> Call:
 
 
 def _debias(privatize: Call, *args: Any, **kwargs: Any) -> Call:
-    return lambda frame: privatize(frame).ldp.debias("carrier", *args, **kwargs)
+    return lambda frame: ldp(privatize(frame)).debias("carrier", *args, **kwargs)
 
 
 # (call, error class, substrings the message must contain)
 CASES: dict[str, tuple[Call, type[frameldp.FrameLDPError], list[str]]] = {
     "missing-column-rappor": (
-        lambda f: f.ldp.rappor("nope", epsilon=1.0, domain=CARRIERS),
+        lambda f: ldp(f).rappor("nope", epsilon=1.0, domain=CARRIERS),
         frameldp.ParameterError,
         ["column 'nope' not found", "carrier"],
     ),
     "missing-column-krr": (
-        lambda f: f.ldp.krr("nope", epsilon=1.0, domain=CARRIERS),
+        lambda f: ldp(f).krr("nope", epsilon=1.0, domain=CARRIERS),
         frameldp.ParameterError,
         ["column 'nope' not found"],
     ),
     "missing-column-privatize": (
-        lambda f: f.ldp.privatize({"nope": RAPPOR}),
+        lambda f: ldp(f).privatize({"nope": RAPPOR}),
         frameldp.ParameterError,
         ["column 'nope' not found"],
     ),
     "missing-column-debias": (
-        lambda f: f.ldp.debias("nope", RAPPOR),
+        lambda f: ldp(f).debias("nope", RAPPOR),
         frameldp.ParameterError,
         ["column 'nope' not found"],
     ),
@@ -114,17 +115,17 @@ CASES: dict[str, tuple[Call, type[frameldp.FrameLDPError], list[str]]] = {
         ["column 'carrier'", "nulls must be", "got 'drop'"],
     ),
     "privatize-not-a-mechanism": (
-        lambda f: f.ldp.privatize({"carrier": "rappor"}),
+        lambda f: ldp(f).privatize({"carrier": "rappor"}),
         frameldp.ParameterError,
         ["column 'carrier'", "mechanism", "got str"],
     ),
     "privatize-mechanism-class": (
-        lambda f: f.ldp.privatize({"carrier": frameldp.Rappor}),
+        lambda f: ldp(f).privatize({"carrier": frameldp.Rappor}),
         frameldp.ParameterError,
         ["column 'carrier'", "mechanism", "got type"],
     ),
     "privatize-empty-mapping": (
-        lambda f: f.ldp.privatize({}),
+        lambda f: ldp(f).privatize({}),
         frameldp.ParameterError,
         ["privatize needs at least one", "mechanism"],
     ),
@@ -200,13 +201,13 @@ def test_a_bad_column_produces_no_output_for_the_good_ones(backend: Backend) -> 
 
     with pytest.raises(frameldp.DomainError, match="'origin'"):
         backend.collect(
-            native.ldp.privatize(
+            ldp(native).privatize(
                 {"carrier": RAPPOR, "origin": frameldp.RandomizedResponse(1.0, domain=["x", "y"])},
                 seed=1,
             )
         )
     backend.assert_unchanged(before, native)
-    assert native.ldp.privacy is None
+    assert ldp(native).privacy is None
 
 
 @pytest.mark.parametrize(
@@ -233,7 +234,7 @@ def test_inferring_the_domain_of_values_that_are_no_categories_is_a_domain_error
         else frame.clone()
     )
     with pytest.raises(frameldp.DomainError, match="domain='infer'") as raised:
-        getattr(frame.ldp, method)("c", 1.0, domain="infer")  # lazy too: the domain is needed now
+        getattr(ldp(frame), method)("c", 1.0, domain="infer")  # lazy too: the domain is needed now
     message = str(raised.value)
     assert message.startswith("column 'c': "), message
     assert kind in message, message

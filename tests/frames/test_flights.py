@@ -9,6 +9,7 @@ from collections import Counter
 import numpy as np
 
 import frameldp
+from frameldp import ldp
 from frameldp.datasets import FLIGHTS_DOMAINS
 
 from .conftest import BACKENDS, Backend, bonferroni_z
@@ -42,16 +43,16 @@ def test_flights_end_to_end(backend: Backend) -> None:
     before = backend.snapshot(native)
     n = backend.num_rows(native)
 
-    reports = native.ldp.privatize(MECHANISMS, seed=2024)
+    reports = ldp(native).privatize(MECHANISMS, seed=2024)
 
     assert backend.is_native(reports)
     assert backend.column_values(reports, "passenger_id") == backend.column_values(
         native, "passenger_id"
     )
     exact = math.fsum(m.privacy.epsilon for m in MECHANISMS.values())
-    assert exact <= reports.ldp.privacy.epsilon <= exact * (1 + 1e-12)
+    assert exact <= ldp(reports).privacy.epsilon <= exact * (1 + 1e-12)
     for column, mechanism in MECHANISMS.items():
-        table = reports.ldp.debias(column)
+        table = ldp(reports).debias(column)
         assert table.n == n
         assert table.mechanism == mechanism
         frame = table.to_polars()
@@ -65,9 +66,9 @@ def test_flights_end_to_end(backend: Backend) -> None:
 def test_flights_reports_agree_across_backends(backend: Backend) -> None:
     """The same seed on the same dataset gives the same report bytes and labels everywhere."""
     reference = BACKENDS["polars-eager"]
-    expected = reference.flights().ldp.privatize(MECHANISMS, seed=7)
+    expected = ldp(reference.flights()).privatize(MECHANISMS, seed=7)
 
-    reports = backend.flights().ldp.privatize(MECHANISMS, seed=7)
+    reports = ldp(backend.flights()).privatize(MECHANISMS, seed=7)
 
     for column in MECHANISMS:
         assert backend.column_values(reports, column) == reference.column_values(expected, column)

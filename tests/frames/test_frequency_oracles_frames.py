@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import frameldp
+from frameldp import ldp
 
 from .conftest import ORIGINS, Backend, reference_reports, small_data
 
@@ -32,7 +33,7 @@ def test_every_backend_privatizes_and_debiases_alike(backend: Backend, name: str
     before = backend.snapshot(native)
 
     def call(frame: Any) -> Any:
-        return frame.ldp.privatize({"origin": mechanism}, seed=5)
+        return ldp(frame).privatize({"origin": mechanism}, seed=5)
 
     reports = call(native)
     assert backend.is_native(reports)
@@ -40,8 +41,8 @@ def test_every_backend_privatizes_and_debiases_alike(backend: Backend, name: str
     assert backend.column_values(reports, "fare") == data["fare"]
     backend.assert_unchanged(before, native)
 
-    table = reports.ldp.debias("origin")
-    reference = call(_pandas(data)).ldp.debias("origin")
+    table = ldp(reports).debias("origin")
+    reference = ldp(call(_pandas(data))).debias("origin")
     assert table.n == 96
     assert table.mechanism == mechanism
     np.testing.assert_allclose(table.estimate.counts, reference.estimate.counts)

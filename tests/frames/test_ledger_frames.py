@@ -19,6 +19,7 @@ import polars as pl
 import pytest
 
 import frameldp
+from frameldp import ldp
 
 from .conftest import BACKENDS, CARRIERS, ORIGINS, Backend, small_data
 
@@ -34,15 +35,15 @@ Call = Callable[..., Any]
 # name -> (call taking the frame and the ledger keywords, the mechanisms it applies)
 RELEASES: dict[str, tuple[Call, dict[str, frameldp.RandomizedResponse | frameldp.Rappor]]] = {
     "krr": (
-        lambda frame, **kw: frame.ldp.krr("carrier", 1.0, domain=CARRIERS, **kw),
+        lambda frame, **kw: ldp(frame).krr("carrier", 1.0, domain=CARRIERS, **kw),
         {"carrier": KRR},
     ),
     "rappor": (
-        lambda frame, **kw: frame.ldp.rappor("origin", 0.5, domain=ORIGINS, **kw),
+        lambda frame, **kw: ldp(frame).rappor("origin", 0.5, domain=ORIGINS, **kw),
         {"origin": RAPPOR},
     ),
     "privatize": (
-        lambda frame, **kw: frame.ldp.privatize({"carrier": KRR, "origin": RAPPOR}, **kw),
+        lambda frame, **kw: ldp(frame).privatize({"carrier": KRR, "origin": RAPPOR}, **kw),
         {"carrier": KRR, "origin": RAPPOR},
     ),
 }
@@ -222,8 +223,8 @@ def test_a_failed_randomization_records_nothing(
     backend = eager_backend
     narrow = ["AA", "DL"]
     calls: dict[str, Call] = {
-        "krr": lambda frame, **kw: frame.ldp.krr("carrier", 1.0, domain=narrow, **kw),
-        "privatize": lambda frame, **kw: frame.ldp.privatize(
+        "krr": lambda frame, **kw: ldp(frame).krr("carrier", 1.0, domain=narrow, **kw),
+        "privatize": lambda frame, **kw: ldp(frame).privatize(
             {"origin": RAPPOR, "carrier": frameldp.RandomizedResponse(1.0, domain=narrow)}, **kw
         ),
     }
@@ -248,7 +249,7 @@ def test_a_lazy_frame_is_charged_when_it_runs(ledger: frameldp.Ledger, name: str
     backend = BACKENDS[name]
     native = backend.make(small_data())
 
-    reports = native.ldp.krr("carrier", 1.0, domain=["AA", "DL"], ledger=ledger, budget=BUDGET)
+    reports = ldp(native).krr("carrier", 1.0, domain=["AA", "DL"], ledger=ledger, budget=BUDGET)
 
     assert backend.is_native(reports)
     assert ledger.history(BUDGET) == []
@@ -306,11 +307,11 @@ def test_non_string_pandas_column_labels_are_charged(
     """Integer labels work without a ledger; with one the release must be charged the same."""
     native = pandas_backend.make(small_data()).set_axis([0, 1, 2], axis="columns")
     before = pandas_backend.snapshot(native)
-    assert native.ldp.krr(0, 1.0, domain=CARRIERS).ldp.debias(0).privacy == KRR.privacy
+    assert ldp(ldp(native).krr(0, 1.0, domain=CARRIERS)).debias(0).privacy == KRR.privacy
 
-    reports = native.ldp.krr(0, 1.0, domain=CARRIERS, ledger=ledger, budget=BUDGET)
+    reports = ldp(native).krr(0, 1.0, domain=CARRIERS, ledger=ledger, budget=BUDGET)
 
-    assert reports.ldp.debias(0).privacy == KRR.privacy
+    assert ldp(reports).debias(0).privacy == KRR.privacy
     [entry] = ledger.history(BUDGET)
     assert entry.description == "privatize 0"
     pandas_backend.assert_unchanged(before, native)
@@ -321,7 +322,7 @@ def test_non_string_pandas_column_labels_are_charged(
 
 @pytest.mark.parametrize("method", ["krr", "rappor"])
 def test_the_column_api_charges_too(backend: Backend, ledger: frameldp.Ledger, method: str) -> None:
-    """pandas ``df[c].ldp.<method>`` and polars ``pl.col(c).ldp.<method>`` record one release."""
+    """pandas ``ldp(df[c]).<method>`` and polars ``pl.col(c).ldp.<method>`` record one release."""
     native = backend.make(small_data())
     before = backend.snapshot(native)
     mechanism = {"krr": KRR, "rappor": frameldp.Rappor(epsilon=1.0, domain=CARRIERS)}[method]
@@ -341,7 +342,7 @@ def test_a_failed_series_randomization_records_nothing(
     series = pandas_backend.make(small_data())["carrier"]
 
     with pytest.raises(frameldp.DomainError, match=r"'UA'"):
-        series.ldp.krr(1.0, domain=["AA", "DL"], ledger=ledger, budget=BUDGET)
+        ldp(series).krr(1.0, domain=["AA", "DL"], ledger=ledger, budget=BUDGET)
 
     assert ledger.history(BUDGET) == []
 
@@ -387,15 +388,15 @@ def test_a_polars_expression_is_charged_when_evaluated(
 
 
 def test_frame_privacy_composes_its_report_columns(backend: Backend) -> None:
-    """``reports.ldp.privacy`` of two privatized columns is ``compose`` of their mechanisms'
+    """``ldp(reports).privacy`` of two privatized columns is ``compose`` of their mechanisms'
     guarantees, answering every question of docs/privacy.md; ``table.privacy`` is one column's."""
     native = backend.make(small_data())
-    reports = native.ldp.krr("carrier", 1.0, domain=CARRIERS, seed=1).ldp.rappor(
+    reports = ldp(ldp(native).krr("carrier", 1.0, domain=CARRIERS, seed=1)).rappor(
         "origin", 0.5, domain=ORIGINS, seed=2
     )
     expected = frameldp.compose([KRR.privacy, RAPPOR.privacy])
 
-    privacy = reports.ldp.privacy
+    privacy = ldp(reports).privacy
 
     assert isinstance(privacy, frameldp.PrivacyGuarantee)
     assert privacy.epsilon == expected.epsilon
@@ -410,8 +411,8 @@ def test_frame_privacy_composes_its_report_columns(backend: Backend) -> None:
     assert 0.0 < privacy.delta_at(1.0) < 1.0
     assert privacy.delta_at(privacy.epsilon) == 0.0
     # Drawn with seed=: the tables are marked INSECURE.
-    assert reports.ldp.debias("carrier").privacy == KRR.privacy.insecure()
-    assert reports.ldp.debias("origin").privacy == RAPPOR.privacy.insecure()
+    assert ldp(reports).debias("carrier").privacy == KRR.privacy.insecure()
+    assert ldp(reports).debias("origin").privacy == RAPPOR.privacy.insecure()
 
 
 @pytest.mark.parametrize("where", ["file", ":memory:"])
@@ -427,6 +428,6 @@ def test_charges_from_other_threads_share_one_ledger_object(tmp_path: Path, wher
     for _ in range(3):
         expression = pl.col("carrier").ldp.krr(1.0, domain=CARRIERS, ledger=ledger, budget=BUDGET)
         frame.lazy().select(expression).collect(engine="streaming")
-    frame.lazy().ldp.krr("carrier", 1.0, domain=CARRIERS, ledger=ledger, budget=BUDGET).collect()
+    ldp(frame.lazy()).krr("carrier", 1.0, domain=CARRIERS, ledger=ledger, budget=BUDGET).collect()
 
     _assert_one_release(ledger, {"carrier": KRR}, count=3 + 1)

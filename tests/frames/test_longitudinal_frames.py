@@ -11,6 +11,7 @@ from scipy.stats import norm
 
 import frameldp
 from _stats import P_FAIL
+from frameldp import ldp
 
 from .conftest import Backend
 
@@ -44,7 +45,7 @@ def test_memoized_krr_follows_user_and_value_on_every_backend(backend: Backend) 
     before = backend.snapshot(native)
 
     def call(frame: Any, memo: bytes, key: bytes) -> Any:
-        return frame.ldp.krr(
+        return ldp(frame).krr(
             "carrier",
             1.0,
             domain=DOMAIN,
@@ -62,9 +63,9 @@ def test_memoized_krr_follows_user_and_value_on_every_backend(backend: Backend) 
     backend.assert_unchanged(before, native)
     assert _by_user(backend, first) == _by_user(backend, second)
     assert _by_user(backend, other) != _by_user(backend, first)
-    g = first.ldp.privacy
+    g = ldp(first).privacy
     assert g.epsilon_infinity == pytest.approx(1.0)
-    assert g == second.ldp.privacy != other.ldp.privacy
+    assert g == ldp(second).privacy != ldp(other).privacy
     assert MEMO.hex() not in str(g)
 
 
@@ -72,10 +73,10 @@ def test_memoized_krr_debiases_without_bias(backend: Backend) -> None:
     """epsilon 1, epsilon_inf 4, 600 users: each debiased count within its Bonferroni bound of
     the truth (120 each)."""
     native = backend.make(_data())
-    reports = native.ldp.krr(
+    reports = ldp(native).krr(
         "carrier", 1.0, domain=DOMAIN, epsilon_infinity=4.0, user="uid", memo_key=MEMO, seed=2
     )
-    table = reports.ldp.debias("carrier").to_pandas()
+    table = ldp(reports).debias("carrier").to_pandas()
     z = norm.isf(P_FAIL / 2 / 5)
     assert np.all(np.abs(table["count"] - 120) < z * table["std_error"])
 
@@ -83,7 +84,7 @@ def test_memoized_krr_debiases_without_bias(backend: Backend) -> None:
 def test_user_without_epsilon_infinity_is_refused(backend: Backend) -> None:
     native = backend.make(_data(20))
     with pytest.raises(frameldp.ParameterError, match="permanent response"):
-        native.ldp.krr("carrier", 1.0, domain=DOMAIN, user="uid", memo_key=MEMO)
+        ldp(native).krr("carrier", 1.0, domain=DOMAIN, user="uid", memo_key=MEMO)
 
 
 LONGITUDINAL = {
@@ -110,13 +111,13 @@ def test_every_longitudinal_mechanism_memoizes_on_every_backend(
     mechanism = LONGITUDINAL[name]()
 
     def call(frame: Any, memo: bytes, key: bytes) -> Any:
-        return frame.ldp.privatize({"carrier": mechanism}, user="uid", memo_key=memo, key=key)
+        return ldp(frame).privatize({"carrier": mechanism}, user="uid", memo_key=memo, key=key)
 
     first = call(native, MEMO, KEY)
     backend.assert_unchanged(before, native)
     assert _by_user(backend, first) == _by_user(backend, call(reordered, MEMO, bytes(32)))
     assert _by_user(backend, first) != _by_user(backend, call(native, OTHER_MEMO, KEY))
-    g = first.ldp.privacy
+    g = ldp(first).privacy
     assert g.epsilon_infinity == pytest.approx(1.0)
     assert MEMO.hex() not in str(g)
 
@@ -127,8 +128,8 @@ def test_every_longitudinal_mechanism_debiases_without_bias(backend: Backend, na
     the truth (120 each)."""
     mechanism = type(LONGITUDINAL[name]())(1.0, domain=DOMAIN, epsilon_infinity=4.0)
     native = backend.make(_data())
-    reports = native.ldp.privatize({"carrier": mechanism}, user="uid", memo_key=MEMO, seed=2)
-    table = reports.ldp.debias("carrier").to_pandas()
+    reports = ldp(native).privatize({"carrier": mechanism}, user="uid", memo_key=MEMO, seed=2)
+    table = ldp(reports).debias("carrier").to_pandas()
     z = norm.isf(P_FAIL / 2 / 5)
     assert np.all(np.abs(table["count"] - 120) < z * table["std_error"])
 
@@ -137,13 +138,13 @@ def test_one_hot_rappor_takes_the_longitudinal_keywords(backend: Backend) -> Non
     """``rappor(encoding="onehot")`` takes epsilon_infinity, user and memo_key as k-RR does:
     the same reports as the mechanism passed to privatize."""
     native = backend.make(_data(50))
-    shortcut = native.ldp.rappor(
+    shortcut = ldp(native).rappor(
         "carrier", 1.0, domain=DOMAIN, epsilon_infinity=3.0, user="uid", memo_key=MEMO, key=KEY
     )
     mechanism = frameldp.Rappor(1.0, domain=DOMAIN, epsilon_infinity=3.0)
-    direct = native.ldp.privatize({"carrier": mechanism}, user="uid", memo_key=MEMO, key=KEY)
+    direct = ldp(native).privatize({"carrier": mechanism}, user="uid", memo_key=MEMO, key=KEY)
     assert _by_user(backend, shortcut) == _by_user(backend, direct)
-    assert shortcut.ldp.privacy.epsilon_infinity == pytest.approx(3.0)
+    assert ldp(shortcut).privacy.epsilon_infinity == pytest.approx(3.0)
 
 
 def test_a_memoized_table_carries_the_memoized_guarantee(backend: Backend) -> None:
@@ -152,13 +153,13 @@ def test_a_memoized_table_carries_the_memoized_guarantee(backend: Backend) -> No
     probabilities differ)."""
     mechanism = frameldp.OptimizedUnaryEncoding(1.0, domain=DOMAIN, epsilon_infinity=3.0)
     native = backend.make(_data(100))
-    reports = native.ldp.privatize({"carrier": mechanism}, user="uid", memo_key=MEMO, key=KEY)
-    table = reports.ldp.debias("carrier")
-    assert table.privacy == reports.ldp.privacy
+    reports = ldp(native).privatize({"carrier": mechanism}, user="uid", memo_key=MEMO, key=KEY)
+    table = ldp(reports).debias("carrier")
+    assert table.privacy == ldp(reports).privacy
     assert table.privacy.epsilon_infinity == pytest.approx(3.0)
     one_stage = frameldp.OptimizedUnaryEncoding(1.0, domain=DOMAIN)
     with pytest.raises(frameldp.ParameterError, match="differ in epsilon_infinity"):
-        reports.ldp.debias("carrier", one_stage)
+        ldp(reports).debias("carrier", one_stage)
 
 
 def test_memoized_reports_are_not_shuffled(backend: Backend) -> None:
@@ -168,9 +169,9 @@ def test_memoized_reports_are_not_shuffled(backend: Backend) -> None:
         pytest.skip("Dask refuses shuffle altogether (tests/frames/test_dask.py)")
     native = backend.make(_data(40))
     mechanism = frameldp.RandomizedResponse(1.0, domain=DOMAIN, epsilon_infinity=3.0)
-    reports = native.ldp.privatize({"carrier": mechanism}, user="uid", memo_key=MEMO)
+    reports = ldp(native).privatize({"carrier": mechanism}, user="uid", memo_key=MEMO)
     with pytest.raises(frameldp.ParameterError, match="memoized permanent responses"):
-        reports.ldp.shuffle()
+        ldp(reports).shuffle()
 
 
 def test_the_memo_name_binds_the_user_ids_type(backend: Backend) -> None:
@@ -184,7 +185,7 @@ def test_the_memo_name_binds_the_user_ids_type(backend: Backend) -> None:
     ledger.set_budget("nightly", epsilon=100.0)
     names = []
     for ids in (people, [str(i) for i in people]) * 2:
-        reports = backend.make({"uid": ids, "carrier": carriers}).ldp.krr(
+        reports = ldp(backend.make({"uid": ids, "carrier": carriers})).krr(
             "carrier",
             1.0,
             domain=DOMAIN,
@@ -195,7 +196,7 @@ def test_the_memo_name_binds_the_user_ids_type(backend: Backend) -> None:
             budget="nightly",
         )
         backend.collect(reports)
-        names.append(reports.ldp.privacy.parameters["memo"])
+        names.append(ldp(reports).privacy.parameters["memo"])
     assert names[0] != names[1]
     assert names[:2] == names[2:]
     instant, uses = frameldp.RandomizedResponse(
@@ -206,7 +207,7 @@ def test_the_memo_name_binds_the_user_ids_type(backend: Backend) -> None:
     floats = backend.make({"uid": [float(i) for i in people], "carrier": carriers})
     with pytest.raises(frameldp.FrameLDPError, match="user ids must be integers, text or bytes"):
         backend.collect(
-            floats.ldp.krr(
+            ldp(floats).krr(
                 "carrier", 1.0, domain=DOMAIN, epsilon_infinity=3.0, user="uid", memo_key=MEMO
             )
         )

@@ -7,6 +7,7 @@ import pyarrow as pa
 import pytest
 
 import frameldp
+from frameldp import ldp
 
 from .conftest import CARRIERS, ORIGINS, Backend, small_data, unpacked
 
@@ -19,7 +20,7 @@ def test_rappor_reports_are_fixed_width_bytes(backend: Backend, num_bits: int) -
     native = backend.make(data)
     before = backend.snapshot(native)
 
-    reports = native.ldp.rappor("item", epsilon=1.0, domain=domain, seed=11)
+    reports = ldp(native).rappor("item", epsilon=1.0, domain=domain, seed=11)
 
     assert backend.is_native(reports)
     assert reports is not native
@@ -30,7 +31,7 @@ def test_rappor_reports_are_fixed_width_bytes(backend: Backend, num_bits: int) -
     assert all(isinstance(v, bytes) and len(v) == width for v in values)
     packed = np.frombuffer(b"".join(values), dtype=np.uint8).reshape(40, width)
     assert not np.unpackbits(packed, axis=1)[:, num_bits:].any()  # padding bits stay zero
-    assert list(backend.collect(reports).columns) == list(data)
+    assert backend.names(reports) == list(data)
     for other in ("carrier", "origin", "fare"):
         assert backend.column_values(reports, other) == list(data[other])
     backend.assert_unchanged(before, native)
@@ -42,7 +43,7 @@ def test_krr_reports_are_categorical_over_the_domain(backend: Backend) -> None:
     native = backend.make(data)
     before = backend.snapshot(native)
 
-    reports = native.ldp.krr("carrier", epsilon=1.0, domain=CARRIERS, seed=11)
+    reports = ldp(native).krr("carrier", epsilon=1.0, domain=CARRIERS, seed=11)
 
     assert backend.is_native(reports)
     assert backend.report_storage(reports, "carrier") == backend.krr_storage(CARRIERS)
@@ -50,7 +51,7 @@ def test_krr_reports_are_categorical_over_the_domain(backend: Backend) -> None:
     assert len(labels) == len(data["carrier"])
     assert set(labels) <= set(CARRIERS)
     assert labels != data["carrier"]  # noise was applied (64 rows at epsilon=1: P[equal] < 1e-20)
-    assert list(backend.collect(reports).columns) == list(data)
+    assert backend.names(reports) == list(data)
     assert backend.column_values(reports, "origin") == data["origin"]
     assert backend.column_values(reports, "fare") == data["fare"]
     backend.assert_unchanged(before, native)
@@ -59,17 +60,19 @@ def test_krr_reports_are_categorical_over_the_domain(backend: Backend) -> None:
 def test_krr_reports_of_a_categorical_column_are_its_labels(backend: Backend) -> None:
     """An ordered pandas Categorical / a polars Enum over the domain gives k-RR reports that
     read as its labels (stored as text: the report type records the domain)."""
+    if backend.arrow:
+        pytest.skip("an Arrow dictionary type does not hold its categories: pass the domain")
     values = [CARRIERS[i % 4] for i in range(32)]
     native = backend.make_categorical("carrier", values, CARRIERS)
     dtype = backend.dtype(native, "carrier")
     before = backend.snapshot(native)
 
-    reports = native.ldp.krr("carrier", epsilon=1.0, domain=dtype, seed=3)
+    reports = ldp(native).krr("carrier", epsilon=1.0, domain=dtype, seed=3)
 
     assert backend.is_native(reports)
     assert backend.report_storage(reports, "carrier") == pa.large_string()
     assert set(backend.column_values(reports, "carrier")) <= set(CARRIERS)
-    assert reports.ldp.mechanisms == {"carrier": frameldp.RandomizedResponse(1.0, domain=CARRIERS)}
+    assert ldp(reports).mechanisms == {"carrier": frameldp.RandomizedResponse(1.0, domain=CARRIERS)}
     backend.assert_unchanged(before, native)
 
 
@@ -83,16 +86,16 @@ def test_privatize_applies_each_mechanism_to_its_column(backend: Backend) -> Non
         "origin": frameldp.RandomizedResponse(2.0, domain=ORIGINS),
     }
 
-    reports = native.ldp.privatize(mechanisms, seed=21)
+    reports = ldp(native).privatize(mechanisms, seed=21)
 
     assert backend.is_native(reports)
     assert backend.report_storage(reports, "carrier") == backend.rappor_storage(len(CARRIERS))
     assert backend.report_storage(reports, "origin") == backend.krr_storage(ORIGINS)
     assert backend.column_values(reports, "fare") == data["fare"]
-    assert reports.ldp.mechanisms == mechanisms
+    assert ldp(reports).mechanisms == mechanisms
     # The shortcuts are privatize with one entry: same key, same reports.
-    rappor = native.ldp.rappor("carrier", epsilon=1.0, domain=CARRIERS, seed=21)
-    krr = native.ldp.krr("origin", epsilon=2.0, domain=ORIGINS, seed=21)
+    rappor = ldp(native).rappor("carrier", epsilon=1.0, domain=CARRIERS, seed=21)
+    krr = ldp(native).krr("origin", epsilon=2.0, domain=ORIGINS, seed=21)
     assert backend.column_values(reports, "carrier") == backend.column_values(rappor, "carrier")
     assert backend.column_values(reports, "origin") == backend.column_values(krr, "origin")
     backend.assert_unchanged(before, native)
@@ -108,7 +111,7 @@ def test_privatize_gives_identical_columns_independent_noise(backend: Backend) -
     native = backend.make({"a": carriers, "b": carriers})
     mechanism = frameldp.Rappor(epsilon=1.0, domain=CARRIERS)
 
-    reports = native.ldp.privatize({"a": mechanism, "b": mechanism}, seed=5)
+    reports = ldp(native).privatize({"a": mechanism, "b": mechanism}, seed=5)
 
     assert backend.column_values(reports, "a") != backend.column_values(reports, "b")
 
@@ -118,7 +121,7 @@ def test_rappor_near_identity_is_one_hot(backend: Backend) -> None:
     data = small_data()
     native = backend.make(data)
 
-    reports = native.ldp.rappor("origin", epsilon=90.0, domain=ORIGINS, seed=1)
+    reports = ldp(native).rappor("origin", epsilon=90.0, domain=ORIGINS, seed=1)
 
     bits = unpacked(backend.column_values(reports, "origin"), len(ORIGINS))
     expected = np.array([[int(v == o) for o in ORIGINS] for v in data["origin"]], dtype=np.uint8)
@@ -130,6 +133,6 @@ def test_krr_near_identity_reports_the_value(backend: Backend) -> None:
     data = small_data()
     native = backend.make(data)
 
-    reports = native.ldp.krr("origin", epsilon=90.0, domain=ORIGINS, seed=1)
+    reports = ldp(native).krr("origin", epsilon=90.0, domain=ORIGINS, seed=1)
 
     assert backend.column_values(reports, "origin") == data["origin"]

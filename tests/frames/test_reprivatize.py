@@ -1,6 +1,6 @@
 """Privatizing a column that already holds reports is refused (issue 13, defect 7).
 
-Re-running a notebook cell ``r2 = r1.ldp.krr("carrier", ...)`` randomized the reports again:
+Re-running a notebook cell ``r2 = ldp(r1).krr("carrier", ...)`` randomized the reports again:
 ``debias`` then estimated the distribution of the reports, not of the values (max |z| 17.7),
 and the column was released twice. Every backend and the Series accessor refuse it, name the
 column and its recorded mechanism, charge nothing and leave the input as it was.
@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import frameldp
+from frameldp import ldp
 
 from .conftest import BACKENDS, CARRIERS, ORIGINS, Backend, small_data
 
@@ -23,7 +24,7 @@ def test_privatizing_reports_again_is_refused(
 ) -> None:
     ledger = frameldp.Ledger(tmp_path / "ledger.sqlite")
     ledger.set_budget("b", epsilon=10.0)
-    reports = getattr(backend.make(small_data()).ldp, method)(
+    reports = getattr(ldp(backend.make(small_data())), method)(
         "carrier", 1.0, domain=CARRIERS, seed=1
     )
     before = backend.snapshot(reports)
@@ -31,18 +32,18 @@ def test_privatizing_reports_again_is_refused(
     with pytest.raises(
         frameldp.ParameterError, match=r"column 'carrier': already holds frameldp reports"
     ):
-        reports.ldp.krr("carrier", 1.0, domain=CARRIERS, ledger=ledger, budget="b")
+        ldp(reports).krr("carrier", 1.0, domain=CARRIERS, ledger=ledger, budget="b")
 
     assert ledger.history("b") == []
     backend.assert_unchanged(before, reports)
     # Another column of the same frame may still be privatized.
-    other = reports.ldp.krr("origin", 1.0, domain=ORIGINS)
+    other = ldp(reports).krr("origin", 1.0, domain=ORIGINS)
     assert backend.num_rows(other) == 64
 
 
 def test_the_series_accessor_refuses_reports_too() -> None:
     frame = BACKENDS["pandas-pyarrow"].make(small_data())
-    reports = frame.ldp.krr("carrier", 1.0, domain=CARRIERS)
+    reports = ldp(frame).krr("carrier", 1.0, domain=CARRIERS)
 
     with pytest.raises(frameldp.ParameterError, match=r"already holds frameldp reports"):
-        reports["carrier"].ldp.rappor(1.0, domain=CARRIERS)
+        ldp(reports["carrier"]).rappor(1.0, domain=CARRIERS)

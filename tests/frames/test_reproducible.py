@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from frameldp import ldp
+
 from .conftest import CARRIERS, Backend, reference_reports, small_data
 
 KEY = bytes(range(32))
@@ -20,11 +22,11 @@ OTHER_KEY = bytes(range(1, 33))
 
 
 def _rappor(**source: Any) -> Callable[[Any], Any]:
-    return lambda frame: frame.ldp.rappor("carrier", epsilon=1.0, domain=CARRIERS, **source)
+    return lambda frame: ldp(frame).rappor("carrier", epsilon=1.0, domain=CARRIERS, **source)
 
 
 def _krr(**source: Any) -> Callable[[Any], Any]:
-    return lambda frame: frame.ldp.krr("carrier", epsilon=1.0, domain=CARRIERS, **source)
+    return lambda frame: ldp(frame).krr("carrier", epsilon=1.0, domain=CARRIERS, **source)
 
 
 MECHANISMS = {"rappor": _rappor, "krr": _krr}

@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 
 import frameldp
+from frameldp import ldp
 from frameldp.datasets import FLIGHTS_DOMAINS
 
 from .conftest import NEAR_IDENTITY_EPSILON, Backend, unpacked
@@ -43,7 +44,7 @@ def test_set_valued_cells_are_k_hot_encoded(backend: Backend) -> None:
     native = backend.make(data)
     before = backend.snapshot(native)
 
-    reports = native.ldp.rappor(
+    reports = ldp(native).rappor(
         "services", epsilon=SET_EPSILON, domain=SERVICES, max_weight=MAX_WEIGHT, seed=2
     )
 
@@ -59,10 +60,10 @@ def test_set_valued_debias_counts_rows_holding_each_item(backend: Backend) -> No
     cells = _cells()
     native = backend.make({"services": cells})
 
-    reports = native.ldp.rappor(
+    reports = ldp(native).rappor(
         "services", epsilon=SET_EPSILON, domain=SERVICES, max_weight=MAX_WEIGHT, seed=2
     )
-    table = reports.ldp.debias("services")
+    table = ldp(reports).debias("services")
 
     assert backend.column_values(table.frame, "category") == list(SERVICES)
     assert backend.column_values(table.frame, "count") == _k_hot(cells).sum(axis=0).tolist()
@@ -76,7 +77,7 @@ def test_set_valued_reports_are_noisy_and_reproducible(backend: Backend) -> None
     native = backend.make({"services": cells})
 
     def privatize(seed: int) -> list[bytes]:
-        reports = native.ldp.rappor(
+        reports = ldp(native).rappor(
             "services", epsilon=1.0, domain=SERVICES, max_weight=MAX_WEIGHT, seed=seed
         )
         return backend.column_values(reports, "services")
@@ -90,7 +91,7 @@ def test_set_valued_reports_are_noisy_and_reproducible(backend: Backend) -> None
 def test_only_empty_cells(backend: Backend) -> None:
     native = backend.make({"services": [[], [], []], "fare": [1.0, 2.0, 3.0]})
 
-    reports = native.ldp.rappor(
+    reports = ldp(native).rappor(
         "services", epsilon=SET_EPSILON, domain=SERVICES, max_weight=MAX_WEIGHT, seed=2
     )
 
@@ -107,7 +108,7 @@ def test_cell_with_more_items_than_max_weight_raises_naming_the_row(backend: Bac
         frameldp.DomainError, match=r"column 'services': row 9 holds 4 distinct items.*max_weight=3"
     ):
         backend.collect(
-            native.ldp.rappor("services", epsilon=1.0, domain=SERVICES, max_weight=MAX_WEIGHT)
+            ldp(native).rappor("services", epsilon=1.0, domain=SERVICES, max_weight=MAX_WEIGHT)
         )
     backend.assert_unchanged(before, native)
 
@@ -122,7 +123,7 @@ def test_bad_item_in_a_cell_names_its_row(backend: Backend, item: Any, message: 
 
     with pytest.raises(frameldp.DomainError, match=f"column 'services': {message}"):
         backend.collect(
-            native.ldp.rappor("services", epsilon=1.0, domain=SERVICES, max_weight=MAX_WEIGHT)
+            ldp(native).rappor("services", epsilon=1.0, domain=SERVICES, max_weight=MAX_WEIGHT)
         )
 
 
@@ -134,7 +135,7 @@ def test_null_cell_raises_naming_the_row(backend: Backend) -> None:
 
     with pytest.raises(frameldp.DomainError, match=r"column 'services': null cell at row 9"):
         backend.collect(
-            native.ldp.rappor("services", epsilon=1.0, domain=SERVICES, max_weight=MAX_WEIGHT)
+            ldp(native).rappor("services", epsilon=1.0, domain=SERVICES, max_weight=MAX_WEIGHT)
         )
     backend.assert_unchanged(before, native)
 
@@ -144,7 +145,7 @@ def test_null_cell_with_nulls_category_sets_the_null_bit(backend: Backend) -> No
     cells[6] = None
     native = backend.make({"services": cells})
 
-    reports = native.ldp.rappor(
+    reports = ldp(native).rappor(
         "services",
         epsilon=SET_EPSILON,
         domain=SERVICES,
@@ -163,7 +164,7 @@ def test_krr_on_a_list_column_raises(backend: Backend) -> None:
     before = backend.snapshot(native)
 
     with pytest.raises(frameldp.ParameterError, match=r"column 'services'.*rappor"):
-        backend.collect(native.ldp.krr("services", epsilon=1.0, domain=SERVICES, seed=1))
+        backend.collect(ldp(native).krr("services", epsilon=1.0, domain=SERVICES, seed=1))
     backend.assert_unchanged(before, native)
 
 
@@ -174,7 +175,7 @@ def test_masked_null_cell_with_nulls_category(lazy: bool) -> None:
     ).select(pl.when(pl.col("keep")).then(pl.col("services")).alias("services"))
     native = frame.lazy() if lazy else frame
 
-    reports = native.ldp.rappor(
+    reports = ldp(native).rappor(
         "services",
         epsilon=SET_EPSILON,
         domain=SERVICES,

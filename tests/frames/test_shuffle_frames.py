@@ -1,4 +1,4 @@
-"""The shuffle model on frames: ``reports.ldp.shuffle()`` and ``df.ldp.balcer_cheu()``.
+"""The shuffle model on frames: ``ldp(reports).shuffle()`` and ``ldp(df).balcer_cheu()``.
 
 ``shuffle`` keeps the recorded report columns only (a Bloom column with its cohort column), in a
 keyed uniformly random row order that is the same on every backend for the same key, and
@@ -33,6 +33,7 @@ from scipy.special import logsumexp
 from scipy.stats import binom, chisquare
 
 import frameldp
+from frameldp import ldp
 from frameldp.accounting.amplification import binary_rr_shuffle_delta
 from frameldp.core.mechanisms import Statistic
 
@@ -93,11 +94,11 @@ def carrier_data(n: int = BC_N) -> Columns:
 
 
 def privatized(native: Any) -> Any:
-    return native.ldp.privatize(MECHANISMS, seed=SEED)
+    return ldp(native).privatize(MECHANISMS, seed=SEED)
 
 
 def columns_of(backend: Backend, native: Any) -> list[Any]:
-    return list(backend.collect(native).columns)
+    return backend.names(native)
 
 
 def rows_of(
@@ -111,7 +112,7 @@ def rows_of(
 def reference_order(data: Columns, **source: Any) -> list[tuple[Any, ...]]:
     """Rows of the reports shuffled on plain pandas (object strings): the cross-backend oracle."""
     reference = BACKENDS["pandas-numpy"]
-    shuffled = privatized(reference.make(data)).ldp.shuffle(**source)
+    shuffled = ldp(privatized(reference.make(data))).shuffle(**source)
     return rows_of(reference, shuffled)
 
 
@@ -130,13 +131,13 @@ def test_shuffle_keeps_every_report_column_and_only_those(backend: Backend) -> N
     reports = privatized(backend.make(report_data()))
     before = backend.snapshot(reports)
 
-    shuffled = reports.ldp.shuffle(seed=SEED)
+    shuffled = ldp(reports).shuffle(seed=SEED)
 
     assert backend.is_native(shuffled)
     assert sorted(columns_of(backend, shuffled)) == sorted(REPORTS)
     for column in REPORTS:
         assert backend.report_storage(shuffled, column) == backend.report_storage(reports, column)
-    assert shuffled.ldp.mechanisms == reports.ldp.mechanisms
+    assert ldp(shuffled).mechanisms == ldp(reports).mechanisms
     assert backend.num_rows(shuffled) == N
     backend.assert_unchanged(before, reports)
 
@@ -145,7 +146,7 @@ def test_shuffle_reorders_the_report_rows_without_changing_them(backend: Backend
     """The same multiset of (carrier, origin, url, cohort) rows, in another order."""
     reports = privatized(backend.make(report_data()))
 
-    shuffled = reports.ldp.shuffle(seed=SEED)
+    shuffled = ldp(reports).shuffle(seed=SEED)
 
     original, permuted = rows_of(backend, reports), rows_of(backend, shuffled)
     assert sorted(permuted) == sorted(original)
@@ -157,7 +158,7 @@ def test_shuffle_resets_the_pandas_index(pandas_backend: Backend) -> None:
     reports = privatized(pandas_backend.make(report_data())).set_index("passenger_id")
     before = pandas_backend.snapshot(reports)
 
-    shuffled = reports.ldp.shuffle(seed=SEED)
+    shuffled = ldp(reports).shuffle(seed=SEED)
 
     pd.testing.assert_index_equal(shuffled.index, pd.RangeIndex(N))
     assert "passenger_id" not in shuffled.columns
@@ -175,8 +176,8 @@ def test_same_key_gives_the_same_order_on_every_backend(
     data = report_data()
     reports = privatized(backend.make(data))
 
-    first = rows_of(backend, reports.ldp.shuffle(**source))
-    second = rows_of(backend, reports.ldp.shuffle(**source))
+    first = rows_of(backend, ldp(reports).shuffle(**source))
+    second = rows_of(backend, ldp(reports).shuffle(**source))
 
     assert first == second
     assert first == reference_order(data, **source)
@@ -185,9 +186,9 @@ def test_same_key_gives_the_same_order_on_every_backend(
 def test_different_seeds_give_different_orders(backend: Backend) -> None:
     reports = privatized(backend.make(report_data()))
 
-    first = rows_of(backend, reports.ldp.shuffle(seed=SEED))
-    second = rows_of(backend, reports.ldp.shuffle(seed=OTHER_SEED))
-    keyed = rows_of(backend, reports.ldp.shuffle(key=KEY))
+    first = rows_of(backend, ldp(reports).shuffle(seed=SEED))
+    second = rows_of(backend, ldp(reports).shuffle(seed=OTHER_SEED))
+    keyed = rows_of(backend, ldp(reports).shuffle(key=KEY))
 
     assert first != second
     assert first != keyed
@@ -205,7 +206,7 @@ def test_chunked_input_gives_the_same_order(backend: Backend) -> None:
     ]
     reports = privatized(backend.concat(pieces))
 
-    shuffled = reports.ldp.shuffle(seed=SEED)
+    shuffled = ldp(reports).shuffle(seed=SEED)
 
     assert rows_of(backend, shuffled) == reference_order(data, seed=SEED)
 
@@ -216,20 +217,20 @@ def test_a_lazy_frame_is_shuffled_when_asked() -> None:
     orders of the same reports, with a key the same one."""
     reports = privatized(pl.LazyFrame(report_data()))
 
-    shuffled = reports.ldp.shuffle(key=bytes(32))
+    shuffled = ldp(reports).shuffle(key=bytes(32))
 
     assert isinstance(shuffled, pl.LazyFrame)
     first = shuffled.collect(engine="streaming")
     polars.testing.assert_frame_equal(first, shuffled.collect(engine="streaming"))
     polars.testing.assert_frame_equal(first, shuffled.collect())
     polars.testing.assert_frame_equal(first, shuffled.collect(engine="in-memory"))
-    assert first.rows() == reports.ldp.shuffle(key=bytes(32)).collect().rows()
-    fresh = reports.ldp.shuffle()
+    assert first.rows() == ldp(reports).shuffle(key=bytes(32)).collect().rows()
+    fresh = ldp(reports).shuffle()
     again = fresh.collect()
     assert again.equals(fresh.collect())
     assert sorted(again.rows()) == sorted(first.rows())
     # N rows in two independent uniform orders: equal with probability 1 / N!.
-    assert not again.equals(reports.ldp.shuffle().collect())
+    assert not again.equals(ldp(reports).shuffle().collect())
 
 
 def test_every_order_of_three_reports_is_equally_likely() -> None:
@@ -239,14 +240,14 @@ def test_every_order_of_three_reports_is_equally_likely() -> None:
     1/6 by 0.027 (noncentrality 32 against the critical value 35.9 at 5 degrees of freedom)."""
     backend = BACKENDS["pandas-numpy"]
     values = ["AA", "DL", "UA"]
-    reports = backend.make({"carrier": values}).ldp.krr(
+    reports = ldp(backend.make({"carrier": values})).krr(
         "carrier", NEAR_IDENTITY_EPSILON, domain=CARRIERS, seed=SEED
     )
     assert backend.column_values(reports, "carrier") == values
     num_seeds = 6_000
 
     counts = Counter(
-        tuple(backend.column_values(reports.ldp.shuffle(seed=seed), "carrier"))
+        tuple(backend.column_values(ldp(reports).shuffle(seed=seed), "carrier"))
         for seed in range(num_seeds)
     )
 
@@ -261,11 +262,11 @@ def test_every_order_of_three_reports_is_equally_likely() -> None:
 
 def test_shuffled_frame_has_the_amplified_guarantee(backend: Backend) -> None:
     reports = privatized(backend.make(report_data()))
-    local = reports.ldp.privacy
+    local = ldp(reports).privacy
 
-    shuffled = reports.ldp.shuffle(seed=SEED)
+    shuffled = ldp(reports).shuffle(seed=SEED)
 
-    privacy = shuffled.ldp.privacy
+    privacy = ldp(shuffled).privacy
     expected = frameldp.amplify_by_shuffling(local, N)
     assert local.model == "local"
     assert privacy.model == "shuffle"
@@ -273,20 +274,20 @@ def test_shuffled_frame_has_the_amplified_guarantee(backend: Backend) -> None:
     assert privacy.parameters["local_epsilon"] == local.epsilon
     assert privacy.epsilon_at(DELTA) == expected.epsilon_at(DELTA)
     assert privacy.epsilon_at(DELTA) < local.epsilon
-    assert reports.ldp.privacy == local  # the input keeps its local guarantee
+    assert ldp(reports).privacy == local  # the input keeps its local guarantee
 
 
 def test_debias_of_a_shuffled_frame_carries_the_shuffled_guarantee(backend: Backend) -> None:
     """Counts do not depend on the order (the same estimates as before shuffling); the table's
     guarantee is the shuffled frame's."""
     reports = privatized(backend.make(report_data()))
-    shuffled = reports.ldp.shuffle(seed=SEED)
+    shuffled = ldp(reports).shuffle(seed=SEED)
 
     for column in ("carrier", "origin"):
-        table = shuffled.ldp.debias(column)
-        unshuffled = reports.ldp.debias(column)
+        table = ldp(shuffled).debias(column)
+        unshuffled = ldp(reports).debias(column)
 
-        assert table.privacy == shuffled.ldp.privacy
+        assert table.privacy == ldp(shuffled).privacy
         assert table.privacy.model == "shuffle"
         assert unshuffled.privacy.model == "local"
         assert table.estimate.counts.tolist() == unshuffled.estimate.counts.tolist()
@@ -300,15 +301,15 @@ def test_keeping_an_identifier_warns_and_keeps_the_local_guarantee(
     before = backend.snapshot(reports)
 
     with pytest.warns(frameldp.FrameLDPWarning, match="passenger_id"):
-        shuffled = reports.ldp.shuffle(keep=keep, seed=SEED)
+        shuffled = ldp(reports).shuffle(keep=keep, seed=SEED)
 
     assert backend.is_native(shuffled)
     assert sorted(columns_of(backend, shuffled)) == sorted([*REPORTS, "passenger_id"])
     pairs = ("passenger_id", "carrier")  # each identifier travels with its own report
     assert sorted(rows_of(backend, shuffled, pairs)) == sorted(rows_of(backend, reports, pairs))
-    assert shuffled.ldp.privacy.model == "local"
-    assert shuffled.ldp.privacy == reports.ldp.privacy
-    assert shuffled.ldp.debias("carrier").privacy.model == "local"
+    assert ldp(shuffled).privacy.model == "local"
+    assert ldp(shuffled).privacy == ldp(reports).privacy
+    assert ldp(shuffled).debias("carrier").privacy.model == "local"
     backend.assert_unchanged(before, reports)
 
 
@@ -317,10 +318,10 @@ def test_keeping_a_report_column_does_not_warn(backend: Backend) -> None:
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        shuffled = reports.ldp.shuffle(keep=["carrier", "url_cohort"], key=bytes(32))
+        shuffled = ldp(reports).shuffle(keep=["carrier", "url_cohort"], key=bytes(32))
 
     assert sorted(columns_of(backend, shuffled)) == sorted(REPORTS)
-    assert shuffled.ldp.privacy.model == "shuffle"
+    assert ldp(shuffled).privacy.model == "shuffle"
 
 
 # ---------------------------------------------------------------------------- shuffle: errors
@@ -331,31 +332,31 @@ def test_shuffle_without_recorded_mechanisms_raises(backend: Backend) -> None:
     before = backend.snapshot(native)
 
     with pytest.raises(frameldp.MechanismNotFoundError, match="shuffle"):
-        native.ldp.shuffle(seed=SEED)
+        ldp(native).shuffle(seed=SEED)
     backend.assert_unchanged(before, native)
 
 
 def test_shuffle_of_balcer_cheu_messages_raises(backend: Backend) -> None:
-    messages = backend.make(carrier_data()).ldp.balcer_cheu(
+    messages = ldp(backend.make(carrier_data())).balcer_cheu(
         "carrier", BC_EPSILON, BC_DELTA, domain=CARRIERS, seed=SEED
     )
 
     with pytest.raises(frameldp.ParameterError, match=r"'carrier'.*already the shuffler's output"):
-        messages.ldp.shuffle(seed=SEED)
+        ldp(messages).shuffle(seed=SEED)
 
 
 def test_missing_keep_column_raises_naming_it(backend: Backend) -> None:
     reports = privatized(backend.make(report_data(64)))
 
     with pytest.raises(frameldp.ParameterError, match="'no_such_column'"):
-        reports.ldp.shuffle(keep=["no_such_column"], seed=SEED)
+        ldp(reports).shuffle(keep=["no_such_column"], seed=SEED)
 
 
 def test_shuffle_refuses_both_key_and_seed(backend: Backend) -> None:
     reports = privatized(backend.make(report_data(64)))
 
     with pytest.raises(frameldp.ParameterError, match="key= and seed="):
-        reports.ldp.shuffle(key=KEY, seed=SEED)
+        ldp(reports).shuffle(key=KEY, seed=SEED)
 
 
 # ------------------------------------------------------------------------------- balcer_cheu
@@ -367,7 +368,7 @@ def test_balcer_cheu_returns_the_shuffled_messages(backend: Backend) -> None:
     native = backend.make(data)
     before = backend.snapshot(native)
 
-    messages = native.ldp.balcer_cheu("carrier", BC_EPSILON, BC_DELTA, domain=CARRIERS, seed=SEED)
+    messages = ldp(native).balcer_cheu("carrier", BC_EPSILON, BC_DELTA, domain=CARRIERS, seed=SEED)
 
     unshuffled = balcer_cheu().randomize(
         carrier_codes(data), source=frameldp.RandomSource.from_seed(SEED), label="carrier"
@@ -388,12 +389,12 @@ def test_balcer_cheu_same_seed_same_messages_on_every_backend(backend: Backend) 
     native = backend.make(data)
 
     def call(**source: Any) -> list[Any]:
-        out = native.ldp.balcer_cheu("carrier", BC_EPSILON, BC_DELTA, domain=CARRIERS, **source)
+        out = ldp(native).balcer_cheu("carrier", BC_EPSILON, BC_DELTA, domain=CARRIERS, **source)
         return backend.column_values(out, "carrier")
 
     reference = BACKENDS["pandas-numpy"].make(data)
     expected = BACKENDS["pandas-numpy"].column_values(
-        reference.ldp.balcer_cheu("carrier", BC_EPSILON, BC_DELTA, domain=CARRIERS, seed=SEED),
+        ldp(reference).balcer_cheu("carrier", BC_EPSILON, BC_DELTA, domain=CARRIERS, seed=SEED),
         "carrier",
     )
     first = call(seed=SEED)
@@ -406,11 +407,11 @@ def test_balcer_cheu_same_seed_same_messages_on_every_backend(backend: Backend) 
 
 def test_debias_of_messages_carries_the_central_guarantee(backend: Backend) -> None:
     data = carrier_data()
-    messages = backend.make(data).ldp.balcer_cheu(
+    messages = ldp(backend.make(data)).balcer_cheu(
         "carrier", BC_EPSILON, BC_DELTA, domain=CARRIERS, seed=SEED
     )
 
-    table = messages.ldp.debias("carrier")
+    table = ldp(messages).debias("carrier")
 
     mechanism = balcer_cheu()
     counts = mechanism.message_counts(
@@ -426,7 +427,7 @@ def test_debias_of_messages_carries_the_central_guarantee(backend: Backend) -> N
     assert table.privacy == mechanism.privacy.insecure()  # seed=: marked INSECURE
     assert table.privacy.model == "shuffle"
     assert table.privacy.epsilon_at(BC_DELTA) <= BC_EPSILON
-    assert messages.ldp.privacy.model == "shuffle"
+    assert ldp(messages).privacy.model == "shuffle"
 
 
 def test_balcer_cheu_estimates_are_unbiased(backend: Backend) -> None:
@@ -435,11 +436,11 @@ def test_balcer_cheu_estimates_are_unbiased(backend: Backend) -> None:
     bias of about 105 people (1.6% of the 6,667 holding each carrier; "WN" is held by nobody)."""
     n = 20_000
     data = carrier_data(n)
-    messages = backend.make(data).ldp.balcer_cheu(
+    messages = ldp(backend.make(data)).balcer_cheu(
         "carrier", BC_EPSILON, BC_DELTA, domain=CARRIERS, seed=SEED
     )
 
-    table = messages.ldp.debias("carrier")
+    table = ldp(messages).debias("carrier")
 
     p = balcer_cheu(n).noise_probability
     truth = np.bincount(carrier_codes(data), minlength=len(CARRIERS))
@@ -449,13 +450,13 @@ def test_balcer_cheu_estimates_are_unbiased(backend: Backend) -> None:
 
 def test_balcer_cheu_needs_enough_rows(backend: Backend) -> None:
     """n >= 400 ln(4 / delta) / epsilon^2: 830 rows at (2, 1e-3) pass, 829 are refused."""
-    backend.make(carrier_data(BC_MINIMUM)).ldp.balcer_cheu(
+    ldp(backend.make(carrier_data(BC_MINIMUM))).balcer_cheu(
         "carrier", BC_EPSILON, BC_DELTA, domain=CARRIERS, seed=SEED
     )
     native = backend.make(carrier_data(BC_MINIMUM - 1))
 
     with pytest.raises(frameldp.ParameterError, match=rf"'carrier'.*n=829.*= {BC_MINIMUM}\b"):
-        native.ldp.balcer_cheu("carrier", BC_EPSILON, BC_DELTA, domain=CARRIERS, seed=SEED)
+        ldp(native).balcer_cheu("carrier", BC_EPSILON, BC_DELTA, domain=CARRIERS, seed=SEED)
 
 
 @pytest.mark.parametrize(
@@ -476,7 +477,7 @@ def test_bad_balcer_cheu_call_raises(
     arguments = {"epsilon": BC_EPSILON, "delta": BC_DELTA, "domain": CARRIERS, **kwargs}
 
     with pytest.raises(error, match=match):
-        native.ldp.balcer_cheu(column, seed=SEED, **arguments)
+        ldp(native).balcer_cheu(column, seed=SEED, **arguments)
     assert issubclass(error, frameldp.FrameLDPError)
     backend.assert_unchanged(before, native)
 
@@ -490,7 +491,7 @@ def test_balcer_cheu_is_charged_to_a_budget_with_a_delta(backend: Backend, tmp_p
     ledger = frameldp.Ledger(path)
     ledger.set_budget("b", epsilon=1.0, delta=1e-5)
 
-    backend.make(carrier_data()).ldp.balcer_cheu(
+    ldp(backend.make(carrier_data())).balcer_cheu(
         "carrier", BC_EPSILON, BC_DELTA, domain=CARRIERS, seed=SEED, ledger=path, budget="b"
     )
 
@@ -508,7 +509,7 @@ def test_balcer_cheu_is_refused_by_a_pure_budget(backend: Backend, tmp_path: Pat
     ledger.set_budget("pure", epsilon=1.0)
 
     with pytest.raises(frameldp.BudgetExceededError, match="pure"):
-        backend.make(carrier_data()).ldp.balcer_cheu(
+        ldp(backend.make(carrier_data())).balcer_cheu(
             "carrier", BC_EPSILON, BC_DELTA, domain=CARRIERS, seed=SEED, ledger=path, budget="pure"
         )
     assert ledger.history("pure") == []
@@ -520,13 +521,13 @@ def test_balcer_cheu_is_refused_by_a_pure_budget(backend: Backend, tmp_path: Pat
 
 def test_privacy_of_an_empty_shuffled_frame(backend: Backend) -> None:
     empty = backend.slice(backend.make(report_data(64)), 0, 0)  # typed columns, no rows
-    reports = empty.ldp.privatize({c: MECHANISMS[c] for c in ("carrier", "origin")}, seed=SEED)
-    local = reports.ldp.privacy
+    reports = ldp(empty).privatize({c: MECHANISMS[c] for c in ("carrier", "origin")}, seed=SEED)
+    local = ldp(reports).privacy
 
-    shuffled = reports.ldp.shuffle(seed=SEED)
+    shuffled = ldp(reports).shuffle(seed=SEED)
 
     assert backend.num_rows(shuffled) == 0
-    assert shuffled.ldp.privacy.epsilon_at(DELTA) <= local.epsilon
+    assert ldp(shuffled).privacy.epsilon_at(DELTA) <= local.epsilon
 
 
 def _krr_projection_delta(epsilon: float, epsilon0: float, k: int, n: int) -> float:
@@ -573,15 +574,15 @@ def test_concatenated_shuffled_collections_do_not_overclaim(pandas_backend: Back
     n, epsilon0, domain = 3_000, 2.0, CARRIERS[:3]
     native = pandas_backend.make(carrier_data(n))
     days = [
-        native.ldp.krr("carrier", epsilon0, domain=domain, seed=day).ldp.shuffle(seed=day)
+        ldp(ldp(native).krr("carrier", epsilon0, domain=domain, seed=day)).shuffle(seed=day)
         for day in (1, 2)
     ]
-    one_day = days[0].ldp.privacy.epsilon_at(DELTA)
+    one_day = ldp(days[0]).privacy.epsilon_at(DELTA)
     assert _krr_projection_delta(one_day, epsilon0, len(domain), n) <= DELTA
 
     both = pd.concat(days, ignore_index=True)
 
-    privacy = both.ldp.privacy  # None: the two collections' records differ, pandas drops them
+    privacy = ldp(both).privacy  # None: the two collections' records differ, pandas drops them
     claimed = math.inf if privacy is None else privacy.epsilon_at(DELTA)
     assert _krr_projection_delta(claimed, epsilon0, len(domain), n) <= DELTA
 
@@ -592,16 +593,16 @@ def test_a_frame_derived_from_one_shuffled_collection_keeps_its_guarantee(
     """A subset or a repetition of one shuffled collection is a post-processing of it: it is
     amplified over the recorded number of reports, not over its own row count."""
     n = 3_000
-    reports = pandas_backend.make(carrier_data(n)).ldp.krr(
+    reports = ldp(pandas_backend.make(carrier_data(n))).krr(
         "carrier", 2.0, domain=CARRIERS[:3], seed=1
     )
-    shuffled = reports.ldp.shuffle(seed=2)
-    expected = shuffled.ldp.privacy.epsilon_at(DELTA)
+    shuffled = ldp(reports).shuffle(seed=2)
+    expected = ldp(shuffled).privacy.epsilon_at(DELTA)
     assert expected < 2.0
 
     for derived in (shuffled.head(10), pd.concat([shuffled, shuffled], ignore_index=True)):
-        assert derived.ldp.privacy.epsilon_at(DELTA) == expected
-    assert shuffled.head(10).ldp.privacy.parameters["reports"] == n
+        assert ldp(derived).privacy.epsilon_at(DELTA) == expected
+    assert ldp(shuffled.head(10)).privacy.parameters["reports"] == n
 
 
 def test_a_reused_shuffle_key_orders_different_frames_independently() -> None:
@@ -613,7 +614,7 @@ def test_a_reused_shuffle_key_orders_different_frames_independently() -> None:
     n = 200
 
     def order(frame: Any) -> list[float]:
-        out = privatized(frame).ldp.shuffle(keep="fare", key=key)
+        out = ldp(privatized(frame)).shuffle(keep="fare", key=key)
         if isinstance(out, pl.LazyFrame):
             out = out.collect()
         return list(out["fare"])
@@ -636,14 +637,14 @@ def test_a_seeded_shuffle_is_marked_insecure(library: str) -> None:
     """An order drawn from seed= is known to whoever knows the seed: warned, and the amplified
     guarantee says INSECURE; a fresh order is not marked."""
     make = {"pandas": pd.DataFrame, "polars-eager": pl.DataFrame, "polars-lazy": pl.LazyFrame}
-    reports = make[library](report_data(100)).ldp.privatize(MECHANISMS, key=bytes(32))
+    reports = ldp(make[library](report_data(100))).privatize(MECHANISMS, key=bytes(32))
 
     with pytest.warns(frameldp.errors.InsecureSeedWarning, match="shuffle order"):
-        seeded = reports.ldp.shuffle(seed=1)
+        seeded = ldp(reports).shuffle(seed=1)
 
-    assert seeded.ldp.privacy.seeded
-    assert "INSECURE" in str(seeded.ldp.privacy)
-    assert not reports.ldp.shuffle().ldp.privacy.seeded
+    assert ldp(seeded).privacy.seeded
+    assert "INSECURE" in str(ldp(seeded).privacy)
+    assert not ldp(ldp(reports).shuffle()).privacy.seeded
 
 
 def test_a_kept_list_column_is_shuffled_with_its_reports() -> None:
@@ -655,8 +656,8 @@ def test_a_kept_list_column_is_shuffled_with_its_reports() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # keep= voids the shuffle guarantee: warned, not tested
         for make in (pd.DataFrame, pl.DataFrame):
-            reports = make(data).ldp.privatize(mechanisms, key=bytes(32))
-            shuffled = reports.ldp.shuffle(keep="tags", key=bytes(32))
+            reports = ldp(make(data)).privatize(mechanisms, key=bytes(32))
+            shuffled = ldp(reports).shuffle(keep="tags", key=bytes(32))
             orders.append([tags[0] for tags in list(shuffled["tags"])])
     assert orders[0] == orders[1]
     assert sorted(orders[0]) == list(range(100))

@@ -14,6 +14,7 @@ from scipy import stats
 
 import frameldp
 from _stats import P_FAIL, z_bound
+from frameldp import ldp
 from frameldp.core.joint import joint_variance
 from frameldp.errors import FrameLDPError
 from frameldp.results.table import TABLE_COLUMNS
@@ -65,16 +66,16 @@ def test_grouped_and_joint_tables_are_unbiased_with_honest_errors(
     0.4 standard errors, or stated standard errors off by a factor 1.27 (variance 1.6).
     """
     native = backend.make(replicated)
-    reports = native.ldp.privatize({"carrier": CARRIER, "origin": ORIGIN}, seed=16)
+    reports = ldp(native).privatize({"carrier": CARRIER, "origin": ORIGIN}, seed=16)
 
-    flat = reports.ldp.debias("carrier", by="rep")
+    flat = ldp(reports).debias("carrier", by="rep")
     assert isinstance(flat.frame, backend.table_type())
     assert [g.key for g in flat.groups] == [(g,) for g in range(GROUPS)]
     truth = np.array([250, 150, 100, 0])
     z = np.array([(g.estimate.counts - truth) / g.estimate.std_errors for g in flat.groups])
     _check_replicates(z, len(CARRIERS))
 
-    joint = reports.ldp.debias(["carrier", "origin"], by="rep")
+    joint = ldp(reports).debias(["carrier", "origin"], by="rep")
     truth = np.vstack([JOINT, np.zeros((1, len(ORIGINS)))]).ravel()  # WN never occurs
     # Cells whose true count is 0 in both margins have a near-zero stated error: use the
     # exact variance there (the plug-in is clipped to what counts can be).
@@ -102,7 +103,7 @@ def test_grouped_and_joint_tables_are_unbiased_with_honest_errors(
 
 def _reference(data: dict[str, list[Any]], call: Any, *args: Any, **kwargs: Any) -> Any:
     frame = pd.DataFrame({k: pd.Series(v, dtype=object) for k, v in data.items()})
-    return call(frame).ldp.debias(*args, **kwargs)
+    return ldp(call(frame)).debias(*args, **kwargs)
 
 
 def _months(n: int) -> list[Any]:
@@ -115,9 +116,9 @@ def test_grouped_tables_equal_pandas_with_a_null_group(backend: Backend) -> None
     before = backend.snapshot(native)
 
     def call(frame: Any) -> Any:
-        return frame.ldp.privatize({"carrier": CARRIER}, seed=7)
+        return ldp(frame).privatize({"carrier": CARRIER}, seed=7)
 
-    table = call(native).ldp.debias("carrier", by="month", level=0.9)
+    table = ldp(call(native)).debias("carrier", by="month", level=0.9)
     reference = _reference(data, call, "carrier", by="month", level=0.9)
     backend.assert_unchanged(before, native)
     assert isinstance(table.frame, backend.table_type())
@@ -131,7 +132,7 @@ def test_grouped_tables_equal_pandas_with_a_null_group(backend: Backend) -> None
         np.testing.assert_allclose(mine.estimate.counts, theirs.estimate.counts)
         np.testing.assert_allclose(mine.estimate.variances, theirs.estimate.variances)
     # all groups together is the flat table; each group is its own flat table
-    flat = call(native).ldp.debias("carrier", level=0.9)
+    flat = ldp(call(native)).debias("carrier", level=0.9)
     np.testing.assert_allclose(table.estimate.counts, flat.estimate.counts)
     assert table.n == flat.n == 120
     one = table.group(None)
@@ -146,7 +147,7 @@ def test_grouped_by_two_columns_and_joint_tables_equal_pandas(backend: Backend) 
     data = {**small_data(150), "month": _months(150), "half": [i % 2 for i in range(150)]}
 
     def call(frame: Any) -> Any:
-        return frame.ldp.privatize({"carrier": CARRIER, "origin": ORIGIN}, seed=8)
+        return ldp(frame).privatize({"carrier": CARRIER, "origin": ORIGIN}, seed=8)
 
     reports = call(backend.make(data))
     for args, kwargs in (
@@ -154,11 +155,11 @@ def test_grouped_by_two_columns_and_joint_tables_equal_pandas(backend: Backend) 
         ((["carrier", "origin"],), {}),
         ((["origin", "carrier"],), {"by": "half"}),
     ):
-        table = reports.ldp.debias(*args, **kwargs)
+        table = ldp(reports).debias(*args, **kwargs)
         reference = _reference(data, call, *args, **kwargs)
         pd.testing.assert_frame_equal(table.to_pandas(), reference.to_pandas())
         assert table.privacy == reference.privacy
-    joint = reports.ldp.debias(["carrier", "origin"])
+    joint = ldp(reports).debias(["carrier", "origin"])
     assert list(joint.to_pandas().columns[:3]) == ["carrier", "origin", "count"]
     assert joint.privacy.epsilon == pytest.approx(CARRIER.privacy.epsilon + ORIGIN.privacy.epsilon)
     assert joint.privacy.seeded
@@ -167,18 +168,18 @@ def test_grouped_by_two_columns_and_joint_tables_equal_pandas(backend: Backend) 
 
 def test_report_columns_are_refused_as_group_keys(backend: Backend) -> None:
     data = {**small_data(40), "month": _months(40)}
-    reports = backend.make(data).ldp.privatize({"carrier": CARRIER, "origin": ORIGIN}, seed=9)
+    reports = ldp(backend.make(data)).privatize({"carrier": CARRIER, "origin": ORIGIN}, seed=9)
     for by in ("carrier", "origin", ["month", "origin"]):
         with pytest.raises(FrameLDPError, match="public columns"):
-            reports.ldp.debias("carrier", by=by)
+            ldp(reports).debias("carrier", by=by)
     with pytest.raises(FrameLDPError, match="'nowhere'"):
-        reports.ldp.debias("carrier", by="nowhere")
+        ldp(reports).debias("carrier", by="nowhere")
     with pytest.raises(FrameLDPError, match="named twice"):
-        reports.ldp.debias("carrier", by=["month", "month"])
+        ldp(reports).debias("carrier", by=["month", "month"])
     with pytest.raises(FrameLDPError, match="share noise"):
-        reports.ldp.debias(["carrier", "carrier"])
+        ldp(reports).debias(["carrier", "carrier"])
     with pytest.raises(FrameLDPError, match="'fare'"):
-        reports.ldp.debias(["carrier", "fare"])
+        ldp(reports).debias(["carrier", "fare"])
 
 
 def test_a_joint_table_refuses_two_columns_that_share_noise(backend: Backend) -> None:
@@ -189,38 +190,38 @@ def test_a_joint_table_refuses_two_columns_that_share_noise(backend: Backend) ->
     their names and in either order; two columns privatized by the same mechanism are not."""
     data = {**small_data(40), "again": list(small_data(40)["carrier"])}
     native = backend.make(data)
-    reports = native.ldp.privatize({"carrier": CARRIER, "again": CARRIER}, seed=9)
+    reports = ldp(native).privatize({"carrier": CARRIER, "again": CARRIER}, seed=9)
     copied = backend.with_copy(reports, "carrier", "copy")
     snapshot = backend.snapshot(copied)
     for pair in (["carrier", "copy"], ["copy", "carrier"], ["copy", "copy"]):
         with pytest.raises(FrameLDPError, match="share noise") as refused:
-            copied.ldp.debias(pair)
+            ldp(copied).debias(pair)
         assert f"'{pair[0]}' and '{pair[1]}'" in str(refused.value)
         assert "assumes independent reports" in str(refused.value)
     with pytest.raises(FrameLDPError, match="reports of column 'carrier'"):
-        copied.ldp.debias(["copy", "carrier"], by="fare")  # grouped tables too
+        ldp(copied).debias(["copy", "carrier"], by="fare")  # grouped tables too
     backend.assert_unchanged(snapshot, copied)
-    table = copied.ldp.debias(["carrier", "again"])  # the same mechanism, independent noise
+    table = ldp(copied).debias(["carrier", "again"])  # the same mechanism, independent noise
     assert len(table.labels) == len(CARRIERS) ** 2
 
 
 def test_empty_groups_are_not_listed_and_an_empty_frame_is_refused() -> None:
     months = pd.Series(["jan", "feb"] * 20, dtype=pd.CategoricalDtype(["jan", "feb", "mar"]))
     frame = pd.DataFrame({"carrier": ["AA", "DL"] * 20, "month": months})
-    reports = frame.ldp.privatize({"carrier": CARRIER}, seed=1)
-    table = reports.ldp.debias("carrier", by="month")
+    reports = ldp(frame).privatize({"carrier": CARRIER}, seed=1)
+    table = ldp(reports).debias("carrier", by="month")
     assert [g.key for g in table.groups] == [("feb",), ("jan",)]  # "mar" has no rows
     with pytest.raises(FrameLDPError, match="no reports"):
-        reports.iloc[:0].ldp.debias("carrier", by="month")
+        ldp(reports.iloc[:0]).debias("carrier", by="month")
 
 
 def test_a_joint_table_needs_frequency_oracle_reports() -> None:
-    bloom = pd.DataFrame({"a": ["x", "y"] * 10, "b": ["u", "v"] * 10}).ldp.rappor(
+    bloom = ldp(pd.DataFrame({"a": ["x", "y"] * 10, "b": ["u", "v"] * 10})).rappor(
         "b", 2.0, encoding="bloom", epsilon_infinity=4.0, num_bits=16, num_hashes=2, seed=3
     )
-    bloom = bloom.ldp.krr("a", 1.0, domain=["x", "y"], seed=3)
+    bloom = ldp(bloom).krr("a", 1.0, domain=["x", "y"], seed=3)
     with pytest.raises(FrameLDPError, match="candidate strings"):
-        bloom.ldp.debias(["a", "b"])
+        ldp(bloom).debias(["a", "b"])
 
 
 def test_differences_between_groups_have_honest_errors(replicated: dict[str, list[Any]]) -> None:
@@ -228,7 +229,7 @@ def test_differences_between_groups_have_honest_errors(replicated: dict[str, lis
     standard normal per bucket (mean and chi-square checks, Bonferroni over the buckets);
     detects stated errors off by a factor 1.3."""
     frame = pd.DataFrame(replicated)
-    table = frame.ldp.privatize({"carrier": CARRIER}, seed=17).ldp.debias("carrier", by="rep")
+    table = ldp(ldp(frame).privatize({"carrier": CARRIER}, seed=17)).debias("carrier", by="rep")
     comparisons = [table.compare(g, g + 1) for g in range(0, GROUPS, 2)]
     z = np.array([c.difference.z[:3] for c in comparisons])  # WN is never reported as truth
     p_fail = P_FAIL / 6
@@ -246,8 +247,8 @@ def test_differences_between_groups_have_honest_errors(replicated: dict[str, lis
 def test_comparing_two_tables_composes_their_guarantees_and_finds_a_change() -> None:
     january = pd.DataFrame({"carrier": ["AA"] * 3000 + ["DL"] * 1000})
     february = pd.DataFrame({"carrier": ["AA"] * 2000 + ["DL"] * 2000})
-    first = january.ldp.privatize({"carrier": CARRIER}, seed=1).ldp.debias("carrier")
-    second = february.ldp.privatize({"carrier": CARRIER}, seed=2).ldp.debias("carrier")
+    first = ldp(ldp(january).privatize({"carrier": CARRIER}, seed=1)).debias("carrier")
+    second = ldp(ldp(february).privatize({"carrier": CARRIER}, seed=2)).debias("carrier")
     comparison = first.compare(second)
     assert comparison.privacy.epsilon == pytest.approx(2 * CARRIER.privacy.epsilon)
     changed = comparison.significant(0.99)
@@ -258,11 +259,11 @@ def test_comparing_two_tables_composes_their_guarantees_and_finds_a_change() -> 
     )
     with pytest.raises(FrameLDPError, match="itself"):
         first.compare(first)
-    other = pd.DataFrame({"carrier": ["AA", "DL"]}).ldp.krr(
+    other = ldp(pd.DataFrame({"carrier": ["AA", "DL"]})).krr(
         "carrier", 1.0, domain=["AA", "DL"], seed=1
     )
     with pytest.raises(FrameLDPError, match="different buckets"):
-        first.compare(other.ldp.debias("carrier"))
+        first.compare(ldp(other).debias("carrier"))
 
 
 def test_review_findings_on_keys_names_and_refusals() -> None:
@@ -271,22 +272,22 @@ def test_review_findings_on_keys_names_and_refusals() -> None:
     refused by compare."""
     rr = frameldp.RandomizedResponse(1.0, domain=["x", "y"])
     signed = pd.DataFrame({"a": ["x"] * 10 + ["y"] * 10, "g": [0.0] * 10 + [-0.0] * 10})
-    table = signed.ldp.privatize({"a": rr}, seed=1).ldp.debias("a", by="g")
+    table = ldp(ldp(signed).privatize({"a": rr}, seed=1)).debias("a", by="g")
     assert table.n == 20
     assert [g.estimate.n for g in table.groups] == [20]
     nans = pd.DataFrame({"a": ["x", "y"] * 10, "g": pd.array([1.0, float("nan")] * 10)})
-    grouped = nans.ldp.privatize({"a": rr}, seed=1).ldp.debias("a", by="g")
+    grouped = ldp(ldp(nans).privatize({"a": rr}, seed=1)).debias("a", by="g")
     assert sum(g.estimate.n for g in grouped.groups) == 20
     numbered = pd.DataFrame({0: ["x", "y"] * 10, 1: ["x", "x", "y", "y"] * 5, 2: [1, 2] * 10})
-    reports = numbered.ldp.privatize({0: rr, 1: rr}, seed=1)
-    assert list(reports.ldp.debias(0, by=2).frame.columns[:2]) == [2, "category"]
-    assert list(reports.ldp.debias([0, 1]).frame.columns[:2]) == [0, 1]
-    keyed = pd.DataFrame({"a": ["x", "y"] * 10, "g": [1, 2] * 10}).ldp.privatize({"a": rr}, seed=1)
-    assert keyed.ldp.debias("a", by=np.array(["g"])).n == 20
+    reports = ldp(numbered).privatize({0: rr, 1: rr}, seed=1)
+    assert list(ldp(reports).debias(0, by=2).frame.columns[:2]) == [2, "category"]
+    assert list(ldp(reports).debias([0, 1]).frame.columns[:2]) == [0, 1]
+    keyed = ldp(pd.DataFrame({"a": ["x", "y"] * 10, "g": [1, 2] * 10})).privatize({"a": rr}, seed=1)
+    assert ldp(keyed).debias("a", by=np.array(["g"])).n == 20
     with pytest.raises(FrameLDPError, match="unbiased"):
-        keyed.ldp.debias("a", by="g").consistent().compare(1, 2)
+        ldp(keyed).debias("a", by="g").consistent().compare(1, 2)
     clashing = pd.DataFrame({"z": ["x", "y"] * 10, "p_value": ["x", "x", "y", "y"] * 5})
-    joint = clashing.ldp.privatize({"z": rr, "p_value": rr}, seed=1).ldp.debias(["z", "p_value"])
+    joint = ldp(ldp(clashing).privatize({"z": rr, "p_value": rr}, seed=1)).debias(["z", "p_value"])
     with pytest.raises(FrameLDPError, match="clashes"):
         joint.compare(_other(joint))
 

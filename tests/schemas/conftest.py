@@ -14,9 +14,12 @@ __all__ = ["Backend", "checks", "failures"]
 
 
 SCHEMA_BACKENDS = {
-    name: backend for name, backend in BACKENDS.items() if not getattr(backend, "dask", False)
+    name: backend
+    for name, backend in BACKENDS.items()
+    if not getattr(backend, "dask", False) and not getattr(backend, "arrow", None)
 }
-"""The backends validation supports (Dask is not one of them)."""
+"""The backends validation supports (pandas and polars: not Dask, Arrow or DuckDB, which
+validation refuses)."""
 
 
 @pytest.fixture(params=list(SCHEMA_BACKENDS), ids=list(SCHEMA_BACKENDS))

@@ -55,6 +55,7 @@ from frameldp.accounting.events import PrivacyEvent, check_count, check_order, e
 from frameldp.accounting.lattice import compose_all
 from frameldp.accounting.pld import EXACT_GRID, PrivacyLossDistribution
 from frameldp.accounting.rounding import pad_up, sum_up
+from frameldp.arguments import MAX_EXACT
 from frameldp.errors import ParameterError
 
 
@@ -177,7 +178,7 @@ class Accountant:
         (composing one at a time copies the entries each time: quadratic in their number)."""
         counts: dict[PrivacyEvent, int] = {}
         for item, count in items:
-            count = check_count("Accountant.compose", "count", count, 1)
+            count = check_count("Accountant.compose", "count", count, 1, MAX_EXACT)
             for event, n in _entries_of(item):
                 unit, uses = event.unit()
                 counts[unit] = counts.get(unit, 0) + n * uses * count

@@ -60,7 +60,7 @@ from numpy.typing import NDArray
 from frameldp._scipy import optimize, special
 from frameldp.accounting._binomial import LOG_TINY, binomial_window, log_binomial_pmf
 from frameldp.accounting.rounding import round_up
-from frameldp.arguments import check_count, check_positive
+from frameldp.arguments import MAX_EXACT, check_count, check_positive
 from frameldp.errors import ParameterError
 
 __all__ = [
@@ -90,7 +90,7 @@ _BISECTION_TOLERANCE = 1e-12
 def check_local(epsilon0: Any, n: Any) -> tuple[float, int]:
     """``eps0`` and ``n`` of an amplification by shuffling, checked."""
     epsilon0 = check_positive("amplification by shuffling", "epsilon0", epsilon0)
-    n = check_count("amplification by shuffling", "n", n, 1)
+    n = check_count("amplification by shuffling", "n", n, 1, MAX_EXACT)
     return epsilon0, n
 
 

@@ -148,8 +148,14 @@ def mechanism_options() -> frozenset[str]:
     ``num_cohorts``: Bloom RAPPOR; ``max_length``: prefix extending). ``epsilon``, ``domain``
     and ``epsilon_infinity`` (:attr:`ColumnSpec.memoizes`) are not among them."""
     taken = set().union(*(_parameters(name) for name in mechanism_names()))
-    spec_fields = {f.name for f in fields(ColumnSpec)}
-    return frozenset(taken & spec_fields - {"epsilon", "domain", "epsilon_infinity"})
+    return frozenset(taken & {f.name for f in fields(ColumnSpec)} - COMMON_OPTIONS)
+
+
+COMMON_OPTIONS = frozenset(
+    {"column", "mechanism", "epsilon", "domain", "domain_file", "unknown", "nulls"}
+    | {"epsilon_infinity"}  # where the mechanism memoizes: ColumnSpec.memoizes
+)
+"""The options of every column, whatever mechanism (and plugin) is registered."""
 
 
 def _flag(option: str) -> str:
@@ -368,6 +374,10 @@ def build_mechanism(spec: ColumnSpec, kind: pa.DataType) -> Mechanism:
         if name != AUTOMATIC and OPEN_DOMAIN & mechanism_class(name).capabilities:
             given = spec.given(name)  # Bloom RAPPOR's sizes, prefix extending's max_length
             if spec.epsilon_infinity is not None:
+                if not spec.memoizes:
+                    raise ParameterError(
+                        f"--epsilon-infinity: {spec.mechanism} has no permanent response to memoize"
+                    )
                 given["epsilon_infinity"] = spec.epsilon_infinity
             opened: Mechanism = mechanism_class(name)(spec.epsilon, **given)
             return opened

@@ -243,13 +243,14 @@ def _table(
 
 
 def _recorded_privacy(reports: ReportFile, column: str | tuple[str, str]) -> Any:
-    """A column's guarantee as its release recorded it, where that says more than the
-    mechanism's own (one person's rows, a memo); None for a joint table or a plain release."""
-    if not isinstance(column, str):
-        return None
-    spec = reports.specs[column]
-    if spec.get("rows_per_user", 1) > 1 or spec.get("memo"):
-        return guarantee_of({column: spec})
+    """The guarantee of a column (or of a joint table's two columns, composed) as its release
+    recorded it, where that says more than the mechanisms' own (one person's rows, a memo, the
+    releases of several files); None for plain one-report-per-person columns."""
+    specs = {
+        name: reports.specs[name] for name in ((column,) if isinstance(column, str) else column)
+    }
+    if any(spec.get("rows_per_user", 1) > 1 or spec.get("memo") for spec in specs.values()):
+        return guarantee_of(specs)
     return None
 
 

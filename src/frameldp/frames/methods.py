@@ -76,6 +76,7 @@ from frameldp.frames.shuffling import (
     plan_shuffle,
     refuse_other_rows,
     shuffle_order,
+    shuffled_columns,
     shuffled_privacy,
 )
 from frameldp.results.table import STAT_COLUMNS, FrequencyTable
@@ -296,6 +297,7 @@ class FrameMethods:
         engine = self._local("shuffle", "shuffle")
         reports = self._report_columns()
         specs = recorded_specs(reports)
+        shuffled_columns(specs)  # refused before a row is read
         read = dict.fromkeys([*reports, *kept_columns(self._columns(), keep)])
         local = engine.gather(list(read))  # a plan runs once: its rows are counted in this run
         frame, adapter = local.frame, local.adapter

@@ -58,6 +58,7 @@ __all__ = [
     "shuffle_order",
     "shuffle_record",
     "shuffle_stream",
+    "shuffled_columns",
     "shuffled_privacy",
 ]
 
@@ -66,22 +67,10 @@ SHUFFLED_KEY = "shuffled"
 """Key under which a shuffled frame records ``{"reports": n, "kept": [...], "collection": id}``."""
 
 
-def plan_shuffle(
-    columns: list[Any],
-    specs: Mapping[str, Any],
-    keep: Any,
-    rows: int | None,
-    *,
-    seed: int | None = None,
-) -> tuple[list[Any], dict[str, Any]]:
-    """The columns a shuffled frame keeps, and what the frame records of its shuffle.
-
-    Kept are every report column (Bloom cohorts included) and the explicitly ``keep``-ed ones,
-    which void the shuffle guarantee (warned, and recorded as ``"kept"``). ``rows`` is the
-    number of shuffled reports (``None`` when a lazy frame counts them on use); see
-    :func:`shuffle_record`. An order drawn from ``seed`` is recorded as ``"seeded"`` (its
-    amplified guarantee is then marked insecure) and warned about.
-    """
+def shuffled_columns(specs: Mapping[str, Any]) -> list[Any]:
+    """The report columns (Bloom cohorts included) of a frame whose recorded ``specs`` may be
+    shuffled, or a refusal before any row is read: no report column, shuffler messages, or
+    memoized reports (a person may hold several correlated rows)."""
     if not specs:
         raise MechanismNotFoundError(
             "shuffle needs a frame of reports that records its mechanisms (the frame privatize "
@@ -103,6 +92,26 @@ def plan_shuffle(
                 "releases (privatize without user=)"
             )
         reports += report_names(column, mechanism, spec)
+    return reports
+
+
+def plan_shuffle(
+    columns: list[Any],
+    specs: Mapping[str, Any],
+    keep: Any,
+    rows: int | None,
+    *,
+    seed: int | None = None,
+) -> tuple[list[Any], dict[str, Any]]:
+    """The columns a shuffled frame keeps, and what the frame records of its shuffle.
+
+    Kept are every report column (Bloom cohorts included) and the explicitly ``keep``-ed ones,
+    which void the shuffle guarantee (warned, and recorded as ``"kept"``). ``rows`` is the
+    number of shuffled reports (``None`` when a lazy frame counts them on use); see
+    :func:`shuffle_record`. An order drawn from ``seed`` is recorded as ``"seeded"`` (its
+    amplified guarantee is then marked insecure) and warned about.
+    """
+    reports = shuffled_columns(specs)
     for column in reports:
         require_column(columns, column)
     if rows is not None:

@@ -159,7 +159,9 @@ class PrefixExtending(FrequencyEstimation):
             g = min(optimal_hash_buckets(epsilon, 256), MAX_BUCKETS)
         else:
             number = check_number(owner, "num_buckets", g)
-            if number != int(number) or not is_prime(int(number)) or number > MAX_BUCKETS:
+            if not (2 <= number <= MAX_BUCKETS and number == int(number)) or not is_prime(
+                int(number)
+            ):
                 raise ParameterError(
                     f"{owner}: num_buckets must be a prime in [2, {MAX_BUCKETS}] or None, got "
                     f"{shown(g)}"
