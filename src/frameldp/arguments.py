@@ -6,7 +6,12 @@ Each returns the value in its checked type, or raises a
 ``"compare_mechanisms"``), the parameter and a short, truncated form of the value. Numbers are
 Python and numpy integers and floats, ``Fraction`` and ``Decimal``; ``bool``, strings and
 anything else are refused, and a number beyond the float range (``10**400``) is ``±inf``, never
-an ``OverflowError``. Imports nothing but numpy and the errors (core and accounting use it).
+an ``OverflowError``. A mechanism may take a ``Fraction`` or ``Decimal`` epsilon
+(:func:`check_epsilon`): it states the guarantee its rounded probabilities realize, never the
+one asked for. A privacy event, a bound or a budget may not (:func:`check_positive`): it states
+what it is given. Imports nothing but numpy and the errors (core and accounting use it). The
+accounting's checks of delta and of a ledger's budget, whose messages say more, stay beside
+them.
 """
 
 from __future__ import annotations

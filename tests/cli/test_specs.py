@@ -4,6 +4,7 @@ option applies to which mechanism, and what a column spec passes to it."""
 from __future__ import annotations
 
 import inspect
+import json
 
 import pyarrow as pa
 import pytest
@@ -67,3 +68,19 @@ def test_which_options_apply_does_not_depend_on_other_registered_mechanisms(monk
 def test_epsilon_infinity_is_refused_where_nothing_is_memoized():
     with pytest.raises(ParameterError, match="no permanent response to memoize"):
         build_mechanism(ColumnSpec("q", "pem", 1.0, epsilon_infinity=2.0), pa.string())
+
+
+@pytest.mark.parametrize("option", ["unknown", "nulls"])
+def test_domain_options_do_not_apply_to_an_open_domain(option, tmp_path):
+    """(Newcomer review) ``--nulls``/``--unknown`` were accepted and ignored for ``pem`` and
+    ``bloom``, whose domains are open."""
+    from frameldp.cli._specs import specs_from_file, specs_from_options
+
+    for mechanism in ("pem", "bloom"):
+        assert not ColumnSpec("q", mechanism, 1.0).uses(option)
+        with pytest.raises(ParameterError, match="does not apply"):
+            specs_from_options(["q"], [mechanism], [1.0], [], **{option: "other"})
+    spec = tmp_path / "job.json"
+    spec.write_text(json.dumps({"q": {"mechanism": "pem", "epsilon": 1.0, option: "raise"}}))
+    with pytest.raises(ParameterError, match="does not apply to pem"):
+        specs_from_file(spec)

@@ -12,7 +12,7 @@ import pytest
 
 import frameldp
 
-FRAME_LIBRARIES = ("pandas", "polars", "dask", "pandera", "narwhals")
+FRAME_LIBRARIES = ("pandas", "polars", "dask", "pandera", "narwhals", "duckdb", "pyspark")
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     # Mechanisms declare their report columns' Arrow types and read and write Arrow arrays
     # (DESIGN.md: one mechanism protocol); pyarrow is a memory format, not a frame library.

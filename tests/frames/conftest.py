@@ -21,12 +21,13 @@ result, so a test body never branches on the library. Ids:
 ``duckdb``              a DuckDB relation over an Arrow table through ``frameldp.ldp(rel)``;
                         reports come back as a typed ``pyarrow.Table``
 
-The ids and builders are those of ``tests/_engines.py``, the one registry of engines: the
-privacy-invariant suite and the mechanism contract run on all of them, Spark classic and
-Spark Connect included. The modules of this directory that run on ``backend`` call
-``frameldp.ldp(frame)`` (every engine) rather than an accessor; the Spark engines run their
-own module (tests/frames/test_spark.py, test_spark_connect.py: one session per process) and
-are not cells of this fixture, whose every test would start a job per call.
+The engines are those of ``tests/_engines.py``, the suite's one registry of engines, on which
+the privacy-invariant suite and the mechanism contract run (Spark classic and Spark Connect
+included); a ``Backend`` adds what these tests look at (string representations, dtypes,
+snapshots). The modules of this directory that run on ``backend`` call ``frameldp.ldp(frame)``
+(every engine) rather than an accessor. The Spark engines run their own modules
+(tests/frames/test_spark.py, test_spark_connect.py: one session per process) and are not cells
+of this fixture, whose every test would run Spark jobs.
 """
 
 from __future__ import annotations
@@ -90,11 +91,6 @@ class Backend:
     _pandas_strings: Callable[[Sequence[Any]], pd.Series] | None = None
     dask: bool = False
     arrow: str | None = None  # "pyarrow" or "duckdb": frames built from an Arrow table
-
-    @property
-    def engine(self) -> str:
-        """The engine's id in ``tests/_engines.py``."""
-        return self.arrow or self.id
 
     # -- building ----------------------------------------------------------------------------
 

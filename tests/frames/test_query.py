@@ -20,8 +20,13 @@ from frameldp.core.randomness import RandomSource
 from frameldp.errors import ParameterError
 from frameldp.frames.methods import engine_for
 from frameldp.frames.query import flat_query
-from frameldp.results import FrequencyTable, ResultContext, result_of
-from frameldp.results import build as result_build
+from frameldp.results import (
+    FrequencyTable,
+    ResultContext,
+    register_result,
+    result_of,
+    unregister_result,
+)
 from frameldp.results.keys import GroupKey
 
 
@@ -77,6 +82,9 @@ class MeanOfReports:
     std_error: float
 
 
+GIVEN = frameldp.PrivacyGuarantee(1.0, "a release's recorded guarantee")
+
+
 @dataclass(frozen=True)
 class MeanResult:
     total: MeanOfReports
@@ -104,13 +112,16 @@ class Averaging:
 
 
 @pytest.fixture
-def mean_results(monkeypatch):
+def mean_results():
+    @register_result(MeanOfReports)
     def build(
         total: MeanOfReports, groups: Sequence[tuple[GroupKey, Any]], context: ResultContext
     ) -> MeanResult:
+        assert context.privacy is GIVEN  # what the query was given
         return MeanResult(total, tuple(groups), context.column)
 
-    monkeypatch.setitem(result_build._BUILDERS, MeanOfReports, build)
+    yield
+    unregister_result(MeanOfReports)
 
 
 def _values() -> pd.DataFrame:
@@ -130,7 +141,7 @@ def test_a_new_estimate_type_runs_by_groups_on_every_engine(library, mean_result
         "duckdb": lambda: pytest.importorskip("duckdb").from_df(frame),
     }[library]()
     query = flat_query("minutes", Averaging(), ["minutes"], ("region",))  # type: ignore[arg-type]
-    result = query.run(engine_for(native), level=0.95, privacy=None)
+    result = query.run(engine_for(native), level=0.95, privacy=GIVEN)
     assert isinstance(result, MeanResult)
     expected = frame.groupby("region")["minutes"].mean()
     assert [key for key, _ in result.groups] == [("n",), ("s",), ("w",)]
@@ -154,3 +165,42 @@ def test_frequency_estimates_still_make_frequency_tables():
     table = reports.ldp.debias("x")
     assert isinstance(table, FrequencyTable)
     assert table.n == 400
+
+
+def test_the_nearest_registered_estimate_class_picks_the_result():
+    """A subclass of FrequencyEstimate with a result type of its own gets it; one without gets
+    its base's (a FrequencyTable)."""
+
+    class Marked(FrequencyEstimate):
+        pass
+
+    mechanism = frameldp.RandomizedResponse(2.0, domain=["a", "b"])
+    estimate = Marked(np.array([1.0, 2.0]), np.array([0.5, 0.5]), 3)
+    context = ResultContext(mechanism, "x", 0.95, "pandas", mechanism.privacy)
+    assert isinstance(result_of(estimate, (), context), FrequencyTable)
+    register_result(Marked)(lambda total, groups, context: "marked")
+    try:
+        assert result_of(estimate, (), context) == "marked"
+    finally:
+        unregister_result(Marked)
+
+
+def test_validation_refuses_a_mechanism_that_is_not_categorical(monkeypatch):
+    """Validation declares categorical values and reports; another kind of estimator is a
+    ParameterError naming the column (not an AttributeError on its missing domain)."""
+    from frameldp.core.mechanisms import registry
+    from frameldp.schemas import input_schema
+
+    class NumericToy:
+        title = "a numeric toy"
+        capabilities = frozenset()
+
+        def report_columns(self, column: str) -> dict[str, pa.DataType]:
+            return {column: pa.float64()}
+
+        def to_spec(self) -> dict[str, Any]:
+            return {"mechanism": "numeric_toy"}
+
+    monkeypatch.setitem(registry._REGISTRY, "numeric_toy", NumericToy)
+    with pytest.raises(ParameterError, match=r"column 'minutes'.*not a numeric toy"):
+        input_schema({"minutes": NumericToy()})

@@ -10,8 +10,9 @@ A report file says how it was made, in one of four carriers, read in this order:
 2. the report columns' own types (``frameldp.reports``, or their field metadata), which a
    Parquet file written by pandas, polars, Dask, pyarrow or Spark keeps; where the file has
    carrier 1 too, both must record the same mechanisms;
-3. ``PANDAS_ATTRS`` ``{"frameldp": {"mechanisms": ..., "shuffled": ...}}``, in files of
-   earlier releases;
+3. ``PANDAS_ATTRS`` ``{"frameldp": {"mechanisms": ..., "shuffled": ...}}``: what pandas
+   restores as ``attrs``, written by earlier releases and by ``frameldp shuffle`` for a file
+   whose shuffle is recorded nowhere else;
 4. for a CSV file, which cannot hold metadata, carrier 1's JSON written beside it in
    ``OUT.frameldp.json`` (the *sidecar*); its RAPPOR reports are hex strings (listed under
    ``"hex"``). The sidecar is bound to its CSV: it records the CSV's size and SHA-256
@@ -128,7 +129,7 @@ def _typed(schema: pa.Schema) -> dict[str, ReportMetadata]:
 
 
 def _pandas_attrs(metadata: Mapping[bytes, bytes]) -> dict[str, Any]:
-    """Carrier 3: the ``attrs`` pandas wrote (``PANDAS_ATTRS``) in files of earlier releases."""
+    """Carrier 3: the ``attrs`` pandas restores (``PANDAS_ATTRS``)."""
     attrs: dict[str, Any] = json.loads(metadata.get(b"PANDAS_ATTRS", b"{}")).get(METADATA_KEY, {})
     return attrs
 

@@ -123,6 +123,8 @@ class ColumnSpec:
         mechanism-specific option where the mechanism's constructor takes it."""
         if option == "epsilon_infinity":
             return self.memoizes
+        if option in DOMAIN_OPTIONS:
+            return self.needs_domain
         if option not in mechanism_options():
             return True
         name = self.registered
@@ -150,6 +152,9 @@ def mechanism_options() -> frozenset[str]:
     taken = set().union(*(_parameters(name) for name in mechanism_names()))
     return frozenset(taken & {f.name for f in fields(ColumnSpec)} - COMMON_OPTIONS)
 
+
+DOMAIN_OPTIONS = frozenset({"domain", "domain_file", "unknown", "nulls"})
+"""The options of a public domain: every mechanism but those of an open domain takes them."""
 
 COMMON_OPTIONS = frozenset(
     {"column", "mechanism", "epsilon", "domain", "domain_file", "unknown", "nulls"}

@@ -237,6 +237,11 @@ def _table(
             else _recorded_privacy(reports, plan.column)
         )
         table = plan.finish(grouped, level=level, privacy=privacy, backend="pandas")
+        if not isinstance(table, FrequencyTable):
+            raise ParameterError(
+                f"column {shown(plan.reduction.label)}: frameldp estimate writes frequency "
+                f"tables; these reports estimate a {type(table).__name__}"
+            )
     if reports.seeded and not table.privacy.seeded:
         return dataclasses.replace(table, privacy=table.privacy.insecure())
     return table

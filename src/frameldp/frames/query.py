@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from frameldp.accounting import PrivacyGuarantee
+from frameldp.accounting import PrivacyGuarantee, compose
 from frameldp.core.joint import debias_joint
 from frameldp.core.mechanisms import Estimate, FrequencyOracle, Mechanism
 from frameldp.errors import ParameterError, shown
@@ -79,6 +79,9 @@ class Query:
         """The result of ``grouped`` statistics: each group estimated on its own, and all
         groups together; groups in :func:`~frameldp.frames.grouping.sorted_keys` order."""
         label = self.reduction.label
+        if privacy is None:  # one report per person: the mechanisms' own guarantee
+            mechanisms = self.mechanism if isinstance(self.mechanism, tuple) else (self.mechanism,)
+            privacy = compose([mechanism.privacy for mechanism in mechanisms])
         context = ResultContext(
             self.mechanism, self.column, level, backend, privacy, self.by, grouped.types
         )

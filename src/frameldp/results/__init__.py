@@ -6,7 +6,7 @@ picks the result type (:func:`result_of`; a new estimate type registers its own 
 :func:`register_result`).
 """
 
-from frameldp.results.build import ResultContext, register_result, result_of
+from frameldp.results.build import ResultContext, register_result, result_of, unregister_result
 from frameldp.results.comparison import Comparison
 from frameldp.results.table import FrequencyTable, TableGroup
 
@@ -17,4 +17,5 @@ __all__ = [
     "TableGroup",
     "register_result",
     "result_of",
+    "unregister_result",
 ]

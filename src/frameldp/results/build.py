@@ -21,7 +21,7 @@ from frameldp.results.keys import GroupKey
 from frameldp.results.native import Backend
 from frameldp.results.table import FrequencyTable, TableGroup
 
-__all__ = ["ResultContext", "register_result", "result_of"]
+__all__ = ["ResultContext", "register_result", "result_of", "unregister_result"]
 
 
 @dataclass(frozen=True)
@@ -34,13 +34,16 @@ class ResultContext:
     level: float
     backend: Backend
     privacy: PrivacyGuarantee | None
+    """What one person loses through these reports: the release's recorded guarantee, else
+    the mechanism's own (a joint table's two composed)."""
     by: tuple[str, ...] = ()
     group_types: tuple[Any, ...] = field(default=())
 
 
 Builder = Callable[[Any, Sequence[tuple[GroupKey, Any]], ResultContext], Any]
 """``build(total, groups, context)``: the result of the estimate of all reports together and
-of every group's (empty when ungrouped)."""
+of every group's (``(key, estimate)`` pairs in the result's order; empty when ungrouped).
+``context.privacy`` is the guarantee the result states (never None: the query resolves it)."""
 
 _BUILDERS: dict[type, Builder] = {}
 
@@ -55,13 +58,20 @@ def register_result(estimate_type: type) -> Callable[[Builder], Builder]:
     return decorate
 
 
+def unregister_result(estimate_type: type) -> None:
+    """Forget the result type of ``estimate_type`` (a test's or a plugin's)."""
+    _BUILDERS.pop(estimate_type, None)
+
+
 def result_of(
     total: Estimate, groups: Sequence[tuple[GroupKey, Estimate]], context: ResultContext
 ) -> Any:
     """The result of ``total`` (all reports) and ``groups`` (each group's estimate, in the
-    order the result lists them), by the type of ``total``."""
-    for estimate_type, build in _BUILDERS.items():
-        if isinstance(total, estimate_type):
+    order the result lists them), built by the builder registered for the nearest class of
+    ``total``'s type (its own, else its bases in method resolution order)."""
+    for estimate_type in type(total).__mro__:
+        build = _BUILDERS.get(estimate_type)
+        if build is not None:
             return build(total, groups, context)
     raise ParameterError(f"no result type is registered for a {type(total).__name__}")
 

@@ -307,6 +307,20 @@ def _domain_rules(mechanism: Any) -> tuple[Rule, ...]:
     return tuple(rules)
 
 
+def _require_categorical(column: str, mechanism: Any) -> None:
+    """Validation declares the values and reports of categorical mechanisms (a public
+    ``domain``, or an open domain of strings); another kind of estimator is refused."""
+    if OPEN_DOMAIN & mechanism.capabilities or isinstance(
+        getattr(mechanism, "domain", None), Domain
+    ):
+        return
+    raise ParameterError(
+        f"column {shown(column)}: validation knows categorical mechanisms (a public domain or "
+        f"an open domain of strings), not {mechanism.title}",
+        column=column,
+    )
+
+
 def declare_input(mechanisms: Mapping[str, Any], *, user: str | None = None) -> SchemaDeclaration:
     """What ``privatize(mechanisms, user=user)`` needs of its input.
 
@@ -321,6 +335,7 @@ def declare_input(mechanisms: Mapping[str, Any], *, user: str | None = None) -> 
         raise ParameterError(f"user column {user!r} cannot also be privatized")
     columns: list[ColumnDeclaration] = []
     for column, (mechanism, _) in resolved.items():
+        _require_categorical(column, mechanism)
         name = mechanism.name
         # Mirrors privatize, which refuses what the mechanism cannot write (k-RR's OTHER label
         # among non-string categories).
@@ -362,6 +377,7 @@ def declare_release(
     resolved = _resolve_all(mechanisms_or_specs, "a release schema")
     columns: list[ColumnDeclaration] = []
     for column, (mechanism, spec) in resolved.items():
+        _require_categorical(column, mechanism)
         name = mechanism.name
         kind = mechanism.report_columns(column)[column]
         if pa.types.is_fixed_size_binary(kind):

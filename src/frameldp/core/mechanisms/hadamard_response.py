@@ -93,8 +93,8 @@ class HadamardResponse(FrequencyEstimation):
 
     This is the one-row scheme of Acharya et al. (their Sec. 4), order-optimal for
     ``epsilon <= 1``; for large epsilon its variance exceeds OUE's by
-    ``(e^epsilon + 1)^2 / (4 e^epsilon)``, and :func:`~frameldp.core.mechanisms.choose_mechanism`
-    says so.
+    ``(e^epsilon + 1)^2 / (4 e^epsilon)``, and
+    :func:`~frameldp.core.mechanisms.choice.choose_mechanism` says so.
 
     References
     ----------

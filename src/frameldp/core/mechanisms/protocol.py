@@ -24,8 +24,13 @@ up: chunked files, Dask partitions, groups) and finishes a summed statistic into
 (:class:`FrequencyEstimator`: a :class:`~frameldp.core.estimation.FrequencyEstimate` over its
 ``categories``); an estimator of means or distributions returns its own estimate type.
 
-Adding a mechanism is one module in ``core/mechanisms`` (decorated with ``@register``) and its
-privacy event in ``accounting``.
+Its :class:`Randomizer` half is a *local randomizer* (Kasiviswanathan, Lee, Nissim,
+Raskhodnikova and Smith, "What Can We Learn Privately?", FOCS 2008 / SICOMP 2011): each report
+is drawn from one person's value alone, and the guarantee is that of one report.
+
+Adding a mechanism is one module in ``core/mechanisms`` (decorated with ``@register``), its
+privacy event in ``accounting``, and its example in the contract suite (docs/mechanisms.md,
+"Adding a mechanism").
 """
 
 from __future__ import annotations
@@ -90,8 +95,9 @@ class Capability(enum.Enum):
     FREQUENCY_ORACLE = "frequency_oracle"
     """A frequency oracle over a public domain, built as ``cls(epsilon, domain=...)`` at its
     variance-optimal settings, whose debiased counts are those of support counts
-    (:class:`FrequencyOracle`): a candidate of :func:`~frameldp.core.mechanisms.choose_mechanism`
-    and a ``--mechanism`` name on the command line."""
+    (:class:`FrequencyOracle`): a candidate of
+    :func:`~frameldp.core.mechanisms.choice.choose_mechanism` and a ``--mechanism`` name on the
+    command line."""
     DISCOVERY = "discovery"
     """An open domain whose frequent strings are found without candidates
     (:class:`Discoverer`): ``reports.ldp.discover(column, top=...)``."""
