@@ -106,3 +106,11 @@ def test_an_order_beyond_the_float_range_is_the_max_divergence():
 def test_codes_that_are_not_integers_are_refused_never_truncated(codes):
     with pytest.raises(ParameterError, match=r"^RR: codes must be"):
         check_codes("RR", "codes", codes, 3)
+
+
+def test_a_privacy_events_probability_is_never_rounded_either():
+    from frameldp.accounting.events.bloom import BloomRapporEvent
+
+    with pytest.raises(ParameterError, match="Fraction or Decimal"):
+        BloomRapporEvent(2, Fraction(1, 3), 0.75, 0.5)
+    assert BloomRapporEvent(2, 0.25, 0.75, 0.5).flip_probability == 0.25

@@ -25,10 +25,17 @@ from frameldp.accounting.events.curves import (
 from frameldp.accounting.events.local import PureDP
 from frameldp.accounting.pld import PrivacyLossDistribution
 from frameldp.accounting.rounding import log_upper, pad_up, sum_up
-from frameldp.arguments import check_probability
+from frameldp.arguments import check_positive, check_probability
 from frameldp.errors import ParameterError
 
 __all__ = ["BloomRapporEvent"]
+
+
+def _probability(owner: str, name: str, value: object) -> float:
+    """A probability of the event: an int or a float in [0, 1] (a Fraction or Decimal is
+    refused, as every privacy event's parameter: its nearest float may state less loss)."""
+    check_positive(owner, name, value, allow_zero=True)
+    return check_probability(owner, name, value)
 
 
 @dataclass(frozen=True)
@@ -68,12 +75,12 @@ class BloomRapporEvent(PrivacyEvent):
         owner = "Bloom RAPPOR event"
         object.__setattr__(self, "num_hashes", check_count(owner, "num_hashes", self.num_hashes, 1))
         object.__setattr__(self, "reports", check_count(owner, "reports", self.reports, 1))
-        flip = check_probability(owner, "flip_probability", self.flip_probability)
+        flip = _probability(owner, "flip_probability", self.flip_probability)
         if not 0.0 < flip <= 0.5:
             raise ParameterError(f"{owner}: flip_probability must be in (0, 0.5], got {flip!r}")
         object.__setattr__(self, "flip_probability", flip)
         for name in ("one_probability", "zero_probability"):
-            object.__setattr__(self, name, check_probability(owner, name, getattr(self, name)))
+            object.__setattr__(self, name, _probability(owner, name, getattr(self, name)))
         if self.memo is not None and not isinstance(self.memo, str):
             raise ParameterError(f"{owner}: memo must be a string or None, got {self.memo!r}")
         if self.num_bits is not None:
