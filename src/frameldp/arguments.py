@@ -118,12 +118,7 @@ def check_count(
         raise ParameterError(
             f"{owner}: {name} must be an integer >= {minimum}, got {shown(value)}", parameter=name
         )
-    if value > maximum:
-        raise ParameterError(
-            f"{owner}: {name} must be an integer in [{minimum}, {maximum}], got {shown(value)}",
-            parameter=name,
-        )
-    return int(value)
+    return check_size(owner, name, value, minimum, maximum)
 
 
 def check_size(owner: str, name: str, value: object, low: int, high: int) -> int:

@@ -157,7 +157,8 @@ DOMAIN_OPTIONS = frozenset({"domain", "domain_file", "unknown", "nulls"})
 """The options of a public domain: every mechanism but those of an open domain takes them."""
 
 COMMON_OPTIONS = frozenset(
-    {"column", "mechanism", "epsilon", "domain", "domain_file", "unknown", "nulls"}
+    {"column", "mechanism", "epsilon"}
+    | DOMAIN_OPTIONS
     | {"epsilon_infinity"}  # where the mechanism memoizes: ColumnSpec.memoizes
 )
 """The options of every column, whatever mechanism (and plugin) is registered."""

@@ -174,7 +174,7 @@ def estimate_file(
         raise ParameterError("--by 'column': the written table has a column of that name")
     if keys and any(_decoded(mechanisms[c]) for c in chosen):
         raise ParameterError("--by: Bloom RAPPOR reports are decoded as a whole, not by group")
-    plans = [_flat(c, mechanisms[c], names[c], keys) for c in chosen]
+    plans = [flat_query(c, mechanisms[c], names[c], keys) for c in chosen]
     plans += [_joint(reports, pair, mechanisms, names, keys) for pair in joint]
     read = list(dict.fromkeys([*(n for plan in plans for n in plan.reduction.names), *keys]))
     sums = [Grouped() for _ in plans]
@@ -192,10 +192,6 @@ def estimate_file(
         for plan, grouped in zip(plans, sums, strict=True)
     ]
     return Estimates(reports, tables, rows)
-
-
-def _flat(column: str, mechanism: Mechanism, names: list[str], by: tuple[str, ...]) -> Query:
-    return flat_query(column, mechanism, names, by)
 
 
 def _joint(

@@ -33,7 +33,7 @@ class ResultContext:
     column: str | tuple[str, str]
     level: float
     backend: Backend
-    privacy: PrivacyGuarantee | None
+    privacy: PrivacyGuarantee
     """What one person loses through these reports: the release's recorded guarantee, else
     the mechanism's own (a joint table's two composed)."""
     by: tuple[str, ...] = ()

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from frameldp.accounting import PrivacyGuarantee, compose
+from frameldp.accounting import PrivacyGuarantee
 from frameldp.core.comparison import Scale, difference_of
 from frameldp.core.consistency import ConsistencyMethod, consistent_counts
 from frameldp.core.discovery import Discovery
@@ -126,24 +126,17 @@ class FrequencyTable:
         column: str | tuple[str, str],
         level: float,
         backend: Backend,
-        privacy: PrivacyGuarantee | None = None,
+        privacy: PrivacyGuarantee,
         by: Sequence[str] = (),
         groups: Sequence[TableGroup] = (),
         group_types: Sequence[Any] = (),
     ) -> FrequencyTable:
         """Assemble the table from core estimates, in the caller's frame library.
 
-        ``privacy`` defaults to the mechanism's (the amplified guarantee of shuffled reports
-        is passed explicitly; a joint table's is the composition of its two columns'). A
-        grouped table passes its ``by`` columns, every group's estimate and the Arrow type of
-        each group column.
+        ``privacy`` is what one person loses (resolved by the query,
+        :meth:`frameldp.frames.query.Query.finish`). A grouped table passes its ``by`` columns,
+        every group's estimate and the Arrow type of each group column.
         """
-        if privacy is None:
-            privacy = (
-                compose([m.privacy for m in mechanism])
-                if isinstance(mechanism, tuple)
-                else mechanism.privacy
-            )
         table = cls(
             None,
             privacy,
