@@ -77,13 +77,18 @@ from frameldp.core import (
     BalcerCheu,
     BloomRappor,
     Domain,
+    DuchiMechanism,
     HadamardResponse,
+    HybridMechanism,
     LocalHashing,
     OptimizedUnaryEncoding,
+    PiecewiseMechanism,
     PrefixExtending,
     RandomizedResponse,
     RandomSource,
     Rappor,
+    SquareWave,
+    StochasticRounding,
     SubsetSelection,
 )
 from frameldp.core.discovery import encode_prefixes, prefix_hashes
@@ -107,6 +112,11 @@ AUDITED: Final = frozenset(
         "hadamard_response",
         "local_hashing",
         "prefix_extending",
+        "duchi",
+        "piecewise",
+        "hybrid",
+        "stochastic_rounding",
+        "square_wave",
     }
 )
 NO_LOCAL_EPSILON: Final = frozenset({"balcer_cheu"})
@@ -493,6 +503,110 @@ def test_prefix_extending_audit(epsilon: float) -> None:
 
 
 # --- mechanisms without a local epsilon ---------------------------------------------------------
+
+
+# --- numbers on an interval ---------------------------------------------------------------------
+
+
+def _numeric_events(mech: Any, value: float) -> Counts:
+    """``N`` reports of ``value`` (on ``[0, 1]``) sorted into events: for the window
+    mechanisms the lowest input's window, the highest's and the rest (and Duchi et al.'s two
+    outputs for Hybrid); for Duchi et al.'s mechanism its two outputs; for stochastic rounding
+    its levels."""
+    import pyarrow as pa
+
+    values = pa.array(np.full(N, value))
+    source = RandomSource.from_seed(SEED)
+    y = mech.privatize_column(values, column=LABEL, source=source)[LABEL].to_numpy()
+    if isinstance(mech, StochasticRounding):
+        return np.bincount(np.rint(y * (mech.levels - 1)).astype(np.int64), minlength=mech.levels)
+    t = 2.0 * y - 1.0  # normalized units
+    if isinstance(mech, SquareWave):
+        window = mech.window
+        cells = np.rint((t / mech.output_bound * window.cells + window.cells - 1) / 2)
+        low, high = cells < window.width, cells >= window.cells - window.width
+        return np.array([low.sum(), high.sum(), (~low & ~high).sum()], dtype=np.int64)
+    duchi = mech if isinstance(mech, DuchiMechanism) else getattr(mech, "_duchi", None)
+    two_point = (
+        np.zeros(N, dtype=bool)
+        if duchi is None
+        else np.isclose(np.abs(t), duchi.output_bound, rtol=1e-12, atol=0)
+    )
+    events = [two_point & (t < 0), two_point & (t > 0)] if duchi is not None else []
+    piecewise = mech if isinstance(mech, PiecewiseMechanism) else getattr(mech, "_piecewise", None)
+    if piecewise is not None:
+        window = piecewise.window
+        cells = np.rint((t * window.slope + window.cells - 1) / 2)
+        low = ~two_point & (cells < window.width)
+        high = ~two_point & (cells >= window.cells - window.width)
+        events += [low, high, ~two_point & ~low & ~high]
+    return np.array([int(event.sum()) for event in events], dtype=np.int64)
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 2.0, 5.0])
+def test_duchi_audit(epsilon: float) -> None:
+    """Duchi et al.'s mechanism is ``ln(N_hi / N_lo)``-LDP (binary RR between the ends).
+
+    Inputs ``0`` and ``1`` of ``[0, 1]``; the events are the two outputs, ``-C`` tight:
+    ``e^eps / (e^eps + 1)`` under ``0``, ``1 / (e^eps + 1)`` under ``1``.
+    """
+    mech = DuchiMechanism(epsilon, bounds=(0, 1))
+    counts = [_numeric_events(mech, value) for value in (0.0, 1.0)]
+    scale = math.exp(epsilon) + 1
+    _assert_audit(
+        counts[0], counts[1], mech.privacy.epsilon, (math.exp(epsilon) / scale, 1 / scale)
+    )
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 2.0, 5.0])
+def test_piecewise_audit(epsilon: float) -> None:
+    """The Piecewise mechanism is ``ln(A / B)``-LDP (Wang et al., ICDE 2019, Lemma 1).
+
+    Inputs ``0`` and ``1`` of ``[0, 1]``, whose windows are disjoint; the events are the two
+    windows and the rest. The lower window is tight: ``H A / T`` under ``0``, ``H B / T`` under
+    ``1``.
+    """
+    mech = PiecewiseMechanism(epsilon, bounds=(0, 1))
+    window = mech.window
+    counts = [_numeric_events(mech, value) for value in (0.0, 1.0)]
+    tight = (window.width * window.high / window.total, window.width * window.low / window.total)
+    _assert_audit(counts[0], counts[1], mech.privacy.epsilon, tight)
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 2.0, 5.0])
+def test_square_wave_audit(epsilon: float) -> None:
+    """Square Wave is ``ln(A / B)``-LDP (Li et al., SIGMOD 2020): as the Piecewise mechanism,
+    the ends' windows are disjoint and the lower one is tight."""
+    mech = SquareWave(epsilon, bounds=(0, 1))
+    window = mech.window
+    counts = [_numeric_events(mech, value) for value in (0.0, 1.0)]
+    tight = (window.width * window.high / window.total, window.width * window.low / window.total)
+    _assert_audit(counts[0], counts[1], mech.privacy.epsilon, tight)
+
+
+@pytest.mark.parametrize("epsilon", [2.0, 5.0])
+def test_hybrid_audit(epsilon: float) -> None:
+    """The Hybrid mechanism, a mixture of the two above, is LDP at the larger epsilon.
+
+    The events are Duchi et al.'s two outputs and the Piecewise mechanism's three; the lower
+    Piecewise window is tight (``alpha H A / T`` under ``0``, ``alpha H B / T`` under ``1``).
+    """
+    mech = HybridMechanism(epsilon, bounds=(0, 1))
+    window = mech._piecewise.window
+    counts = [_numeric_events(mech, value) for value in (0.0, 1.0)]
+    share = mech.alpha * window.width / window.total
+    _assert_audit(
+        counts[0], counts[1], mech.privacy.epsilon, (share * window.high, share * window.low)
+    )
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 2.0, 5.0])
+def test_stochastic_rounding_audit(epsilon: float) -> None:
+    """Stochastic rounding is k-RR over its levels: the ends round to the end levels; the
+    events are the levels, the lowest tight (``p`` under ``0``, ``q`` under ``1``)."""
+    mech = StochasticRounding(epsilon, bounds=(0, 1))
+    counts = [_numeric_events(mech, value) for value in (0.0, 1.0)]
+    _assert_audit(counts[0], counts[1], mech.privacy.epsilon, mech._rr.support_probabilities)
 
 
 def test_every_mechanism_is_audited_or_claims_no_local_epsilon() -> None:

@@ -1,17 +1,23 @@
 """The mathematics of frameldp: numpy in, numpy out; no dataframe library is imported here."""
 
+from frameldp.core.distribution import Distribution
 from frameldp.core.encoding import OTHER, BloomEncoder, Domain
 from frameldp.core.estimation import BloomDecoding, FrequencyEstimate
 from frameldp.core.mechanisms import (
     BalcerCheu,
     BloomRappor,
+    DuchiMechanism,
     HadamardResponse,
+    HybridMechanism,
     LocalHashing,
     Mechanism,
     OptimizedUnaryEncoding,
+    PiecewiseMechanism,
     PrefixExtending,
     RandomizedResponse,
     Rappor,
+    SquareWave,
+    StochasticRounding,
     SubsetSelection,
     mechanism_from_spec,
 )
@@ -20,6 +26,8 @@ from frameldp.core.mechanisms.choice import (
     choose_mechanism,
     compare_mechanisms,
 )
+from frameldp.core.numeric import Bounds
+from frameldp.core.numeric_estimates import Mean
 from frameldp.core.randomness import RandomSource
 
 __all__ = [
@@ -28,17 +36,25 @@ __all__ = [
     "BloomDecoding",
     "BloomEncoder",
     "BloomRappor",
+    "Bounds",
+    "Distribution",
     "Domain",
+    "DuchiMechanism",
     "FrequencyEstimate",
     "HadamardResponse",
+    "HybridMechanism",
     "LocalHashing",
+    "Mean",
     "Mechanism",
     "MechanismComparison",
     "OptimizedUnaryEncoding",
+    "PiecewiseMechanism",
     "PrefixExtending",
     "RandomSource",
     "RandomizedResponse",
     "Rappor",
+    "SquareWave",
+    "StochasticRounding",
     "SubsetSelection",
     "choose_mechanism",
     "compare_mechanisms",

@@ -79,6 +79,8 @@ from frameldp.frames.shuffling import (
     shuffled_columns,
     shuffled_privacy,
 )
+from frameldp.results.distribution import DistributionTable, RangeCount
+from frameldp.results.mean import MeanEstimate
 from frameldp.results.table import STAT_COLUMNS, FrequencyTable
 
 __all__ = ["Encoding", "FrameMethods", "ValueShortcuts", "engine_for", "ldp"]
@@ -327,7 +329,7 @@ class FrameMethods:
         *,
         by: str | Sequence[str] | None = None,
         level: float = 0.95,
-    ) -> FrequencyTable:
+    ) -> FrequencyTable | MeanEstimate | DistributionTable:
         """Debiased frequency table of a report column (or of Balcer–Cheu messages), with
         standard errors and intervals at ``level``; ``mechanism`` defaults to the recorded
         one (another one is refused).
@@ -338,15 +340,90 @@ class FrameMethods:
         privatized); a report column cannot be a group key. Two report columns
         (``debias(["a", "b"])``, each privatized by any frequency oracle) give their joint
         table over the product of the two domains (:mod:`frameldp.core.joint`).
+
+        A numeric report column gives its mechanism's natural estimate: a
+        :class:`~frameldp.results.mean.MeanEstimate` for a mean mechanism (as :meth:`mean`),
+        a :class:`~frameldp.results.distribution.DistributionTable` for Square Wave (as
+        :meth:`distribution`).
         """
         if _names_a_pair(column, self._columns()):
             return self._debias_joint(tuple(column), mechanism, by=by, level=level)
-        column = cast(str, column)
+        found = self._recorded_mechanism(cast(str, column), cast(Mechanism | None, mechanism))
+        result = self._flat(cast(str, column), found, by=by, level=level)
+        return cast(FrequencyTable | MeanEstimate | DistributionTable, result)
+
+    def mean(
+        self,
+        column: str,
+        mechanism: Mechanism | None = None,
+        *,
+        by: str | Sequence[str] | None = None,
+        level: float = 0.95,
+    ) -> MeanEstimate:
+        """The unbiased mean of a numeric report column (privatized by a mean mechanism:
+        Duchi et al.'s, Piecewise, Hybrid or stochastic rounding), with its standard error, an
+        interval at ``level`` and the total (:class:`~frameldp.results.mean.MeanEstimate`);
+        ``by`` names public columns, one mean per group, computed in one pass."""
+        found = self._numeric_mechanism(column, mechanism, "a mean")
+        result = self._flat(column, found, by=by, level=level)
+        if isinstance(result, DistributionTable):  # Square Wave: the distribution's mean
+            return result.mean()
+        return cast(MeanEstimate, result)
+
+    def distribution(
+        self,
+        column: str,
+        mechanism: Mechanism | None = None,
+        *,
+        by: str | Sequence[str] | None = None,
+        level: float = 0.95,
+    ) -> DistributionTable:
+        """The estimated distribution of a numeric report column privatized by Square Wave:
+        a histogram with standard errors, the CDF, :meth:`~DistributionTable.quantile`,
+        :meth:`~DistributionTable.mean` and :meth:`~DistributionTable.range_count`
+        (:class:`~frameldp.results.distribution.DistributionTable`); ``by`` names public
+        columns, one distribution per group."""
+        found = self._numeric_mechanism(column, mechanism, "a distribution")
+        if Capability.MEAN in found.capabilities:
+            raise ParameterError(
+                f"column {shown(column)}: {found.title} reports estimate a mean, not a "
+                "distribution: privatize with SquareWave for distributions and quantiles",
+                column=column,
+            )
+        return cast(DistributionTable, self._flat(column, found, by=by, level=level))
+
+    def range_count(
+        self, column: str, low: float, high: float, mechanism: Mechanism | None = None
+    ) -> RangeCount:
+        """How many values of a Square Wave report column lie in ``[low, high]``, with its
+        standard error (from :meth:`distribution`)."""
+        return self.distribution(column, mechanism).range_count(low, high)
+
+    def _numeric_mechanism(self, column: str, mechanism: Mechanism | None, what: str) -> Mechanism:
+        """The mechanism of a numeric report column (a frequency oracle's is refused)."""
+        found = self._recorded_mechanism(column, mechanism)
+        if Capability.NUMERIC not in found.capabilities:
+            raise ParameterError(
+                f"column {shown(column)}: holds reports of {found.title}, which estimates "
+                f"frequencies, not {what}; use debias()",
+                column=column,
+            )
+        return found
+
+    def _recorded_mechanism(self, column: str, mechanism: Mechanism | None) -> Mechanism:
+        """The mechanism of report column ``column``: the recorded one (``mechanism``, if
+        given, must be it)."""
+        require_column(self._columns(), column)
+        found: Mechanism = find_mechanism(column, mechanism, self._specs())
+        return found
+
+    def _flat(
+        self, column: str, found: Mechanism, *, by: str | Sequence[str] | None, level: float
+    ) -> Any:
+        """The estimate of one report column of ``found`` (flat or by groups), of the result
+        type of the mechanism's estimate."""
         columns = self._columns()
-        require_column(columns, column)
-        recorded = self._specs()
-        found = find_mechanism(column, cast(Mechanism | None, mechanism), recorded)
-        names = report_names(column, found, recorded.get(column))
+        names = report_names(column, found, self._specs().get(column))
         for name in names:
             require_column(columns, name)
         keys = self._group_columns(by, (column,))
@@ -357,10 +434,7 @@ class FrameMethods:
                 column=column,
             )
         query = flat_query(column, found, names, keys)
-        return cast(
-            FrequencyTable,
-            query.run(self._engine, level=level, privacy=self._table_privacy(found, column)),
-        )
+        return query.run(self._engine, level=level, privacy=self._table_privacy(found, column))
 
     def _debias_joint(
         self,

@@ -14,10 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from frameldp.accounting import PrivacyGuarantee
+from frameldp.core.distribution import Distribution
 from frameldp.core.estimation import FrequencyEstimate
 from frameldp.core.mechanisms import Estimate
+from frameldp.core.numeric_estimates import Mean
 from frameldp.errors import ParameterError
+from frameldp.results.distribution import DistributionTable
 from frameldp.results.keys import GroupKey
+from frameldp.results.mean import MeanEstimate
 from frameldp.results.native import Backend
 from frameldp.results.table import FrequencyTable, TableGroup
 
@@ -92,4 +96,38 @@ def _frequency_table(
         by=context.by,
         groups=[TableGroup(key, estimate) for key, estimate in groups],
         group_types=context.group_types,
+    )
+
+
+@register_result(Mean)
+def _mean_estimate(
+    total: Mean, groups: Sequence[tuple[GroupKey, Mean]], context: ResultContext
+) -> MeanEstimate:
+    return MeanEstimate(
+        str(context.column),
+        total,
+        context.mechanism,
+        context.privacy,
+        context.level,
+        context.backend,
+        context.by,
+        tuple(groups),
+        context.group_types,
+    )
+
+
+@register_result(Distribution)
+def _distribution_table(
+    total: Distribution, groups: Sequence[tuple[GroupKey, Distribution]], context: ResultContext
+) -> DistributionTable:
+    return DistributionTable(
+        str(context.column),
+        total,
+        context.mechanism,
+        context.privacy,
+        context.level,
+        context.backend,
+        context.by,
+        tuple(groups),
+        context.group_types,
     )

@@ -13,9 +13,10 @@ from frameldp.errors import ParameterError
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+    from frameldp.results.distribution import DistributionTable
     from frameldp.results.table import FrequencyTable
 
-__all__ = ["frequency_figure", "pyplot"]
+__all__ = ["distribution_figure", "frequency_figure", "pyplot"]
 
 
 def pyplot() -> Any:
@@ -117,3 +118,38 @@ def _truth(table: FrequencyTable, truth: Any) -> Any:
             f"plot_frequencies: truth has {values.size} counts for {len(labels)} buckets"
         )
     return values
+
+
+def distribution_figure(
+    table: DistributionTable, *, width: float = 8.0, truth: Any = None, z: float = 1.96
+) -> Figure:
+    """The histogram of a distribution table (bucket shares as bars, ``z`` standard errors as
+    error bars), one panel per group; ``truth`` (optional, one group) is a sequence of true
+    values drawn as a step histogram over the same buckets."""
+    plt = pyplot()
+    blocks = table._blocks()
+    if truth is not None and len(blocks) > 1:
+        raise ParameterError("plot: truth= goes with an ungrouped table")
+    figure, axes = plt.subplots(
+        len(blocks), 1, figsize=(width, 2.8 * len(blocks)), layout="constrained", squeeze=False
+    )
+    for axis, (key, found) in zip(axes[:, 0], blocks, strict=True):
+        widths = np.diff(found.edges)
+        axis.bar(
+            found.edges[:-1],
+            found.frequencies,
+            width=widths,
+            align="edge",
+            alpha=0.6,
+            yerr=z * found.frequency_std_errors,
+            error_kw={"elinewidth": 0.6},
+            label="estimate",
+        )
+        if truth is not None:
+            shares = np.histogram(np.asarray(truth, dtype=np.float64), bins=found.edges)[0]
+            axis.stairs(shares / max(shares.sum(), 1), found.edges, label="truth", color="black")
+            axis.legend()
+        group = f" ({', '.join(map(str, key))})" if key else ""
+        axis.set_title(f"{table.column}{group}: n = {found.n:,}")
+        axis.set_ylabel("share")
+    return cast("Figure", figure)

@@ -63,6 +63,7 @@ from frameldp.accounting.events.binomial import BinomialCountsEvent
 from frameldp.accounting.events.bloom import BloomRapporEvent
 from frameldp.accounting.events.local import PureDP, RandomizedResponseEvent, RapporEvent
 from frameldp.accounting.events.memoized import MemoizedEvent
+from frameldp.accounting.events.numeric import PiecewiseDensityEvent
 from frameldp.accounting.events.shuffle import ShuffleEvent
 from frameldp.accounting.events.ternary import (
     HadamardResponseEvent,
@@ -81,6 +82,7 @@ __all__ = [
     "LocalHashingEvent",
     "MemoizedEvent",
     "OptimizedUnaryEncodingEvent",
+    "PiecewiseDensityEvent",
     "PrivacyEvent",
     "PureDP",
     "RandomizedResponseEvent",

@@ -2,9 +2,12 @@
 
 from frameldp.core.mechanisms.balcer_cheu import BalcerCheu
 from frameldp.core.mechanisms.bloom_rappor import BloomRappor
+from frameldp.core.mechanisms.duchi import DuchiMechanism
 from frameldp.core.mechanisms.hadamard_response import HadamardResponse
+from frameldp.core.mechanisms.hybrid import HybridMechanism
 from frameldp.core.mechanisms.local_hashing import LocalHashing
 from frameldp.core.mechanisms.optimized_unary_encoding import OptimizedUnaryEncoding
+from frameldp.core.mechanisms.piecewise import PiecewiseMechanism
 from frameldp.core.mechanisms.prefix_extending import PrefixExtending
 from frameldp.core.mechanisms.protocol import (
     OPEN_DOMAIN,
@@ -30,6 +33,8 @@ from frameldp.core.mechanisms.registry import (
     mechanism_from_spec,
     mechanism_names,
 )
+from frameldp.core.mechanisms.square_wave import SquareWave
+from frameldp.core.mechanisms.stochastic_rounding import StochasticRounding
 from frameldp.core.mechanisms.subset_selection import SubsetSelection
 
 __all__ = [
@@ -39,21 +44,26 @@ __all__ = [
     "Capability",
     "Decoder",
     "Discoverer",
+    "DuchiMechanism",
     "Estimate",
     "Estimator",
     "FrequencyEstimation",
     "FrequencyEstimator",
     "FrequencyOracle",
     "HadamardResponse",
+    "HybridMechanism",
     "LocalHashing",
     "Mechanism",
     "Memoizing",
     "OptimizedUnaryEncoding",
+    "PiecewiseMechanism",
     "PrefixExtending",
     "RandomizedResponse",
     "Randomizer",
     "Rappor",
+    "SquareWave",
     "Statistic",
+    "StochasticRounding",
     "SubsetSelection",
     "is_mechanism",
     "mechanism_class",

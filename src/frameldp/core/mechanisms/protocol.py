@@ -101,6 +101,14 @@ class Capability(enum.Enum):
     DISCOVERY = "discovery"
     """An open domain whose frequent strings are found without candidates
     (:class:`Discoverer`): ``reports.ldp.discover(column, top=...)``."""
+    NUMERIC = "numeric"
+    """Numbers on a public interval ``bounds = (lo, hi)``, not categories: reports are
+    numbers and the estimate is a mean (``reports.ldp.mean``) or a distribution
+    (``reports.ldp.distribution``)."""
+    MEAN = "mean"
+    """A numeric mechanism whose reports debias to an unbiased mean, with an exact variance
+    per input (``variance(t)``, ``worst_variance``): a candidate of
+    :func:`~frameldp.core.mechanisms.choice.choose_mechanism` given ``bounds``."""
     CALLER_KEY = "caller_key"
     """A caller's key (``key=``) may be reused across runs: its guarantee holds for any one
     run's reports of a row, whoever else's rows change."""

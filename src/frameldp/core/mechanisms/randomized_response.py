@@ -268,6 +268,12 @@ class RandomizedResponse(TwoStage, FrequencyEstimation):
         permanent = self._moved(codes, held, self._permanent_numerator, "permanent ")
         return self._moved(permanent, rows, self._move_numerator, "")
 
+    def moved(self, codes: NDArray[np.int64], rows: Rows) -> NDArray[np.int64]:
+        """One-stage k-RR of ``codes`` in ``[0, k)`` under the noise of ``rows`` (purposes
+        ``"move"`` and ``"other"``): for a mechanism that randomizes a code it derived itself
+        (a rounded level), under the rows of its own input."""
+        return self._moved(codes, rows, self._move_numerator, "")
+
     def _moved(
         self, codes: NDArray[np.int64], rows: Rows, numerator: int, stage: str
     ) -> NDArray[np.int64]:

@@ -77,6 +77,8 @@ from frameldp.core.randomness.samplers import (
     sort_keys,
     uniform_integers,
     uniform_integers_at,
+    uniform_words,
+    uniform_words_at,
 )
 from frameldp.core.randomness.streams import KeyedStream
 
@@ -104,4 +106,6 @@ __all__ = [
     "sort_keys",
     "uniform_integers",
     "uniform_integers_at",
+    "uniform_words",
+    "uniform_words_at",
 ]

@@ -17,6 +17,8 @@ from frameldp.core.randomness.samplers import (
     checked_out,
     uniform_integers,
     uniform_integers_at,
+    uniform_words,
+    uniform_words_at,
 )
 
 __all__ = ["Rows"]
@@ -113,3 +115,12 @@ class Rows:
         if self._addresses is None:
             return uniform_integers(stream, k, row_start=self.row_start, num_rows=self.num_rows)
         return uniform_integers_at(stream, k, self._addresses)
+
+    def words(self, purpose: str, count: int) -> NDArray[np.uint64]:
+        """``count`` exactly uniform 64-bit words per row, ``(num_rows, count)``."""
+        stream = self.source.stream(*self.label, purpose)
+        if self._addresses is None:
+            return uniform_words(
+                stream, row_start=self.row_start, num_rows=self.num_rows, count=count
+            )
+        return uniform_words_at(stream, self._addresses, count)

@@ -36,6 +36,8 @@ __all__ = [
     "sort_keys",
     "uniform_integers",
     "uniform_integers_at",
+    "uniform_words",
+    "uniform_words_at",
 ]
 
 
@@ -48,6 +50,7 @@ _TAIL_LANE: Final = 0xFFFF_FFFF
 _PLANE_LANE: Final = 1
 _UNIFORM_LANE: Final = 2
 _DIRECT_LANE: Final = 3
+_WORDS_LANE: Final = 4
 _DIRECT_BITS: Final = 8  # rows of at most this many bits compare whole 64-bit uniforms
 
 
@@ -387,3 +390,26 @@ def uniform_integers(
         pending = pending[~accepted]
         lane += 1
     return result
+
+
+def uniform_words(
+    stream: KeyedStream, *, row_start: int, num_rows: int, count: int
+) -> NDArray[np.uint64]:
+    """``count`` exactly uniform 64-bit words per row, ``(num_rows, count)``: row ``i`` takes
+    keystream words ``count (row_start + i), ...`` of lane :data:`_WORDS_LANE` (AES-CTR)."""
+    width = 8 * count
+    stream_bytes = stream.contiguous(_WORDS_LANE, width * row_start, width * num_rows)
+    return stream_bytes.view("<u8").reshape(num_rows, count)
+
+
+def uniform_words_at(
+    stream: KeyedStream, addresses: NDArray[np.uint8], count: int
+) -> NDArray[np.uint64]:
+    """Like :func:`uniform_words`, but row ``i`` is addressed by ``addresses[i]``: its words
+    are the blocks ``AES(address XOR (lane || b))``, two words a block."""
+    addresses = np.ascontiguousarray(addresses, dtype=np.uint8).reshape(-1, BLOCK)
+    blocks_per_row = -(-count // 2)
+    blocks = _tweaked(stream, addresses, _WORDS_LANE, blocks_per_row)
+    flat = blocks.reshape(addresses.shape[0], blocks_per_row * BLOCK)
+    words: NDArray[np.uint64] = flat.view("<u8")[:, :count]
+    return np.ascontiguousarray(words)

@@ -1,0 +1,221 @@
+"""Distributions of numeric columns: expectation-maximization with smoothing (EMS), and what a
+distribution answers (histogram, CDF, quantiles, mean, range counts).
+
+A Square Wave report's law is a known mixture over the input buckets: ``P[output bucket j |
+input in bucket i] = K[j, i]`` (:func:`square_wave_kernel`). Given the counts ``c_j`` of the
+reports per output bucket, EMS [1]_ alternates the EM step of the maximum-likelihood estimate
+of the input distribution ``x`` (``x_i <- x_i sum_j c_j K[j, i] / sum_k K[j, k] x_k``) with a
+smoothing step (``x <- S x``, the binomial kernel ``(1, 2, 1) / 4``, renormalized at the ends),
+and stops when the log-likelihood improves by less than ``1e-3 e^epsilon`` (or after
+``MAX_ITERATIONS``). Smoothing trades a small bias for far less variance than plain EM; the
+estimate is a post-processing of the reports, so it costs no privacy.
+
+References
+----------
+.. [1] Z. Li, T. Wang, M. Lopuhaä-Zwakenberg, N. Li, B. Škoric, "Estimating Numerical
+   Distributions under Local Differential Privacy", SIGMOD 2020, Sec. 4.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+from numpy.typing import NDArray
+
+from frameldp.errors import ParameterError, shown
+
+__all__ = ["Distribution", "ems", "square_wave_kernel"]
+
+MAX_ITERATIONS: Final = 10_000
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """The estimated distribution of ``n`` values on ``[lo, hi]``, over equal buckets.
+
+    ``frequencies[i]`` is the share of values in bucket ``i`` (``edges[i]`` to
+    ``edges[i + 1]``), summing to 1; values are taken as uniform within a bucket for the CDF,
+    quantiles, the mean and range counts. ``replicates`` (rows of frequencies) are
+    parametric-bootstrap re-estimates, whose spread gives the standard errors: they measure
+    the noise of the reports, not the bias of the smoothing.
+    """
+
+    edges: NDArray[np.float64]
+    frequencies: NDArray[np.float64]
+    n: int
+    replicates: NDArray[np.float64]
+
+    @property
+    def lo(self) -> float:
+        """The interval's lower end."""
+        return float(self.edges[0])
+
+    @property
+    def hi(self) -> float:
+        """The interval's upper end."""
+        return float(self.edges[-1])
+
+    @property
+    def counts(self) -> NDArray[np.float64]:
+        """Estimated values per bucket: ``n`` times the frequencies."""
+        return self.frequencies * self.n
+
+    def cdf(self, value: float | None = None) -> NDArray[np.float64] | float:
+        """The share of values at most ``value`` (all bucket ends when None)."""
+        return _cdf(self.edges, self.frequencies, value)
+
+    def quantile(self, q: float) -> float:
+        """The value below which a share ``q`` of the values lies (linear within a bucket)."""
+        return _quantile(self.edges, self.frequencies, _check_share("quantile", q))
+
+    def mean(self) -> float:
+        """The mean of the distribution (bucket centres weighted by frequency)."""
+        centres = (self.edges[1:] + self.edges[:-1]) / 2
+        return float(np.dot(centres, self.frequencies))
+
+    def range_share(self, low: float, high: float) -> float:
+        """The share of values in ``[low, high]`` (linear within a bucket)."""
+        return _range_share(self.edges, self.frequencies, low, high)
+
+    # -- standard errors from the bootstrap replicates -------------------------------------
+
+    def _spread(self, values: NDArray[np.float64]) -> float:
+        return float(np.std(values, ddof=1)) if values.size > 1 else math.nan
+
+    @property
+    def frequency_std_errors(self) -> NDArray[np.float64]:
+        """Per-bucket standard errors of the frequencies."""
+        if self.replicates.shape[0] < 2:
+            return np.full(self.frequencies.shape, np.nan)
+        return np.asarray(np.std(self.replicates, axis=0, ddof=1), dtype=np.float64)
+
+    @property
+    def cdf_std_errors(self) -> NDArray[np.float64]:
+        """Standard errors of the CDF at the bucket ends."""
+        if self.replicates.shape[0] < 2:
+            return np.full(self.edges.shape, np.nan)
+        curves = np.concatenate(
+            [np.zeros((self.replicates.shape[0], 1)), np.cumsum(self.replicates, axis=1)], axis=1
+        )
+        return np.asarray(np.std(curves, axis=0, ddof=1), dtype=np.float64)
+
+    def quantile_std_error(self, q: float) -> float:
+        """The standard error of :meth:`quantile`."""
+        share = _check_share("quantile", q)
+        return self._spread(
+            np.array([_quantile(self.edges, row, share) for row in self.replicates])
+        )
+
+    def mean_std_error(self) -> float:
+        """The standard error of :meth:`mean`."""
+        centres = (self.edges[1:] + self.edges[:-1]) / 2
+        return self._spread(self.replicates @ centres)
+
+    def range_share_std_error(self, low: float, high: float) -> float:
+        """The standard error of :meth:`range_share`."""
+        return self._spread(
+            np.array([_range_share(self.edges, row, low, high) for row in self.replicates])
+        )
+
+
+def _check_share(name: str, q: float) -> float:
+    if isinstance(q, bool) or not isinstance(q, int | float) or not 0.0 <= q <= 1.0:
+        raise ParameterError(f"{name}: q must be a number in [0, 1], got {shown(q)}")
+    return float(q)
+
+
+def _cdf(
+    edges: NDArray[np.float64], frequencies: NDArray[np.float64], value: float | None
+) -> NDArray[np.float64] | float:
+    curve = np.concatenate([[0.0], np.cumsum(frequencies)])
+    if value is None:
+        return curve
+    return float(np.interp(value, edges, curve))
+
+
+def _quantile(edges: NDArray[np.float64], frequencies: NDArray[np.float64], q: float) -> float:
+    curve = np.concatenate([[0.0], np.cumsum(frequencies)])
+    curve /= curve[-1]
+    # the inverse of a non-decreasing piecewise-linear CDF: the first point reaching q
+    index = int(np.searchsorted(curve, q, side="left"))
+    if index == 0:
+        return float(edges[0])
+    if index >= curve.size:
+        return float(edges[-1])
+    below, above = curve[index - 1], curve[index]
+    share = 0.0 if above == below else (q - below) / (above - below)
+    return float(edges[index - 1] + share * (edges[index] - edges[index - 1]))
+
+
+def _range_share(
+    edges: NDArray[np.float64], frequencies: NDArray[np.float64], low: float, high: float
+) -> float:
+    if not (math.isfinite(low) and math.isfinite(high)) or low > high:
+        raise ParameterError(f"range: need finite low <= high, got {shown((low, high))}")
+    curve = np.concatenate([[0.0], np.cumsum(frequencies)])
+    return float(np.interp(high, edges, curve) - np.interp(low, edges, curve))
+
+
+def _box_integral(z: NDArray[np.float64], half: float) -> NDArray[np.float64]:
+    """``G(z) = int_{-inf}^{z} (z - w) 1[|w| <= half] dw``: the double integral of a box."""
+    inside = np.clip(z + half, 0.0, 2 * half)
+    return np.where(z <= half, inside**2 / 2, 2 * half * z)
+
+
+def square_wave_kernel(
+    buckets: int, outputs: int, half: float, high: float, low: float
+) -> NDArray[np.float64]:
+    """``K[j, i]``: the probability that a report lands in output bucket ``j`` of ``[-half,
+    1 + half]`` (``outputs`` equal buckets) for an input uniform in bucket ``i`` of ``[0, 1]``
+    (``buckets`` equal buckets), when the report's density is ``high`` on ``[v - half, v +
+    half]`` and ``low`` elsewhere (exact: overlaps of intervals integrated in closed form)."""
+    inputs = np.linspace(0.0, 1.0, buckets + 1)
+    out = np.linspace(-half, 1.0 + half, outputs + 1)
+    x0, x1 = out[:-1, None], out[1:, None]
+    c0, c1 = inputs[None, :-1], inputs[None, 1:]
+    overlap = (
+        _box_integral(x1 - c0, half)
+        - _box_integral(x1 - c1, half)
+        - _box_integral(x0 - c0, half)
+        + _box_integral(x0 - c1, half)
+    ) / (c1 - c0)  # the mean overlap of the window with output bucket j
+    kernel = low * (x1 - x0) + (high - low) * overlap
+    return np.asarray(kernel / kernel.sum(axis=0, keepdims=True), dtype=np.float64)
+
+
+def _smooth(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The binomial kernel ``(1, 2, 1) / 4``, renormalized at the two ends."""
+    if x.size < 3:
+        return x
+    out = 2 * x
+    out[1:] += x[:-1]
+    out[:-1] += x[1:]
+    weights = np.full(x.size, 4.0)
+    weights[0] = weights[-1] = 3.0
+    return np.asarray(out / weights, dtype=np.float64)
+
+
+def ems(counts: NDArray[Any], kernel: NDArray[np.float64], epsilon: float) -> NDArray[np.float64]:
+    """The EMS estimate of the input distribution from output-bucket ``counts`` (see the module
+    docstring); a uniform distribution when there are no reports."""
+    buckets = kernel.shape[1]
+    x = np.full(buckets, 1.0 / buckets)
+    counts = np.asarray(counts, dtype=np.float64)
+    total = counts.sum()
+    if total <= 0:
+        return x
+    tolerance = 1e-3 * math.exp(min(epsilon, 50.0))
+    previous = -math.inf
+    for _ in range(MAX_ITERATIONS):
+        predicted = np.maximum(kernel @ x, 1e-300)
+        x = x * (kernel.T @ (counts / predicted))
+        x = _smooth(x / x.sum())
+        x /= x.sum()
+        likelihood = float(np.dot(counts, np.log(np.maximum(kernel @ x, 1e-300))))
+        if likelihood - previous < tolerance:
+            break
+        previous = likelihood
+    return x

@@ -1,0 +1,216 @@
+"""What the numeric mechanisms share: bounds, the report column, and for a mean its estimator.
+
+A numeric mechanism privatizes a number ``x`` of a public interval ``[lo, hi]``: it maps it to
+``t = 2 (x - lo) / (hi - lo) - 1`` in ``[-1, 1]``, draws a report ``y`` in normalized units
+(:meth:`NumericMechanism._randomize`), and writes ``centre + half * y`` (``centre`` and
+``half`` of the interval) as a float64 report column, in the column's own units. A mean
+mechanism (:class:`MeanMechanism`) sums ``(y, y^2)`` and debiases the mean
+(:func:`~frameldp.core.numeric_estimates.mean_of`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, ClassVar
+
+import numpy as np
+import pyarrow as pa
+from numpy.typing import NDArray
+
+from frameldp.core.mechanisms._spec import fingerprint
+from frameldp.core.mechanisms.protocol import Capability, Statistic
+from frameldp.core.numeric import Bounds, unit_values
+from frameldp.core.numeric_estimates import Mean, mean_of, normalized_sums
+from frameldp.core.randomness import RandomSource, Rows
+from frameldp.errors import DomainError, ParameterError, shown
+
+__all__ = ["MeanMechanism", "NumericMechanism"]
+
+
+@dataclass(frozen=True)
+class NumericMechanism:
+    """The base of a numeric mechanism (see the module docstring); a subclass defines
+    :meth:`_randomize`, :attr:`output_bound`, ``privacy``, ``statistic`` and ``finish``."""
+
+    capabilities: ClassVar[frozenset[Capability]] = frozenset(
+        {Capability.CALLER_KEY, Capability.NUMERIC}
+    )
+    title: ClassVar[str]
+    name: ClassVar[str]
+    extra_fields: ClassVar[tuple[str, ...]] = ()
+    """The spec's parameters beyond epsilon, bounds and clip."""
+
+    epsilon: float
+    bounds: Bounds = field(kw_only=True)
+    clip: bool = field(default=False, kw_only=True)
+
+    def _check_numeric(self) -> None:
+        object.__setattr__(self, "bounds", Bounds.coerce(self.title, self.bounds))
+        if not isinstance(self.clip, bool):
+            raise ParameterError(
+                f"{self.title}: clip must be True or False, got {shown(self.clip)}",
+                parameter="clip",
+            )
+
+    # ------------------------------------------------------------------ to define
+
+    def _randomize(self, t: NDArray[np.float64], rows: Rows) -> NDArray[np.float64]:
+        """Reports ``y`` (normalized units) of inputs ``t`` in ``[-1, 1]``."""
+        raise NotImplementedError  # pragma: no cover - every mechanism defines it
+
+    @property
+    def output_bound(self) -> float:
+        """The largest ``|y|`` a report can take (normalized units)."""
+        raise NotImplementedError  # pragma: no cover
+
+    # ------------------------------------------------------------------ shared
+
+    def to_spec(self) -> dict[str, Any]:
+        """JSON-serializable parameters."""
+        spec: dict[str, Any] = {
+            "mechanism": self.name,
+            "epsilon": self.epsilon,
+            "bounds": self.bounds.to_json(),
+        }
+        if self.clip:
+            spec["clip"] = True
+        spec.update(self._extra_spec())
+        return spec
+
+    def _extra_spec(self) -> dict[str, Any]:
+        return {key: getattr(self, key) for key in self.extra_fields}
+
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any]) -> Any:
+        """Rebuild from :meth:`to_spec` (other keys of a release's spec are not read)."""
+        extra = {key: spec[key] for key in cls.extra_fields if key in spec}
+        return cls(spec["epsilon"], bounds=spec["bounds"], clip=spec.get("clip", False), **extra)
+
+    @property
+    def _stream_suffix(self) -> str:
+        return fingerprint(self.to_spec())
+
+    def report_columns(self, column: str) -> dict[str, pa.DataType]:
+        """One float64 column of reports, in the column's units."""
+        return {column: pa.float64()}
+
+    def privatize_column(
+        self,
+        values: pa.Array,
+        *,
+        column: str,
+        source: RandomSource,
+        row_start: int = 0,
+        users: pa.Array | None = None,
+        user_column: str | None = None,
+        memo: RandomSource | None = None,
+    ) -> dict[str, pa.Array]:
+        """Reports of one batch of numbers (see the module docstring); a report of row ``i``
+        is a function of (key, column, spec, global row ``row_start + i`` and, under a
+        caller's key or a seed, the row's value) only."""
+        if users is not None:
+            raise ParameterError(f"{self.title} does not memoize reports per user")
+        unit = unit_values(
+            values,
+            self.bounds,
+            clip=self.clip,
+            column=column,
+            row_start=row_start,
+            owner=self.title,
+        )
+        rows = source.rows(
+            (column, self._stream_suffix),
+            row_start,
+            unit.size,
+            lambda: unit.astype(">f8").view(np.uint8).reshape(-1, 8),
+        )
+        y = self._randomize(2.0 * unit - 1.0, rows)
+        half, centre = self.bounds.width / 2, (self.bounds.hi + self.bounds.lo) / 2
+        return {column: pa.array(centre + half * y, type=pa.float64())}
+
+    def _normalized(self, reports: pa.Array | pa.ChunkedArray, column: str) -> NDArray[np.float64]:
+        """Reports back in normalized units; a null, a non-number or a value no report can
+        take is refused (they are not this mechanism's reports)."""
+        array = reports.combine_chunks() if isinstance(reports, pa.ChunkedArray) else reports
+        if not pa.types.is_floating(array.type) and not pa.types.is_integer(array.type):
+            raise DomainError(
+                f"column {shown(column)}: {self.title} reports are numbers, got type "
+                f"{shown(str(array.type))}",
+                column=column,
+            )
+        if array.null_count:
+            raise DomainError(
+                f"column {shown(column)}: {array.null_count} null reports; a report column of "
+                f"{self.title} has none (drop the rows, e.g. those of an outer join)",
+                column=column,
+            )
+        values = np.asarray(array.to_numpy(zero_copy_only=False), dtype=np.float64)
+        half, centre = self.bounds.width / 2, (self.bounds.hi + self.bounds.lo) / 2
+        y = (values - centre) / half
+        limit = self.output_bound * (1 + 1e-9) + 1e-9
+        bad = ~(np.abs(y) <= limit)
+        if bad.any():
+            first = int(np.flatnonzero(bad)[0])
+            raise DomainError(
+                f"column {shown(column)}: {shown(float(values[first]))} is not a report of "
+                f"{self.title} on {self.bounds.to_json()} (reports lie within "
+                f"{self.output_bound:.6g} half-widths of the centre)",
+                column=column,
+            )
+        return y
+
+
+@dataclass(frozen=True)
+class MeanMechanism(NumericMechanism):
+    """The base of a mean mechanism: a numeric mechanism whose reports debias to an unbiased
+    mean (:data:`~frameldp.core.mechanisms.protocol.Capability.MEAN`); a subclass also defines
+    :meth:`variance`."""
+
+    capabilities: ClassVar[frozenset[Capability]] = frozenset(
+        {Capability.CALLER_KEY, Capability.NUMERIC, Capability.MEAN}
+    )
+
+    def variance(self, t: float) -> float:
+        """The exact variance of one debiased report of input ``t`` (normalized units)."""
+        raise NotImplementedError  # pragma: no cover
+
+    @property
+    def debias_shift(self) -> float:
+        """``shift`` of the debiasing ``(y - shift) / scale`` (0 for unbiased reports)."""
+        return 0.0
+
+    @property
+    def debias_scale(self) -> float:
+        """``scale`` of the debiasing (1 for unbiased reports)."""
+        return 1.0
+
+    @cached_property
+    def worst_variance(self) -> float:
+        """The largest :meth:`variance` over ``[-1, 1]`` (normalized units; attained at an
+        end of the interval for the mechanisms whose variance is convex in ``t``, and
+        checked on a grid otherwise)."""
+        grid = np.linspace(-1.0, 1.0, 513)
+        return max(self.variance(float(t)) for t in grid)
+
+    def worst_std(self) -> float:
+        """The largest standard deviation of one report, in the column's units."""
+        return self.bounds.width / 2 * math.sqrt(self.worst_variance)
+
+    def statistic(self, reports: Mapping[str, pa.Array], *, column: str) -> Statistic:
+        """``(sum y, sum y^2)`` of the reports in normalized units."""
+        y = self._normalized(reports[column], column)
+        return Statistic((normalized_sums(y),), int(y.size))
+
+    def finish(self, statistic: Statistic) -> Mean:
+        """The debiased mean with its standard error."""
+        return mean_of(
+            statistic,
+            shift=self.debias_shift,
+            scale=self.debias_scale,
+            worst_variance=self.worst_variance,
+            lo=self.bounds.lo,
+            hi=self.bounds.hi,
+        )

@@ -1,0 +1,183 @@
+"""Square Wave: a numeric column's distribution under local differential privacy."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import ClassVar, Final
+
+import numpy as np
+import pyarrow as pa
+from numpy.typing import NDArray
+
+from frameldp.accounting import PiecewiseDensityEvent, PrivacyGuarantee
+from frameldp.accounting.rounding import float_up, log_upper
+from frameldp.arguments import check_epsilon, check_size
+from frameldp.core.distribution import Distribution, ems, square_wave_kernel
+from frameldp.core.mechanisms._numeric import NumericMechanism
+from frameldp.core.mechanisms.protocol import Statistic
+from frameldp.core.mechanisms.registry import register
+from frameldp.core.numeric import Window
+from frameldp.core.randomness import Rows
+
+__all__ = ["SquareWave"]
+
+DEFAULT_BUCKETS: Final = 64
+MAX_BUCKETS: Final = 4096
+BOOTSTRAP: Final = 40
+"""Parametric-bootstrap re-estimates behind a distribution's standard errors."""
+
+
+@register("square_wave")
+@dataclass(frozen=True)
+class SquareWave(NumericMechanism):
+    r"""Square Wave: the distribution of numbers on ``bounds = (lo, hi)``.
+
+    A value mapped to ``v`` in ``[0, 1]`` is reported as a number of ``[-b, 1 + b]``, drawn
+    from a density ``e^eps`` times higher within ``b`` of ``v`` than elsewhere, ``b = (eps e^eps
+    - e^eps + 1) / (2 e^eps (e^eps - 1 - eps))`` [1]_, and written back in the column's units
+    (so reports lie up to ``b (hi - lo)`` outside the bounds). The server estimates the
+    distribution over ``buckets`` equal buckets by expectation-maximization with smoothing
+    (:mod:`frameldp.core.distribution`): a histogram, a CDF, quantiles, a mean and range
+    counts.
+
+    Parameters
+    ----------
+    epsilon
+        Privacy loss of one report (> 0).
+    bounds
+        The public interval ``(lo, hi)`` of the column.
+    clip
+        Clip values outside ``bounds`` into them (default: a value outside is an error).
+    buckets
+        Buckets of the estimated distribution (2 to 4096; default 64); the reports are counted
+        in as many equal buckets of ``[-b, 1 + b]``.
+
+    Privacy
+    -------
+    The density is sampled exactly on ``2**32`` cells (:class:`~frameldp.core.numeric.Window`,
+    ``H / M = 2b / (1 + 2b)``, proportions ``A / B <= e^eps``): ``ln(A / B)``-LDP, stated rounded
+    up. The worst pair (the ends of the interval) loses ``±eps`` where the two windows differ:
+    a :class:`~frameldp.accounting.PiecewiseDensityEvent` (exact Rényi curve, zCDP and
+    composition).
+
+    Estimation
+    ----------
+    The transition from input buckets to output buckets is computed exactly for the realized
+    densities (values uniform within an input bucket); EMS [1]_ stops when the log-likelihood
+    improves by less than ``1e-3 e^eps``. Standard errors come from a parametric bootstrap
+    (``BOOTSTRAP`` = 40 re-estimates from multinomial counts of the fitted law): they measure
+    the reports' noise, not the smoothing's bias.
+
+    References
+    ----------
+    .. [1] Z. Li, T. Wang, M. Lopuhaä-Zwakenberg, N. Li, B. Škoric, "Estimating Numerical
+       Distributions under Local Differential Privacy", SIGMOD 2020, Sec. 3-4.
+
+    Examples
+    --------
+    >>> mech = SquareWave(1.0, bounds=(0, 100))
+    >>> round(mech.half_width, 4)
+    0.2561
+    """
+
+    name: ClassVar[str] = "square_wave"
+    title: ClassVar[str] = "Square Wave"
+    extra_fields: ClassVar[tuple[str, ...]] = ("buckets",)
+
+    buckets: int = field(default=DEFAULT_BUCKETS, kw_only=True)
+    _window: Window = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        epsilon = check_epsilon(self.title, "epsilon", self.epsilon)
+        object.__setattr__(self, "epsilon", epsilon)
+        self._check_numeric()
+        object.__setattr__(
+            self, "buckets", check_size(self.title, "buckets", self.buckets, 2, MAX_BUCKETS)
+        )
+        b = paper_half_width(epsilon)
+        window = Window.realize(self.title, epsilon, 2 * b / (1 + 2 * b))
+        object.__setattr__(self, "_window", window)
+
+    @property
+    def window(self) -> Window:
+        """The realized discrete law."""
+        return self._window
+
+    @property
+    def half_width(self) -> float:
+        """The realized ``b``: the window's half width, in units of ``hi - lo``."""
+        window = self._window
+        return window.width / (2 * (window.cells - window.width))
+
+    @property
+    def output_bound(self) -> float:
+        """Reports lie within ``1 + 2b`` half-widths of the interval's centre."""
+        return 1.0 + 2.0 * self.half_width
+
+    def _randomize(self, t: NDArray[np.float64], rows: Rows) -> NDArray[np.float64]:
+        window = self._window
+        starts = window.starts((t + 1.0) / 2.0, rows.words("start", 1)[:, 0])
+        cells = window.draw(starts, rows, "cell")
+        reports = (2.0 * cells + (1 - window.cells)) / window.cells * self.output_bound
+        return np.asarray(reports, dtype=np.float64)
+
+    def statistic(self, reports: Mapping[str, pa.Array], *, column: str) -> Statistic:
+        """Reports per output bucket (``buckets`` equal buckets of ``[-b, 1 + b]``)."""
+        y = self._normalized(reports[column], column)
+        share = (y / self.output_bound + 1.0) / 2.0
+        index = np.clip((share * self.buckets).astype(np.int64), 0, self.buckets - 1)
+        counts = np.bincount(index, minlength=self.buckets).astype(np.int64)
+        return Statistic((counts,), int(y.size))
+
+    @cached_property
+    def kernel(self) -> NDArray[np.float64]:
+        """``K[j, i]``: output bucket ``j`` for an input uniform in bucket ``i``."""
+        window = self._window
+        length = 1.0 + 2.0 * self.half_width
+        high = window.high / window.total * window.cells / length
+        low = window.low / window.total * window.cells / length
+        return square_wave_kernel(self.buckets, self.buckets, self.half_width, high, low)
+
+    def finish(self, statistic: Statistic) -> Distribution:
+        """The EMS estimate of the distribution, with bootstrap re-estimates."""
+        (counts,) = statistic.parts
+        frequencies = ems(counts, self.kernel, self.epsilon)
+        replicates = self._bootstrap(frequencies, statistic.rows)
+        edges = np.linspace(self.bounds.lo, self.bounds.hi, self.buckets + 1)
+        return Distribution(edges, frequencies, statistic.rows, replicates)
+
+    def _bootstrap(self, frequencies: NDArray[np.float64], n: int) -> NDArray[np.float64]:
+        """Re-estimates from multinomial counts of the fitted output law (a keyed draw from a
+        fixed seed: post-processing of the estimate, reproducible)."""
+        if n < 2:
+            return np.zeros((0, self.buckets))
+        law = self.kernel @ frequencies
+        law = law / law.sum()
+        rng = np.random.default_rng(20_200_614)  # resampling for errors only: not privacy noise
+        return np.array(
+            [ems(rng.multinomial(n, law), self.kernel, self.epsilon) for _ in range(BOOTSTRAP)]
+        )
+
+    @cached_property
+    def privacy(self) -> PrivacyGuarantee:
+        """Pure epsilon ``ln(A / B)``, rounded up, with the exact loss of the worst pair."""
+        window = self._window
+        event = PiecewiseDensityEvent(log_upper(window.ratio), float_up(window.disjoint_mass))
+        return PrivacyGuarantee(
+            event.pure_epsilon,
+            self.name,
+            {"bounds": self.bounds.to_json(), "buckets": self.buckets},
+            events=((event, 1),),
+        )
+
+
+def paper_half_width(epsilon: float) -> float:
+    """The ``b`` of Li et al. (SIGMOD 2020, Sec. 3.3), which maximizes the mutual information
+    between the input and the report."""
+    if epsilon < 1e-4:  # the limit 1/2 as epsilon -> 0 (the formula cancels)
+        return 0.5
+    ratio = math.exp(min(epsilon, 700.0))
+    return (epsilon * ratio - ratio + 1) / (2 * ratio * (ratio - 1 - epsilon))

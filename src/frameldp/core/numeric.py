@@ -1,0 +1,278 @@
+"""Numbers on a public interval: their checks, and the exact sampler of the window mechanisms.
+
+A numeric column is privatized on a public interval ``[lo, hi]`` (:class:`Bounds`): values are
+checked against it (or clipped into it) and mapped to ``u = (x - lo) / (hi - lo)`` in ``[0, 1]``
+(:func:`unit_values`).
+
+The window kernel
+-----------------
+The Piecewise mechanism (Wang et al., ICDE 2019) and Square Wave (Li et al., SIGMOD 2020) draw an
+output from a density with two levels: high on a window around the input, low elsewhere, the
+ratio of the levels ``e^epsilon``. A float density cannot be sampled exactly (Mironov, CCS 2012:
+the float rounding of a continuous sampler leaks the input), so frameldp samples the discrete law
+it stands for (:class:`Window`): the output range is cut into ``M = 2**32`` cells, of which a run
+of ``H`` consecutive cells (the window) starts at cell ``S``; a cell of the window is drawn with
+probability ``A / T`` and every other cell with ``B / T``, where ``A / B <= e^epsilon`` are
+integers and ``T = H A + (M - H) B <= 2**64``. One uniform 64-bit word ``U`` picks the cell by
+inverse transform: ``U < H A`` gives cell ``S + U // A``; otherwise ``V = (U - H A) // B`` is the
+``V``-th cell outside the window, and the ``2**64 - T`` words left over are rejected and drawn
+again (probability below ``(H e^epsilon + M) / 2**64 + 2**-39``: under ``2**-28`` up to
+epsilon 10). Every probability is exact, so the realized privacy loss of
+any output is ``ln(A / B)`` at most, stated rounded up. The window starts at
+``S = u (M - H)``, rounded to an integer at random (up with probability equal to the fraction,
+compared with a second 64-bit word), so the window's mean position is exactly linear in ``u``:
+the estimators built on it are unbiased (up to the float rounding of ``u``, and ``2**-64`` of a
+cell from the comparison). The report is the drawn cell's centre.
+
+References
+----------
+.. [1] I. Mironov, "On Significance of the Least Significant Bits for Differential Privacy",
+   CCS 2012.
+.. [2] N. Wang, X. Xiao, Y. Yang, J. Zhao, S. C. Hui, H. Shin, J. Shin, G. Yu, "Collecting and
+   Analyzing Multidimensional Data with Local Differential Privacy", ICDE 2019.
+.. [3] Z. Li, T. Wang, M. Lopuhaä-Zwakenberg, N. Li, B. Škoric, "Estimating Numerical
+   Distributions under Local Differential Privacy", SIGMOD 2020.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Final
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from numpy.typing import NDArray
+
+from frameldp.arguments import check_number
+from frameldp.core.randomness import Rows
+from frameldp.errors import DomainError, ParameterError, shown
+
+__all__ = ["CELLS", "Bounds", "Window", "round_at_random", "unit_values"]
+
+CELL_BITS: Final = 32
+CELLS: Final = 1 << CELL_BITS
+"""Cells of a window mechanism's output range."""
+
+_WORD: Final = 1 << 64
+_MARGIN: Final = 2.0**-40  # relative margin of e^epsilon computed in floating point
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The public interval ``[lo, hi]`` of a numeric column (finite, ``lo < hi``)."""
+
+    lo: float
+    hi: float
+
+    @classmethod
+    def coerce(cls, owner: str, value: object) -> Bounds:
+        """``value`` (a pair ``(lo, hi)`` or a :class:`Bounds`) checked."""
+        if isinstance(value, Bounds):
+            return value
+        if not isinstance(value, tuple | list) or len(value) != 2:
+            raise ParameterError(
+                f"{owner}: bounds must be a pair (lo, hi), got {shown(value)}", parameter="bounds"
+            )
+        lo, hi = (check_number(owner, "bounds", item) for item in value)
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            raise ParameterError(
+                f"{owner}: bounds must be finite with lo < hi, got {shown(value)}",
+                parameter="bounds",
+            )
+        if not math.isfinite(hi - lo):
+            raise ParameterError(
+                f"{owner}: bounds are too far apart for a float, got {shown(value)}",
+                parameter="bounds",
+            )
+        return cls(lo, hi)
+
+    @property
+    def width(self) -> float:
+        """``hi - lo``."""
+        return self.hi - self.lo
+
+    def to_json(self) -> list[float]:
+        """``[lo, hi]``."""
+        return [self.lo, self.hi]
+
+
+def unit_values(
+    values: pa.Array | pa.ChunkedArray,
+    bounds: Bounds,
+    *,
+    clip: bool,
+    column: str,
+    row_start: int,
+    owner: str,
+) -> NDArray[np.float64]:
+    """The values of one batch of a numeric column mapped to ``[0, 1]`` by ``bounds``.
+
+    Integer, float and decimal columns are read as floats. A null, a NaN or (without ``clip``)
+    a value outside ``bounds`` raises a :class:`~frameldp.errors.DomainError` naming the
+    column, the row (``row_start`` the first) and the value; ``clip`` moves values outside the
+    bounds to the nearer bound (NaN is still refused).
+    """
+    array = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    kind = array.type
+    if pa.types.is_dictionary(kind):
+        array = array.dictionary_decode()
+        kind = array.type
+    if not (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind)):
+        raise DomainError(
+            f"column {shown(column)}: {owner} takes numbers (integer, float or decimal), "
+            f"got a column of type {shown(str(kind))}",
+            column=column,
+        )
+    if array.null_count:
+        first = int(np.flatnonzero(array.is_null().to_numpy(zero_copy_only=False))[0])
+        raise DomainError(
+            f"column {shown(column)}: null at row {row_start + first} ({array.null_count} nulls "
+            f"in the {len(array)} rows checked); {owner} has no null report: drop or impute "
+            "nulls first",
+            column=column,
+        )
+    numbers = np.asarray(pc.cast(array, pa.float64()).to_numpy(zero_copy_only=False), float)
+    bad = np.isnan(numbers)
+    if not clip:
+        bad |= (numbers < bounds.lo) | (numbers > bounds.hi)
+    if bad.any():
+        first = int(np.flatnonzero(bad)[0])
+        shown_value = array[first].as_py()
+        what = "NaN" if math.isnan(numbers[first]) else f"outside bounds {bounds.to_json()}"
+        hint = "" if math.isnan(numbers[first]) else "; pass clip=True to clip values into them"
+        raise DomainError(
+            f"column {shown(column)}: value {shown(shown_value)} at row {row_start + first} is "
+            f"{what} ({int(bad.sum())} such values in the {numbers.size} rows checked){hint}",
+            column=column,
+        )
+    unit = (numbers - bounds.lo) / bounds.width
+    np.clip(unit, 0.0, 1.0, out=unit)
+    return unit
+
+
+def round_at_random(position: NDArray[np.float64], words: NDArray[np.uint64]) -> NDArray[np.int64]:
+    """``floor(position)``, plus one with probability ``frac(position)`` (realized as
+    ``P[word < frac * 2**64]``, which is ``frac`` to within ``2**-64``): an integer whose mean is
+    ``position``. ``position`` must be ``>= 0`` and below ``2**53``."""
+    low = np.floor(position)
+    fraction = position - low  # exact: both floats share the exponent range of position
+    threshold = np.ldexp(fraction, 64)  # exact scaling; below 2**64 since fraction < 1
+    up = words < threshold.astype(np.uint64)
+    return low.astype(np.int64) + up
+
+
+@dataclass(frozen=True)
+class Window:
+    """The exact discrete law of a window mechanism (see the module docstring): ``cells`` (M)
+    cells, a window of ``width`` (H) of them, drawn in proportions ``high`` (A) inside and
+    ``low`` (B) outside."""
+
+    cells: int
+    width: int
+    high: int
+    low: int
+
+    @classmethod
+    def realize(cls, owner: str, epsilon: float, fraction: float) -> Window:
+        """The window covering ``fraction`` of the range with ``A / B <= e^epsilon`` as large
+        as the 64-bit grid allows (rounded toward more noise)."""
+        cells = CELLS
+        width = min(cells - 1, max(1, round(fraction * cells)))
+        outside = cells - width
+        ratio = math.exp(min(epsilon, 700.0))
+        # B <= 2**64 / (H e^eps + M - H) and A <= B e^eps (each rounded down past the float
+        # error), so T <= 2**64; A >= 2**32 here, so A / B is e^eps to within 2**-32.
+        low = math.floor(_WORD / (width * ratio + outside) * (1 - _MARGIN))
+        high = min(
+            int(Fraction(low) * Fraction(ratio * (1 - _MARGIN))),
+            (_WORD - outside * low) // width,
+        )
+        if high <= low:
+            raise ParameterError(
+                f"{owner}: epsilon={epsilon!r} is too small to realize on {cells} cells; the "
+                "reports would be uniform noise",
+                parameter="epsilon",
+            )
+        return cls(cells, width, high, low)
+
+    @property
+    def total(self) -> int:
+        """``T = H A + (M - H) B``: the words that are not rejected."""
+        return self.width * self.high + (self.cells - self.width) * self.low
+
+    @property
+    def ratio(self) -> Fraction:
+        """The realized ``A / B``: the largest ratio of two inputs' probabilities of a cell."""
+        return Fraction(self.high, self.low)
+
+    @property
+    def disjoint_mass(self) -> Fraction:
+        """The mass, under the lowest input, of the cells where the loss against the highest
+        input is not 0: its window cells outside theirs and theirs outside its own, ``D (A + B)
+        / T`` for ``D = min(H, M - H)`` cells each."""
+        disjoint = min(self.width, self.cells - self.width)
+        return Fraction(disjoint * (self.high + self.low), self.total)
+
+    def starts(self, unit: NDArray[np.float64], words: NDArray[np.uint64]) -> NDArray[np.int64]:
+        """The window's first cell for inputs ``unit`` in ``[0, 1]``: ``u (M - H)`` rounded at
+        random by ``words``."""
+        return round_at_random(unit * float(self.cells - self.width), words)
+
+    def draw(self, starts: NDArray[np.int64], rows: Rows, purpose: str) -> NDArray[np.int64]:
+        """One cell per row, for windows starting at ``starts``; the 64-bit words of round
+        ``r`` come from purpose ``f"{purpose} {r}"`` of ``rows``."""
+        cells = np.empty(starts.size, dtype=np.int64)
+        pending = np.arange(starts.size)
+        inside = np.uint64(self.width * self.high)
+        outside = self.cells - self.width
+        round_ = 0
+        while pending.size:
+            words = rows.words(f"{purpose} {round_}", 1)[pending, 0]
+            hit = words < inside
+            start = starts[pending]
+            offset = (words // np.uint64(self.high)).astype(np.int64)
+            other = ((words - inside) // np.uint64(self.low)).astype(np.int64)
+            accepted = hit | (other < outside)
+            chosen = np.where(hit, start + offset, other + self.width * (other >= start))
+            cells[pending[accepted]] = chosen[accepted]
+            pending = pending[~accepted]
+            round_ += 1
+        return cells
+
+    # ------------------------------------------------------------------ moments of the law
+
+    def centre_moments(self, start: float) -> tuple[float, float]:
+        """``E[c]`` and ``E[c^2]`` of the centred cell ``c = J + 1/2 - M/2`` for a window at
+        integer ``start`` (exact sums, in floating point)."""
+        m, h = self.cells, self.width
+        a, b = self.high / self.total, self.low / self.total
+        first = start + 0.5 - m / 2  # the window's first centred cell
+        window_sum = h * first + h * (h - 1) / 2
+        window_squares = h * first * first + first * h * (h - 1) + (h - 1) * h * (2 * h - 1) / 6
+        all_squares = (m**3 - m) / 12
+        mean = (a - b) * window_sum
+        square = a * window_squares + b * (all_squares - window_squares)
+        return mean, square
+
+    def moments(self, unit: float) -> tuple[float, float]:
+        """``E[c]`` and ``E[c^2]`` for the input ``unit`` (the window's start rounded at
+        random between two cells)."""
+        position = unit * (self.cells - self.width)
+        low = math.floor(position)
+        weight = position - low
+        mean_low, square_low = self.centre_moments(low)
+        if weight == 0.0:
+            return mean_low, square_low
+        mean_high, square_high = self.centre_moments(low + 1)
+        return (
+            (1 - weight) * mean_low + weight * mean_high,
+            (1 - weight) * square_low + weight * square_high,
+        )
+
+    @property
+    def slope(self) -> float:
+        """``dE[c] / du``: ``(A - B) H (M - H) / T``."""
+        return (self.high - self.low) * self.width * (self.cells - self.width) / self.total
