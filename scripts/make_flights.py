@@ -15,6 +15,10 @@ shape for local-differential-privacy demos:
   markedly less punctual).
 * ``services`` -- a set of 0 to 3 distinct purchased extras, with carrier-dependent skew
   (e.g. no lounge on low-cost carriers, free checked bags on WN).
+* ``fare`` -- the ticket price in US dollars (float, 39 to 1,500: the public bounds of a numeric
+  demo), log-normal with a carrier-dependent level (low-cost carriers cheaper, Hawaiian and
+  transcontinental-heavy carriers dearer), rounded to whole dollars. Drawn from its own generator
+  (``SEED + 1``), so the other columns are those of the dataset before it was added.
 * ``passenger_id`` -- a unique identifier ``"P000001"``, ``"P000002"``, ...
 
 The public domains of the categorical columns are taken from ``FLIGHTS_DOMAINS`` in
@@ -191,6 +195,8 @@ def generate(domains: dict[str, tuple[str, ...]]) -> pa.Table:
         [services[i] for i in sorted(row[:k])] for row, k in zip(order, n_services, strict=True)
     ]
 
+    fare = fares(carrier, carriers)
+
     def categorical(codes: np.ndarray, domain: tuple[str, ...]) -> pa.Array:
         return pa.array(np.asarray(domain, dtype=object)[codes], type=pa.string())
 
@@ -202,8 +208,25 @@ def generate(domains: dict[str, tuple[str, ...]]) -> pa.Table:
             "carrier": categorical(carrier, carriers),
             "delay": categorical(delay, delays),
             "services": pa.array(service_lists, type=pa.list_(pa.string())),
+            "fare": pa.array(fare, type=pa.float64()),
         }
     )
+
+
+# Median fare (USD) per carrier; a log-normal spread around it.
+FARE_MEDIANS = {
+    "AA": 240.0, "AS": 210.0, "B6": 190.0, "DL": 260.0, "F9": 95.0, "G4": 80.0, "HA": 330.0,
+    "MX": 120.0, "NK": 85.0, "SY": 140.0, "UA": 250.0, "WN": 150.0,
+}  # fmt: skip
+FARE_BOUNDS = (39.0, 1500.0)
+
+
+def fares(carrier: np.ndarray, carriers: tuple[str, ...]) -> np.ndarray:
+    """One fare per row: log-normal around the carrier's median, clipped to ``FARE_BOUNDS``."""
+    rng = np.random.default_rng(SEED + 1)
+    medians = np.array([FARE_MEDIANS[code] for code in carriers])[carrier]
+    raw = medians * np.exp(rng.normal(0.0, 0.55, carrier.size))
+    return np.round(np.clip(raw, *FARE_BOUNDS))
 
 
 def main() -> None:

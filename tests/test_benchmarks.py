@@ -180,3 +180,23 @@ def test_report_ops_benchmark_quick_run(tmp_path: Path) -> None:
     }
     assert all(row["report_s"] >= 0 for row in rows)
     assert "ratio" in stdout
+
+
+def test_numeric_benchmark_quick_run(tmp_path: Path) -> None:
+    rows, stdout = _quick_run("bench_numeric.py", tmp_path)
+    speed = {row["mechanism"]: row for row in rows if row["table"] == "speed"}
+    assert set(speed) == {
+        "k-RR (k = 16)",
+        "duchi",
+        "piecewise",
+        "hybrid",
+        "stochastic_rounding",
+        "square_wave",
+    }
+    assert all(row["client_s_per_million"] > 0 for row in speed.values())
+    variance = [row for row in rows if row["table"] == "variance"]
+    assert len(variance) == 4
+    assert all(0 < row["ratio"] < 10 and 0 <= row["coverage"] <= 1 for row in variance)
+    methods = {row["method"].split(" ")[0] for row in rows if row["table"] == "distribution"}
+    assert methods == {"square_wave", "bucketize"}
+    assert "Distribution of fare" in stdout

@@ -518,7 +518,7 @@ D = "DOMAIN"  # placeholder for a domain file in the parametrizations below
         ("--column dest --mechanism krr --domain-file DOMAIN", ["--epsilon is required"]),
         (
             "--column dest --mechanism laplace --epsilon 1 --domain-file DOMAIN",
-            ["column 'dest'", "auto, bloom, hadamard_response, krr", "'laplace'"],
+            ["column 'dest'", "auto, bloom, duchi, hadamard_response, hybrid, krr", "'laplace'"],
         ),
         (
             "--column dest --mechanism bloom --epsilon 1",

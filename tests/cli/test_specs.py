@@ -21,6 +21,10 @@ def test_the_mechanism_specific_options_are_those_some_constructor_takes():
         "num_hashes",
         "num_cohorts",
         "max_length",
+        "bounds",
+        "clip",
+        "levels",
+        "buckets",
     }
 
 

@@ -331,3 +331,90 @@ def test_mean_by_groups_and_refusals() -> None:
     counted = frame.assign(c=frame["g"]).ldp.krr("c", epsilon=1.0, domain=["a", "b", "c"], seed=1)
     with pytest.raises(frameldp.ParameterError, match="not a mean"):
         counted.ldp.mean("c")
+
+
+# -- what the attack review found (issue 39) -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "epsilon", "value", "rows"),
+    [
+        ("duchi", 4.0, 100.0, 100),
+        ("piecewise", 5.0, 0.0, 10),
+        ("stochastic_rounding", 4.0, 100.0, 30),
+    ],
+)
+def test_intervals_of_few_values_at_a_bound_cover_it(
+    name: str, epsilon: float, value: float, rows: int
+) -> None:
+    """Few equal reports at a bound have a sample variance near 0: the standard error's floor
+    (the exact variance at the clamped estimate) keeps the interval honest and never inverted.
+    Coverage over ``REPLICATIONS`` releases is at least ``COVERAGE_FLOOR`` (one-sided binomial
+    at ``P_FAIL``; measured 0.994 to 0.999 over 1,000)."""
+    mechanism = MECHANISMS[name](epsilon, bounds=BOUNDS)
+    array = pa.array(np.full(rows, value))
+    covered = 0
+    for seed in range(REPLICATIONS):
+        reports = mechanism.privatize_column(array, column="x", source=RandomSource.from_seed(seed))
+        low, high = mechanism.finish(mechanism.statistic(reports, column="x")).interval(0.95)
+        assert low <= high
+        covered += low <= value <= high
+    assert covered > stats.binom.ppf(P_FAIL, REPLICATIONS, COVERAGE_FLOOR)
+
+
+def test_values_written_into_a_report_column_are_not_reports() -> None:
+    """A polars operation that keeps the report type while writing raw values (``clip`` to a
+    column) gives values off the mechanism's output grid: refused, not read as reports."""
+    frame = pl.DataFrame({"x": np.full(1000, 90.0), "raw": np.full(1000, 90.0)})
+    released = frame.ldp.privatize({"x": PiecewiseMechanism(1.0, bounds=BOUNDS)})
+    written = released.with_columns(pl.col("x").clip(pl.col("raw"), pl.col("raw")))
+    with pytest.raises(frameldp.DomainError, match="not a report"):
+        frameldp.ldp(written).mean("x")
+    for name, cls in MECHANISMS.items():  # the mechanisms' own reports are on their grid
+        mechanism = cls(1.0, bounds=(1e6, 1e6 + 5000))
+        reports = pd.DataFrame({"x": np.linspace(1e6, 1e6 + 5000, 500)}).ldp.privatize(
+            {"x": mechanism}, seed=3
+        )
+        assert reports.ldp.mean("x").n == 500, name
+
+
+def test_large_integers_negative_zero_and_extreme_epsilons() -> None:
+    big = pd.DataFrame({"x": np.array([2**60, 2**61 + 1], dtype=np.int64)})
+    reports = big.ldp.privatize({"x": PiecewiseMechanism(1.0, bounds=(0, 2**62))}, seed=1)
+    assert reports["x"].notna().all()
+    mechanism = PiecewiseMechanism(1.0, bounds=(0, 100))
+    zero = mechanism.privatize_column(
+        pa.array([0.0]), column="x", source=RandomSource.from_key(bytes(32))
+    )
+    negative = mechanism.privatize_column(
+        pa.array([-0.0]), column="x", source=RandomSource.from_key(bytes(32))
+    )
+    assert zero["x"].to_pylist() == negative["x"].to_pylist()
+    for cls in (PiecewiseMechanism, frameldp.SquareWave, HybridMechanism, DuchiMechanism):
+        huge = cls(60.0, bounds=(0, 1))  # realized below the 64-bit grid's limit: more noise
+        assert 40 < huge.privacy.epsilon <= 60.0
+    with pytest.raises(frameldp.ParameterError, match="too narrow"):
+        DuchiMechanism(1.0, bounds=(1e9, 1e9 + 10))
+    with pytest.raises(frameldp.ParameterError, match="stochastic rounding"):
+        StochasticRounding(1e-9, bounds=(0, 1), levels=60_000)
+    assert StochasticRounding(1.0, bounds=(0, 1), levels=1 << 16).worst_variance > 0
+
+
+def test_bad_levels_quantiles_and_ranges_are_refused() -> None:
+    frame = pd.DataFrame({"x": np.linspace(0, 100, 200)})
+    means = frame.ldp.privatize({"x": PiecewiseMechanism(1.0, bounds=BOUNDS)}, seed=1)
+    for level in (2, 1, "a", float("nan")):
+        with pytest.raises(frameldp.ParameterError, match="level"):
+            means.ldp.mean("x", level=level)
+    waves = frame.ldp.privatize({"x": frameldp.SquareWave(1.0, bounds=BOUNDS, buckets=8)}, seed=1)
+    table = waves.ldp.distribution("x")
+    for shares in (0.5, ["a"], [1.5]):
+        with pytest.raises(frameldp.ParameterError, match="quantiles"):
+            table.quantiles(shares)
+    with pytest.raises(frameldp.ParameterError, match="range_count"):
+        table.range_count("a", 5)  # type: ignore[arg-type]
+    with pytest.raises(frameldp.ParameterError, match="range_count"):
+        table.range_count(50, 5)
+    empty = waves.head(0)
+    with pytest.raises(frameldp.ParameterError, match="no reports"):
+        empty.ldp.distribution("x")

@@ -9,6 +9,7 @@ are made (EMS is biased by its smoothing, so no unbiasedness is claimed).
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Final
 
 import numpy as np
@@ -122,3 +123,19 @@ def test_distribution_of_mean_reports_is_refused() -> None:
     )
     with pytest.raises(frameldp.ParameterError, match="SquareWave"):
         reports.ldp.distribution("age")
+
+
+def test_plots_of_means_and_distributions(tmp_path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    rng = np.random.default_rng(2)
+    frame = pd.DataFrame({"x": rng.uniform(0, 100, 2_000), "g": rng.choice(["a", "b"], 2_000)})
+    waves = frame.ldp.privatize({"x": SquareWave(2.0, bounds=BOUNDS, buckets=16)}, seed=1)
+    figure = waves.ldp.distribution("x").plot(truth=frame["x"])
+    figure.savefig(tmp_path / "distribution.png")
+    means = frame.ldp.privatize({"x": frameldp.HybridMechanism(2.0, bounds=BOUNDS)}, seed=1)
+    grouped = means.ldp.mean("x", by="g")
+    grouped.plot(truth=frame.groupby("g")["x"].mean().to_dict()).savefig(tmp_path / "means.png")
+    assert (tmp_path / "distribution.png").stat().st_size > 0
+    assert (tmp_path / "means.png").stat().st_size > 0

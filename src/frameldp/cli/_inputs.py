@@ -150,16 +150,21 @@ def _csv_reader(
     block_size: int,
     *,
     keep_empty_lines: bool = False,
+    numbers: Sequence[str] = (),
 ) -> Iterator[pacsv.CSVStreamingReader]:
-    """A streaming CSV reader; columns in ``strings`` (``None``: every column) are text."""
-    textual = csv_header(path) if strings is None else strings
+    """A streaming CSV reader; columns in ``strings`` (``None``: every column but ``numbers``)
+    are text, those in ``numbers`` float64."""
+    textual = [c for c in (csv_header(path) if strings is None else strings) if c not in numbers]
     reader = pacsv.open_csv(
         path,
         read_options=pacsv.ReadOptions(block_size=block_size),
         parse_options=pacsv.ParseOptions(ignore_empty_lines=not keep_empty_lines),
         convert_options=pacsv.ConvertOptions(
             include_columns=list(columns) if columns is not None else None,
-            column_types=dict.fromkeys(textual, pa.string()),
+            column_types={
+                **dict.fromkeys(textual, pa.string()),
+                **dict.fromkeys(numbers, pa.float64()),
+            },
             # Only an empty unquoted cell is null: "NA" and "null" are labels like any other,
             # and a quoted "" (how the writer spells the empty string) is the empty string.
             null_values=[""],
@@ -180,11 +185,13 @@ def batches(
     chunk_rows: int,
     strings: Sequence[str] | None = None,
     keep_empty_lines: bool = False,
+    numbers: Sequence[str] = (),
 ) -> Iterator[pa.RecordBatch]:
     """The ``columns`` of a file, ``chunk_rows`` rows at a time (CSV: about as many).
 
     Memory is bounded by one batch (and, for Parquet, one row group of the named columns).
-    CSV columns in ``strings`` (default: all of them) are read as text, so a column's type never
+    CSV columns in ``strings`` (default: all of them but ``numbers``) are read as text, and those
+    in ``numbers`` (the columns of numeric mechanisms) as float64, so a column's type never
     depends on where a batch starts. A report file's lone null cell is an empty line:
     ``keep_empty_lines`` reads it as a row. A file without rows gives one empty batch, so every
     reader sees the columns' types.
@@ -199,7 +206,9 @@ def batches(
         return
     # pyarrow's CSV reader reads blocks of bytes: aim at chunk_rows rows of about 64 bytes.
     block = max(1 << 20, min(chunk_rows * 64, 1 << 30))
-    with _csv_reader(path, columns, strings, block, keep_empty_lines=keep_empty_lines) as reader:
+    with _csv_reader(
+        path, columns, strings, block, keep_empty_lines=keep_empty_lines, numbers=numbers
+    ) as reader:
         chunks = (batch.select(list(columns)) for batch in reader)
         yield from _at_least_one(chunks, reader.schema, columns)
 

@@ -5,15 +5,19 @@ once (for every column) or once per column, in order, and ``--domain-file`` once
 column that needs a domain (every mechanism but Bloom RAPPOR and prefix extending, whose domains
 are open).
 ``--mechanism`` is ``auto`` (the frequency oracle with the smallest variance at that epsilon and
-domain), a registered frequency oracle's name (``rappor``, ``optimized_unary_encoding``,
-``local_hashing``, ...), ``krr``, ``bloom`` or ``pem`` (prefix extending, with
-``--max-length``). A spec file (``--spec job.json``) says the same per column::
+domain; with ``--bounds``, the mean mechanism of smallest worst-case variance), a registered
+frequency oracle's name (``rappor``, ``optimized_unary_encoding``, ``local_hashing``, ...),
+``krr``, ``bloom`` or ``pem`` (prefix extending, with ``--max-length``), or a numeric
+mechanism (``duchi``, ``piecewise``, ``hybrid``, ``rounding``, ``squarewave``, with
+``--bounds LO,HI`` and optionally ``--clip``, ``--levels`` or ``--buckets``). A spec file
+(``--spec job.json``) says the same per column::
 
     {"dest": {"mechanism": "rappor", "epsilon": 1.0, "domain_file": "dests.txt"},
      "carrier": {"mechanism": "krr", "epsilon": 2.0, "domain": ["AA", "DL", "UA"]},
      "origin": {"mechanism": "auto", "epsilon": 4.0, "domain_file": "airports.txt"},
      "url": {"mechanism": "bloom", "epsilon": 1.0, "epsilon_infinity": 4.0},
-     "query": {"mechanism": "pem", "epsilon": 4.0, "max_length": 12}}
+     "query": {"mechanism": "pem", "epsilon": 4.0, "max_length": 12},
+     "fare": {"mechanism": "piecewise", "epsilon": 2.0, "bounds": [39, 1500]}}
 
 An option that does not apply to its column's mechanism is refused (in a spec file), or when no
 column uses it (on the command line, where an option is given once for every column).
@@ -59,19 +63,22 @@ __all__ = [
     "specs_from_options",
 ]
 
-SHORT_NAMES = {"krr": "randomized_response", "bloom": "bloom_rappor", "pem": "prefix_extending"}
+SHORT_NAMES = {
+    "krr": "randomized_response",
+    "bloom": "bloom_rappor",
+    "pem": "prefix_extending",
+    "rounding": "stochastic_rounding",
+    "squarewave": "square_wave",
+}
 """Command-line names of registered mechanisms (every registered name is accepted too)."""
 AUTOMATIC = "auto"
 
 
 def mechanism_choices() -> list[str]:
-    """What ``--mechanism`` accepts: ``auto`` (the smallest variance), the frequency oracles by
-    their spec names, ``krr`` and ``bloom``."""
-    oracles = [
-        name
-        for name in mechanism_names()
-        if Capability.FREQUENCY_ORACLE in mechanism_class(name).capabilities
-    ]
+    """What ``--mechanism`` accepts: ``auto`` (the smallest variance), the frequency oracles
+    and numeric mechanisms by their spec names, and the short names."""
+    wanted = {Capability.FREQUENCY_ORACLE, Capability.NUMERIC}
+    oracles = [name for name in mechanism_names() if wanted & mechanism_class(name).capabilities]
     return [AUTOMATIC, *sorted({*oracles, *SHORT_NAMES})]
 
 
@@ -92,6 +99,10 @@ class ColumnSpec:
     num_hashes: int | None = None
     num_cohorts: int | None = None
     max_length: int | None = None
+    bounds: tuple[float, float] | None = None
+    clip: bool | None = None
+    levels: int | None = None
+    buckets: int | None = None
 
     @property
     def registered(self) -> str:
@@ -99,9 +110,22 @@ class ColumnSpec:
         return SHORT_NAMES.get(self.mechanism, self.mechanism)
 
     @property
+    def numeric(self) -> bool:
+        """Whether the column holds numbers on public bounds (a numeric mechanism, or ``auto``
+        given ``bounds``)."""
+        name = self.registered
+        if name == AUTOMATIC:
+            return self.bounds is not None
+        return name in mechanism_names() and (
+            Capability.NUMERIC in mechanism_class(name).capabilities
+        )
+
+    @property
     def needs_domain(self) -> bool:
         """Frequency oracles take a public domain; Bloom RAPPOR's and prefix extending's are
-        open."""
+        open, and numbers have bounds instead."""
+        if self.numeric:
+            return False
         name = self.registered
         if name == AUTOMATIC or name not in mechanism_names():
             return True
@@ -128,6 +152,8 @@ class ColumnSpec:
         if option not in mechanism_options():
             return True
         name = self.registered
+        if name == AUTOMATIC and option in AUTOMATIC_NUMERIC_OPTIONS:
+            return True
         return name in mechanism_names() and option in _parameters(name)
 
     def given(self, name: str) -> dict[str, Any]:
@@ -155,6 +181,9 @@ def mechanism_options() -> frozenset[str]:
 
 DOMAIN_OPTIONS = frozenset({"domain", "domain_file", "unknown", "nulls"})
 """The options of a public domain: every mechanism but those of an open domain takes them."""
+
+AUTOMATIC_NUMERIC_OPTIONS = frozenset({"bounds", "clip"})
+"""The options ``auto`` takes for numbers (it then chooses a mean mechanism)."""
 
 COMMON_OPTIONS = frozenset(
     {"column", "mechanism", "epsilon"}
@@ -202,6 +231,8 @@ def specs_from_options(
     kinds = _paired("--mechanism", mechanisms, len(columns), "columns")
     eps = _paired("--epsilon", epsilons, len(columns), "columns")
     given = {name: value for name, value in shared.items() if value is not None}
+    if "bounds" in given:
+        given["bounds"] = parse_bounds(given["bounds"])
     specs = [
         ColumnSpec(column, kind, epsilon, **given)
         for column, kind, epsilon in zip(columns, kinds, eps, strict=True)
@@ -285,6 +316,8 @@ def specs_from_file(path: Path) -> list[ColumnSpec]:
                     f"{shown(options['domain'])}"
                 )
             options["domain"] = tuple(options["domain"])
+        if options.get("bounds") is not None:
+            options["bounds"] = parse_bounds(options["bounds"], f"--spec: column {shown(column)}")
         if options.get("domain_file") is not None:
             if not isinstance(options["domain_file"], str):
                 raise ParameterError(
@@ -305,6 +338,21 @@ def specs_from_file(path: Path) -> list[ColumnSpec]:
             )
         specs.append(spec)
     return specs
+
+
+def parse_bounds(value: Any, where: str = "--bounds") -> tuple[float, float]:
+    """``LO,HI`` (text) or ``[lo, hi]`` (JSON) as a pair of floats; the mechanism checks that
+    ``lo < hi`` and both are finite."""
+    parts = value.split(",") if isinstance(value, str) else value
+    if not isinstance(parts, list | tuple) or len(parts) != 2:
+        raise ParameterError(f"{where}: bounds must be LO,HI, got {shown(value)}")
+    try:
+        low, high = (float(part) for part in parts)
+    except (TypeError, ValueError):
+        raise ParameterError(
+            f"{where}: bounds must be two numbers LO,HI, got {shown(value)}"
+        ) from None
+    return low, high
 
 
 def _check_kind(spec: ColumnSpec) -> None:
@@ -377,6 +425,8 @@ def build_mechanism(spec: ColumnSpec, kind: pa.DataType) -> Mechanism:
                 f"--max-weight must be an integer >= 1, got {shown(spec.max_weight)}"
             )
         name = spec.registered
+        if spec.numeric:
+            return _numeric_mechanism(spec, name)
         if name != AUTOMATIC and OPEN_DOMAIN & mechanism_class(name).capabilities:
             given = spec.given(name)  # Bloom RAPPOR's sizes, prefix extending's max_length
             if spec.epsilon_infinity is not None:
@@ -413,6 +463,32 @@ def build_mechanism(spec: ColumnSpec, kind: pa.DataType) -> Mechanism:
         if spec.epsilon_infinity is not None:
             options["epsilon_infinity"] = spec.epsilon_infinity
         if name == AUTOMATIC:
-            return choose_mechanism(spec.epsilon, **options)
+            chosen: Mechanism = choose_mechanism(spec.epsilon, **options)
+            return chosen
         oracle: Mechanism = mechanism_class(name)(spec.epsilon, **options, **spec.given(name))
         return oracle
+
+
+def _numeric_mechanism(spec: ColumnSpec, name: str) -> Mechanism:
+    """The numeric mechanism of ``spec`` (``auto``: the mean mechanism of smallest worst-case
+    variance at its epsilon)."""
+    if spec.epsilon is None:
+        raise ParameterError(f"{spec.mechanism} needs epsilon")
+    if spec.bounds is None:
+        raise ParameterError(
+            f"--bounds LO,HI is required for {spec.mechanism}: the public interval of the "
+            "column's values (never read from the data)"
+        )
+    if spec.epsilon_infinity is not None:
+        raise ParameterError(
+            f"--epsilon-infinity: {spec.mechanism} has no permanent response to memoize"
+        )
+    options: dict[str, Any] = {"bounds": spec.bounds}
+    if spec.clip:
+        options["clip"] = True
+    if name == AUTOMATIC:
+        chosen: Mechanism = choose_mechanism(spec.epsilon, **options)
+        return chosen
+    given = {key: value for key, value in spec.given(name).items() if key not in options}
+    numeric: Mechanism = mechanism_class(name)(spec.epsilon, **options, **given)
+    return numeric

@@ -152,7 +152,8 @@ def privatize(
         typer.Option(
             "--mechanism",
             help="auto (smallest variance), rappor, krr, optimized_unary_encoding, local_hashing, "
-            "subset_selection, hadamard_response, bloom or pem (prefix extending): once for all "
+            "subset_selection, hadamard_response, bloom, pem (prefix extending), or for numbers "
+            "(with --bounds) duchi, piecewise, hybrid, rounding or squarewave: once for all "
             "columns, or once per column.",
         ),
     ] = None,
@@ -205,6 +206,23 @@ def privatize(
     max_length: Annotated[
         int | None,
         typer.Option(help="pem (prefix extending): UTF-8 bytes kept per string; default 16."),
+    ] = None,
+    bounds: Annotated[
+        str | None,
+        typer.Option(
+            help="Numeric mechanisms (duchi, piecewise, hybrid, rounding, squarewave; auto "
+            "then picks the mean mechanism): the public interval LO,HI of the values."
+        ),
+    ] = None,
+    clip: Annotated[
+        bool,
+        typer.Option("--clip", help="Numeric mechanisms: clip values outside --bounds into them."),
+    ] = False,
+    levels: Annotated[
+        int | None, typer.Option(help="rounding: levels of stochastic rounding; default: best.")
+    ] = None,
+    buckets: Annotated[
+        int | None, typer.Option(help="squarewave: buckets of the distribution; default 256.")
     ] = None,
     user: Annotated[
         str | None,
@@ -267,6 +285,10 @@ def privatize(
             "num_hashes": num_hashes,
             "num_cohorts": num_cohorts,
             "max_length": max_length,
+            "bounds": bounds,
+            "clip": True if clip else None,
+            "levels": levels,
+            "buckets": buckets,
         },
         user=user,
         max_rows_per_user=max_rows_per_user,
@@ -321,6 +343,22 @@ def estimate(
             help="Two report columns, 'a,b': their joint table over both domains (repeatable).",
         ),
     ] = None,
+    means: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--mean",
+            help="Numeric report column whose mean to print (repeatable; Square Wave columns: "
+            "from the distribution).",
+        ),
+    ] = None,
+    quantiles: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--quantiles",
+            help="COLUMN:q1,q2,...: quantiles with standard errors of a Square Wave column "
+            "(repeatable).",
+        ),
+    ] = None,
     releases: Annotated[
         str | None,
         typer.Option(
@@ -329,7 +367,8 @@ def estimate(
         ),
     ] = None,
 ) -> None:
-    """Debiased frequency tables, with standard errors and intervals, from report files."""
+    """Debiased frequency tables (numeric columns: means and distributions), with standard
+    errors and intervals, from report files."""
     _check_threads()
     from frameldp.cli.commands import run_estimate
 
@@ -345,6 +384,8 @@ def estimate(
         top=top,
         delta=delta,
         releases=releases,
+        means=means or [],
+        quantiles=quantiles or [],
     )
 
 

@@ -19,6 +19,8 @@ from frameldp.cli._specs import memoized_where_used, specs_from_file, specs_from
 from frameldp.cli.estimate import check_out, discover_file, estimate_file, write_table
 from frameldp.cli.privatize import privatize_file
 from frameldp.errors import ParameterError, shown
+from frameldp.results.distribution import DistributionTable
+from frameldp.results.mean import MeanEstimate
 from frameldp.results.table import FrequencyTable
 
 __all__ = ["insecure_mark", "run_discover", "run_estimate", "run_privatize", "warn_seeded"]
@@ -127,8 +129,12 @@ def run_estimate(
     top: int | None,
     delta: float,
     releases: str | None = None,
+    means: list[str] | None = None,
+    quantiles: list[str] | None = None,
 ) -> None:
-    """The ``estimate`` command."""
+    """The ``estimate`` command (``means``: numeric columns whose mean is printed, a Square
+    Wave column's from its distribution; ``quantiles``: ``COLUMN:q1,q2,...`` of Square Wave
+    columns)."""
     with terminate_cleanly(), user_errors():
         _check_delta(delta)
         if out is not None:
@@ -140,6 +146,10 @@ def run_estimate(
         if candidates_file is not None:
             candidates = _read_candidates(candidates_file)
         pairs = [_pair(text) for text in joint or []]
+        asked = [_quantiles(text) for text in quantiles or []]
+        named = list(dict.fromkeys([*columns, *(means or []), *(c for c, _ in asked)]))
+        if (not columns and (means or asked)) or columns:
+            columns = named
         found = estimate_file(
             reports,
             columns,
@@ -150,15 +160,29 @@ def run_estimate(
             candidates=candidates,
             progress=True,
         )
+        quantile_frames = [
+            (column, _quantile_frame(found.tables, column, qs)) for column, qs in asked
+        ]
+        tables = [
+            table.mean()
+            if isinstance(table, DistributionTable) and table.column in (means or [])
+            else table
+            for table in found.tables
+        ]
         if plot is not None:
-            _plot(found.tables, plot)
+            _plot(tables, plot)
         if out is not None:
-            write_table(found.tables, out)
+            write_table(tables, out)
     console = Console(soft_wrap=True)
-    for table in found.tables:
-        console.print(_rich_table(table, top, delta))
+    for table in tables:
+        if isinstance(table, FrequencyTable):
+            console.print(_rich_table(table, top, delta))
+        else:
+            console.print(_rich_numeric(table, delta))
+    for column, frame in quantile_frames:
+        console.print(_rich_frame(f"quantiles of {column}", frame))
     if out is not None:
-        typer.echo(f"wrote {sum(len(t.to_pandas()) for t in found.tables)} rows to {out}")
+        typer.echo(f"wrote {sum(len(t.to_pandas()) for t in tables)} rows to {out}")
     if plot is not None:
         typer.echo(f"wrote the plot to {plot}")
 
@@ -189,6 +213,64 @@ def run_discover(
         typer.echo(f"wrote {len(table.to_pandas())} rows to {out}")
 
 
+def _quantiles(text: str) -> tuple[str, list[float]]:
+    """``--quantiles COLUMN:0.1,0.5,0.9`` as the column and its shares."""
+    column, colon, shares = text.rpartition(":")
+    try:
+        values = [float(part) for part in shares.split(",")] if colon and column else []
+    except ValueError:
+        values = []
+    if not values or not all(0.0 <= value <= 1.0 for value in values):
+        raise ParameterError(
+            f"--quantiles {shown(text)}: expected COLUMN:q1,q2,... with each q in [0, 1]"
+        )
+    return column, values
+
+
+def _quantile_frame(tables: list[Any], column: str, shares: list[float]) -> Any:
+    """The quantiles (with standard errors) of a Square Wave column's distribution."""
+    for table in tables:
+        if isinstance(table, DistributionTable) and table.column == column:
+            return table.quantiles(shares)
+    raise ParameterError(
+        f"--quantiles: column {shown(column)} holds no Square Wave reports (quantiles come "
+        "from a distribution: privatize it with --mechanism squarewave)"
+    )
+
+
+def _rich_numeric(result: Any, delta: float) -> Table:
+    """A mean or a distribution as a rich table, titled with its guarantee."""
+    g = result.privacy
+    what = "mean" if isinstance(result, MeanEstimate) else "distribution"
+    grouped = f" by {', '.join(result.by)}" if result.by else ""
+    title = (
+        f"{what} of {escape(str(result.column) + grouped)}: {type(result.mechanism).__name__}, "
+        f"n = {result.n}, ε = {g.epsilon_at(delta):.4g} at δ = {delta:g} ({g.model} model)"
+        f"{escape(insecure_mark(g))}"
+    )
+    return _rich_frame(title, result.to_pandas())
+
+
+def _rich_frame(title: str, frame: Any) -> Table:
+    out = Table(title=title, title_justify="left")
+    for name in frame.columns:
+        numeric = frame[name].dtype.kind in "fiu"
+        out.add_column(escape(str(name)), justify="right" if numeric else "left")
+    for record in frame.to_dict("records"):
+        out.add_row(
+            *(
+                _figure(value) if isinstance(value, float) else escape(_text(value))
+                for value in record.values()
+            )
+        )
+    return out
+
+
+def _figure(value: float) -> str:
+    """A float for a table: four significant digits, large ones whole with separators."""
+    return f"{value:,.0f}" if abs(value) >= 1e4 else f"{value:.4g}"
+
+
 def _pair(text: str) -> tuple[str, str]:
     """``--joint a,b`` as the pair of column names."""
     parts = [part.strip() for part in text.split(",")]
@@ -217,7 +299,9 @@ def _check_plot(plot: Path) -> None:
     check_target(plot, "--plot")
 
 
-def _plot(tables: list[FrequencyTable], target: Path) -> None:
+def _plot(tables: list[Any], target: Path) -> None:
+    if not all(isinstance(table, FrequencyTable) for table in tables):
+        raise ParameterError("--plot draws frequency tables; numeric columns have no plot here")
     import matplotlib
 
     matplotlib.use("Agg")

@@ -3,7 +3,9 @@
 Each person's destination is privatized with RAPPOR, their carrier with k-ary randomized
 response, and their set of purchased services with k-RAPPOR (at most 3 items), at several
 epsilons. Each estimated table is printed next to the true counts, with standard errors, 95%
-intervals, the error in standard errors, and the privacy guarantee of the reports.
+intervals, the error in standard errors, and the privacy guarantee of the reports. Their fare (a
+number on public bounds) is released twice more: by the mean mechanism of smallest worst-case
+variance for its mean, and by Square Wave for its quartiles.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ import frameldp
 from frameldp.accounting.guarantee import INSECURE
 from frameldp.core.encoding import Domain
 from frameldp.core.mechanisms import Capability
-from frameldp.datasets import FLIGHTS_DOMAINS, load_flights
+from frameldp.core.numeric import Bounds
+from frameldp.datasets import FARE_BOUNDS, FLIGHTS_DOMAINS, load_flights
 
 
 @dataclass(frozen=True)
@@ -117,7 +120,46 @@ def run_demo(
             results.append(result)
     console.print(_summary(results))
     console.print(_privacy(results, seeded=seed is not None))
+    console.print(_fares(frame, epsilons, seed))
     return results
+
+
+def _fares(frame: pd.DataFrame, epsilons: tuple[float, ...], seed: int | None) -> Table:
+    """The fare's mean (the best mean mechanism) and quartiles (Square Wave) at each epsilon,
+    beside the truth: two releases of their own per epsilon."""
+    fares = frame[["fare"]]
+    truth = fares["fare"]
+    title = (
+        f"fare (dollars, public bounds {FARE_BOUNDS[0]:g} to {FARE_BOUNDS[1]:g}): mean and "
+        "quartiles, each a release of its own at ε"
+    )
+    table = Table(title=escape(title), title_justify="left")
+    for header in ("ε", "statistic", "mechanism", "true", "estimate", "std err", "z"):
+        table.add_column(
+            header, justify="left" if header in ("statistic", "mechanism") else "right"
+        )
+    for epsilon in epsilons:
+        chosen = frameldp.choose_mechanism(epsilon, bounds=FARE_BOUNDS)
+        mean = fares.ldp.privatize({"fare": chosen}, seed=seed).ldp.mean("fare")
+        rows = [("mean", chosen.title, float(truth.mean()), mean.mean, mean.std_error)]
+        wave = frameldp.SquareWave(epsilon, bounds=Bounds(*FARE_BOUNDS))
+        found = fares.ldp.privatize({"fare": wave}, seed=seed).ldp.distribution("fare")
+        quartiles = found.quantiles([0.25, 0.5, 0.75])
+        for q, value, error in zip(
+            quartiles["q"], quartiles["value"], quartiles["std_error"], strict=True
+        ):
+            rows.append((f"quantile {q:g}", wave.title, float(truth.quantile(q)), value, error))
+        for statistic, mechanism, true, estimate, error in rows:
+            table.add_row(
+                f"{epsilon:g}",
+                statistic,
+                mechanism,
+                f"{true:,.1f}",
+                f"{estimate:,.1f}",
+                f"{error:,.1f}",
+                f"{(estimate - true) / error:+.2f}",
+            )
+    return table
 
 
 def _privacy(results: list[DemoResult], *, seeded: bool = False) -> Table:

@@ -1,4 +1,5 @@
-"""``frameldp estimate``: debiased frequency tables from a stored, self-describing report file.
+"""``frameldp estimate``: debiased frequency tables (and numeric columns' means and
+distributions) from a stored, self-describing report file.
 
 The file's metadata names the mechanism of every report column (see :mod:`frameldp.cli._metadata`),
 so nothing has to be passed again. The file is read in batches and each column's additive
@@ -45,6 +46,8 @@ from frameldp.frames.pipeline import column_context
 from frameldp.frames.query import Query, flat_query, joint_query
 from frameldp.frames.release import guarantee_of
 from frameldp.frames.shuffling import shuffled_privacy
+from frameldp.results.distribution import DistributionTable
+from frameldp.results.mean import MeanEstimate
 from frameldp.results.table import FrequencyTable
 
 __all__ = ["Estimates", "check_out", "discover_file", "estimate_file", "long_table", "write_table"]
@@ -55,7 +58,10 @@ class Estimates:
     """The tables of one report file, and how many reports it holds."""
 
     reports: ReportFile
-    tables: list[FrequencyTable]
+    tables: list[Any]
+    """A :class:`~frameldp.results.table.FrequencyTable` per categorical column or pair, a
+    :class:`~frameldp.results.mean.MeanEstimate` or
+    :class:`~frameldp.results.distribution.DistributionTable` per numeric column."""
     rows: int
 
 
@@ -233,10 +239,11 @@ def _table(
             else _recorded_privacy(reports, plan.column)
         )
         table = plan.finish(grouped, level=level, privacy=privacy, backend="pandas")
-        if not isinstance(table, FrequencyTable):
+        if not isinstance(table, FrequencyTable | MeanEstimate | DistributionTable):
             raise ParameterError(
                 f"column {shown(plan.reduction.label)}: frameldp estimate writes frequency "
-                f"tables; these reports estimate a {type(table).__name__}"
+                f"tables, means and distributions; these reports estimate a "
+                f"{type(table).__name__}"
             )
     if reports.seeded and not table.privacy.seeded:
         return dataclasses.replace(table, privacy=table.privacy.insecure())
@@ -255,11 +262,15 @@ def _recorded_privacy(reports: ReportFile, column: str | tuple[str, str]) -> Any
     return None
 
 
-def long_table(tables: Sequence[FrequencyTable]) -> pd.DataFrame:
+def long_table(tables: Sequence[Any]) -> pd.DataFrame:
     """Every table stacked, with a ``column`` column (``"a,b"`` for a joint table) and the
-    group columns of grouped tables; categories as text (one type: ``"x|y"`` for a pair)."""
+    group columns of grouped tables; categories as text (one type: ``"x|y"`` for a pair).
+    Means and distributions of numeric columns bring their own columns (empty elsewhere)."""
     frames = []
     for table in tables:
+        if not isinstance(table, FrequencyTable):
+            frames.append(table.to_pandas().assign(column=str(table.column)))
+            continue
         frame = table.to_pandas()
         if table.joint:
             labels = pd.Series(["|".join(str(v) for v in label) for label in table.labels])
@@ -287,7 +298,7 @@ def check_out(target: Path, reports: Path | None = None) -> str:
     return kind
 
 
-def write_table(tables: Sequence[FrequencyTable], target: Path) -> None:
+def write_table(tables: Sequence[Any], target: Path) -> None:
     """Write the stacked tables to CSV or Parquet, atomically."""
     kind = check_out(target)
     frame = long_table(tables)

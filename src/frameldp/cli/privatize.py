@@ -160,7 +160,8 @@ def privatize_file(
                 on_start()
             pause_at("start")
             writer = ReportWriter(staged.data, out_kind, metadata)
-            chunks = batches(source, read, chunk_rows=chunk_rows)
+            numbers = [spec.column for spec in specs if spec.numeric]
+            chunks = batches(source, read, chunk_rows=chunk_rows, numbers=numbers)
             if people is not None:  # the ids counted by the first pass, or nothing is written
                 chunks = people.checked(chunks)
             if user is not None and user_type is not None:

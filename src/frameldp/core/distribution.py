@@ -6,9 +6,10 @@ input in bucket i] = K[j, i]`` (:func:`square_wave_kernel`). Given the counts ``
 reports per output bucket, EMS [1]_ alternates the EM step of the maximum-likelihood estimate
 of the input distribution ``x`` (``x_i <- x_i sum_j c_j K[j, i] / sum_k K[j, k] x_k``) with a
 smoothing step (``x <- S x``, the binomial kernel ``(1, 2, 1) / 4``, renormalized at the ends),
-and stops when the log-likelihood improves by less than ``1e-3 e^epsilon`` (or after
-``MAX_ITERATIONS``). Smoothing trades a small bias for far less variance than plain EM; the
-estimate is a post-processing of the reports, so it costs no privacy.
+and stops when the log-likelihood improves by less than ``1e-3`` (Li et al.'s ``1e-3 e^epsilon``
+stops too early at large epsilon) or after ``MAX_ITERATIONS``. Smoothing trades a small bias for
+far less variance than plain EM; the estimate is a post-processing of the reports, so it costs
+no privacy.
 
 References
 ----------
@@ -25,11 +26,15 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
+from frameldp.arguments import check_number
 from frameldp.errors import ParameterError, shown
 
-__all__ = ["Distribution", "ems", "square_wave_kernel"]
+__all__ = ["Distribution", "check_share", "ems", "square_wave_kernel"]
 
 MAX_ITERATIONS: Final = 10_000
+_TOLERANCE: Final = 1e-3
+"""EMS stops when the log-likelihood improves by less than this. Li et al. scale it by
+``e^epsilon``, which at epsilon 8 stops after a few iterations, far from converged."""
 
 
 @dataclass(frozen=True)
@@ -39,8 +44,11 @@ class Distribution:
     ``frequencies[i]`` is the share of values in bucket ``i`` (``edges[i]`` to
     ``edges[i + 1]``), summing to 1; values are taken as uniform within a bucket for the CDF,
     quantiles, the mean and range counts. ``replicates`` (rows of frequencies) are
-    parametric-bootstrap re-estimates, whose spread gives the standard errors: they measure
-    the noise of the reports, not the bias of the smoothing.
+    parametric-bootstrap re-estimates: EMS run again on reports drawn from the law the estimate
+    implies. A standard error is the root mean square of the replicates' answers about the
+    estimate's own: it counts the noise of the reports and the bias EMS's smoothing adds to a
+    distribution like the estimate (Efron and Tibshirani's bootstrap estimate of mean squared
+    error), not the part of the bias that the smoothing has already erased from the estimate.
     """
 
     edges: NDArray[np.float64]
@@ -69,7 +77,7 @@ class Distribution:
 
     def quantile(self, q: float) -> float:
         """The value below which a share ``q`` of the values lies (linear within a bucket)."""
-        return _quantile(self.edges, self.frequencies, _check_share("quantile", q))
+        return _quantile(self.edges, self.frequencies, check_share("quantile", q))
 
     def mean(self) -> float:
         """The mean of the distribution (bucket centres weighted by frequency)."""
@@ -82,49 +90,51 @@ class Distribution:
 
     # -- standard errors from the bootstrap replicates -------------------------------------
 
-    def _spread(self, values: NDArray[np.float64]) -> float:
-        return float(np.std(values, ddof=1)) if values.size > 1 else math.nan
+    def _spread(self, values: NDArray[np.float64], point: Any) -> Any:
+        """The root mean square of the replicates' ``values`` about ``point`` (per column)."""
+        if self.replicates.shape[0] < 2:
+            return np.full(np.shape(point), np.nan) if np.ndim(point) else math.nan
+        spread = np.sqrt(np.mean(np.square(values - point), axis=0))
+        return spread if np.ndim(point) else float(spread)
 
     @property
     def frequency_std_errors(self) -> NDArray[np.float64]:
         """Per-bucket standard errors of the frequencies."""
-        if self.replicates.shape[0] < 2:
-            return np.full(self.frequencies.shape, np.nan)
-        return np.asarray(np.std(self.replicates, axis=0, ddof=1), dtype=np.float64)
+        return np.asarray(self._spread(self.replicates, self.frequencies), dtype=np.float64)
 
     @property
     def cdf_std_errors(self) -> NDArray[np.float64]:
         """Standard errors of the CDF at the bucket ends."""
-        if self.replicates.shape[0] < 2:
-            return np.full(self.edges.shape, np.nan)
-        curves = np.concatenate(
-            [np.zeros((self.replicates.shape[0], 1)), np.cumsum(self.replicates, axis=1)], axis=1
-        )
-        return np.asarray(np.std(curves, axis=0, ddof=1), dtype=np.float64)
+        zeros = np.zeros((self.replicates.shape[0], 1))
+        curves = np.concatenate([zeros, np.cumsum(self.replicates, axis=1)], axis=1)
+        point = np.concatenate([[0.0], np.cumsum(self.frequencies)])
+        return np.asarray(self._spread(curves, point), dtype=np.float64)
 
     def quantile_std_error(self, q: float) -> float:
         """The standard error of :meth:`quantile`."""
-        share = _check_share("quantile", q)
-        return self._spread(
-            np.array([_quantile(self.edges, row, share) for row in self.replicates])
-        )
+        share = check_share("quantile", q)
+        values = np.array([_quantile(self.edges, row, share) for row in self.replicates])
+        return float(self._spread(values, self.quantile(share)))
 
     def mean_std_error(self) -> float:
         """The standard error of :meth:`mean`."""
         centres = (self.edges[1:] + self.edges[:-1]) / 2
-        return self._spread(self.replicates @ centres)
+        return float(self._spread(self.replicates @ centres, self.mean()))
 
     def range_share_std_error(self, low: float, high: float) -> float:
         """The standard error of :meth:`range_share`."""
-        return self._spread(
-            np.array([_range_share(self.edges, row, low, high) for row in self.replicates])
-        )
+        values = np.array([_range_share(self.edges, row, low, high) for row in self.replicates])
+        return float(self._spread(values, self.range_share(low, high)))
 
 
-def _check_share(name: str, q: float) -> float:
-    if isinstance(q, bool) or not isinstance(q, int | float) or not 0.0 <= q <= 1.0:
+def check_share(name: str, q: object) -> float:
+    """A share ``q`` in ``[0, 1]`` (a Python or numpy number)."""
+    if isinstance(q, bool | np.bool_) or not isinstance(q, int | float | np.number):
         raise ParameterError(f"{name}: q must be a number in [0, 1], got {shown(q)}")
-    return float(q)
+    value = float(q)  # type: ignore[arg-type,unused-ignore]
+    if not 0.0 <= value <= 1.0:
+        raise ParameterError(f"{name}: q must be a number in [0, 1], got {shown(q)}")
+    return value
 
 
 def _cdf(
@@ -153,8 +163,12 @@ def _quantile(edges: NDArray[np.float64], frequencies: NDArray[np.float64], q: f
 def _range_share(
     edges: NDArray[np.float64], frequencies: NDArray[np.float64], low: float, high: float
 ) -> float:
+    low = check_number("range_count", "low", low)
+    high = check_number("range_count", "high", high)
     if not (math.isfinite(low) and math.isfinite(high)) or low > high:
-        raise ParameterError(f"range: need finite low <= high, got {shown((low, high))}")
+        raise ParameterError(
+            f"range_count: need finite low <= high, got {shown((low, high))}", parameter="low"
+        )
     curve = np.concatenate([[0.0], np.cumsum(frequencies)])
     return float(np.interp(high, edges, curve) - np.interp(low, edges, curve))
 
@@ -207,7 +221,7 @@ def ems(counts: NDArray[Any], kernel: NDArray[np.float64], epsilon: float) -> ND
     total = counts.sum()
     if total <= 0:
         return x
-    tolerance = 1e-3 * math.exp(min(epsilon, 50.0))
+    tolerance = _TOLERANCE
     previous = -math.inf
     for _ in range(MAX_ITERATIONS):
         predicted = np.maximum(kernel @ x, 1e-300)

@@ -58,6 +58,12 @@ CELLS: Final = 1 << CELL_BITS
 
 _WORD: Final = 1 << 64
 _MARGIN: Final = 2.0**-40  # relative margin of e^epsilon computed in floating point
+GRID_TOLERANCE: Final = 0.01
+"""How far (in cells) a report read back may lie from a cell centre: the float rounding of a
+report written in the column's units is below ``2**-11`` of a cell within bounds no narrower
+than ``2**-10`` of their magnitude (:meth:`Bounds.coerce`), and a value written into a report
+column lands this close to a centre with probability ``2 GRID_TOLERANCE`` only."""
+_NARROWEST: Final = 2.0**-10
 
 
 @dataclass(frozen=True)
@@ -85,6 +91,13 @@ class Bounds:
         if not math.isfinite(hi - lo):
             raise ParameterError(
                 f"{owner}: bounds are too far apart for a float, got {shown(value)}",
+                parameter="bounds",
+            )
+        if hi - lo < _NARROWEST * max(abs(lo), abs(hi)) or (hi - lo) / 2 < 2.0**-1000:
+            raise ParameterError(
+                f"{owner}: bounds {shown(value)} are too narrow for their magnitude: reports "
+                "written as float64 would lose their precision; subtract a public offset from "
+                f"the values first (bounds need hi - lo >= {_NARROWEST:g} max(|lo|, |hi|))",
                 parameter="bounds",
             )
         return cls(lo, hi)
@@ -134,7 +147,10 @@ def unit_values(
             "nulls first",
             column=column,
         )
-    numbers = np.asarray(pc.cast(array, pa.float64()).to_numpy(zero_copy_only=False), float)
+    # safe=False: integers beyond 2**53 are rounded to the nearest float (not refused by Arrow)
+    numbers = np.asarray(
+        pc.cast(array, pa.float64(), safe=False).to_numpy(zero_copy_only=False), float
+    )
     bad = np.isnan(numbers)
     if not clip:
         bad |= (numbers < bounds.lo) | (numbers > bounds.hi)
@@ -185,7 +201,9 @@ class Window:
         ratio = math.exp(min(epsilon, 700.0))
         # B <= 2**64 / (H e^eps + M - H) and A <= B e^eps (each rounded down past the float
         # error), so T <= 2**64; A >= 2**32 here, so A / B is e^eps to within 2**-32.
-        low = math.floor(_WORD / (width * ratio + outside) * (1 - _MARGIN))
+        # (at least 1: past epsilon ~ 44, e^eps exceeds the 64-bit grid and A / B is realized
+        # as large as it allows, below e^eps: more noise than asked, stated as realized)
+        low = max(1, math.floor(_WORD / (width * ratio + outside) * (1 - _MARGIN)))
         high = min(
             int(Fraction(low) * Fraction(ratio * (1 - _MARGIN))),
             (_WORD - outside * low) // width,
@@ -241,6 +259,13 @@ class Window:
             pending = pending[~accepted]
             round_ += 1
         return cells
+
+    def on_grid(self, cells: NDArray[np.float64]) -> NDArray[np.bool_]:
+        """Whether each (fractional) cell index read back from a report is a cell centre, to
+        within :data:`GRID_TOLERANCE`."""
+        nearest = np.rint(cells)
+        inside = (nearest >= 0) & (nearest < self.cells)
+        return inside & (np.abs(cells - nearest) <= GRID_TOLERANCE)
 
     # ------------------------------------------------------------------ moments of the law
 

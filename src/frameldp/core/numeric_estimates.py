@@ -7,17 +7,23 @@ is ``(sum y, sum y^2)``. The mean of the debiased reports is unbiased for the me
 values, and its standard error is estimated from their sample variance, which estimates the
 average conditional variance plus the spread of the values about their mean: the interval is
 that of the population mean of the people reported (a conservative one for the mean of these
-``n`` values).
+``n`` values). The sample variance of few or skewed reports can be far below the truth (30
+reports of a value at a bound may all be equal), so the standard error is never below the
+mechanism's exact standard deviation at the estimated mean (clamped into the interval) over
+``sqrt(n)``: a floor that holds exactly for a column of equal values, and is conservative for
+the mechanisms whose variance is convex in the value.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
+from frameldp.core.estimation import normal_quantile
 from frameldp.core.mechanisms.protocol import Statistic
 from frameldp.errors import ParameterError
 
@@ -52,16 +58,11 @@ class Mean:
 
     def interval(self, level: float = 0.95) -> tuple[float, float]:
         """The normal-approximation interval of the mean at ``level``, cut to ``[lo, hi]``
-        (where the mean lies whatever the values)."""
-        z = _normal_quantile(0.5 + level / 2)
-        half = z * self.std_error
-        return max(self.lo, self.mean - half), min(self.hi, self.mean + half)
-
-
-def _normal_quantile(p: float) -> float:
-    from statistics import NormalDist
-
-    return NormalDist().inv_cdf(p)
+        (where the mean lies whatever the values); an estimate outside the bounds is first
+        moved to the nearer bound, so the interval is never empty."""
+        half = normal_quantile(level) * self.std_error
+        centre = min(self.hi, max(self.lo, self.mean))
+        return max(self.lo, centre - half), min(self.hi, centre + half)
 
 
 def mean_of(
@@ -72,10 +73,12 @@ def mean_of(
     worst_variance: float,
     lo: float,
     hi: float,
+    variance: Callable[[float], float] | None = None,
 ) -> Mean:
     """The mean of ``statistic`` (normalized ``(sum y, sum y^2)`` of reports on ``[-1, 1]``
     units of ``[lo, hi]``), debiased by ``(y - shift) / scale``; ``worst_variance`` is one
-    debiased report's largest variance in normalized units."""
+    debiased report's largest variance in normalized units, ``variance(t)`` its exact variance
+    at input ``t`` (the floor of the standard error, see the module docstring)."""
     (sums,) = statistic.parts
     n = statistic.rows
     if n == 0:
@@ -85,12 +88,16 @@ def mean_of(
     half = (hi - lo) / 2
     centre = (hi + lo) / 2
     worst = half * math.sqrt(worst_variance / n)
+    estimate = (mean_y - shift) / scale
+    floor = worst
+    if variance is not None:
+        floor = half * math.sqrt(max(0.0, variance(min(1.0, max(-1.0, estimate)))) / n)
     if n >= 2:
         spread = max(0.0, (squares - n * mean_y * mean_y) / (n - 1))
-        std_error = half * math.sqrt(spread / n) / abs(scale)
+        std_error = max(floor, half * math.sqrt(spread / n) / abs(scale))
     else:
         std_error = worst
-    mean = centre + half * (mean_y - shift) / scale
+    mean = centre + half * estimate
     return Mean(float(mean), float(std_error), float(worst), n, lo, hi)
 
 

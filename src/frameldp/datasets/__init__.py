@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 if TYPE_CHECKING:
     import polars as pl
 
-__all__ = ["FLIGHTS_DOMAINS", "load_flights"]
+__all__ = ["FARE_BOUNDS", "FLIGHTS_DOMAINS", "load_flights"]
 
 _AIRPORTS_ORIGIN = """
     ATL AUS BNA BOS BWI CLT DCA DEN DFW DTW EWR FLL HNL IAD IAH JFK LAS LAX LGA MCO
@@ -44,6 +44,10 @@ rarely or never. ``"services"`` is the item universe of the set-valued ``service
 the other keys are the scalar categorical columns.
 """
 
+FARE_BOUNDS: tuple[float, float] = (39.0, 1500.0)
+"""Public bounds of the flights dataset's ``fare`` column (dollars): the fares a carrier
+publishes, not read from the data."""
+
 _SCALAR_CATEGORICALS = ("origin", "dest", "carrier", "delay")
 
 
@@ -65,8 +69,9 @@ def load_flights(backend: Literal["pandas", "polars"] = "pandas") -> pd.DataFram
     pandas.DataFrame or polars.DataFrame
         120,000 rows with columns ``passenger_id`` (string identifier), ``origin``,
         ``dest``, ``carrier``, ``delay`` (categorical over ``FLIGHTS_DOMAINS[col]``:
-        ``pd.CategoricalDtype`` or ``pl.Enum``) and ``services`` (a list of distinct
-        strings from ``FLIGHTS_DOMAINS["services"]``, possibly empty). No nulls.
+        ``pd.CategoricalDtype`` or ``pl.Enum``), ``services`` (a list of distinct
+        strings from ``FLIGHTS_DOMAINS["services"]``, possibly empty) and ``fare`` (the
+        ticket price in dollars, a float within the public bounds ``FARE_BOUNDS``). No nulls.
 
     Raises
     ------
@@ -77,7 +82,7 @@ def load_flights(backend: Literal["pandas", "polars"] = "pandas") -> pd.DataFram
     --------
     >>> flights = load_flights()
     >>> flights.shape
-    (120000, 6)
+    (120000, 7)
     >>> list(flights["delay"].cat.categories) == list(FLIGHTS_DOMAINS["delay"])
     True
     """

@@ -21,6 +21,7 @@ from frameldp.core.encoding import (
     UnknownPolicy,
     chosen_hash_scheme,
 )
+from frameldp.core.estimation import normal_quantile
 from frameldp.core.mechanisms import (
     Capability,
     Mechanism,
@@ -364,6 +365,7 @@ class FrameMethods:
         Duchi et al.'s, Piecewise, Hybrid or stochastic rounding), with its standard error, an
         interval at ``level`` and the total (:class:`~frameldp.results.mean.MeanEstimate`);
         ``by`` names public columns, one mean per group, computed in one pass."""
+        normal_quantile(level)  # a bad level is refused before any work
         found = self._numeric_mechanism(column, mechanism, "a mean")
         result = self._flat(column, found, by=by, level=level)
         if isinstance(result, DistributionTable):  # Square Wave: the distribution's mean
@@ -383,6 +385,7 @@ class FrameMethods:
         :meth:`~DistributionTable.mean` and :meth:`~DistributionTable.range_count`
         (:class:`~frameldp.results.distribution.DistributionTable`); ``by`` names public
         columns, one distribution per group."""
+        normal_quantile(level)  # a bad level is refused before any work
         found = self._numeric_mechanism(column, mechanism, "a distribution")
         if Capability.MEAN in found.capabilities:
             raise ParameterError(

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from frameldp.core.encoding import Domain
+from frameldp.core.mean_planning import plan_mean
 from frameldp.core.mechanisms import FrequencyOracle
 from frameldp.core.planning import (
     PlannedMechanism,
@@ -96,11 +97,13 @@ class Plan:
 
 def plan(
     *,
-    domain: Domain | list[Hashable] | int | Any,
-    n: int,
+    domain: Domain | list[Hashable] | int | Any = None,
+    n: int | None = None,
     epsilon: float | None = None,
     std_error: float | None = None,
-) -> Plan:
+    bounds: Any = None,
+    clip: bool = False,
+) -> Any:
     """The best frequency oracle and its standard error at ``epsilon``, or the smallest
     epsilon that reaches ``std_error`` (give exactly one of the two).
 
@@ -115,7 +118,23 @@ def plan(
     ('subset_selection', 1.1674, True)
     >>> frameldp.plan(domain=["a", "b", "c"], n=1000, epsilon=1.0).mechanism.name
     'randomized_response'
+
+    With ``bounds=(lo, hi)`` instead of a domain, the plan is a mean's
+    (:func:`~frameldp.core.mean_planning.plan_mean`, a
+    :class:`~frameldp.core.mean_planning.MeanPlan`): give two of ``n``, ``epsilon`` and
+    ``std_error`` (the worst-case standard error of the mean, in the column's units) and get
+    the third, with the mean mechanism of smallest worst-case variance.
+
+    >>> p = frameldp.plan(bounds=(0, 100), epsilon=1.0, std_error=0.5)
+    >>> p.mechanism.name, p.n
+    ('hybrid', 42890)
     """
+    if bounds is not None:
+        if domain is not None:
+            raise ParameterError("plan: give a domain (categories) or bounds (numbers), not both")
+        return plan_mean(bounds, n=n, epsilon=epsilon, std_error=std_error, clip=clip)
+    if domain is None or n is None:
+        raise ParameterError("plan: give domain= and n= (or bounds= for a mean)")
     if (epsilon is None) == (std_error is None):
         raise ParameterError(
             f"plan: give exactly one of epsilon and std_error, got epsilon={shown(epsilon)}, "

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from frameldp.accounting import PrivacyGuarantee
-from frameldp.core.distribution import Distribution
+from frameldp.core.distribution import Distribution, check_share
 from frameldp.core.numeric_estimates import Mean
 from frameldp.errors import ParameterError, shown
 from frameldp.results.keys import GroupKey, canonical_key
@@ -98,7 +98,9 @@ class DistributionTable:
 
     def quantiles(self, qs: Any) -> Any:
         """Quantiles with standard errors, as a native frame (``q, value, std_error``)."""
-        shares = [float(q) for q in qs]
+        if isinstance(qs, str | bytes) or not hasattr(qs, "__iter__"):
+            raise ParameterError(f"quantiles: give a list of shares in [0, 1], got {shown(qs)}")
+        shares = [check_share("quantiles", q) for q in qs]
         table = pa.table(
             {
                 "q": pa.array(shares, type=pa.float64()),

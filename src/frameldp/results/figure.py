@@ -14,9 +14,10 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from frameldp.results.distribution import DistributionTable
+    from frameldp.results.mean import MeanEstimate
     from frameldp.results.table import FrequencyTable
 
-__all__ = ["distribution_figure", "frequency_figure", "pyplot"]
+__all__ = ["distribution_figure", "frequency_figure", "mean_figure", "pyplot"]
 
 
 def pyplot() -> Any:
@@ -152,4 +153,37 @@ def distribution_figure(
         group = f" ({', '.join(map(str, key))})" if key else ""
         axis.set_title(f"{table.column}{group}: n = {found.n:,}")
         axis.set_ylabel("share")
+    return cast("Figure", figure)
+
+
+def mean_figure(estimate: MeanEstimate, *, width: float = 8.0, truth: Any = None) -> Figure:
+    """The mean (each group's, by groups) with its interval at the estimate's level; ``truth``
+    (optional) marks true means: a number, or a mapping from group key to number."""
+    plt = pyplot()
+    frame = estimate.to_pandas()
+    labels = (
+        [", ".join(str(v) for v in row) for row in frame[list(estimate.by)].itertuples(index=False)]
+        if estimate.by
+        else [str(estimate.column)]
+    )
+    figure, axis = plt.subplots(figsize=(width, max(1.5, 0.35 * len(labels) + 1.0)))
+    positions = np.arange(len(labels))
+    means = frame["mean"].to_numpy()
+    lower = means - frame["ci_low"].to_numpy()
+    upper = frame["ci_high"].to_numpy() - means
+    axis.errorbar(means, positions, xerr=[lower, upper], fmt="o", capsize=3, label="estimate")
+    if truth is not None:
+        marks = (
+            [
+                truth.get(tuple(row) if len(row) > 1 else row[0])
+                for row in frame[list(estimate.by)].itertuples(index=False)
+            ]
+            if estimate.by and hasattr(truth, "get")
+            else [truth] * len(labels)
+        )
+        axis.scatter(marks, positions, marker="x", color="black", label="truth", zorder=3)
+        axis.legend()
+    axis.set_yticks(positions, labels)
+    axis.invert_yaxis()
+    axis.set_xlabel(f"mean of {estimate.column} ({estimate.level:.0%} intervals)")
     return cast("Figure", figure)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import textwrap
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -21,6 +21,9 @@ from frameldp.errors import ParameterError, shown
 from frameldp.results.keys import GroupKey, canonical_key
 from frameldp.results.native import Backend, label_array, native_frame
 from frameldp.results.table import _rounded_rows, _text_rows
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["MEAN_COLUMNS", "MeanEstimate"]
 
@@ -140,6 +143,13 @@ class MeanEstimate:
         raise ParameterError(f"group: no group {shown(tuple(key))} in by={list(self.by)}")
 
     # -- display -----------------------------------------------------------------------------
+
+    def plot(self, *, truth: Any = None, **options: Any) -> Figure:
+        """The mean (each group's) with its interval (matplotlib); ``truth`` marks the true
+        mean (a number, or a mapping from group key to number)."""
+        from frameldp.results.figure import mean_figure  # matplotlib: on first use
+
+        return mean_figure(self, truth=truth, **options)
 
     def _caption(self) -> str:
         grouped = f" by {', '.join(self.by)}, {len(self.groups)} groups" if self.by else ""

@@ -11,6 +11,7 @@ pandera schema and run it; this module also turns what they found into a
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Literal
@@ -193,6 +194,25 @@ class InRange:
 
 
 @dataclass(frozen=True)
+class Number:
+    """The column holds numbers: an integer, float or decimal dtype."""
+
+    name: ClassVar[str] = "number"
+    whole_column: ClassVar[bool] = True
+
+
+@dataclass(frozen=True)
+class Between:
+    """Numbers in ``[low, high]`` (not NaN): a numeric mechanism's bounds (its input without
+    ``clip``) or the range of its reports."""
+
+    low: float
+    high: float
+    name: ClassVar[str] = "between"
+    whole_column: ClassVar[bool] = False
+
+
+@dataclass(frozen=True)
 class ReportRange(InRange):
     """Integer reports in ``[low, high)`` (local hashing's ``seed * g + y``, Hadamard columns)."""
 
@@ -200,7 +220,9 @@ class ReportRange(InRange):
 
 
 Rule = (
-    InDomain
+    Number
+    | Between
+    | InDomain
     | MaxWeight
     | Strings
     | Absent
@@ -309,8 +331,9 @@ def _domain_rules(mechanism: Any) -> tuple[Rule, ...]:
 
 def _require_categorical(column: str, mechanism: Any) -> None:
     """Validation declares the values and reports of categorical mechanisms (a public
-    ``domain``, or an open domain of strings); another kind of estimator is refused."""
-    if OPEN_DOMAIN & mechanism.capabilities or isinstance(
+    ``domain``, or an open domain of strings) and of numeric ones (public ``bounds``); another
+    kind of estimator is refused."""
+    if (OPEN_DOMAIN | {Capability.NUMERIC}) & mechanism.capabilities or isinstance(
         getattr(mechanism, "domain", None), Domain
     ):
         return
@@ -340,7 +363,16 @@ def declare_input(mechanisms: Mapping[str, Any], *, user: str | None = None) -> 
         # Mirrors privatize, which refuses what the mechanism cannot write (k-RR's OTHER label
         # among non-string categories).
         companions = list(mechanism.report_columns(column))[1:]
-        if OPEN_DOMAIN & mechanism.capabilities:  # an open domain of strings
+        if Capability.NUMERIC in mechanism.capabilities:  # numbers on public bounds
+            bounds = mechanism.bounds
+            number_rules: tuple[Rule, ...] = (Number(),)
+            number_rules += (
+                (Between(-math.inf, math.inf),)
+                if mechanism.clip
+                else (Between(bounds.lo, bounds.hi),)
+            )
+            columns.append(ColumnDeclaration(column, "privatized", True, False, number_rules, name))
+        elif OPEN_DOMAIN & mechanism.capabilities:  # an open domain of strings
             columns.append(ColumnDeclaration(column, "privatized", True, False, (Strings(),), name))
         else:
             domain: Domain = mechanism.domain
@@ -391,6 +423,11 @@ def declare_release(
                 columns.append(
                     ColumnDeclaration(cohort, "cohorts", True, False, cohort_rules, name)
                 )
+            continue
+        if Capability.NUMERIC in mechanism.capabilities:  # float reports near the bounds
+            low, high = mechanism.report_bounds
+            number_rules = (Number(), Between(low, high))
+            columns.append(ColumnDeclaration(column, "reports", True, False, number_rules, name))
             continue
         if Capability.INTEGER_REPORTS in mechanism.capabilities:
             integer_rules = (Integer(), ReportRange(0, mechanism.report_range))

@@ -26,6 +26,7 @@ from frameldp.schemas._declare import (
     MAX_LISTED,
     STRUCTURAL,
     Absent,
+    Between,
     Binary,
     Failure,
     InDomain,
@@ -33,6 +34,7 @@ from frameldp.schemas._declare import (
     InRange,
     Integer,
     MaxWeight,
+    Number,
     PackedWidth,
     PaddingBits,
     ReportRange,
@@ -312,6 +314,32 @@ def _in_range(rule: InRange) -> Callable[[pd.Series], Any]:
     return check
 
 
+def _number(series: pd.Series) -> bool:
+    dtype = series.dtype
+    if pd.api.types.is_bool_dtype(dtype):
+        return False
+    if pd.api.types.is_numeric_dtype(dtype):
+        return True
+    try:
+        kind = _arrow(series).type
+    except _ARROW_ERRORS:
+        return False
+    return bool(pa.types.is_decimal(kind))
+
+
+def _between(rule: Between) -> Callable[[pd.Series], Any]:
+    def check(series: pd.Series) -> pd.Series | bool:
+        if not _number(series):
+            return True
+        array = pc.cast(_arrow(series), pa.float64())
+        inside = pc.and_(pc.greater_equal(array, rule.low), pc.less_equal(array, rule.high))
+        return _rows(
+            series, np.asarray(inside.fill_null(True).to_numpy(zero_copy_only=False), bool)
+        )
+
+    return check
+
+
 def _absent(series: pd.Series) -> bool:
     return False
 
@@ -328,6 +356,8 @@ _FUNCTIONS: dict[type[Rule], Callable[[Any], Callable[[pd.Series], Any]]] = {
     Integer: lambda _: _integer,
     InRange: _in_range,
     ReportRange: _in_range,
+    Number: lambda _: _number,
+    Between: _between,
 }
 """Each rule's vectorized check: a boolean per row, or one for the whole column."""
 

@@ -26,6 +26,7 @@ from frameldp.schemas._declare import (
     MAX_LISTED,
     STRUCTURAL,
     Absent,
+    Between,
     Binary,
     ColumnDeclaration,
     Failure,
@@ -34,6 +35,7 @@ from frameldp.schemas._declare import (
     InRange,
     Integer,
     MaxWeight,
+    Number,
     PackedWidth,
     PaddingBits,
     ReportRange,
@@ -185,6 +187,24 @@ def _in_range(rule: InRange) -> Callable[[PolarsData], Outcome]:
     return check
 
 
+def _number(data: PolarsData) -> Outcome:
+    dtype = _dtype(data)
+    return dtype.is_numeric() and dtype != pl.Boolean
+
+
+def _between(rule: Between) -> Callable[[PolarsData], Outcome]:
+    def check(data: PolarsData) -> Outcome:
+        dtype = _dtype(data)
+        if not (dtype.is_numeric() and dtype != pl.Boolean):
+            return True
+        column = pl.col(data.key).cast(pl.Float64)
+        # polars orders NaN above every number: refuse it apart
+        inside = (column >= rule.low) & (column <= rule.high) & ~column.is_nan()
+        return data.lazyframe.select(inside.fill_null(True))
+
+    return check
+
+
 _FUNCTIONS: dict[type[Rule], Callable[[Any], Callable[[PolarsData], Outcome]]] = {
     InDomain: _in_domain,
     MaxWeight: _max_weight,
@@ -197,6 +217,8 @@ _FUNCTIONS: dict[type[Rule], Callable[[Any], Callable[[PolarsData], Outcome]]] =
     Integer: lambda _: _integer,
     InRange: _in_range,
     ReportRange: _in_range,
+    Number: lambda _: _number,
+    Between: _between,
 }
 """Each rule's vectorized check: a boolean per row, or one for the whole column."""
 

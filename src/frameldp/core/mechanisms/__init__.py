@@ -1,5 +1,6 @@
 """Local randomizers, one module each, all behind one protocol (:mod:`.protocol`)."""
 
+from frameldp.core.mechanisms._numeric import MeanMechanism, NumericMechanism
 from frameldp.core.mechanisms.balcer_cheu import BalcerCheu
 from frameldp.core.mechanisms.bloom_rappor import BloomRappor
 from frameldp.core.mechanisms.duchi import DuchiMechanism
@@ -53,8 +54,10 @@ __all__ = [
     "HadamardResponse",
     "HybridMechanism",
     "LocalHashing",
+    "MeanMechanism",
     "Mechanism",
     "Memoizing",
+    "NumericMechanism",
     "OptimizedUnaryEncoding",
     "PiecewiseMechanism",
     "PrefixExtending",

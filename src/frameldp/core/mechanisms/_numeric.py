@@ -90,6 +90,14 @@ class NumericMechanism:
         return cls(spec["epsilon"], bounds=spec["bounds"], clip=spec.get("clip", False), **extra)
 
     @property
+    def report_bounds(self) -> tuple[float, float]:
+        """The interval every report lies in, in the column's units (with a relative margin of
+        ``1e-9`` for the rounding of the written floats)."""
+        half, centre = self.bounds.width / 2, (self.bounds.hi + self.bounds.lo) / 2
+        reach = half * self.output_bound * (1 + 1e-9) + 1e-9 * max(1.0, abs(centre))
+        return centre - reach, centre + reach
+
+    @property
     def _stream_suffix(self) -> str:
         return fingerprint(self.to_spec())
 
@@ -125,7 +133,7 @@ class NumericMechanism:
             (column, self._stream_suffix),
             row_start,
             unit.size,
-            lambda: unit.astype(">f8").view(np.uint8).reshape(-1, 8),
+            lambda: (unit + 0.0).astype(">f8").view(np.uint8).reshape(-1, 8),  # -0.0 is 0.0
         )
         y = self._randomize(2.0 * unit - 1.0, rows)
         half, centre = self.bounds.width / 2, (self.bounds.hi + self.bounds.lo) / 2
@@ -150,17 +158,24 @@ class NumericMechanism:
         values = np.asarray(array.to_numpy(zero_copy_only=False), dtype=np.float64)
         half, centre = self.bounds.width / 2, (self.bounds.hi + self.bounds.lo) / 2
         y = (values - centre) / half
-        limit = self.output_bound * (1 + 1e-9) + 1e-9
-        bad = ~(np.abs(y) <= limit)
+        low, high = self.report_bounds
+        bad = ~((values >= low) & (values <= high))
+        bad[~bad] = ~self._on_grid(y[~bad])
         if bad.any():
             first = int(np.flatnonzero(bad)[0])
             raise DomainError(
-                f"column {shown(column)}: {shown(float(values[first]))} is not a report of "
-                f"{self.title} on {self.bounds.to_json()} (reports lie within "
-                f"{self.output_bound:.6g} half-widths of the centre)",
+                f"column {shown(column)}: {shown(float(values[first]))} at row {first} is not a "
+                f"report of {self.title} on {self.bounds.to_json()} (reports lie within "
+                f"{self.output_bound:.6g} half-widths of the centre, on the mechanism's output "
+                "grid: a value written into a report column is not a report)",
                 column=column,
             )
         return y
+
+    def _on_grid(self, y: NDArray[np.float64]) -> NDArray[np.bool_]:
+        """Whether each value (normalized units, within the output range) is one a report can
+        take; a subclass whose outputs are a finite set or cell centres says which."""
+        return np.ones(y.size, dtype=bool)
 
 
 @dataclass(frozen=True)
@@ -213,4 +228,5 @@ class MeanMechanism(NumericMechanism):
             worst_variance=self.worst_variance,
             lo=self.bounds.lo,
             hi=self.bounds.hi,
+            variance=self.variance,
         )

@@ -32,6 +32,7 @@ from frameldp.arguments import check_epsilon
 from frameldp.core.encoding import Domain
 from frameldp.core.estimation import mean_direct_variance
 from frameldp.core.mechanisms._longitudinal import check_epsilon_infinity
+from frameldp.core.mechanisms.numeric_choice import compare_mean_mechanisms
 from frameldp.core.mechanisms.protocol import Capability, FrequencyOracle
 from frameldp.core.mechanisms.registry import mechanism_class, mechanism_names
 from frameldp.errors import FrameLDPError, ParameterError, shown
@@ -220,13 +221,19 @@ def compare_mechanisms(
 def choose_mechanism(
     epsilon: float,
     *,
-    domain: Domain | list[Hashable] | Any,
+    domain: Domain | list[Hashable] | Any = None,
     n: int | None = None,
     epsilon_infinity: float | None = None,
-) -> FrequencyOracle:
+    bounds: Any = None,
+    clip: bool = False,
+) -> Any:
     """The frequency oracle with the smallest exact estimator variance at ``epsilon`` over
     ``domain`` (the shorter report on a tie), ready to use like any mechanism; with
     ``epsilon_infinity``, the best longitudinal one (:func:`compare_mechanisms`).
+
+    With ``bounds=(lo, hi)`` instead of a domain: the mean mechanism of smallest worst-case
+    variance on that interval (``clip`` as the mechanisms take it;
+    :func:`~frameldp.core.mechanisms.numeric_choice.compare_mean_mechanisms`).
 
     :func:`compare_mechanisms` gives every candidate with its variance, and ``explain()``.
 
@@ -236,5 +243,15 @@ def choose_mechanism(
     'randomized_response'
     >>> choose_mechanism(4.0, domain=list(range(1024))).name
     'subset_selection'
+    >>> choose_mechanism(1.0, bounds=(0, 100)).name
+    'hybrid'
     """
+    if bounds is not None:
+        if domain is not None or epsilon_infinity is not None:
+            raise ParameterError(
+                "choose_mechanism: give a domain (categories) or bounds (numbers), not both"
+            )
+        return compare_mean_mechanisms(epsilon, bounds=bounds, clip=clip).best
+    if domain is None:
+        raise ParameterError("choose_mechanism: give domain= (categories) or bounds= (numbers)")
     return compare_mechanisms(epsilon, domain=domain, n=n, epsilon_infinity=epsilon_infinity).best

@@ -132,6 +132,10 @@ class DuchiMechanism(MeanMechanism):
         plus: NDArray[np.bool_] = words < thresholds
         return plus
 
+    def _on_grid(self, y: NDArray[np.float64]) -> NDArray[np.bool_]:
+        on: NDArray[np.bool_] = np.isclose(np.abs(y), self.output_bound, rtol=1e-9, atol=0)
+        return on
+
     def _randomize(self, t: NDArray[np.float64], rows: Rows) -> NDArray[np.float64]:
         bound = self.output_bound
         return np.where(self._signs(t, rows), bound, -bound)

@@ -118,6 +118,12 @@ class HybridMechanism(MeanMechanism):
         alpha = -math.expm1(-self.epsilon / 2)
         return alpha * self._piecewise.paper_variance(t) + (1 - alpha) * duchi
 
+    def _on_grid(self, y: NDArray[np.float64]) -> NDArray[np.bool_]:
+        on = self._duchi._on_grid(y)
+        if self._alpha:
+            on |= self._piecewise._on_grid(y)
+        return on
+
     def _randomize(self, t: NDArray[np.float64], rows: Rows) -> NDArray[np.float64]:
         duchi = self._duchi._randomize(t, rows)
         if not self._alpha:

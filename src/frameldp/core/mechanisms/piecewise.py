@@ -118,6 +118,10 @@ class PiecewiseMechanism(MeanMechanism):
         reports = (2.0 * cells + (1 - window.cells)) / window.slope
         return np.asarray(reports, dtype=np.float64)
 
+    def _on_grid(self, y: NDArray[np.float64]) -> NDArray[np.bool_]:
+        window = self._window
+        return window.on_grid((y * window.slope + window.cells - 1) / 2)
+
     @cached_property
     def privacy(self) -> PrivacyGuarantee:
         """Pure epsilon ``ln(A / B)``, rounded up, with the exact loss of the worst pair."""

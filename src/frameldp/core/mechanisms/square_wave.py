@@ -21,11 +21,12 @@ from frameldp.core.mechanisms.protocol import Statistic
 from frameldp.core.mechanisms.registry import register
 from frameldp.core.numeric import Window
 from frameldp.core.randomness import Rows
+from frameldp.errors import ParameterError
 
 __all__ = ["SquareWave"]
 
-DEFAULT_BUCKETS: Final = 64
-MAX_BUCKETS: Final = 4096
+DEFAULT_BUCKETS: Final = 256
+MAX_BUCKETS: Final = 1024
 BOOTSTRAP: Final = 40
 """Parametric-bootstrap re-estimates behind a distribution's standard errors."""
 
@@ -52,7 +53,7 @@ class SquareWave(NumericMechanism):
     clip
         Clip values outside ``bounds`` into them (default: a value outside is an error).
     buckets
-        Buckets of the estimated distribution (2 to 4096; default 64); the reports are counted
+        Buckets of the estimated distribution (2 to 1024; default 256); the reports are counted
         in as many equal buckets of ``[-b, 1 + b]``.
 
     Privacy
@@ -67,9 +68,11 @@ class SquareWave(NumericMechanism):
     ----------
     The transition from input buckets to output buckets is computed exactly for the realized
     densities (values uniform within an input bucket); EMS [1]_ stops when the log-likelihood
-    improves by less than ``1e-3 e^eps``. Standard errors come from a parametric bootstrap
-    (``BOOTSTRAP`` = 40 re-estimates from multinomial counts of the fitted law): they measure
-    the reports' noise, not the smoothing's bias.
+    improves by less than ``1e-3``. Standard errors come from a parametric bootstrap
+    (``BOOTSTRAP`` = 40 re-estimates from multinomial counts of the fitted law): the root mean
+    square about the estimate, which counts the reports' noise and the bias smoothing adds to
+    a distribution like the estimate, not the bias it has already applied (sharp features
+    narrower than a few buckets, point masses: values are taken as uniform within a bucket).
 
     References
     ----------
@@ -124,6 +127,10 @@ class SquareWave(NumericMechanism):
         reports = (2.0 * cells + (1 - window.cells)) / window.cells * self.output_bound
         return np.asarray(reports, dtype=np.float64)
 
+    def _on_grid(self, y: NDArray[np.float64]) -> NDArray[np.bool_]:
+        window = self._window
+        return window.on_grid((y / self.output_bound * window.cells + window.cells - 1) / 2)
+
     def statistic(self, reports: Mapping[str, pa.Array], *, column: str) -> Statistic:
         """Reports per output bucket (``buckets`` equal buckets of ``[-b, 1 + b]``)."""
         y = self._normalized(reports[column], column)
@@ -144,6 +151,8 @@ class SquareWave(NumericMechanism):
     def finish(self, statistic: Statistic) -> Distribution:
         """The EMS estimate of the distribution, with bootstrap re-estimates."""
         (counts,) = statistic.parts
+        if statistic.rows == 0:
+            raise ParameterError("no reports to estimate a distribution from")
         frequencies = ems(counts, self.kernel, self.epsilon)
         replicates = self._bootstrap(frequencies, statistic.rows)
         edges = np.linspace(self.bounds.lo, self.bounds.hi, self.buckets + 1)
@@ -179,5 +188,6 @@ def paper_half_width(epsilon: float) -> float:
     between the input and the report."""
     if epsilon < 1e-4:  # the limit 1/2 as epsilon -> 0 (the formula cancels)
         return 0.5
-    ratio = math.exp(min(epsilon, 700.0))
-    return (epsilon * ratio - ratio + 1) / (2 * ratio * (ratio - 1 - epsilon))
+    # divided through by e^eps, so that it neither overflows nor cancels for a large epsilon
+    inverse = math.exp(-epsilon)
+    return (epsilon - 1 + inverse) / (2 * (1 - (1 + epsilon) * inverse)) * inverse

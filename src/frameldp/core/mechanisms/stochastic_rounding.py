@@ -18,6 +18,7 @@ from frameldp.core.mechanisms.randomized_response import RandomizedResponse
 from frameldp.core.mechanisms.registry import register
 from frameldp.core.numeric import round_at_random
 from frameldp.core.randomness import Rows
+from frameldp.errors import ParameterError
 
 __all__ = ["StochasticRounding"]
 
@@ -92,7 +93,15 @@ class StochasticRounding(MeanMechanism):
             levels = check_size(self.title, "levels", self.levels, 2, MAX_LEVELS)
             object.__setattr__(self, "levels", levels)
         count = self._count
-        object.__setattr__(self, "_rr", _level_response(epsilon, count))
+        try:
+            response = _level_response(epsilon, count)
+        except ParameterError as error:  # in this mechanism's words
+            raise ParameterError(
+                f"{self.title}: epsilon={epsilon!r} is too small to realize for {count} levels; "
+                "the reports would be uniform noise (use fewer levels)",
+                parameter="epsilon",
+            ) from error
+        object.__setattr__(self, "_rr", response)
 
     @property
     def _count(self) -> int:
@@ -123,6 +132,11 @@ class StochasticRounding(MeanMechanism):
     def worst_variance(self) -> float:
         """The largest variance over ``[-1, 1]`` (at an end or a level's midpoint)."""
         return _worst_variance(self._count, *self._rr.support_probabilities)
+
+    def _on_grid(self, y: NDArray[np.float64]) -> NDArray[np.bool_]:
+        position = (y + 1.0) / 2.0 * (self._count - 1)
+        on: NDArray[np.bool_] = np.abs(position - np.rint(position)) <= 1e-6
+        return on
 
     def _randomize(self, t: NDArray[np.float64], rows: Rows) -> NDArray[np.float64]:
         count = self._count
@@ -160,9 +174,16 @@ def _variance(t: float, count: int, keep: float, other: float) -> float:
 
 
 def _worst_variance(count: int, keep: float, other: float) -> float:
+    """The largest variance: at a level or midway between two (vectorized :func:`_variance`)."""
     levels = np.linspace(-1.0, 1.0, count)
-    points = np.concatenate([levels, (levels[1:] + levels[:-1]) / 2])
-    return max(_variance(float(t), count, keep, other) for t in points)
+    step = 2.0 / (count - 1)
+    scale = keep - other
+    squares = other * float(np.dot(levels, levels))
+    at_levels = (squares + scale * levels**2) / scale**2 - levels**2
+    middles = (levels[1:] + levels[:-1]) / 2
+    rounding = (step / 2) ** 2
+    at_middles = (squares + scale * (middles**2 + rounding)) / scale**2 - middles**2
+    return float(max(at_levels.max(), at_middles.max()))
 
 
 def _best_levels(epsilon: float) -> int:
