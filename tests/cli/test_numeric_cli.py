@@ -72,9 +72,10 @@ def test_estimate_prints_means_and_quantiles_and_writes_them(
     assert "quantiles of fare" in run.stdout
     assert "mean of fare" in run.stdout
     written = pd.read_csv(out)
-    assert written["column"].tolist() == ["fare"]
+    assert set(written["column"]) == {"fare"}
+    assert written["q"].dropna().tolist() == [0.1, 0.5, 0.9]  # the quantiles are written too
     truth = flights()["fare"].mean()
-    row = written.iloc[0]
+    row = written[written["mean"].notna()].iloc[0]
     assert abs(row["mean"] - truth) < 6 * row["std_error"] + 10
 
 
@@ -135,3 +136,21 @@ def test_quantiles_of_mean_reports_are_refused(make_input: MakeInput, tmp_path: 
     )  # fmt: skip
     assert_user_error(invoke("estimate", target, "--quantiles", "fare:0.5"), "fare", "Square Wave")
     assert_user_error(invoke("estimate", target, "--quantiles", "fare"), "COLUMN:q1")
+
+
+def test_estimate_refuses_what_does_not_apply(make_input: MakeInput, tmp_path: Path) -> None:
+    source, target = make_input("parquet"), tmp_path / "release.parquet"
+    invoke(
+        "privatize", source, target, "--column", "fare", "--mechanism", "squarewave",
+        "--epsilon", "2", "--bounds", BOUNDS, "--buckets", "16", "--seed", SEED,
+    )  # fmt: skip
+    assert_user_error(invoke("estimate", target, "--mean", "fare", "--level", "95"), "level")
+    assert_user_error(
+        invoke("estimate", target, "--quantiles", "fare:0.5", "--by", "carrier"), "--by"
+    )
+    quantiles = invoke("estimate", target, "--quantiles", "fare:0.5")
+    assert "quantiles of fare" in quantiles.stdout
+    assert "distribution of fare" not in quantiles.stdout  # --quantiles alone: no histogram
+    plot = tmp_path / "fare.png"
+    assert invoke("estimate", target, "--plot", plot).exit_code == 0
+    assert plot.stat().st_size > 0

@@ -50,13 +50,17 @@ OPTIONS = {
     "nulls='category'": "--nulls category",
     "unknown='other'": "--unknown other",
     "memo_key=": "--memo-key-file",
+    "clip=True": "--clip",
 }
 """Python API words in frameldp's messages, and the options that say the same on the command
 line."""
 
 HINTS = {
-    "not_nullable": "pass --nulls category to give nulls their own bucket",
+    "not_nullable": "pass --nulls category to give nulls their own bucket (a numeric column "
+    "has no null report: drop or impute its nulls)",
     "in_domain": "pass --unknown other to give values outside the domain their own bucket",
+    "between": "pass --clip to clip numbers outside --bounds into them",
+    "number": "a numeric mechanism takes a column of numbers",
 }
 """What to do about a failed input check."""
 

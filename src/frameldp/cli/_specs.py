@@ -249,6 +249,7 @@ def specs_from_options(
     if need and not domain_files:
         raise ParameterError(
             f"column {need[0].column!r}: --domain-file is required for {need[0].mechanism} "
+            "(or, for numbers, --bounds LO,HI) "
             "(the domain is public input, never read from the data)"
         )
     if not need and domain_files:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from frameldp.cli._signals import terminate_cleanly
 from frameldp.cli._specs import memoized_where_used, specs_from_file, specs_from_options
 from frameldp.cli.estimate import check_out, discover_file, estimate_file, write_table
 from frameldp.cli.privatize import privatize_file
+from frameldp.core.estimation import normal_quantile
 from frameldp.errors import ParameterError, shown
 from frameldp.results.distribution import DistributionTable
 from frameldp.results.mean import MeanEstimate
@@ -137,6 +139,7 @@ def run_estimate(
     columns)."""
     with terminate_cleanly(), user_errors():
         _check_delta(delta)
+        normal_quantile(level)  # --level is refused before any work
         if out is not None:
             for path in reports:
                 check_out(out, path)
@@ -147,9 +150,11 @@ def run_estimate(
             candidates = _read_candidates(candidates_file)
         pairs = [_pair(text) for text in joint or []]
         asked = [_quantiles(text) for text in quantiles or []]
-        named = list(dict.fromkeys([*columns, *(means or []), *(c for c, _ in asked)]))
-        if (not columns and (means or asked)) or columns:
-            columns = named
+        if asked and by:
+            raise ParameterError("--quantiles is of a whole column: it does not take --by")
+        shown_columns = [*columns, *(means or [])]  # --quantiles alone prints its quantiles
+        if columns or means or asked:  # the columns named, else every recorded one
+            columns = list(dict.fromkeys([*columns, *(means or []), *(c for c, _ in asked)]))
         found = estimate_file(
             reports,
             columns,
@@ -163,26 +168,36 @@ def run_estimate(
         quantile_frames = [
             (column, _quantile_frame(found.tables, column, qs)) for column, qs in asked
         ]
+        for table in found.tables:
+            if table.column in (means or []) and isinstance(table, FrequencyTable):
+                raise ParameterError(
+                    f"--mean {shown(table.column)}: its reports estimate frequencies, not a "
+                    "mean (a numeric mechanism's column has one)"
+                )
         tables = [
             table.mean()
             if isinstance(table, DistributionTable) and table.column in (means or [])
             else table
             for table in found.tables
+            if not asked
+            or table.column in shown_columns
+            or not any(table.column == column for column, _ in asked)
         ]
         if plot is not None:
             _plot(tables, plot)
         if out is not None:
-            write_table(tables, out)
+            write_table([*tables, *(_Quantiles(c, f) for c, f in quantile_frames)], out)
     console = Console(soft_wrap=True)
     for table in tables:
         if isinstance(table, FrequencyTable):
             console.print(_rich_table(table, top, delta))
         else:
-            console.print(_rich_numeric(table, delta))
+            console.print(_rich_numeric(table, delta, top))
     for column, frame in quantile_frames:
         console.print(_rich_frame(f"quantiles of {column}", frame))
     if out is not None:
-        typer.echo(f"wrote {sum(len(t.to_pandas()) for t in tables)} rows to {out}")
+        written = sum(len(t.to_pandas()) for t in tables) + sum(len(f) for _, f in quantile_frames)
+        typer.echo(f"wrote {written} rows to {out}")
     if plot is not None:
         typer.echo(f"wrote the plot to {plot}")
 
@@ -238,7 +253,18 @@ def _quantile_frame(tables: list[Any], column: str, shares: list[float]) -> Any:
     )
 
 
-def _rich_numeric(result: Any, delta: float) -> Table:
+@dataclass(frozen=True)
+class _Quantiles:
+    """Quantiles of one column, written by ``--out`` beside the tables."""
+
+    column: str
+    frame: Any
+
+    def to_pandas(self) -> Any:
+        return self.frame
+
+
+def _rich_numeric(result: Any, delta: float, top: int | None = None) -> Table:
     """A mean or a distribution as a rich table, titled with its guarantee."""
     g = result.privacy
     what = "mean" if isinstance(result, MeanEstimate) else "distribution"
@@ -248,7 +274,8 @@ def _rich_numeric(result: Any, delta: float) -> Table:
         f"n = {result.n}, ε = {g.epsilon_at(delta):.4g} at δ = {delta:g} ({g.model} model)"
         f"{escape(insecure_mark(g))}"
     )
-    return _rich_frame(title, result.to_pandas())
+    frame = result.to_pandas()
+    return _rich_frame(title, frame if top is None else frame.head(top))
 
 
 def _rich_frame(title: str, frame: Any) -> Table:
@@ -300,14 +327,18 @@ def _check_plot(plot: Path) -> None:
 
 
 def _plot(tables: list[Any], target: Path) -> None:
-    if not all(isinstance(table, FrequencyTable) for table in tables):
-        raise ParameterError("--plot draws frequency tables; numeric columns have no plot here")
+    numeric = [table for table in tables if not isinstance(table, FrequencyTable)]
+    if numeric and len(tables) > 1:
+        raise ParameterError(
+            "--plot draws frequency tables together, or one mean or distribution: name one "
+            "numeric column"
+        )
     import matplotlib
 
     matplotlib.use("Agg")
     from frameldp.plot import plot_frequencies
 
-    _save(plot_frequencies(tables), target)
+    _save(numeric[0].plot() if numeric else plot_frequencies(tables), target)
 
 
 def _plan_figure(chosen: Any) -> Any:

@@ -92,12 +92,23 @@ class DistributionTable:
         """The number of reports."""
         return self.distribution.n
 
+    def _ungrouped(self, what: str) -> None:
+        """A grouped table answers per group: ``table.group(key).quantile(q)``."""
+        if self.by:
+            raise ParameterError(
+                f"{what} of a table by {', '.join(self.by)}: take one group's table first, "
+                "table.group(key)"
+            )
+
     def quantile(self, q: float) -> float:
-        """The ``q`` quantile of the column (all reports)."""
+        """The ``q`` quantile of the column (an ungrouped table, or one group's)."""
+        self._ungrouped("quantile")
         return self.distribution.quantile(q)
 
     def quantiles(self, qs: Any) -> Any:
-        """Quantiles with standard errors, as a native frame (``q, value, std_error``)."""
+        """Quantiles with standard errors, as a native frame (``q, value, std_error``; an
+        ungrouped table, or one group's)."""
+        self._ungrouped("quantiles")
         if isinstance(qs, str | bytes) or not hasattr(qs, "__iter__"):
             raise ParameterError(f"quantiles: give a list of shares in [0, 1], got {shown(qs)}")
         shares = [check_share("quantiles", q) for q in qs]
@@ -128,7 +139,9 @@ class DistributionTable:
         )
 
     def range_count(self, low: float, high: float) -> RangeCount:
-        """How many values lie in ``[low, high]`` (all reports), with its standard error."""
+        """How many values lie in ``[low, high]``, with its standard error (an ungrouped table,
+        or one group's)."""
+        self._ungrouped("range_count")
         share = self.distribution.range_share(low, high)
         error = self.distribution.range_share_std_error(low, high)
         n = self.n

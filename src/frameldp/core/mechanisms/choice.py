@@ -235,7 +235,8 @@ def choose_mechanism(
     variance on that interval (``clip`` as the mechanisms take it;
     :func:`~frameldp.core.mechanisms.numeric_choice.compare_mean_mechanisms`).
 
-    :func:`compare_mechanisms` gives every candidate with its variance, and ``explain()``.
+    :func:`compare_mechanisms` gives every candidate with its variance, and ``explain()``
+    (for numbers: :func:`~frameldp.core.mechanisms.numeric_choice.compare_mean_mechanisms`).
 
     Examples
     --------
@@ -247,9 +248,15 @@ def choose_mechanism(
     'hybrid'
     """
     if bounds is not None:
-        if domain is not None or epsilon_infinity is not None:
+        if domain is not None:
             raise ParameterError(
                 "choose_mechanism: give a domain (categories) or bounds (numbers), not both"
+            )
+        if epsilon_infinity is not None:
+            raise ParameterError(
+                "choose_mechanism: numeric mechanisms have no permanent response to memoize "
+                "(epsilon_infinity)",
+                parameter="epsilon_infinity",
             )
         return compare_mean_mechanisms(epsilon, bounds=bounds, clip=clip).best
     if domain is None:

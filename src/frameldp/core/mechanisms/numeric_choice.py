@@ -64,7 +64,11 @@ class MeanComparison:
     def explain(self, n: int | None = None) -> str:
         """The candidates and their worst-case variances (and standard errors for ``n``)."""
         half = self.bounds.width / 2
-        lines = [f"mean mechanisms at epsilon = {self.epsilon:g} on {self.bounds.to_json()}:"]
+        lines = [
+            f"mean mechanisms at epsilon = {self.epsilon:g} on {self.bounds.to_json()} (worst "
+            "variance of one report in units of the half-width squared; std_error in the "
+            "column's units):"
+        ]
         for candidate in self.candidates:
             error = f", std_error {candidate.std_error(n, half):.4g}" if n else ""
             lines.append(
