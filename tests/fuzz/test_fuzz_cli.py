@@ -43,9 +43,9 @@ from frameldp.cli import app
 
 pytestmark = pytest.mark.slow
 
-EXAMPLES = 200
+EXAMPLES = 120
 """Examples of the privatize fuzz: each runs the command once in process, and ``estimate`` on
-success (about 8 s on an idle 2-core machine when every example passes)."""
+success (about 5 s on an idle 2-core machine when every example passes)."""
 
 ESTIMATE_EXAMPLES = 100
 """Examples of the fuzz of ``estimate`` on releases and files that are none (about 2 s)."""

@@ -241,24 +241,34 @@ class Window:
 
     def draw(self, starts: NDArray[np.int64], rows: Rows, purpose: str) -> NDArray[np.int64]:
         """One cell per row, for windows starting at ``starts``; the 64-bit words of round
-        ``r`` come from purpose ``f"{purpose} {r}"`` of ``rows``."""
-        cells = np.empty(starts.size, dtype=np.int64)
-        pending = np.arange(starts.size)
-        inside = np.uint64(self.width * self.high)
-        outside = self.cells - self.width
-        round_ = 0
-        while pending.size:
-            words = rows.words(f"{purpose} {round_}", 1)[pending, 0]
-            hit = words < inside
-            start = starts[pending]
-            offset = (words // np.uint64(self.high)).astype(np.int64)
-            other = ((words - inside) // np.uint64(self.low)).astype(np.int64)
-            accepted = hit | (other < outside)
-            chosen = np.where(hit, start + offset, other + self.width * (other >= start))
-            cells[pending[accepted]] = chosen[accepted]
-            pending = pending[~accepted]
+        ``r`` come from purpose ``f"{purpose} {r}"`` of ``rows`` (round 0 for every row, later
+        rounds for the rows whose word was rejected)."""
+        words = rows.words(f"{purpose} 0", 1)[:, 0]
+        cells, rejected = self._cells(words, starts)
+        round_ = 1
+        while rejected.size:
+            words = rows.words(f"{purpose} {round_}", 1)[rejected, 0]
+            found, again = self._cells(words, starts[rejected])
+            cells[rejected] = found
+            rejected = rejected[again]
             round_ += 1
         return cells
+
+    def _cells(
+        self, words: NDArray[np.uint64], starts: NDArray[np.int64]
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """The cell each word picks (inverse transform), and the positions of the rejected
+        words (beyond ``T``), whose cells are to be drawn again."""
+        inside = np.uint64(self.width * self.high)
+        hit = words < inside
+        offset = (words // np.uint64(self.high)).astype(np.int64)
+        np.add(offset, starts, out=offset)  # a cell of the window
+        other = words - inside  # wraps for the window's words, whose result is not used
+        np.floor_divide(other, np.uint64(self.low), out=other)
+        rejected = np.flatnonzero(~hit & (other >= np.uint64(self.cells - self.width)))
+        outer = other.astype(np.int64)
+        outer += self.width * (outer >= starts)  # the cells after the window skip it
+        return np.where(hit, offset, outer), rejected
 
     def on_grid(self, cells: NDArray[np.float64]) -> NDArray[np.bool_]:
         """Whether each (fractional) cell index read back from a report is a cell centre, to

@@ -99,35 +99,25 @@ def _frequency_table(
     )
 
 
-@register_result(Mean)
-def _mean_estimate(
-    total: Mean, groups: Sequence[tuple[GroupKey, Mean]], context: ResultContext
-) -> MeanEstimate:
-    return MeanEstimate(
-        str(context.column),
-        total,
-        context.mechanism,
-        context.privacy,
-        context.level,
-        context.backend,
-        context.by,
-        tuple(groups),
-        context.group_types,
-    )
+def _numeric_result(result_type: Any) -> Builder:
+    """The builder of a numeric column's result (``MeanEstimate``, ``DistributionTable``):
+    the estimate of all reports, each group's, and the context's fields."""
+
+    def build(total: Any, groups: Sequence[tuple[GroupKey, Any]], context: ResultContext) -> Any:
+        return result_type(
+            str(context.column),
+            total,
+            context.mechanism,
+            context.privacy,
+            context.level,
+            context.backend,
+            context.by,
+            tuple(groups),
+            context.group_types,
+        )
+
+    return build
 
 
-@register_result(Distribution)
-def _distribution_table(
-    total: Distribution, groups: Sequence[tuple[GroupKey, Distribution]], context: ResultContext
-) -> DistributionTable:
-    return DistributionTable(
-        str(context.column),
-        total,
-        context.mechanism,
-        context.privacy,
-        context.level,
-        context.backend,
-        context.by,
-        tuple(groups),
-        context.group_types,
-    )
+register_result(Mean)(_numeric_result(MeanEstimate))
+register_result(Distribution)(_numeric_result(DistributionTable))

@@ -9,7 +9,6 @@ CDF at its upper end and their standard errors; :meth:`DistributionTable.quantil
 
 from __future__ import annotations
 
-import html
 import textwrap
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -22,9 +21,9 @@ from frameldp.core.distribution import Distribution, check_share
 from frameldp.core.numeric_estimates import Mean
 from frameldp.errors import ParameterError, shown
 from frameldp.results.keys import GroupKey, canonical_key
-from frameldp.results.mean import MeanEstimate
+from frameldp.results.mean import MeanEstimate, html_table
 from frameldp.results.native import Backend, label_array, native_frame
-from frameldp.results.table import _rounded_rows, _text_rows
+from frameldp.results.table import _text_rows
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -232,17 +231,7 @@ class DistributionTable:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        frame = self._arrow()
-        head = "".join(f"<th>{html.escape(name)}</th>" for name in frame.column_names)
-        rows = _rounded_rows(frame.slice(0, _SHOWN_ROWS), self._digits())
-        body = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>"
-            for row in rows
-        )
-        return (
-            f"<table><caption>{html.escape(self._caption())}</caption>"
-            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-        )
+        return html_table(self._caption(), self._arrow().slice(0, _SHOWN_ROWS), self._digits())
 
 
 def _mean_of(distribution: Distribution) -> Mean:

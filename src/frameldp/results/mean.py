@@ -174,13 +174,17 @@ class MeanEstimate:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        frame = self._arrow()
-        head = "".join(f"<th>{html.escape(name)}</th>" for name in frame.column_names)
-        body = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>"
-            for row in _rounded_rows(frame, self._digits())
-        )
-        return (
-            f"<table><caption>{html.escape(self._caption())}</caption>"
-            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-        )
+        return html_table(self._caption(), self._arrow(), self._digits())
+
+
+def html_table(caption: str, frame: pa.Table, digits: dict[str, int]) -> str:
+    """An HTML table of ``frame``'s rows (numbers rounded to ``digits``) under ``caption``."""
+    head = "".join(f"<th>{html.escape(name)}</th>" for name in frame.column_names)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>"
+        for row in _rounded_rows(frame, digits)
+    )
+    return (
+        f"<table><caption>{html.escape(caption)}</caption>"
+        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    )
