@@ -22,7 +22,7 @@ from frameldp.core.numeric_estimates import Mean
 from frameldp.errors import ParameterError, shown
 from frameldp.results.keys import GroupKey, canonical_key
 from frameldp.results.mean import MeanEstimate, html_table
-from frameldp.results.native import Backend, label_array, native_frame
+from frameldp.results.native import Backend, NativeFrames, label_array, native_frame
 from frameldp.results.table import _text_rows
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ class RangeCount:
 
 
 @dataclass(frozen=True, repr=False)
-class DistributionTable:
+class DistributionTable(NativeFrames):
     """The estimated distribution of one numeric report column (of all its reports, and of
     each public group): see the module docstring.
 
@@ -186,19 +186,6 @@ class DistributionTable:
         for name in DISTRIBUTION_COLUMNS:
             columns[name] = pa.array(parts[name], type=pa.float64())
         return pa.table(columns)
-
-    @property
-    def frame(self) -> Any:
-        """The table as a native frame (see the class docstring)."""
-        return native_frame(self._arrow(), self.backend)
-
-    def to_pandas(self) -> Any:
-        """:attr:`frame` as a pandas DataFrame."""
-        return native_frame(self._arrow(), "pandas")
-
-    def to_polars(self) -> Any:
-        """:attr:`frame` as a polars DataFrame."""
-        return native_frame(self._arrow(), "polars")
 
     # -- display -----------------------------------------------------------------------------
 

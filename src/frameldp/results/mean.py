@@ -19,7 +19,7 @@ from frameldp.accounting import PrivacyGuarantee
 from frameldp.core.numeric_estimates import Mean
 from frameldp.errors import ParameterError, shown
 from frameldp.results.keys import GroupKey, canonical_key
-from frameldp.results.native import Backend, label_array, native_frame
+from frameldp.results.native import Backend, NativeFrames, label_array
 from frameldp.results.table import _rounded_rows, _text_rows
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ _TEXT_WIDTH = 80
 
 
 @dataclass(frozen=True, repr=False)
-class MeanEstimate:
+class MeanEstimate(NativeFrames):
     """The mean of one numeric report column (of all its reports, and of each public group).
 
     Attributes
@@ -116,19 +116,6 @@ class MeanEstimate:
         columns["sum"] = pa.array([e.sum for e in estimates], type=pa.float64())
         columns["sum_std_error"] = pa.array([e.sum_std_error for e in estimates], pa.float64())
         return pa.table(columns)
-
-    @property
-    def frame(self) -> Any:
-        """The estimates as a native frame (see the class docstring)."""
-        return native_frame(self._arrow(), self.backend)
-
-    def to_pandas(self) -> Any:
-        """:attr:`frame` as a pandas DataFrame."""
-        return native_frame(self._arrow(), "pandas")
-
-    def to_polars(self) -> Any:
-        """:attr:`frame` as a polars DataFrame."""
-        return native_frame(self._arrow(), "polars")
 
     def group(self, *key: Any) -> MeanEstimate:
         """The estimate of one group (one key value per ``by`` column)."""

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 import pyarrow as pa
 
-__all__ = ["Backend", "label_array", "mixed", "native_frame", "with_objects"]
+__all__ = ["Backend", "NativeFrames", "label_array", "mixed", "native_frame", "with_objects"]
 
 Backend = Literal["pandas", "polars"]
 """The library a table's ``frame`` is built in."""
@@ -30,6 +30,29 @@ def native_frame(table: pa.Table, backend: Backend) -> Any:
 
         return pl.from_arrow(table)
     return table.to_pandas()
+
+
+class NativeFrames:
+    """``frame``, ``to_pandas()`` and ``to_polars()`` of a result whose rows are the Arrow
+    table ``_arrow()``, in the result's ``backend``."""
+
+    backend: Backend
+
+    def _arrow(self) -> pa.Table:  # pragma: no cover - defined by every result
+        raise NotImplementedError
+
+    @property
+    def frame(self) -> Any:
+        """The result's rows as a native frame (pandas, or polars for polars reports)."""
+        return native_frame(self._arrow(), self.backend)
+
+    def to_pandas(self) -> Any:
+        """:attr:`frame` as a pandas DataFrame."""
+        return native_frame(self._arrow(), "pandas")
+
+    def to_polars(self) -> Any:
+        """:attr:`frame` as a polars DataFrame."""
+        return native_frame(self._arrow(), "polars")
 
 
 def mixed(values: list[Any]) -> bool:
