@@ -46,6 +46,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
+from frameldp.accounting import PiecewiseDensityEvent
+from frameldp.accounting.rounding import float_up, log_upper
 from frameldp.arguments import check_number
 from frameldp.core.randomness import Rows
 from frameldp.errors import DomainError, ParameterError, shown
@@ -225,6 +227,11 @@ class Window:
     def ratio(self) -> Fraction:
         """The realized ``A / B``: the largest ratio of two inputs' probabilities of a cell."""
         return Fraction(self.high, self.low)
+
+    def event(self) -> PiecewiseDensityEvent:
+        """The exact loss of the worst pair (the interval's two ends): ``ln(A / B)`` and the
+        disjoint mass, each rounded up."""
+        return PiecewiseDensityEvent(log_upper(self.ratio), float_up(self.disjoint_mass))
 
     @property
     def disjoint_mass(self) -> Fraction:

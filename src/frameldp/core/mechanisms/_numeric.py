@@ -20,6 +20,8 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
+from frameldp.accounting import PrivacyEvent, PrivacyGuarantee
+from frameldp.arguments import check_epsilon
 from frameldp.core.mechanisms._spec import fingerprint
 from frameldp.core.mechanisms.protocol import Capability, Statistic
 from frameldp.core.numeric import Bounds, unit_values
@@ -47,13 +49,18 @@ class NumericMechanism:
     bounds: Bounds = field(kw_only=True)
     clip: bool = field(default=False, kw_only=True)
 
-    def _check_numeric(self) -> None:
+    def _check_numeric(self) -> float:
+        """Check and set ``epsilon``, ``bounds`` and ``clip`` (every numeric mechanism's
+        ``__post_init__`` starts here); the checked epsilon."""
+        epsilon = check_epsilon(self.title, "epsilon", self.epsilon)
+        object.__setattr__(self, "epsilon", epsilon)
         object.__setattr__(self, "bounds", Bounds.coerce(self.title, self.bounds))
         if not isinstance(self.clip, bool):
             raise ParameterError(
                 f"{self.title}: clip must be True or False, got {shown(self.clip)}",
                 parameter="clip",
             )
+        return epsilon
 
     # ------------------------------------------------------------------ to define
 
@@ -88,6 +95,12 @@ class NumericMechanism:
         """Rebuild from :meth:`to_spec` (other keys of a release's spec are not read)."""
         extra = {key: spec[key] for key in cls.extra_fields if key in spec}
         return cls(spec["epsilon"], bounds=spec["bounds"], clip=spec.get("clip", False), **extra)
+
+    def _guarantee(self, event: PrivacyEvent, **parameters: Any) -> PrivacyGuarantee:
+        """One report's guarantee: ``event`` once, described by the bounds and
+        ``parameters``."""
+        described = {"bounds": self.bounds.to_json(), **parameters}
+        return PrivacyGuarantee(event.pure_epsilon, self.name, described, events=((event, 1),))
 
     @property
     def report_bounds(self) -> tuple[float, float]:

@@ -13,7 +13,6 @@ from numpy.typing import NDArray
 
 from frameldp.accounting import PrivacyGuarantee, RandomizedResponseEvent
 from frameldp.accounting.rounding import log_upper
-from frameldp.arguments import check_epsilon
 from frameldp.core.mechanisms._noise import noise_numerator
 from frameldp.core.mechanisms._numeric import MeanMechanism
 from frameldp.core.mechanisms.registry import register
@@ -84,9 +83,7 @@ class DuchiMechanism(MeanMechanism):
     _low: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        epsilon = check_epsilon(self.title, "epsilon", self.epsilon)
-        object.__setattr__(self, "epsilon", epsilon)
-        self._check_numeric()
+        epsilon = self._check_numeric()
         low = noise_numerator(1.0, epsilon)
         if _WORD - low <= low:
             raise ParameterError(
@@ -149,9 +146,4 @@ class DuchiMechanism(MeanMechanism):
     def privacy(self) -> PrivacyGuarantee:
         """Pure epsilon ``ln(N_hi / N_lo)``, rounded up: binary randomized response's event."""
         event = RandomizedResponseEvent(log_upper(self.ratio), 2)
-        return PrivacyGuarantee(
-            event.pure_epsilon,
-            self.name,
-            {"bounds": self.bounds.to_json()},
-            events=((event, 1),),
-        )
+        return self._guarantee(event)

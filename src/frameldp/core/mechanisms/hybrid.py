@@ -13,7 +13,6 @@ from numpy.typing import NDArray
 
 from frameldp.accounting import PiecewiseDensityEvent, PrivacyGuarantee
 from frameldp.accounting.rounding import float_up, log_upper
-from frameldp.arguments import check_epsilon
 from frameldp.core.mechanisms._numeric import MeanMechanism
 from frameldp.core.mechanisms.duchi import DuchiMechanism
 from frameldp.core.mechanisms.piecewise import PiecewiseMechanism
@@ -79,9 +78,7 @@ class HybridMechanism(MeanMechanism):
     _duchi: DuchiMechanism = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        epsilon = check_epsilon(self.title, "epsilon", self.epsilon)
-        object.__setattr__(self, "epsilon", epsilon)
-        self._check_numeric()
+        epsilon = self._check_numeric()
         alpha = 0.0 if epsilon <= THRESHOLD else -math.expm1(-epsilon / 2)
         object.__setattr__(self, "_alpha", round(alpha * (1 << PRECISION_BITS)))
         duchi = DuchiMechanism(epsilon, bounds=self.bounds, clip=self.clip)
@@ -141,9 +138,4 @@ class HybridMechanism(MeanMechanism):
             ratio = max(ratio, window.ratio)
             mass = alpha * window.disjoint_mass + (1 - alpha)
         event = PiecewiseDensityEvent(log_upper(ratio), float_up(mass))
-        return PrivacyGuarantee(
-            event.pure_epsilon,
-            self.name,
-            {"bounds": self.bounds.to_json(), "alpha": self.alpha},
-            events=((event, 1),),
-        )
+        return self._guarantee(event, alpha=self.alpha)

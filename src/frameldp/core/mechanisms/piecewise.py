@@ -10,9 +10,7 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from frameldp.accounting import PiecewiseDensityEvent, PrivacyGuarantee
-from frameldp.accounting.rounding import float_up, log_upper
-from frameldp.arguments import check_epsilon
+from frameldp.accounting import PrivacyGuarantee
 from frameldp.core.mechanisms._numeric import MeanMechanism
 from frameldp.core.mechanisms.registry import register
 from frameldp.core.numeric import Window
@@ -80,9 +78,7 @@ class PiecewiseMechanism(MeanMechanism):
     _window: Window = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        epsilon = check_epsilon(self.title, "epsilon", self.epsilon)
-        object.__setattr__(self, "epsilon", epsilon)
-        self._check_numeric()
+        epsilon = self._check_numeric()
         fraction = 1.0 / (math.exp(min(epsilon, 700.0) / 2) + 1.0)
         object.__setattr__(self, "_window", Window.realize(self.title, epsilon, fraction))
 
@@ -125,11 +121,4 @@ class PiecewiseMechanism(MeanMechanism):
     @cached_property
     def privacy(self) -> PrivacyGuarantee:
         """Pure epsilon ``ln(A / B)``, rounded up, with the exact loss of the worst pair."""
-        window = self._window
-        event = PiecewiseDensityEvent(log_upper(window.ratio), float_up(window.disjoint_mass))
-        return PrivacyGuarantee(
-            event.pure_epsilon,
-            self.name,
-            {"bounds": self.bounds.to_json()},
-            events=((event, 1),),
-        )
+        return self._guarantee(self._window.event())

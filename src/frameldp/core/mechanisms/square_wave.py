@@ -12,9 +12,8 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from frameldp.accounting import PiecewiseDensityEvent, PrivacyGuarantee
-from frameldp.accounting.rounding import float_up, log_upper
-from frameldp.arguments import check_epsilon, check_size
+from frameldp.accounting import PrivacyGuarantee
+from frameldp.arguments import check_size
 from frameldp.core.distribution import Distribution, ems, square_wave_kernel
 from frameldp.core.mechanisms._numeric import NumericMechanism
 from frameldp.core.mechanisms.protocol import Statistic
@@ -94,9 +93,7 @@ class SquareWave(NumericMechanism):
     _window: Window = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        epsilon = check_epsilon(self.title, "epsilon", self.epsilon)
-        object.__setattr__(self, "epsilon", epsilon)
-        self._check_numeric()
+        epsilon = self._check_numeric()
         object.__setattr__(
             self, "buckets", check_size(self.title, "buckets", self.buckets, 2, MAX_BUCKETS)
         )
@@ -173,14 +170,7 @@ class SquareWave(NumericMechanism):
     @cached_property
     def privacy(self) -> PrivacyGuarantee:
         """Pure epsilon ``ln(A / B)``, rounded up, with the exact loss of the worst pair."""
-        window = self._window
-        event = PiecewiseDensityEvent(log_upper(window.ratio), float_up(window.disjoint_mass))
-        return PrivacyGuarantee(
-            event.pure_epsilon,
-            self.name,
-            {"bounds": self.bounds.to_json(), "buckets": self.buckets},
-            events=((event, 1),),
-        )
+        return self._guarantee(self._window.event(), buckets=self.buckets)
 
 
 def paper_half_width(epsilon: float) -> float:

@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from frameldp.accounting import PrivacyGuarantee
-from frameldp.arguments import check_epsilon, check_size
+from frameldp.arguments import check_size
 from frameldp.core.encoding import Domain
 from frameldp.core.mechanisms._numeric import MeanMechanism
 from frameldp.core.mechanisms.randomized_response import RandomizedResponse
@@ -84,9 +84,7 @@ class StochasticRounding(MeanMechanism):
     _rr: RandomizedResponse = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        epsilon = check_epsilon(self.title, "epsilon", self.epsilon)
-        object.__setattr__(self, "epsilon", epsilon)
-        self._check_numeric()
+        epsilon = self._check_numeric()
         if self.levels is None:
             object.__setattr__(self, "levels", _best_levels(epsilon))
         else:
@@ -149,13 +147,8 @@ class StochasticRounding(MeanMechanism):
     @cached_property
     def privacy(self) -> PrivacyGuarantee:
         """k-RR's guarantee over the levels (pure epsilon, rounded up)."""
-        inner = self._rr.privacy
-        return PrivacyGuarantee(
-            inner.epsilon,
-            self.name,
-            {"bounds": self.bounds.to_json(), "levels": self.levels},
-            events=inner.events,
-        )
+        ((event, _),) = self._rr.privacy.events
+        return self._guarantee(event, levels=self.levels)
 
 
 def _level_response(epsilon: float, count: int) -> RandomizedResponse:
