@@ -157,12 +157,35 @@ def test_a_failure_after_the_first_batch_charges_nothing(
     ledger.set_budget("etl", epsilon=10.0)
     last = 3 * _duckdb.BATCH_ROWS
     relation = connection.sql(
-        f"select case when i = {last - 1} then 'ZZ' else ['AA', 'DL', 'UA'][i % 3 + 1] end "
+        f"select case when i = {last // 2} then 'ZZ' else ['AA', 'DL', 'UA'][i % 3 + 1] end "
         f"as carrier from range({last}) t(i)"
     )
-    with pytest.raises(frameldp.DomainError, match="'ZZ'"):
+    with pytest.raises(frameldp.DomainError, match="'ZZ'") as caught:
         frameldp.ldp(relation).krr("carrier", 1.0, domain=CARRIERS, ledger=ledger, budget="etl")
     assert ledger.history("etl") == []
+    # the half-read result was closed, although the error (as a notebook does) and its traceback
+    # are still held: the connection runs the next query (DuckDB runs one at a time)
+    assert caught.traceback
+    fine = connection.sql("select ['AA', 'DL', 'UA'][i % 3 + 1] as carrier from range(10) t(i)")
+    assert frameldp.ldp(fine).krr("carrier", 1.0, domain=CARRIERS, seed=1).num_rows == 10
+
+
+def test_a_failed_reduction_frees_the_connection(
+    connection: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    """Bit-vector reports are reduced batch by batch; a bad report in a later batch stops the
+    reduction and closes DuckDB's result, so that the connection serves the next query."""
+    n = 2 * _duckdb.BATCH_ROWS
+    people = frameldp.ldp(pd.DataFrame({"carrier": [CARRIERS[i % 3] for i in range(n)]}))
+    reports = people.rappor("carrier", 2.0, domain=CARRIERS, seed=1)
+    table = pa.Table.from_pandas(reports.ldp.plain())
+    bad = table.set_column(0, "carrier", pa.array(["1" * 8, *table.column(0).to_pylist()[1:]]))
+    pq.write_table(bad, tmp_path / "bad.parquet")
+    relation = connection.read_parquet(str(tmp_path / "bad.parquet"))
+    with pytest.raises(frameldp.FrameLDPError, match="carrier") as caught:
+        frameldp.ldp(relation).debias("carrier", RAPPOR)
+    assert caught.traceback  # held, as a notebook holds the last error
+    assert connection.sql("select 42").fetchall() == [(42,)]
 
 
 def test_duckdb_errors_and_repeated_names_are_frameldp_errors(tmp_path: Path) -> None:

@@ -30,9 +30,10 @@ Plumbing only: no formula lives here.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any, TypeVar, cast
 
 import duckdb
@@ -182,12 +183,16 @@ class DuckDBEngine:
     def gatherer(self, names: tuple[str, ...], column: str) -> Gather:
         return InMemoryEngine(self._read(list(names)), ArrowAdapter()).gatherer(names, column)
 
-    def _batches(self, names: Sequence[Any]) -> Iterator[pa.RecordBatch]:
+    def _batches(self, names: Sequence[Any]) -> Generator[pa.RecordBatch, None, None]:
         """The relation's batches of ``names``, report columns typed, read to the end (DuckDB
-        runs one query per connection at a time)."""
+        runs one query per connection at a time). Closing the generator early (an error in a
+        batch) closes the reader, which frees the connection for the next query."""
         reader = self._selected(names).to_arrow_reader(BATCH_ROWS)
-        for batch in reader:
-            yield from self._typed(batch).to_batches()
+        try:
+            for batch in reader:
+                yield from self._typed(batch).to_batches()
+        finally:
+            reader.close()
 
     def _schema(self, names: Sequence[Any]) -> pa.Schema:
         return self._typed(self._selected(names).limit(0).to_arrow_table()).schema
@@ -201,9 +206,10 @@ class DuckDBEngine:
         if pushed is not None:
             return pushed
         total = Grouped()
-        for batch in self._batches(read):
-            arrays = {name: batch.column(name) for name in read}
-            total = merge_grouped(total, grouped_statistics(arrays, reduction, by))
+        with contextlib.closing(self._batches(read)) as batches:
+            for batch in batches:
+                arrays = {name: batch.column(name) for name in read}
+                total = merge_grouped(total, grouped_statistics(arrays, reduction, by))
         if not by and () not in total.statistics:  # no rows at all: the empty statistic
             empty = self._schema(read).empty_table()
             total = grouped_statistics({n: empty.column(n) for n in read}, reduction, by)
@@ -245,8 +251,9 @@ class DuckDBEngine:
         if request.user is not None:  # each person's rows are counted over every row first
             table = self._read(columns)
             return cast(pa.Table, InMemoryEngine(table, ArrowAdapter()).privatize(request))
-        stream = StreamRelease(self._schema(columns), self._batches(columns), request)
-        table = pa.Table.from_batches(list(stream.batches(charge=False)), stream.schema)
+        with contextlib.closing(self._batches(columns)) as batches:
+            stream = StreamRelease(self._schema(columns), batches, request)
+            table = pa.Table.from_batches(list(stream.batches(charge=False)), stream.schema)
         with stream.charged():
             return table
 
