@@ -4,7 +4,8 @@ Statistical claims (each at ``P_FAIL`` or the share of it stated):
 
 * **Laws.** Reports of a fixed input are binned and tested against the bins' exact
   probabilities (Pearson chi-square): ``SAMPLES`` reports per input, 16 bins of cells for the
-  window mechanisms, the two outputs of Duchi et al.'s, the levels of stochastic rounding.
+  window mechanisms, the two outputs of Duchi et al.'s, the levels of stochastic rounding, and
+  for the Hybrid mechanism both, weighted by its coin.
 * **Unbiased, with the formula's variance and honest intervals.** ``REPLICATIONS`` releases of
   one fixed column of ``ROWS`` values, each under its own seed: the mean of the estimates is
   within ``z_bound`` standard errors of the truth (the standard error from the mechanism's exact
@@ -40,6 +41,7 @@ from frameldp.core import (
     RandomSource,
     StochasticRounding,
 )
+from frameldp.core.mechanisms._numeric import CHUNK_ROWS
 from frameldp.core.numeric import CELLS, Window
 
 BOUNDS: Final = (0.0, 100.0)
@@ -135,6 +137,43 @@ def test_duchi_reports_follow_the_exact_law(t: float) -> None:
     assert set(np.round(y / bound, 12)) <= {-1.0, 1.0}
     plus = mechanism.plus_probability(t)
     assert_chisquare([int(np.sum(y < 0)), int(np.sum(y > 0))], [1 - plus, plus], p_fail=P_FAIL / 3)
+
+
+@pytest.mark.parametrize("t", [-0.8, 0.4])
+def test_hybrid_reports_follow_the_exact_mixture(t: float) -> None:
+    """Each row's coin picks one mechanism, which alone draws the report: Duchi et al.'s two
+    outputs with ``1 - alpha`` of the mass, the Piecewise mechanism's cells with ``alpha``."""
+    mechanism = HybridMechanism(2.0, bounds=BOUNDS)
+    duchi, piecewise = mechanism._duchi, mechanism._piecewise
+    alpha, window = mechanism.alpha, piecewise.window
+    y = _reports(mechanism, np.full(SAMPLES, 50.0 * (t + 1)))
+    from_duchi = duchi._on_grid(y)
+    assert np.all(from_duchi | piecewise._on_grid(y))
+    cells = np.rint((y[~from_duchi] * window.slope + window.cells - 1) / 2).astype(np.int64)
+    counts = [
+        int(np.sum(y[from_duchi] < 0)),
+        int(np.sum(y[from_duchi] > 0)),
+        *np.bincount(cells // (window.cells // 16), minlength=16),
+    ]
+    plus = duchi.plus_probability(t)
+    expected = [(1 - alpha) * (1 - plus), (1 - alpha) * plus]
+    expected += list(alpha * _window_bins(window, (t + 1) / 2, 16))
+    assert_chisquare(counts, expected, p_fail=P_FAIL / 2)
+
+
+@pytest.mark.parametrize("name", [*MECHANISMS, "square_wave"])
+def test_reports_do_not_depend_on_how_a_column_is_cut(name: str) -> None:
+    """A column is randomized in chunks of ``CHUNK_ROWS`` rows; a report depends on its row's
+    key, position and value only, so a batch cut anywhere else gives the same reports."""
+    mechanism = {**MECHANISMS, "square_wave": frameldp.SquareWave}[name](2.0, bounds=BOUNDS)
+    rng = np.random.default_rng(3)  # test data
+    values = pa.array(rng.uniform(*BOUNDS, CHUNK_ROWS + 1_000))
+    cut = CHUNK_ROWS // 2 + 7
+    source = RandomSource.from_key(bytes(range(32)))
+    whole = mechanism.privatize_column(values, column="x", source=source)["x"]
+    first = mechanism.privatize_column(values[:cut], column="x", source=source)["x"]
+    rest = mechanism.privatize_column(values[cut:], column="x", source=source, row_start=cut)
+    assert pa.concat_arrays([first, rest["x"]]).equals(whole)
 
 
 @pytest.mark.parametrize("t", [-1.0, 0.3])

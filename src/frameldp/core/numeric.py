@@ -20,9 +20,9 @@ again (probability below ``(H e^epsilon + M) / 2**64 + 2**-39``: under ``2**-28`
 epsilon 10). Every probability is exact, so the realized privacy loss of
 any output is ``ln(A / B)`` at most, stated rounded up. The window starts at
 ``S = u (M - H)``, rounded to an integer at random (up with probability equal to the fraction,
-compared with a second 64-bit word), so the window's mean position is exactly linear in ``u``:
-the estimators built on it are unbiased (up to the float rounding of ``u``, and ``2**-64`` of a
-cell from the comparison). The report is the drawn cell's centre.
+compared with 53 bits of a second 64-bit word), so the window's mean position is exactly linear
+in ``u``: the estimators built on it are unbiased (up to the float rounding of ``u``, and
+``2**-53`` of a cell from the comparison). The report is the drawn cell's centre.
 
 References
 ----------
@@ -66,6 +66,8 @@ report written in the column's units is below ``2**-11`` of a cell within bounds
 than ``2**-10`` of their magnitude (:meth:`Bounds.coerce`), and a value written into a report
 column lands this close to a centre with probability ``2 GRID_TOLERANCE`` only."""
 _NARROWEST: Final = 2.0**-10
+_COIN_BITS: Final = 53
+_COIN: Final = float(1 << _COIN_BITS)
 
 
 @dataclass(frozen=True)
@@ -172,14 +174,20 @@ def unit_values(
 
 
 def round_at_random(position: NDArray[np.float64], words: NDArray[np.uint64]) -> NDArray[np.int64]:
-    """``floor(position)``, plus one with probability ``frac(position)`` (realized as
-    ``P[word < frac * 2**64]``, which is ``frac`` to within ``2**-64``): an integer whose mean is
-    ``position``. ``position`` must be ``>= 0`` and below ``2**53``."""
+    """``floor(position)``, plus one with probability ``frac(position)``: an integer whose mean
+    is ``position``. The coin compares the top 53 bits ``w`` of each word with
+    ``frac * 2**53`` (``P[w < that] = frac`` to within ``2**-53``, below the float rounding
+    of ``position`` itself).
+    ``position`` must be ``>= 0`` and below ``2**53``."""
     low = np.floor(position)
-    fraction = position - low  # exact: both floats share the exponent range of position
-    threshold = np.ldexp(fraction, 64)  # exact scaling; below 2**64 since fraction < 1
-    up = words < threshold.astype(np.uint64)
-    return low.astype(np.int64) + up
+    threshold = np.subtract(position, low)  # exact: both floats share position's exponent range
+    threshold *= _COIN  # exact scaling
+    coins = words >> np.uint64(64 - _COIN_BITS)
+    # below 2**53, the integers compare exactly with the float thresholds
+    up = coins.view(np.int64) < threshold
+    result = low.astype(np.int64)
+    result += up
+    return result
 
 
 @dataclass(frozen=True)
@@ -246,16 +254,27 @@ class Window:
         random by ``words``."""
         return round_at_random(unit * float(self.cells - self.width), words)
 
-    def draw(self, starts: NDArray[np.int64], rows: Rows, purpose: str) -> NDArray[np.int64]:
+    def draw(
+        self,
+        starts: NDArray[np.int64],
+        rows: Rows,
+        purpose: str,
+        at: NDArray[np.int64] | None = None,
+    ) -> NDArray[np.int64]:
         """One cell per row, for windows starting at ``starts``; the 64-bit words of round
         ``r`` come from purpose ``f"{purpose} {r}"`` of ``rows`` (round 0 for every row, later
-        rounds for the rows whose word was rejected)."""
-        words = rows.words(f"{purpose} 0", 1)[:, 0]
-        cells, rejected = self._cells(words, starts)
+        rounds for the rows whose word was rejected). ``at``: the positions in ``rows`` of the
+        rows drawn (all of them by default)."""
+
+        def words(round_: int) -> NDArray[np.uint64]:
+            drawn = rows.words(f"{purpose} {round_}", 1)[:, 0]
+            return drawn if at is None else drawn[at]
+
+        cells, rejected = self._cells(words(0), starts)
         round_ = 1
         while rejected.size:
-            words = rows.words(f"{purpose} {round_}", 1)[rejected, 0]
-            found, again = self._cells(words, starts[rejected])
+            words_ = words(round_)[rejected]
+            found, again = self._cells(words_, starts[rejected])
             cells[rejected] = found
             rejected = rejected[again]
             round_ += 1

@@ -11,7 +11,7 @@ mechanism (:class:`MeanMechanism`) sums ``(y, y^2)`` and debiases the mean
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar
@@ -29,7 +29,16 @@ from frameldp.core.numeric_estimates import Mean, mean_of, normalized_sums
 from frameldp.core.randomness import RandomSource, Rows
 from frameldp.errors import DomainError, ParameterError, shown
 
-__all__ = ["MeanMechanism", "NumericMechanism"]
+__all__ = ["CHUNK_ROWS", "MeanMechanism", "NumericMechanism"]
+
+CHUNK_ROWS = 1 << 17
+"""Rows randomized at a time: their arrays stay in the CPU's caches (a report depends on its
+row's key, position and value only, not on the chunks)."""
+
+
+def _value_bytes(unit: NDArray[np.float64]) -> Callable[[], NDArray[np.uint8]]:
+    """The bytes that bind a row's noise to its value under a caller's key (-0.0 is 0.0)."""
+    return lambda: (unit + 0.0).astype(">f8").view(np.uint8).reshape(-1, 8)
 
 
 @dataclass(frozen=True)
@@ -142,15 +151,17 @@ class NumericMechanism:
             row_start=row_start,
             owner=self.title,
         )
-        rows = source.rows(
-            (column, self._stream_suffix),
-            row_start,
-            unit.size,
-            lambda: (unit + 0.0).astype(">f8").view(np.uint8).reshape(-1, 8),  # -0.0 is 0.0
-        )
-        y = self._randomize(2.0 * unit - 1.0, rows)
         half, centre = self.bounds.width / 2, (self.bounds.hi + self.bounds.lo) / 2
-        return {column: pa.array(centre + half * y, type=pa.float64())}
+        reports = np.empty(unit.size, dtype=np.float64)
+        for start in range(0, unit.size, CHUNK_ROWS):  # chunks that stay in the CPU's caches
+            part = unit[start : start + CHUNK_ROWS]
+            rows = source.rows(
+                (column, self._stream_suffix), row_start + start, part.size, _value_bytes(part)
+            )
+            out = reports[start : start + part.size]
+            np.multiply(self._randomize(2.0 * part - 1.0, rows), half, out=out)
+            out += centre
+        return {column: pa.array(reports, type=pa.float64())}
 
     def _normalized(self, reports: pa.Array | pa.ChunkedArray, column: str) -> NDArray[np.float64]:
         """Reports back in normalized units; a null, a non-number or a value no report can

@@ -117,8 +117,10 @@ class DuchiMechanism(MeanMechanism):
         """``C^2`` (at ``t = 0``)."""
         return self.output_bound**2
 
-    def _signs(self, t: NDArray[np.float64], rows: Rows) -> NDArray[np.bool_]:
-        """Whether each row reports ``+C``."""
+    def _signs(
+        self, t: NDArray[np.float64], rows: Rows, at: NDArray[np.int64] | None
+    ) -> NDArray[np.bool_]:
+        """Whether each row (of ``rows`` at positions ``at``, all by default) reports ``+C``."""
         u = (t + 1.0) / 2.0
         spread = float(self._spread)
         if int(spread) > self._spread:  # the float of the spread rounded up: step down
@@ -126,16 +128,20 @@ class DuchiMechanism(MeanMechanism):
         offsets = np.minimum(np.floor(u * spread), spread).astype(np.uint64)
         thresholds = offsets + np.uint64(self._low)
         words = rows.words("sign", 1)[:, 0]
-        plus: NDArray[np.bool_] = words < thresholds
+        plus: NDArray[np.bool_] = (words if at is None else words[at]) < thresholds
         return plus
 
     def _on_grid(self, y: NDArray[np.float64]) -> NDArray[np.bool_]:
         on: NDArray[np.bool_] = np.isclose(np.abs(y), self.output_bound, rtol=1e-9, atol=0)
         return on
 
-    def _randomize(self, t: NDArray[np.float64], rows: Rows) -> NDArray[np.float64]:
+    def _randomize(
+        self, t: NDArray[np.float64], rows: Rows, at: NDArray[np.int64] | None = None
+    ) -> NDArray[np.float64]:
+        """Reports ``±C`` of inputs ``t``, drawn from the rows of ``rows`` at positions ``at``
+        (all by default)."""
         bound = self.output_bound
-        return np.where(self._signs(t, rows), bound, -bound)
+        return np.where(self._signs(t, rows, at), bound, -bound)
 
     @property
     def ratio(self) -> Fraction:

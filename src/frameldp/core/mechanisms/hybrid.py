@@ -122,11 +122,16 @@ class HybridMechanism(MeanMechanism):
         return on
 
     def _randomize(self, t: NDArray[np.float64], rows: Rows) -> NDArray[np.float64]:
-        duchi = self._duchi._randomize(t, rows)
+        """Each row's coin picks its mechanism, which alone draws its report (from its own
+        purposes of the row's noise: the two never share a word)."""
         if not self._alpha:
-            return duchi
-        piecewise = self._piecewise._randomize(t, rows)
-        return np.where(rows.flags("mixture", self._alpha), piecewise, duchi)
+            return self._duchi._randomize(t, rows)
+        chosen = rows.flags("mixture", self._alpha)
+        piecewise, duchi = np.flatnonzero(chosen), np.flatnonzero(~chosen)
+        reports = np.empty(t.size, dtype=np.float64)
+        reports[piecewise] = self._piecewise._randomize(t[piecewise], rows, piecewise)
+        reports[duchi] = self._duchi._randomize(t[duchi], rows, duchi)
+        return reports
 
     @cached_property
     def privacy(self) -> PrivacyGuarantee:

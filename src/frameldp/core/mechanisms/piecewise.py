@@ -107,10 +107,15 @@ class PiecewiseMechanism(MeanMechanism):
         """The largest variance, at ``t = ±1`` (the variance grows with ``t^2``)."""
         return max(self.variance(-1.0), self.variance(1.0))
 
-    def _randomize(self, t: NDArray[np.float64], rows: Rows) -> NDArray[np.float64]:
+    def _randomize(
+        self, t: NDArray[np.float64], rows: Rows, at: NDArray[np.int64] | None = None
+    ) -> NDArray[np.float64]:
+        """Reports of inputs ``t``, drawn from the rows of ``rows`` at positions ``at`` (all by
+        default: the Hybrid mechanism draws only its rows' reports)."""
         window = self._window
-        starts = window.starts((t + 1.0) / 2.0, rows.words("start", 1)[:, 0])
-        cells = window.draw(starts, rows, "cell")
+        words = rows.words("start", 1)[:, 0]
+        starts = window.starts((t + 1.0) / 2.0, words if at is None else words[at])
+        cells = window.draw(starts, rows, "cell", at)
         reports = (2.0 * cells + (1 - window.cells)) / window.slope
         return np.asarray(reports, dtype=np.float64)
 
