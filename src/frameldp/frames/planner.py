@@ -20,6 +20,7 @@ from frameldp.core.planning import (
     plan_candidates,
     plan_records,
 )
+from frameldp.core.quantile_planning import plan_quantiles
 from frameldp.errors import ParameterError, shown
 
 __all__ = ["Plan", "plan"]
@@ -103,6 +104,10 @@ def plan(
     std_error: float | None = None,
     bounds: Any = None,
     clip: bool = False,
+    quantile_error: float | None = None,
+    quantiles: Any = None,
+    buckets: int | None = None,
+    prior: Any = None,
 ) -> Any:
     """The best frequency oracle and its standard error at ``epsilon``, or the smallest
     epsilon that reaches ``std_error`` (give exactly one of the two).
@@ -128,11 +133,37 @@ def plan(
     >>> p = frameldp.plan(bounds=(0, 100), epsilon=1.0, std_error=0.5)
     >>> p.mechanism.name, p.n
     ('hybrid', 42890)
+
+    With ``bounds`` and ``quantile_error`` (or ``quantiles``), the plan is Square Wave's for
+    quantiles (:func:`~frameldp.core.quantile_planning.plan_quantiles`, a
+    :class:`~frameldp.core.quantile_planning.QuantilePlan`): give two of ``n``, ``epsilon``
+    and ``quantile_error`` (the root-mean-square error of each of ``quantiles``, default the
+    median, in the column's units), simulated on ``prior`` values (uniform on the bounds by
+    default) with ``buckets`` buckets.
     """
+    quantile_plan = quantile_error is not None or quantiles is not None
     if bounds is not None:
         if domain is not None:
             raise ParameterError("plan: give a domain (categories) or bounds (numbers), not both")
+        if quantile_plan:
+            if std_error is not None:
+                raise ParameterError(
+                    "plan: std_error is a mean's; a quantile plan takes quantile_error"
+                )
+            return plan_quantiles(
+                bounds,
+                n=n,
+                epsilon=epsilon,
+                quantile_error=quantile_error,
+                quantiles=(0.5,) if quantiles is None else quantiles,
+                buckets=buckets,
+                prior=prior,
+            )
+        if buckets is not None or prior is not None:
+            raise ParameterError("plan: buckets and prior are for a quantile plan")
         return plan_mean(bounds, n=n, epsilon=epsilon, std_error=std_error, clip=clip)
+    if quantile_plan or buckets is not None or prior is not None:
+        raise ParameterError("plan: quantile_error, quantiles, buckets and prior need bounds=")
     if domain is None or n is None:
         raise ParameterError("plan: give domain= and n= (or bounds= for a mean)")
     if (epsilon is None) == (std_error is None):
