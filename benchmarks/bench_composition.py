@@ -27,7 +27,8 @@ people, for ``eps0`` in {1, 2, 4, 8} and ``n`` in {10^4, 10^5, 10^6} (``--quick`
     pairs).
 
 **Composition times**: cold calls of ``Accountant.epsilon(1e-6)`` (each accountant is new, so
-nothing is cached), beside the figures issue 17 measured before the change.
+nothing is cached), beside the figures issue 17 measured before the change (``--quick``: 10^4
+uses, 100 distinct epsilons, shuffled releases among 2,000 people).
 
 Run: ``.venv/bin/python benchmarks/bench_composition.py [--quick] [--json out.json]``
 """
@@ -131,6 +132,7 @@ def _timed(build: Any) -> tuple[float, float]:
 def timing_rows(quick: bool, rounds: int) -> list[dict[str, Any]]:
     uses = 10_000 if quick else 1_000_000
     distinct = 100 if quick else 10_000
+    people = 2_000 if quick else 10_000
     rng = np.random.default_rng(17)
     epsilons = rng.uniform(0.1, 1.0, distinct)
 
@@ -141,7 +143,7 @@ def timing_rows(quick: bool, rounds: int) -> list[dict[str, Any]]:
         return lambda: Accountant().compose(RandomizedResponseEvent(1.0, k), uses)
 
     def shuffled(epsilon0: float, k: int) -> Any:
-        event = ShuffleEvent(epsilon0, 10_000, "stronger_clones", k)
+        event = ShuffleEvent(epsilon0, people, "stronger_clones", k)
         return lambda: Accountant().compose(event, rounds)
 
     cases = [
@@ -149,8 +151,8 @@ def timing_rows(quick: bool, rounds: int) -> list[dict[str, Any]]:
         (f"{uses:,} x 12-RR(1)", uses_of(12), "291-312 s"),
         (f"{uses:,} x 100-RR(1)", uses_of(100), "-"),
         (f"{distinct:,} distinct RR epsilons", many_distinct, "238 s (10,000)"),
-        (f"{rounds} x shuffled RR (eps0 1, n 1e4)", shuffled(1.0, 2), "basic only"),
-        (f"{rounds} x shuffled 100-RR (eps0 4, n 1e4)", shuffled(4.0, 100), "basic only"),
+        (f"{rounds} x shuffled RR (eps0 1, n {people:,})", shuffled(1.0, 2), "basic only"),
+        (f"{rounds} x shuffled 100-RR (eps0 4, n {people:,})", shuffled(4.0, 100), "basic only"),
     ]
     rows = []
     for name, build, before in cases:

@@ -132,6 +132,7 @@ LONGITUDINAL_EXAMPLES = {
         "optimized_unary_encoding",
         "local_hashing",
         "subset_selection",
+        "stochastic_rounding",
     )
 }
 """Every mechanism that memoizes on request, longitudinal: the contract holds for them too."""

@@ -339,8 +339,9 @@ def test_binary_rr_lower_bound_helpers_match_mpmath(n: int, epsilon0: float) -> 
 # ---------------------------------------------------------------------- acceptance grid
 
 # Each clone_epsilon at n = 1e6 costs 0.1-0.6 s (a window of ~10^4 clone counts, tail values for
-# each, a few dozen Brent steps); the grid holds six of them and one lower-bound sum per case.
-ACCEPTANCE = [(e0, n) for e0 in (1.0, 2.0, 4.0) for n in (10_000, 100_000, 1_000_000)]
+# each, a few dozen Brent steps), a stronger-clone bound up to 9 s: the grid holds each eps0 and
+# each n at least once (benchmarks/bench_shuffle.py runs the full grid).
+ACCEPTANCE = [(1.0, 1_000_000), (2.0, 100_000), (4.0, 10_000), (4.0, 1_000_000)]
 
 
 @pytest.mark.parametrize(("epsilon0", "n"), ACCEPTANCE)

@@ -13,7 +13,7 @@ import pytest
 
 import frameldp
 from frameldp.accounting import Ledger, per_person
-from frameldp.datasets import FLIGHTS_DOMAINS
+from frameldp.datasets import FARE_BOUNDS, FLIGHTS_DOMAINS
 
 from .conftest import (
     SEED,
@@ -262,3 +262,24 @@ def test_several_files_are_several_releases(
     assert f"n = 240, ε = {six:.4g} " in stacked.stdout, stacked.stdout
     bad = invoke("estimate", *nights, "--column", "carrier", "--releases", "merge")
     assert_user_error(bad, "--releases must be one of")
+
+
+def test_a_memoized_numeric_release_is_the_in_memory_release(
+    make_input: MakeInput, tmp_path: Path
+) -> None:
+    """Stochastic rounding memoizes (levels and permanent responses per person and value);
+    the other numeric mechanisms refuse --epsilon-infinity."""
+    source, target = make_input("parquet", rows=300), tmp_path / "release.parquet"
+    bounds = f"{FARE_BOUNDS[0]:g},{FARE_BOUNDS[1]:g}"
+    common = (
+        *("--column", "fare", "--epsilon", 1, "--bounds", bounds, "--epsilon-infinity", 3),
+        *("--user", "passenger_id", "--memo-key-file", _memo_file(tmp_path), "--seed", SEED),
+    )
+    run = invoke("privatize", source, target, "--mechanism", "rounding", *common)
+    assert run.exit_code == 0, run.stderr
+    mechanism = frameldp.StochasticRounding(1.0, bounds=FARE_BOUNDS, epsilon_infinity=3.0)
+    reference = in_memory(flights(300), {"fare": mechanism}, user="passenger_id", memo_key=MEMO)
+    assert released(target, "fare") == reference["fare"].tolist()
+    refused = invoke("privatize", source, tmp_path / "d.parquet", "--mechanism", "duchi", *common)
+    assert refused.exit_code != 0
+    assert "epsilon-infinity" in refused.stderr

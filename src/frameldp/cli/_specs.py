@@ -480,13 +480,16 @@ def _numeric_mechanism(spec: ColumnSpec, name: str) -> Mechanism:
             f"--bounds LO,HI is required for {spec.mechanism}: the public interval of the "
             "column's values (never read from the data)"
         )
-    if spec.epsilon_infinity is not None:
+    if spec.epsilon_infinity is not None and not spec.memoizes:
         raise ParameterError(
-            f"--epsilon-infinity: {spec.mechanism} has no permanent response to memoize"
+            f"--epsilon-infinity: {spec.mechanism} has no permanent response to memoize "
+            "(of the numeric mechanisms, rounding has one)"
         )
     options: dict[str, Any] = {"bounds": spec.bounds}
     if spec.clip:
         options["clip"] = True
+    if spec.epsilon_infinity is not None:
+        options["epsilon_infinity"] = spec.epsilon_infinity
     if name == AUTOMATIC:
         chosen: Mechanism = choose_mechanism(spec.epsilon, **options)
         return chosen

@@ -29,14 +29,14 @@ from frameldp.core.numeric_estimates import Mean, mean_of, normalized_sums
 from frameldp.core.randomness import RandomSource, Rows
 from frameldp.errors import DomainError, ParameterError, shown
 
-__all__ = ["CHUNK_ROWS", "MeanMechanism", "NumericMechanism"]
+__all__ = ["CHUNK_ROWS", "MeanMechanism", "NumericMechanism", "value_bytes"]
 
 CHUNK_ROWS = 1 << 17
 """Rows randomized at a time: their arrays stay in the CPU's caches (a report depends on its
 row's key, position and value only, not on the chunks)."""
 
 
-def _value_bytes(unit: NDArray[np.float64]) -> Callable[[], NDArray[np.uint8]]:
+def value_bytes(unit: NDArray[np.float64]) -> Callable[[], NDArray[np.uint8]]:
     """The bytes that bind a row's noise to its value under a caller's key (-0.0 is 0.0)."""
     return lambda: (unit + 0.0).astype(">f8").view(np.uint8).reshape(-1, 8)
 
@@ -156,7 +156,7 @@ class NumericMechanism:
         for start in range(0, unit.size, CHUNK_ROWS):  # chunks that stay in the CPU's caches
             part = unit[start : start + CHUNK_ROWS]
             rows = source.rows(
-                (column, self._stream_suffix), row_start + start, part.size, _value_bytes(part)
+                (column, self._stream_suffix), row_start + start, part.size, value_bytes(part)
             )
             out = reports[start : start + part.size]
             np.multiply(self._randomize(2.0 * part - 1.0, rows), half, out=out)

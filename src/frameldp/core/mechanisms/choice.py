@@ -233,7 +233,9 @@ def choose_mechanism(
 
     With ``bounds=(lo, hi)`` instead of a domain: the mean mechanism of smallest worst-case
     variance on that interval (``clip`` as the mechanisms take it;
-    :func:`~frameldp.core.mechanisms.numeric_choice.compare_mean_mechanisms`).
+    :func:`~frameldp.core.mechanisms.numeric_choice.compare_mean_mechanisms`); with
+    ``epsilon_infinity`` too, the best of the mean mechanisms that memoize (stochastic
+    rounding).
 
     :func:`compare_mechanisms` gives every candidate with its variance, and ``explain()``
     (for numbers: :func:`~frameldp.core.mechanisms.numeric_choice.compare_mean_mechanisms`).
@@ -253,12 +255,22 @@ def choose_mechanism(
                 "choose_mechanism: give a domain (categories) or bounds (numbers), not both"
             )
         if epsilon_infinity is not None:
-            raise ParameterError(
-                "choose_mechanism: numeric mechanisms have no permanent response to memoize "
-                "(epsilon_infinity)",
-                parameter="epsilon_infinity",
-            )
+            return _memoizing_mean_mechanism(epsilon, bounds, clip, epsilon_infinity)
         return compare_mean_mechanisms(epsilon, bounds=bounds, clip=clip).best
     if domain is None:
         raise ParameterError("choose_mechanism: give domain= (categories) or bounds= (numbers)")
     return compare_mechanisms(epsilon, domain=domain, n=n, epsilon_infinity=epsilon_infinity).best
+
+
+def _memoizing_mean_mechanism(
+    epsilon: float, bounds: Any, clip: bool, epsilon_infinity: float
+) -> Any:
+    """The mean mechanism of smallest worst-case variance among those that memoize permanent
+    responses (:data:`Capability.MEMOIZATION`), at ``epsilon`` end to end."""
+    wanted = {Capability.NUMERIC, Capability.MEAN, Capability.MEMOIZATION}
+    candidates: list[Any] = [
+        mechanism_class(name)(epsilon, bounds=bounds, clip=clip, epsilon_infinity=epsilon_infinity)
+        for name in mechanism_names()
+        if wanted <= mechanism_class(name).capabilities
+    ]
+    return min(candidates, key=lambda mechanism: mechanism.worst_variance)

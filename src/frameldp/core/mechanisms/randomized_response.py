@@ -271,8 +271,17 @@ class RandomizedResponse(TwoStage, FrequencyEstimation):
     def moved(self, codes: NDArray[np.int64], rows: Rows) -> NDArray[np.int64]:
         """One-stage k-RR of ``codes`` in ``[0, k)`` under the noise of ``rows`` (purposes
         ``"move"`` and ``"other"``): for a mechanism that randomizes a code it derived itself
-        (a rounded level), under the rows of its own input."""
+        (a rounded level), under the rows of its own input. With ``epsilon_infinity`` this is
+        the instantaneous response only: apply it to :meth:`permanent`'s output."""
         return self._moved(codes, rows, self._move_numerator, "")
+
+    def permanent(self, codes: NDArray[np.int64], rows: Rows) -> NDArray[np.int64]:
+        """The permanent response of ``codes`` under the noise of ``rows`` (purposes
+        ``"permanent move"`` and ``"permanent other"``; memoized rows for a memoized one);
+        ``epsilon_infinity`` must be set."""
+        if self.epsilon_infinity is None:
+            raise ParameterError(f"{self.title}: a permanent response needs epsilon_infinity")
+        return self._moved(codes, rows, self._permanent_numerator, "permanent ")
 
     def _moved(
         self, codes: NDArray[np.int64], rows: Rows, numerator: int, stage: str

@@ -5,19 +5,27 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import ClassVar, Final
+from typing import Any, ClassVar, Final
 
 import numpy as np
+import pyarrow as pa
 from numpy.typing import NDArray
 
 from frameldp.accounting import PrivacyGuarantee
 from frameldp.arguments import check_size
 from frameldp.core.encoding import Domain
-from frameldp.core.mechanisms._numeric import MeanMechanism
+from frameldp.core.mechanisms._longitudinal import (
+    check_epsilon_infinity,
+    permanent_rows,
+    value_digests,
+)
+from frameldp.core.mechanisms._memo import memo_name, row_digests
+from frameldp.core.mechanisms._numeric import MeanMechanism, value_bytes
+from frameldp.core.mechanisms.protocol import Capability
 from frameldp.core.mechanisms.randomized_response import RandomizedResponse
 from frameldp.core.mechanisms.registry import register
-from frameldp.core.numeric import round_at_random
-from frameldp.core.randomness import Rows
+from frameldp.core.numeric import round_at_random, unit_values
+from frameldp.core.randomness import RandomSource, Rows
 from frameldp.errors import ParameterError
 
 __all__ = ["StochasticRounding"]
@@ -47,6 +55,12 @@ class StochasticRounding(MeanMechanism):
         Clip values outside ``bounds`` into them (default: a value outside is an error).
     levels
         The number of levels ``G`` (2 to 65,536), or None for the best.
+    epsilon_infinity
+        Memoization (longitudinal randomized response, L-GRR [2]_): the rounded level and a
+        *permanent* k-RR response of it at ``epsilon_infinity`` (>= ``epsilon``) are drawn
+        once per (user, value) when reports come with users, and every report is a fresh
+        *instantaneous* k-RR of the permanent response, so that one report is
+        ``epsilon``-LDP end to end. ``None`` (default): one stage.
 
     Privacy
     -------
@@ -56,6 +70,13 @@ class StochasticRounding(MeanMechanism):
     certainty, so the worst pair is that of k-RR: a
     :class:`~frameldp.accounting.RandomizedResponseEvent` at ``k = G`` and the realized
     epsilon, rounded up (exact Rényi curve, zCDP and composition).
+
+    With ``epsilon_infinity``, the level's k-RR is :class:`RandomizedResponse`'s two-stage
+    chain (k-RR after k-RR is k-RR at the end-to-end probabilities). The rounding and the
+    permanent response of one (user, value) are memoized together, so any number of reports of
+    that value are a post-processing of one permanent response: ``epsilon_infinity``
+    (Erlingsson et al. 2014, Thm. 1); :meth:`guarantee` names the memo
+    (:class:`~frameldp.accounting.MemoizedEvent`).
 
     Estimation
     ----------
@@ -69,6 +90,8 @@ class StochasticRounding(MeanMechanism):
     ----------
     .. [1] I. Waudby-Smith, Z. S. Wu, A. Ramdas, "Nonparametric Extensions of Randomized
        Response for Private Confidence Sets", ICML 2023, Sec. 2 (NPRR).
+    .. [2] H. H. Arcolezi, C. Pinzón, C. Palamidessi, S. Gambs, "Frequency Estimation of
+       Evolving Data Under Local Differential Privacy", EDBT 2023, Sec. 3 (L-GRR).
 
     Examples
     --------
@@ -78,13 +101,19 @@ class StochasticRounding(MeanMechanism):
 
     name: ClassVar[str] = "stochastic_rounding"
     title: ClassVar[str] = "stochastic rounding"
-    extra_fields: ClassVar[tuple[str, ...]] = ("levels",)
+    capabilities: ClassVar[frozenset[Capability]] = MeanMechanism.capabilities | {
+        Capability.MEMOIZATION
+    }
+    extra_fields: ClassVar[tuple[str, ...]] = ("levels", "epsilon_infinity")
 
     levels: int | None = field(default=None, kw_only=True)
+    epsilon_infinity: float | None = field(default=None, kw_only=True)
     _rr: RandomizedResponse = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         epsilon = self._check_numeric()
+        infinity = check_epsilon_infinity(epsilon, self.epsilon_infinity, self.title)
+        object.__setattr__(self, "epsilon_infinity", infinity)
         if self.levels is None:
             object.__setattr__(self, "levels", _best_levels(epsilon))
         else:
@@ -92,7 +121,7 @@ class StochasticRounding(MeanMechanism):
             object.__setattr__(self, "levels", levels)
         count = self._count
         try:
-            response = _level_response(epsilon, count)
+            response = _level_response(epsilon, count, infinity)
         except ParameterError as error:  # in this mechanism's words
             raise ParameterError(
                 f"{self.title}: epsilon={epsilon!r} is too small to realize for {count} levels; "
@@ -136,24 +165,108 @@ class StochasticRounding(MeanMechanism):
         on: NDArray[np.bool_] = np.abs(position - np.rint(position)) <= 1e-6
         return on
 
+    def _extra_spec(self) -> dict[str, Any]:
+        spec: dict[str, Any] = {"levels": self.levels}
+        if self.epsilon_infinity is not None:
+            spec["epsilon_infinity"] = self.epsilon_infinity
+        return spec
+
     def _randomize(self, t: NDArray[np.float64], rows: Rows) -> NDArray[np.float64]:
+        return self._reports(t, rows, rows)
+
+    def _reports(self, t: NDArray[np.float64], rows: Rows, held: Rows) -> NDArray[np.float64]:
+        """Reports of inputs ``t``: the level rounded and (with ``epsilon_infinity``) its
+        permanent response drawn from ``held`` (memoized rows, or ``rows`` themselves), the
+        one-stage or instantaneous response from ``rows``."""
         count = self._count
         position = (t + 1.0) / 2.0 * (count - 1)
-        codes = np.minimum(round_at_random(position, rows.words("round", 1)[:, 0]), count - 1)
+        codes = np.minimum(round_at_random(position, held.words("round", 1)[:, 0]), count - 1)
+        if self.epsilon_infinity is not None:
+            codes = self._rr.permanent(codes, held)
         reported = self._rr.moved(codes, rows)
         reports: NDArray[np.float64] = self.level_values[reported]
         return reports
 
+    def privatize_column(
+        self,
+        values: pa.Array,
+        *,
+        column: str,
+        source: RandomSource,
+        row_start: int = 0,
+        users: pa.Array | None = None,
+        user_column: str | None = None,
+        memo: RandomSource | None = None,
+    ) -> dict[str, pa.Array]:
+        """Reports of one batch of numbers; with ``users`` (the ids of ``user_column``) and
+        ``epsilon_infinity``, the level and its permanent response memoized per (user, value)
+        under ``memo`` (default ``source``)."""
+        if users is None:
+            return super().privatize_column(
+                values, column=column, source=source, row_start=row_start
+            )
+        if self.epsilon_infinity is None:
+            raise ParameterError(
+                f"{self.title}: memoizing per user needs epsilon_infinity (the permanent "
+                "response's epsilon)",
+                parameter="epsilon_infinity",
+            )
+        unit = unit_values(
+            values,
+            self.bounds,
+            clip=self.clip,
+            column=column,
+            row_start=row_start,
+            owner=self.title,
+        )
+        digests = row_digests(users, column, user_column, row_start)
+        label = (column, self._stream_suffix)
+        encoded = value_bytes(unit)
+        rows = source.rows(label, row_start, unit.size, encoded)
+        held = permanent_rows(
+            rows,
+            source=source,
+            memo=memo,
+            label=label,
+            users=digests,
+            values=lambda: value_digests(encoded()),
+        )
+        half, centre = self.bounds.width / 2, (self.bounds.hi + self.bounds.lo) / 2
+        reports = self._reports(2.0 * unit - 1.0, rows, held) * half + centre
+        return {column: pa.array(reports, type=pa.float64())}
+
+    @property
+    def longitudinal(self) -> bool:
+        """Whether reports have a permanent response (``epsilon_infinity`` is set)."""
+        return self.epsilon_infinity is not None
+
+    def memo_id(self, memo: RandomSource, label: object, *, user_type: str) -> str:
+        """Public name of the permanent responses under ``memo`` for ``label`` and user ids of
+        canonical type ``user_type`` (not the key)."""
+        return memo_name(memo, (label, self._stream_suffix, user_type))
+
+    def guarantee(self, memo: str | None = None) -> PrivacyGuarantee:
+        """One report's guarantee: k-RR's over the levels (pure epsilon, rounded up); with
+        ``epsilon_infinity`` its two stages, and with ``memo`` the memoized event."""
+        levels = self._rr.guarantee(memo)
+        ((event, _),) = levels.events
+        shown = {k: v for k, v in levels.parameters.items() if k in _STAGE_PARAMETERS}
+        return self._guarantee(event, levels=self.levels, **shown)
+
     @cached_property
     def privacy(self) -> PrivacyGuarantee:
         """k-RR's guarantee over the levels (pure epsilon, rounded up)."""
-        ((event, _),) = self._rr.privacy.events
-        return self._guarantee(event, levels=self.levels)
+        return self.guarantee()
 
 
-def _level_response(epsilon: float, count: int) -> RandomizedResponse:
-    """k-RR over the ``count`` level indices."""
-    return RandomizedResponse(epsilon, domain=Domain.coerce(list(range(count))))
+_STAGE_PARAMETERS: Final = ("epsilon_1", "epsilon_infinity", "memo")
+
+
+def _level_response(epsilon: float, count: int, infinity: float | None) -> RandomizedResponse:
+    """k-RR over the ``count`` level indices (two stages with ``infinity``)."""
+    return RandomizedResponse(
+        epsilon, domain=Domain.coerce(list(range(count))), epsilon_infinity=infinity
+    )
 
 
 def _variance(t: float, count: int, keep: float, other: float) -> float:
@@ -184,7 +297,7 @@ def _best_levels(epsilon: float) -> int:
     best, best_variance = 2, math.inf
     for count in range(2, _SEARCHED_LEVELS + 1):
         try:
-            keep, other = _level_response(epsilon, count).support_probabilities
+            keep, other = _level_response(epsilon, count, None).support_probabilities
         except ValueError:  # too small an epsilon for this many levels
             break
         variance = _worst_variance(count, keep, other)
