@@ -86,6 +86,14 @@ def test_a_polars_expression_over_a_float_domain(unknown: str) -> None:
         assert reports()["v"].to_list() == [1.5, 3.0]
 
 
+def test_labels_that_form_no_arrow_column_are_refused() -> None:
+    """(Fuzzer) ``domain=[-2**63, 0.0]`` raised pyarrow's ArrowInvalid: an integer beyond
+    2**53 beside a float makes no one column of labels."""
+    frame = pl.DataFrame({"x": [-(2**63), 0]})
+    with pytest.raises(frameldp.ParameterError, match=r"column 'x': .* labels of one type"):
+        frame.ldp.krr("x", 1.0, domain=[-(2**63), 0.0])
+
+
 @pytest.mark.parametrize("unknown", ["raise", "other"])
 def test_a_domain_mixing_strings_and_numbers_is_refused(backend: Backend, unknown: str) -> None:
     """``domain=["a", "b", 1]`` sent every value to ``<other>`` (or said 'a' is not in it)."""

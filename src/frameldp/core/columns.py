@@ -168,14 +168,26 @@ def set_codes(
 
 
 def check_report_labels(domain: Domain, column: object) -> None:
-    """k-RR reports are labels of the domain: with ``unknown='other'`` they must be strings
-    (the :data:`OTHER` label is written into the report column)."""
+    """k-RR reports are labels of the domain, written as one Arrow column: the labels must form
+    one (not an integer beyond ``2**53`` beside a float, say); with ``unknown='other'`` they
+    must be strings (the :data:`OTHER` label is written into the report column)."""
     if domain.has_other and not all(isinstance(c, str) for c in domain.categories):
         raise ParameterError(
             f"column {shown(column)}: unknown='other' with k-ary randomized response needs "
             f"string categories (the {OTHER!r} label is written into the report column); "
             "cast the column and the domain to strings first"
         )
+    try:
+        pa.array(report_labels(domain))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as error:
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise ParameterError(
+            f"column {shown(column)}: k-ary randomized response writes the domain's labels "
+            f"as one column, and these do not form one ({shown(reason, 100)}); give labels of "
+            "one type",
+            column=column,
+            parameter="domain",
+        ) from None
 
 
 def bits_array(packed: NDArray[np.uint8]) -> pa.FixedSizeBinaryArray:

@@ -45,7 +45,13 @@ from numpy.typing import NDArray
 from frameldp.accounting import BinomialCountsEvent, PrivacyGuarantee
 from frameldp.accounting.rounding import float_up
 from frameldp.arguments import check_codes, check_number
-from frameldp.core.columns import label_array, label_counts, label_type, single_codes
+from frameldp.core.columns import (
+    check_report_labels,
+    label_array,
+    label_counts,
+    label_type,
+    single_codes,
+)
 from frameldp.core.encoding import Domain
 from frameldp.core.estimation import FrequencyEstimate
 from frameldp.core.mechanisms._noise import FLOAT_MARGIN
@@ -323,6 +329,7 @@ class BalcerCheu(FrequencyEstimation):
 
     def report_columns(self, column: str) -> dict[str, pa.DataType]:
         """One dictionary (categorical) column of message labels; the null bucket is null."""
+        check_report_labels(self.domain, column)
         return {column: label_type(self.domain)}
 
     def privatize_column(
