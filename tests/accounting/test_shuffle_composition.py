@@ -348,7 +348,7 @@ EVENTS: list[PrivacyEvent] = [
 
 
 @pytest.mark.parametrize("event", EVENTS, ids=lambda e: e.kind)
-@pytest.mark.parametrize("count", [1, 3, 40])
+@pytest.mark.parametrize("count", [1, 40])  # one use and many (3 gave nothing more)
 def test_delta_of_epsilon_of_delta_is_delta(event: PrivacyEvent, count: int) -> None:
     accountant = Accountant().compose(event, count)
     for delta in (1e-3, 1e-6, 1e-9):
