@@ -37,12 +37,12 @@ typecheck: $(VENV)/.test-installed
 # worker steals queued tests, so the slow ones at the end do not leave a core unused. A worker
 # per core already uses every core: frameldp's own threads stay at one (FRAMELDP_THREADS), and
 # the tests of threads ask for theirs with frameldp.threads(n).
-# Bytecode is cached even where PYTHONDONTWRITEBYTECODE is set: the suite starts a Python
-# process for every command-line, benchmark and worker test, and each would compile frameldp
-# anew (about 0.4 s each); compileall writes it once before the workers start.
+# frameldp's bytecode is written once even where PYTHONDONTWRITEBYTECODE is set: the suite
+# starts a Python process for every command-line, benchmark and worker test, and each would
+# compile frameldp anew (about 0.4 s each).
 unit: $(VENV)/.test-installed
 	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m compileall -q src
-	env -u PYTHONDONTWRITEBYTECODE FRAMELDP_THREADS=1 $(BIN)/python -m pytest -n auto --dist worksteal
+	FRAMELDP_THREADS=1 $(BIN)/python -m pytest -n auto --dist worksteal
 
 # The same suite without the tests marked slow (for a quick local loop; CI runs `make test`).
 test-fast: $(VENV)/.test-installed
