@@ -33,6 +33,7 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
+from frameldp.arguments import check_positive, check_size
 from frameldp.core.distribution import Distribution, check_share, ems
 from frameldp.core.mechanisms.square_wave import DEFAULT_BUCKETS, SquareWave
 from frameldp.core.numeric import Bounds
@@ -123,19 +124,11 @@ class _Setting:
 
 
 def _check_positive(name: str, value: Any) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not (value > 0 and math.isfinite(value))
-    ):
-        raise ParameterError(f"plan: {name} must be > 0 and finite, got {shown(value)}")
-    return float(value)
+    return check_positive("plan", name, value)
 
 
 def _check_n(n: Any) -> int:
-    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= _LARGEST_N:
-        raise ParameterError(f"plan: n must be an integer in [1, {_LARGEST_N:.0e}], got {shown(n)}")
-    return n
+    return check_size("plan", "n", n, 1, _LARGEST_N)
 
 
 def _setting(bounds: Any, quantiles: Any, buckets: Any, prior: Any) -> _Setting:

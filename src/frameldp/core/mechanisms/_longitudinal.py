@@ -60,6 +60,7 @@ from frameldp.core.randomness import (
 from frameldp.errors import ParameterError, shown
 
 __all__ = [
+    "MemoNaming",
     "TwoStage",
     "chained_move",
     "check_epsilon_infinity",
@@ -152,12 +153,32 @@ def permanent_rows(
     return Rows.memoized(memo or source, label, np.stack([users, values()], axis=1))
 
 
-class TwoStage:
+class MemoNaming:
+    """Whether a mechanism with an optional ``epsilon_infinity`` memoizes, and the public name
+    of its memoized permanent responses (from its ``_stream_suffix``, the spec's fingerprint)."""
+
+    epsilon_infinity: float | None
+
+    @property
+    def _stream_suffix(self) -> str:  # pragma: no cover - every mechanism defines it
+        raise NotImplementedError
+
+    @property
+    def longitudinal(self) -> bool:
+        """Whether reports have a permanent response (``epsilon_infinity`` is set)."""
+        return self.epsilon_infinity is not None
+
+    def memo_id(self, memo: RandomSource, label: object, *, user_type: str) -> str:
+        """Public name of the permanent responses under ``memo`` for ``label`` and user ids of
+        canonical type ``user_type`` (not the key)."""
+        return memo_name(memo, (label, self._stream_suffix, user_type))
+
+
+class TwoStage(MemoNaming):
     """The :class:`~frameldp.core.mechanisms.protocol.Memoizing` methods of a mechanism with an
     optional ``epsilon_infinity``, from the events of its stages (:meth:`_stage_events`)."""
 
     name: ClassVar[str]
-    epsilon_infinity: float | None
 
     def to_spec(self) -> dict[str, Any]:  # pragma: no cover - every mechanism defines it
         raise NotImplementedError
@@ -183,16 +204,6 @@ class TwoStage:
     @cached_property
     def _stream_suffix(self) -> str:
         return fingerprint(self.to_spec())
-
-    @property
-    def longitudinal(self) -> bool:
-        """Whether reports have a permanent response (``epsilon_infinity`` is set)."""
-        return self.epsilon_infinity is not None
-
-    def memo_id(self, memo: RandomSource, label: object, *, user_type: str) -> str:
-        """Public name of the permanent responses under ``memo`` for ``label`` and user ids of
-        canonical type ``user_type`` (not the key)."""
-        return memo_name(memo, (label, self._stream_suffix, user_type))
 
     def _stage_rows(
         self,

@@ -15,11 +15,12 @@ from frameldp.accounting import PrivacyGuarantee
 from frameldp.arguments import check_size
 from frameldp.core.encoding import Domain
 from frameldp.core.mechanisms._longitudinal import (
+    MemoNaming,
     check_epsilon_infinity,
     permanent_rows,
     value_digests,
 )
-from frameldp.core.mechanisms._memo import memo_name, row_digests
+from frameldp.core.mechanisms._memo import row_digests
 from frameldp.core.mechanisms._numeric import MeanMechanism, value_bytes
 from frameldp.core.mechanisms.protocol import Capability
 from frameldp.core.mechanisms.randomized_response import RandomizedResponse
@@ -36,7 +37,7 @@ _SEARCHED_LEVELS: Final = 64  # levels=None picks the best of 2 .. 64
 
 @register("stochastic_rounding")
 @dataclass(frozen=True)
-class StochasticRounding(MeanMechanism):
+class StochasticRounding(MeanMechanism, MemoNaming):
     r"""Stochastic rounding to ``levels`` equally spaced levels, then k-ary randomized response.
 
     A value ``x`` is mapped to ``t`` in ``[-1, 1]`` and rounded at random to one of the levels
@@ -234,16 +235,6 @@ class StochasticRounding(MeanMechanism):
         half, centre = self.bounds.width / 2, (self.bounds.hi + self.bounds.lo) / 2
         reports = self._reports(2.0 * unit - 1.0, rows, held) * half + centre
         return {column: pa.array(reports, type=pa.float64())}
-
-    @property
-    def longitudinal(self) -> bool:
-        """Whether reports have a permanent response (``epsilon_infinity`` is set)."""
-        return self.epsilon_infinity is not None
-
-    def memo_id(self, memo: RandomSource, label: object, *, user_type: str) -> str:
-        """Public name of the permanent responses under ``memo`` for ``label`` and user ids of
-        canonical type ``user_type`` (not the key)."""
-        return memo_name(memo, (label, self._stream_suffix, user_type))
 
     def guarantee(self, memo: str | None = None) -> PrivacyGuarantee:
         """One report's guarantee: k-RR's over the levels (pure epsilon, rounded up); with
