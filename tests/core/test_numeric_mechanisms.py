@@ -176,6 +176,25 @@ def test_reports_do_not_depend_on_how_a_column_is_cut(name: str) -> None:
     assert pa.concat_arrays([first, rest["x"]]).equals(whole)
 
 
+def test_a_refused_batch_claims_none_of_its_rows() -> None:
+    """(Attack review) A batch of several chunks that overlaps rows already randomized under a
+    fresh key is refused whole, and its other rows stay free (they were claimed chunk by
+    chunk, so the first chunks stayed claimed)."""
+    mechanism = HybridMechanism(1.0, bounds=BOUNDS)
+    source = RandomSource.fresh()
+    mechanism.privatize_column(
+        pa.array(np.full(10, 5.0)), column="x", source=source, row_start=CHUNK_ROWS + 10
+    )
+    with pytest.raises(frameldp.NoiseReuseError):
+        mechanism.privatize_column(
+            pa.array(np.full(CHUNK_ROWS + 15, 5.0)), column="x", source=source
+        )
+    assert (
+        len(mechanism.privatize_column(pa.array(np.full(5, 5.0)), column="x", source=source)["x"])
+        == 5
+    )
+
+
 @pytest.mark.parametrize("t", [-1.0, 0.3])
 def test_stochastic_rounding_reports_follow_the_exact_law(t: float) -> None:
     mechanism = StochasticRounding(2.0, bounds=BOUNDS, levels=4)

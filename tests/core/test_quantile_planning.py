@@ -32,7 +32,8 @@ PLAN_SLACK: Final = 1.35
 
 
 def test_the_planned_error_is_the_error_of_real_releases() -> None:
-    plan = plan_quantiles(BOUNDS, epsilon=2.0, quantile_error=2.0, buckets=BUCKETS)
+    uniform = np.linspace(*BOUNDS, 10_001)  # plan for the data of the releases below
+    plan = plan_quantiles(BOUNDS, epsilon=2.0, quantile_error=2.0, buckets=BUCKETS, prior=uniform)
     assert plan.target == "n"
     assert plan.quantile_error <= 2.0
     mechanism = plan.mechanism
@@ -67,7 +68,16 @@ def test_two_of_three_give_the_third_and_each_quantile_is_stated() -> None:
     )
     assert again.quantile_error == found.quantile_error  # a plan is deterministic
     assert "solved for quantile_error" in repr(again)
-    assert "uniform on the bounds" in repr(again)
+    assert "Beta(2, 5)" in repr(again)
+
+
+def test_a_tiny_epsilon_is_not_planned_from_the_estimators_own_start() -> None:
+    """(Attack review) On uniform values alone, EMS's fallback to its uniform start made
+    epsilon 0.05 look exact for a median at n = 1,000; the skewed shapes refuse it."""
+    found = plan_quantiles(BOUNDS, n=1_000, quantile_error=5.0, buckets=BUCKETS)
+    assert found.epsilon > 0.5
+    tiny = plan_quantiles(BOUNDS, n=1_000, epsilon=0.05, buckets=BUCKETS)
+    assert tiny.quantile_error > 10.0
 
 
 def test_a_prior_changes_the_plan_and_an_unreachable_target_is_refused() -> None:
@@ -93,6 +103,9 @@ def test_a_prior_changes_the_plan_and_an_unreachable_target_is_refused() -> None
         ({"n": 100, "epsilon": 1.0, "prior": [500.0]}, "within the bounds"),
         ({"n": 100, "epsilon": 1.0, "prior": ["x"]}, "prior must be numbers"),
         ({"n": 100, "epsilon": 1.0, "buckets": 1}, "buckets"),
+        ({"n": 100, "epsilon": 1.0, "buckets": 0}, "buckets"),
+        ({"n": 100, "epsilon": 1.0, "prior": ["5"]}, "prior must be numbers"),
+        ({"n": 100, "epsilon": 1.0, "prior": [10**400]}, "prior must be numbers"),
     ],
 )
 def test_bad_arguments_are_refused(arguments: dict[str, object], message: str) -> None:

@@ -190,7 +190,8 @@ def privatize(
         float | None,
         typer.Option(
             help="Bloom RAPPOR; with --user also rappor, krr, optimized_unary_encoding, "
-            "local_hashing, subset_selection, auto: epsilon of the permanent response "
+            "local_hashing, subset_selection, rounding (numbers), auto: epsilon of the "
+            "permanent response "
             "(longitudinal: any number of releases of one value cost at most this per person)."
         ),
     ] = None,

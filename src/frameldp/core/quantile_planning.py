@@ -4,15 +4,17 @@ A quantile of a Square Wave release (Li et al., SIGMOD 2020) comes from the EMS 
 distribution (:func:`~frameldp.core.distribution.ems`), which has no closed-form error: its
 smoothing trades variance for a bias that depends on the distribution itself. The planner
 therefore computes the error by simulation, exactly as a release's own standard errors are
-computed (a parametric bootstrap): for a *planning distribution* ``p`` over the buckets (uniform
-on the bounds unless ``prior=`` gives public or guessed values), ``REPLICATES`` report counts
-are drawn from their exact law ``Multinomial(n, K p)`` (``K`` the mechanism's kernel), EMS
-re-estimates each, and the quantile error is the root mean square of the replicates' quantiles
-about ``p``'s own, in the column's units (the largest over the quantiles asked). It counts the
-people's sampling from ``p``, the reports' noise and the smoothing's bias on ``p``, and carries
-the simulation's own spread (about 15% with ``REPLICATES`` releases); on data far from ``p``
-(sharper peaks, say) the error differs, which is why the planning distribution is part of the
-plan and printed with it.
+computed (a parametric bootstrap): for a *planning distribution* ``p`` over the buckets,
+``REPLICATES`` report counts are drawn from their exact law ``Multinomial(n, K p)`` (``K`` the
+mechanism's kernel), EMS re-estimates each, and the quantile error is the root mean square of
+the replicates' quantiles about ``p``'s own, in the column's units: the largest over the
+quantiles asked and over the planning distributions. Those are ``prior=`` public or guessed
+values, or by default values uniform on the bounds, Beta(2, 5) and Beta(5, 2): EMS starts from
+the uniform distribution and stays near it when the reports say little, so uniform values
+alone would make a tiny epsilon look exact. The error counts the people's sampling from ``p``,
+the reports' noise and the smoothing's bias on ``p``, and carries the simulation's own spread
+(about 15% with ``REPLICATES`` releases); on data far from ``p`` (sharper peaks, say) it
+differs, which is why the planning distribution is part of the plan and printed with it.
 
 The simulation draws test noise from numpy's ``default_rng(PLANNING_SEED)``: a plan is a
 deterministic function of its arguments. It never touches data or privacy noise.
@@ -49,7 +51,8 @@ _LARGEST_N: Final = 10**12
 _LARGEST_EPSILON: Final = 32.0
 _SMALLEST_EPSILON: Final = 0.05
 _N_STEPS: Final = 12
-_EPSILON_RELATIVE: Final = 5e-3
+_EPSILON_RELATIVE: Final = 1e-2
+_DEFAULT_PLANNING: Final = "values uniform on the bounds, Beta(2, 5) and Beta(5, 2) (the worst)"
 
 
 @dataclass(frozen=True)
@@ -92,14 +95,15 @@ class _Setting:
     prior: NDArray[np.float64] | None
     planning: str
 
-    def shares(self, buckets: int) -> NDArray[np.float64]:
-        """The planning distribution over ``buckets`` equal buckets of the bounds."""
+    def shares(self, buckets: int) -> list[NDArray[np.float64]]:
+        """The planning distributions over ``buckets`` equal buckets of the bounds: the prior's
+        histogram, or the default shapes (:func:`_default_shapes`)."""
         if self.prior is None:
-            return np.full(buckets, 1.0 / buckets)
+            return _default_shapes(buckets)
         unit = (self.prior - self.bounds.lo) / self.bounds.width
         index = np.minimum((unit * buckets).astype(np.int64), buckets - 1)
         counts = np.bincount(index, minlength=buckets).astype(np.float64)
-        return np.asarray(counts / counts.sum(), dtype=np.float64)
+        return [np.asarray(counts / counts.sum(), dtype=np.float64)]
 
     def _quantiles(
         self, edges: NDArray[np.float64], shares: NDArray[np.float64]
@@ -108,19 +112,33 @@ class _Setting:
         return np.array([distribution.quantile(q) for q in self.quantiles])
 
     def errors(self, epsilon: float, n: int) -> tuple[SquareWave, tuple[float, ...]]:
-        """The mechanism at ``epsilon`` and each quantile's simulated RMS error at ``n``."""
+        """The mechanism at ``epsilon`` and each quantile's simulated RMS error at ``n`` (the
+        largest over the planning distributions)."""
         mechanism = SquareWave(epsilon, bounds=self.bounds, buckets=self.buckets)
         kernel = mechanism.kernel
-        shares = self.shares(kernel.shape[1])
         edges = np.linspace(self.bounds.lo, self.bounds.hi, kernel.shape[1] + 1)
-        truth = self._quantiles(edges, shares)
-        law = kernel @ shares
-        rng = np.random.default_rng(PLANNING_SEED)  # test noise for the simulation
-        squares = np.zeros(len(self.quantiles))
-        for _ in range(REPLICATES):
-            estimate = ems(rng.multinomial(n, law / law.sum()), kernel, mechanism.epsilon)
-            squares += (self._quantiles(edges, estimate) - truth) ** 2
-        return mechanism, tuple(float(x) for x in np.sqrt(squares / REPLICATES))
+        worst = np.zeros(len(self.quantiles))
+        for shares in self.shares(kernel.shape[1]):
+            truth = self._quantiles(edges, shares)
+            law = kernel @ shares
+            rng = np.random.default_rng(PLANNING_SEED)  # test noise for the simulation
+            squares = np.zeros(len(self.quantiles))
+            for _ in range(REPLICATES):
+                estimate = ems(rng.multinomial(n, law / law.sum()), kernel, mechanism.epsilon)
+                squares += (self._quantiles(edges, estimate) - truth) ** 2
+            worst = np.maximum(worst, np.sqrt(squares / REPLICATES))
+        return mechanism, tuple(float(x) for x in worst)
+
+
+def _default_shapes(buckets: int) -> list[NDArray[np.float64]]:
+    """Uniform, Beta(2, 5) and Beta(5, 2) over ``buckets`` equal buckets of ``[0, 1]``. EMS
+    starts from the uniform distribution and returns close to it when the reports say little
+    (a small epsilon or few people), so a plan on uniform values alone would find that
+    estimate exact; the two skewed shapes, one to each side, keep the plan honest."""
+    x = np.linspace(0.0, 1.0, buckets + 1)
+    skewed = 1.0 - (1.0 - x) ** 5 * (1.0 + 5.0 * x)  # the CDF of Beta(2, 5)
+    mirrored = x**5 * (6.0 - 5.0 * x)  # of Beta(5, 2)
+    return [np.full(buckets, 1.0 / buckets), np.diff(skewed), np.diff(mirrored)]
 
 
 def _check_positive(name: str, value: Any) -> float:
@@ -133,7 +151,9 @@ def _check_n(n: Any) -> int:
 
 def _setting(bounds: Any, quantiles: Any, buckets: Any, prior: Any) -> _Setting:
     checked = Bounds.coerce("plan", bounds)
-    buckets = SquareWave(1.0, bounds=checked, buckets=buckets or DEFAULT_BUCKETS).buckets
+    buckets = SquareWave(
+        1.0, bounds=checked, buckets=DEFAULT_BUCKETS if buckets is None else buckets
+    ).buckets
     asked = (quantiles,) if isinstance(quantiles, int | float) else quantiles
     if not isinstance(asked, Sequence) or isinstance(asked, str) or not asked:
         raise ParameterError(
@@ -141,10 +161,13 @@ def _setting(bounds: Any, quantiles: Any, buckets: Any, prior: Any) -> _Setting:
         )
     shares = tuple(check_share("quantiles", q) for q in asked)
     if prior is None:
-        return _Setting(checked, buckets, shares, None, "values uniform on the bounds")
+        return _Setting(checked, buckets, shares, None, _DEFAULT_PLANNING)
     try:
-        values = np.asarray(prior, dtype=np.float64).ravel()
-    except (TypeError, ValueError):
+        given = np.asarray(prior)
+        if given.dtype.kind not in "iuf":  # not text, booleans or objects
+            raise TypeError
+        values = given.astype(np.float64).ravel()
+    except (TypeError, ValueError, OverflowError):
         raise ParameterError(
             f"plan: prior must be numbers (public or guessed values), got {shown(prior)}"
         ) from None
@@ -246,7 +269,7 @@ def _solve_n(setting: _Setting, epsilon: float, target: float, planned: Any) -> 
 
 
 def _solve_epsilon(setting: _Setting, n: int, target: float, planned: Any) -> QuantilePlan:
-    """The least ``epsilon`` (to a relative 0.5%) whose simulated error reaches ``target``."""
+    """The least ``epsilon`` (to a relative 1%) whose simulated error reaches ``target``."""
 
     def worst(budget: float) -> float:
         return max(setting.errors(budget, n)[1])

@@ -152,14 +152,14 @@ class NumericMechanism:
             owner=self.title,
         )
         half, centre = self.bounds.width / 2, (self.bounds.hi + self.bounds.lo) / 2
+        # one claim of the batch's rows (under a fresh key), then chunks that stay in cache
+        rows = source.rows((column, self._stream_suffix), row_start, unit.size, value_bytes(unit))
         reports = np.empty(unit.size, dtype=np.float64)
-        for start in range(0, unit.size, CHUNK_ROWS):  # chunks that stay in the CPU's caches
-            part = unit[start : start + CHUNK_ROWS]
-            rows = source.rows(
-                (column, self._stream_suffix), row_start + start, part.size, value_bytes(part)
-            )
-            out = reports[start : start + part.size]
-            np.multiply(self._randomize(2.0 * part - 1.0, rows), half, out=out)
+        for start in range(0, unit.size, CHUNK_ROWS):
+            stop = min(unit.size, start + CHUNK_ROWS)
+            out = reports[start:stop]
+            y = self._randomize(2.0 * unit[start:stop] - 1.0, rows.part(start, stop))
+            np.multiply(y, half, out=out)
             out += centre
         return {column: pa.array(reports, type=pa.float64())}
 

@@ -20,6 +20,7 @@ from frameldp.core.randomness.samplers import (
     uniform_words,
     uniform_words_at,
 )
+from frameldp.errors import ParameterError
 
 __all__ = ["Rows"]
 
@@ -71,6 +72,18 @@ class Rows:
         rows = cls(source, label, 0, pairs.shape[0], None)
         rows._addresses = source.stream(*label, "memo").prf(pairs)
         return rows
+
+    def part(self, start: int, stop: int) -> Rows:
+        """The noise of rows ``start`` to ``stop`` of this run (positions within it): the same
+        draws as this run gives those rows, without claiming them again under a fresh key."""
+        if not 0 <= start <= stop <= self.num_rows:
+            raise ParameterError(
+                f"part [{start}, {stop}) is outside the run of {self.num_rows} rows"
+            )
+        part = Rows(self.source, self.label, self.row_start + start, stop - start, None)
+        if self._addresses is not None:
+            part._addresses = self._addresses[start:stop]
+        return part
 
     def bernoulli(
         self,
