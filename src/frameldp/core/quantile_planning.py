@@ -164,13 +164,13 @@ def _setting(bounds: Any, quantiles: Any, buckets: Any, prior: Any) -> _Setting:
         return _Setting(checked, buckets, shares, None, _DEFAULT_PLANNING)
     try:
         given = np.asarray(prior)
-        if given.dtype.kind not in "iuf":  # not text, booleans or objects
-            raise TypeError
-        values = given.astype(np.float64).ravel()
-    except (TypeError, ValueError, OverflowError):
+    except (TypeError, ValueError, OverflowError):  # ragged or unconvertible
+        given = np.asarray([], dtype=object)
+    if given.dtype.kind not in "iuf":  # not text, booleans, objects or ragged
         raise ParameterError(
             f"plan: prior must be numbers (public or guessed values), got {shown(prior)}"
-        ) from None
+        )
+    values = given.astype(np.float64).ravel()
     inside = (values >= checked.lo) & (values <= checked.hi)
     if not values.size or not inside.all():
         raise ParameterError(
