@@ -24,6 +24,9 @@ CONF = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "2",
+    # The JIT's first tier only and one GC thread: the tests' jobs are small, and the JVM's
+    # optimizing compiler and parallel collector took a core of their own beside the workers.
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
 }
 
 _ACTIVE: dict[str, Any] = {}  # {"mode": "classic" | "connect", "session": ..., "interrupt": ...}
