@@ -22,6 +22,8 @@ from numpy.typing import NDArray
 
 from frameldp.accounting import PrivacyEvent, PrivacyGuarantee
 from frameldp.arguments import check_epsilon
+from frameldp.core.mechanisms._longitudinal import permanent_rows, value_digests
+from frameldp.core.mechanisms._memo import row_digests
 from frameldp.core.mechanisms._spec import fingerprint
 from frameldp.core.mechanisms.protocol import Capability, Statistic
 from frameldp.core.numeric import Bounds, unit_values
@@ -80,6 +82,17 @@ class NumericMechanism:
     @property
     def output_bound(self) -> float:
         """The largest ``|y|`` a report can take (normalized units)."""
+        raise NotImplementedError  # pragma: no cover
+
+    def _check_memoizing(self) -> None:
+        """Refuse users unless this instance memoizes (a mechanism that can says when)."""
+        raise ParameterError(f"{self.title} does not memoize reports per user")
+
+    def _randomize_memoized(
+        self, t: NDArray[np.float64], rows: Rows, held: Rows
+    ) -> NDArray[np.float64]:
+        """Reports whose permanent part is drawn from ``held`` (memoized per user and value)
+        and the rest from ``rows``; only a mechanism that memoizes defines it."""
         raise NotImplementedError  # pragma: no cover
 
     # ------------------------------------------------------------------ shared
@@ -142,7 +155,7 @@ class NumericMechanism:
         is a function of (key, column, spec, global row ``row_start + i`` and, under a
         caller's key or a seed, the row's value) only."""
         if users is not None:
-            raise ParameterError(f"{self.title} does not memoize reports per user")
+            self._check_memoizing()
         unit = unit_values(
             values,
             self.bounds,
@@ -153,12 +166,30 @@ class NumericMechanism:
         )
         half, centre = self.bounds.width / 2, (self.bounds.hi + self.bounds.lo) / 2
         # one claim of the batch's rows (under a fresh key), then chunks that stay in cache
-        rows = source.rows((column, self._stream_suffix), row_start, unit.size, value_bytes(unit))
+        label = (column, self._stream_suffix)
+        encoded = value_bytes(unit)
+        rows = source.rows(label, row_start, unit.size, encoded)
+        held = None
+        if users is not None:  # memoized per (user, value): checked above
+            digests = row_digests(users, column, user_column, row_start)
+            held = permanent_rows(
+                rows,
+                source=source,
+                memo=memo,
+                label=label,
+                users=digests,
+                values=lambda: value_digests(encoded()),
+            )
         reports = np.empty(unit.size, dtype=np.float64)
         for start in range(0, unit.size, CHUNK_ROWS):
             stop = min(unit.size, start + CHUNK_ROWS)
             out = reports[start:stop]
-            y = self._randomize(2.0 * unit[start:stop] - 1.0, rows.part(start, stop))
+            t = 2.0 * unit[start:stop] - 1.0
+            part = rows.part(start, stop)
+            if held is None:
+                y = self._randomize(t, part)
+            else:
+                y = self._randomize_memoized(t, part, held.part(start, stop))
             np.multiply(y, half, out=out)
             out += centre
         return {column: pa.array(reports, type=pa.float64())}

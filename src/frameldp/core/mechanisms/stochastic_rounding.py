@@ -8,7 +8,6 @@ from functools import cached_property
 from typing import Any, ClassVar, Final
 
 import numpy as np
-import pyarrow as pa
 from numpy.typing import NDArray
 
 from frameldp.accounting import PrivacyGuarantee
@@ -17,16 +16,13 @@ from frameldp.core.encoding import Domain
 from frameldp.core.mechanisms._longitudinal import (
     MemoNaming,
     check_epsilon_infinity,
-    permanent_rows,
-    value_digests,
 )
-from frameldp.core.mechanisms._memo import row_digests
-from frameldp.core.mechanisms._numeric import MeanMechanism, value_bytes
+from frameldp.core.mechanisms._numeric import MeanMechanism
 from frameldp.core.mechanisms.protocol import Capability
 from frameldp.core.mechanisms.randomized_response import RandomizedResponse
 from frameldp.core.mechanisms.registry import register
-from frameldp.core.numeric import round_at_random, unit_values
-from frameldp.core.randomness import RandomSource, Rows
+from frameldp.core.numeric import round_at_random
+from frameldp.core.randomness import Rows
 from frameldp.errors import ParameterError
 
 __all__ = ["StochasticRounding"]
@@ -188,53 +184,19 @@ class StochasticRounding(MeanMechanism, MemoNaming):
         reports: NDArray[np.float64] = self.level_values[reported]
         return reports
 
-    def privatize_column(
-        self,
-        values: pa.Array,
-        *,
-        column: str,
-        source: RandomSource,
-        row_start: int = 0,
-        users: pa.Array | None = None,
-        user_column: str | None = None,
-        memo: RandomSource | None = None,
-    ) -> dict[str, pa.Array]:
-        """Reports of one batch of numbers; with ``users`` (the ids of ``user_column``) and
-        ``epsilon_infinity``, the level and its permanent response memoized per (user, value)
-        under ``memo`` (default ``source``)."""
-        if users is None:
-            return super().privatize_column(
-                values, column=column, source=source, row_start=row_start
-            )
+    def _check_memoizing(self) -> None:
         if self.epsilon_infinity is None:
             raise ParameterError(
                 f"{self.title}: memoizing per user needs epsilon_infinity (the permanent "
                 "response's epsilon)",
                 parameter="epsilon_infinity",
             )
-        unit = unit_values(
-            values,
-            self.bounds,
-            clip=self.clip,
-            column=column,
-            row_start=row_start,
-            owner=self.title,
-        )
-        digests = row_digests(users, column, user_column, row_start)
-        label = (column, self._stream_suffix)
-        encoded = value_bytes(unit)
-        rows = source.rows(label, row_start, unit.size, encoded)
-        held = permanent_rows(
-            rows,
-            source=source,
-            memo=memo,
-            label=label,
-            users=digests,
-            values=lambda: value_digests(encoded()),
-        )
-        half, centre = self.bounds.width / 2, (self.bounds.hi + self.bounds.lo) / 2
-        reports = self._reports(2.0 * unit - 1.0, rows, held) * half + centre
-        return {column: pa.array(reports, type=pa.float64())}
+
+    def _randomize_memoized(
+        self, t: NDArray[np.float64], rows: Rows, held: Rows
+    ) -> NDArray[np.float64]:
+        """The level and its permanent response from ``held``, memoized per (user, value)."""
+        return self._reports(t, rows, held)
 
     def guarantee(self, memo: str | None = None) -> PrivacyGuarantee:
         """One report's guarantee: k-RR's over the levels (pure epsilon, rounded up); with
