@@ -78,6 +78,8 @@ def test_every_oracle_by_name_and_auto(
     )
     assert run.exit_code == 0, run.stderr
     mech = _in_memory_mechanism(name)
+    said = f"dest: {mech.title} (chosen by auto"
+    assert (said in run.stdout) == (name == "auto"), run.stdout
     reference = in_memory(flights(800), {"dest": mech})
     wanted = expected(reference, "dest")
     found = released(target, "dest")

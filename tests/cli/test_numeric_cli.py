@@ -52,6 +52,7 @@ def test_auto_with_bounds_chooses_a_mean_mechanism(make_input: MakeInput, tmp_pa
     assert run.exit_code == 0, run.stderr
     chosen = frameldp.choose_mechanism(1.0, bounds=FARE_BOUNDS)
     assert chosen.name == "hybrid"
+    assert "fare: Hybrid mechanism (chosen by auto: the smallest variance)" in run.stdout
     expected = in_memory(flights(), {"fare": chosen})
     assert released(target, "fare") == expected["fare"].tolist()
 

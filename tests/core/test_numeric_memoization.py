@@ -78,3 +78,16 @@ def test_memoizing_needs_epsilon_infinity_and_auto_picks_rounding() -> None:
     chosen = frameldp.choose_mechanism(1.0, bounds=BOUNDS, epsilon_infinity=4.0)
     assert isinstance(chosen, StochasticRounding)
     assert chosen.epsilon_infinity == 4.0
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 2.0])
+def test_two_level_rounding_is_duchis_mechanism(epsilon: float) -> None:
+    """Stochastic rounding to two levels reports the upper level with Duchi et al.'s
+    probability of ``+C`` (to 1e-12: both laws are realized on integers), which is why
+    docs/numeric.md memoizes Duchi's mechanism as ``levels=2``."""
+    rounding = StochasticRounding(epsilon, bounds=BOUNDS, levels=2)
+    duchi = frameldp.DuchiMechanism(epsilon, bounds=BOUNDS)
+    keep, other = rounding._rr.support_probabilities
+    for t in (-1.0, -0.3, 0.0, 0.8, 1.0):
+        up = (1 + t) / 2
+        assert up * keep + (1 - up) * other == pytest.approx(duchi.plus_probability(t), abs=1e-12)

@@ -22,7 +22,7 @@ from scipy import stats
 import frameldp
 from _stats import P_FAIL
 from frameldp.core import RandomSource
-from frameldp.core.distribution import Distribution, ems
+from frameldp.core.distribution import Distribution
 from frameldp.core.quantile_planning import plan_quantiles
 
 BOUNDS: Final = (0.0, 100.0)
@@ -46,7 +46,7 @@ def test_the_planned_error_is_the_error_of_real_releases() -> None:
             values, column="x", source=RandomSource.from_seed(seed)
         )
         counts = mechanism.statistic(reports, column="x").parts[0]
-        estimate = ems(counts, mechanism.kernel, mechanism.epsilon)
+        estimate = mechanism.estimate(counts)
         median = Distribution(edges, estimate, plan.n, np.empty((0, BUCKETS))).quantile(0.5)
         squares += (median - 50.0) ** 2
     measured = math.sqrt(squares / RELEASES)

@@ -50,10 +50,12 @@ def test_the_kernel_is_a_law_per_input_bucket() -> None:
 
 @pytest.mark.parametrize("epsilon", [0.5, 3.0])
 def test_reports_follow_the_kernel(epsilon: float) -> None:
-    """Inputs uniform within bucket 3 of 16: the output buckets fit column 3 of the kernel."""
+    """Inputs uniform within EMS's cell 3 (of 256): the output buckets fit column 3 of the
+    kernel."""
     mechanism = SquareWave(epsilon, bounds=BOUNDS, buckets=16)
+    assert mechanism.ems_cells == 256
     rng = np.random.default_rng(7)
-    values = rng.uniform(3 / 16 * 100, 4 / 16 * 100, SAMPLES)
+    values = rng.uniform(3 / 256 * 100, 4 / 256 * 100, SAMPLES)
     statistic = mechanism.statistic({"x": _reports(mechanism, values)}, column="x")
     (counts,) = statistic.parts
     assert_chisquare(counts, mechanism.kernel[:, 3], p_fail=P_FAIL / 2)
@@ -75,6 +77,27 @@ def test_ems_recovers_a_distribution_and_its_quantiles() -> None:
         assert estimate.quantile_std_error(q) > 0
     assert abs(estimate.mean() - values.mean()) < 2.0
     assert estimate.range_share(0, 100) == pytest.approx(1.0)
+
+
+def test_few_buckets_are_sums_of_the_fine_cells_and_keep_a_narrow_peak() -> None:
+    """EMS runs on 256 cells whatever ``buckets`` asks: 64 buckets are the sums of 4 cells of
+    the 256-bucket estimate from the same reports. On values from N(50, 3) at epsilon 4 (a
+    peak two 64-buckets wide), the estimated CDF is within 0.02 of the truth at every bucket
+    end; EMS over the 64 buckets themselves was 0.035 away (its smoothing blurs whole
+    buckets)."""
+    rng = np.random.default_rng(5)
+    values = np.clip(rng.normal(50.0, 3.0, 50_000), *BOUNDS)
+    coarse, fine = (SquareWave(4.0, bounds=BOUNDS, buckets=b) for b in (64, 256))
+    assert coarse.ems_cells == fine.ems_cells == 256
+    assert SquareWave(4.0, bounds=BOUNDS, buckets=100).ems_cells == 300
+    reports = {"x": _reports(coarse, values)}
+    estimate = coarse.finish(coarse.statistic(reports, column="x"))
+    detailed = fine.finish(fine.statistic(reports, column="x"))
+    np.testing.assert_allclose(
+        estimate.frequencies, detailed.frequencies.reshape(64, 4).sum(axis=1), atol=1e-12
+    )
+    truth = np.searchsorted(np.sort(values), estimate.edges, side="right") / values.size
+    assert np.max(np.abs(estimate.cdf() - truth)) < 0.02
 
 
 def test_distribution_answers_are_consistent() -> None:

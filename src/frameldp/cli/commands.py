@@ -104,6 +104,8 @@ def run_privatize(
             f"wrote {done.rows} rows, columns {done.columns}, to {target} "
             f"({done.seconds:.1f} s, {rate:,.0f} rows/s)"
         )
+        for column, title in done.chosen.items():
+            typer.echo(f"{column}: {title} (chosen by auto: the smallest variance)")
         g = done.guarantee
         typer.echo(
             f"privacy per person: ε = {g.epsilon:.6g} (pure, local); "

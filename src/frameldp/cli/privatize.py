@@ -33,7 +33,7 @@ from frameldp.accounting import Ledger, PrivacyGuarantee
 from frameldp.cli._inputs import batches, check_output, open_source, require_input_column
 from frameldp.cli._progress import rows_progress
 from frameldp.cli._signals import committing, pause_at
-from frameldp.cli._specs import ColumnSpec, build_mechanism
+from frameldp.cli._specs import AUTOMATIC, ColumnSpec, build_mechanism
 from frameldp.cli._user_ids import read_user_type, with_user_type
 from frameldp.cli._writing import ReportWriter, report_metadata, staged_output
 from frameldp.core.mechanisms import Mechanism, memoizes
@@ -63,6 +63,8 @@ class Privatized:
     columns: list[str]
     guarantee: PrivacyGuarantee
     seconds: float
+    chosen: dict[str, str] = dataclasses.field(default_factory=dict)
+    """The mechanism ``auto`` chose per column (its title)."""
 
 
 def privatize_file(
@@ -174,7 +176,9 @@ def privatize_file(
         staged.commit()
     pause_at("committed")
     names = release_columns(read, mechanisms, keep)
-    return Privatized(target, writer.rows, names, release.guarantee, time.perf_counter() - started)
+    chosen = {s.column: mechanisms[s.column].title for s in specs if s.mechanism == AUTOMATIC}
+    seconds = time.perf_counter() - started
+    return Privatized(target, writer.rows, names, release.guarantee, seconds, chosen)
 
 
 def _drawn_records(specs: Mapping[str, Mapping[str, Any]], rows: int) -> dict[str, dict[str, Any]]:

@@ -50,7 +50,7 @@ class MeanPlan:
 
 
 def _worst_error(comparison: MeanComparison, n: int) -> float:
-    half = comparison.bounds.width / 2
+    half = comparison.bounds.half
     return comparison.candidates[0].std_error(n, half)
 
 
@@ -106,7 +106,7 @@ def plan_mean(
     if n is None:
         comparison = compare_mean_mechanisms(budget, bounds=checked, clip=clip)
         worst = comparison.candidates[0].worst_variance
-        count = max(1, math.ceil(worst * (checked.width / 2) ** 2 / target**2))
+        count = max(1, math.ceil(worst * checked.half**2 / target**2))
         return MeanPlan(
             comparison.best,
             budget,

@@ -111,6 +111,16 @@ class Bounds:
         """``hi - lo``."""
         return self.hi - self.lo
 
+    @property
+    def half(self) -> float:
+        """Half the width: a normalized value ``t`` in ``[-1, 1]`` is ``centre + half t``."""
+        return self.width / 2
+
+    @property
+    def centre(self) -> float:
+        """The interval's midpoint."""
+        return (self.hi + self.lo) / 2
+
     def to_json(self) -> list[float]:
         """``[lo, hi]``."""
         return [self.lo, self.hi]

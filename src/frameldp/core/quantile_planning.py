@@ -36,7 +36,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from frameldp.arguments import check_positive, check_size
-from frameldp.core.distribution import Distribution, check_share, ems
+from frameldp.core.distribution import Distribution, check_share
 from frameldp.core.mechanisms.square_wave import DEFAULT_BUCKETS, SquareWave
 from frameldp.core.numeric import Bounds
 from frameldp.errors import ParameterError, shown
@@ -115,16 +115,16 @@ class _Setting:
         """The mechanism at ``epsilon`` and each quantile's simulated RMS error at ``n`` (the
         largest over the planning distributions)."""
         mechanism = SquareWave(epsilon, bounds=self.bounds, buckets=self.buckets)
-        kernel = mechanism.kernel
-        edges = np.linspace(self.bounds.lo, self.bounds.hi, kernel.shape[1] + 1)
+        fine_edges = np.linspace(self.bounds.lo, self.bounds.hi, mechanism.ems_cells + 1)
+        edges = np.linspace(self.bounds.lo, self.bounds.hi, mechanism.buckets + 1)
         worst = np.zeros(len(self.quantiles))
-        for shares in self.shares(kernel.shape[1]):
-            truth = self._quantiles(edges, shares)
-            law = kernel @ shares
+        for shares in self.shares(mechanism.ems_cells):
+            truth = self._quantiles(fine_edges, shares)
+            law = mechanism.kernel @ shares
             rng = np.random.default_rng(PLANNING_SEED)  # test noise for the simulation
             squares = np.zeros(len(self.quantiles))
             for _ in range(REPLICATES):
-                estimate = ems(rng.multinomial(n, law / law.sum()), kernel, mechanism.epsilon)
+                estimate = mechanism.estimate(rng.multinomial(n, law / law.sum()))
                 squares += (self._quantiles(edges, estimate) - truth) ** 2
             worst = np.maximum(worst, np.sqrt(squares / REPLICATES))
         return mechanism, tuple(float(x) for x in worst)

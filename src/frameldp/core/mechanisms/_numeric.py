@@ -128,7 +128,7 @@ class NumericMechanism:
     def report_bounds(self) -> tuple[float, float]:
         """The interval every report lies in, in the column's units (with a relative margin of
         ``1e-9`` for the rounding of the written floats)."""
-        half, centre = self.bounds.width / 2, (self.bounds.hi + self.bounds.lo) / 2
+        half, centre = self.bounds.half, self.bounds.centre
         reach = half * self.output_bound * (1 + 1e-9) + 1e-9 * max(1.0, abs(centre))
         return centre - reach, centre + reach
 
@@ -164,7 +164,7 @@ class NumericMechanism:
             row_start=row_start,
             owner=self.title,
         )
-        half, centre = self.bounds.width / 2, (self.bounds.hi + self.bounds.lo) / 2
+        half, centre = self.bounds.half, self.bounds.centre
         # one claim of the batch's rows (under a fresh key), then chunks that stay in cache
         label = (column, self._stream_suffix)
         encoded = value_bytes(unit)
@@ -211,7 +211,7 @@ class NumericMechanism:
                 column=column,
             )
         values = np.asarray(array.to_numpy(zero_copy_only=False), dtype=np.float64)
-        half, centre = self.bounds.width / 2, (self.bounds.hi + self.bounds.lo) / 2
+        half, centre = self.bounds.half, self.bounds.centre
         y = (values - centre) / half
         low, high = self.report_bounds
         bad = ~((values >= low) & (values <= high))
@@ -267,7 +267,7 @@ class MeanMechanism(NumericMechanism):
 
     def worst_std(self) -> float:
         """The largest standard deviation of one report, in the column's units."""
-        return self.bounds.width / 2 * math.sqrt(self.worst_variance)
+        return self.bounds.half * math.sqrt(self.worst_variance)
 
     def statistic(self, reports: Mapping[str, pa.Array], *, column: str) -> Statistic:
         """``(sum y, sum y^2)`` of the reports in normalized units."""

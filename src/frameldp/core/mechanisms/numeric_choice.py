@@ -63,7 +63,7 @@ class MeanComparison:
 
     def explain(self, n: int | None = None) -> str:
         """The candidates and their worst-case variances (and standard errors for ``n``)."""
-        half = self.bounds.width / 2
+        half = self.bounds.half
         lines = [
             f"mean mechanisms at epsilon = {self.epsilon:g} on {self.bounds.to_json()} (worst "
             "variance of one report in units of the half-width squared; std_error in the "
