@@ -201,35 +201,45 @@ def square_wave_kernel(
 
 
 def _smooth(x: NDArray[np.float64]) -> NDArray[np.float64]:
-    """The binomial kernel ``(1, 2, 1) / 4``, renormalized at the two ends."""
-    if x.size < 3:
+    """The binomial kernel ``(1, 2, 1) / 4`` along the first axis, renormalized at the ends."""
+    if x.shape[0] < 3:
         return x
     out = 2 * x
     out[1:] += x[:-1]
     out[:-1] += x[1:]
-    weights = np.full(x.size, 4.0)
+    weights = np.full(x.shape[0], 4.0)
     weights[0] = weights[-1] = 3.0
-    return np.asarray(out / weights, dtype=np.float64)
+    return np.asarray(out / weights.reshape((-1,) + (1,) * (x.ndim - 1)), dtype=np.float64)
 
 
 def ems(counts: NDArray[Any], kernel: NDArray[np.float64], epsilon: float) -> NDArray[np.float64]:
     """The EMS estimate of the input distribution from output-bucket ``counts`` (see the module
-    docstring); a uniform distribution when there are no reports."""
-    buckets = kernel.shape[1]
-    x = np.full(buckets, 1.0 / buckets)
+    docstring); a uniform distribution when there are no reports.
+
+    ``counts`` may be a matrix, one row of counts per estimate (a bootstrap's replicates): the
+    rows are estimated together, each stopping on its own, with the same result as one by one
+    and matrix products instead of one matrix-vector product per row and iteration.
+    """
     counts = np.asarray(counts, dtype=np.float64)
-    total = counts.sum()
-    if total <= 0:
-        return x
-    tolerance = _TOLERANCE
-    previous = -math.inf
+    rows = np.atleast_2d(counts).T  # (outputs, estimates)
+    buckets = kernel.shape[1]
+    x = np.full((buckets, rows.shape[1]), 1.0 / buckets)
+    active = np.flatnonzero(rows.sum(axis=0) > 0)  # no reports: the uniform start
+    estimate, c = x[:, active], rows[:, active]
+    previous = np.full(active.size, -math.inf)
+    predicted = np.maximum(kernel @ estimate, 1e-300)
     for _ in range(MAX_ITERATIONS):
-        predicted = np.maximum(kernel @ x, 1e-300)
-        x = x * (kernel.T @ (counts / predicted))
-        x = _smooth(x / x.sum())
-        x /= x.sum()
-        likelihood = float(np.dot(counts, np.log(np.maximum(kernel @ x, 1e-300))))
-        if likelihood - previous < tolerance:
+        if active.size == 0:
             break
+        estimate = estimate * (kernel.T @ (c / predicted))
+        estimate = _smooth(estimate / estimate.sum(axis=0))
+        estimate /= estimate.sum(axis=0)
+        predicted = np.maximum(kernel @ estimate, 1e-300)
+        likelihood = (c * np.log(predicted)).sum(axis=0)
+        going = likelihood - previous >= _TOLERANCE
         previous = likelihood
-    return x
+        if not going.all():  # these estimates have converged: keep them, go on with the rest
+            x[:, active] = estimate
+            active, estimate, c = active[going], estimate[:, going], c[:, going]
+            predicted, previous = predicted[:, going], previous[going]
+    return np.asarray(x.T.reshape((*counts.shape[:-1], buckets)), dtype=np.float64)

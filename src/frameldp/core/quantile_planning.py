@@ -47,6 +47,8 @@ REPLICATES: Final = 24
 """Simulated releases behind each error the planner states."""
 PLANNING_SEED: Final = 20_261_129
 """The seed of the planner's simulations (test noise, not privacy noise)."""
+BIAS_N: Final = 10**9
+"""Reports whose expected counts measure the smoothing's bias (:meth:`_Setting.bias`)."""
 _LARGEST_N: Final = 10**12
 _LARGEST_EPSILON: Final = 32.0
 _SMALLEST_EPSILON: Final = 0.05
@@ -122,12 +124,24 @@ class _Setting:
             truth = self._quantiles(fine_edges, shares)
             law = mechanism.kernel @ shares
             rng = np.random.default_rng(PLANNING_SEED)  # test noise for the simulation
-            squares = np.zeros(len(self.quantiles))
-            for _ in range(REPLICATES):
-                estimate = mechanism.estimate(rng.multinomial(n, law / law.sum()))
-                squares += (self._quantiles(edges, estimate) - truth) ** 2
-            worst = np.maximum(worst, np.sqrt(squares / REPLICATES))
+            estimates = mechanism.estimate(rng.multinomial(n, law / law.sum(), size=REPLICATES))
+            found = np.array([self._quantiles(edges, estimate) for estimate in estimates])
+            worst = np.maximum(worst, np.sqrt(np.mean((found - truth) ** 2, axis=0)))
         return mechanism, tuple(float(x) for x in worst)
+
+    def bias(self, epsilon: float) -> float:
+        """The largest error of a quantile when the reports' counts are their expectations
+        (``BIAS_N`` reports, no noise): the smoothing's bias, which no ``n`` removes."""
+        mechanism = SquareWave(epsilon, bounds=self.bounds, buckets=self.buckets)
+        fine_edges = np.linspace(self.bounds.lo, self.bounds.hi, mechanism.ems_cells + 1)
+        edges = np.linspace(self.bounds.lo, self.bounds.hi, mechanism.buckets + 1)
+        worst = 0.0
+        for shares in self.shares(mechanism.ems_cells):
+            law = mechanism.kernel @ shares
+            estimate = mechanism.estimate(BIAS_N * law / law.sum())
+            errors = self._quantiles(edges, estimate) - self._quantiles(fine_edges, shares)
+            worst = max(worst, float(np.max(np.abs(errors))))
+        return worst
 
 
 def _default_shapes(buckets: int) -> list[NDArray[np.float64]]:
@@ -240,6 +254,14 @@ def _solve_n(setting: _Setting, epsilon: float, target: float, planned: Any) -> 
     def worst(count: int) -> float:
         return max(setting.errors(epsilon, count)[1])
 
+    bias = setting.bias(epsilon)
+    if bias >= target:
+        raise ParameterError(
+            f"plan: Square Wave's quantiles do not reach quantile_error={shown(target)} on "
+            f"{setting.bounds.to_json()} at epsilon={shown(epsilon)}: the smoothing's bias alone "
+            f"is {bias:.4g} on {setting.planning}, however many people report; ask a larger "
+            "epsilon or more buckets"
+        )
     low, high = 0, 1_000
     reached = worst(high)
     for _ in range(_N_STEPS):

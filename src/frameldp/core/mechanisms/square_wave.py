@@ -158,12 +158,14 @@ class SquareWave(NumericMechanism):
         return square_wave_kernel(self.ems_cells, self.ems_cells, self.half_width, high, low)
 
     def estimate(self, counts: NDArray[np.int64]) -> NDArray[np.float64]:
-        """The EMS estimate from reports per output bucket, summed into ``buckets``."""
+        """The EMS estimate from reports per output bucket, summed into ``buckets`` (a row per
+        row of ``counts`` when it is a matrix)."""
         return self._summed(ems(counts, self.kernel, self.epsilon))
 
     def _summed(self, fine: NDArray[np.float64]) -> NDArray[np.float64]:
-        """Shares of the :attr:`ems_cells` cells summed into the ``buckets``."""
-        return np.asarray(fine.reshape(self.buckets, -1).sum(axis=1), dtype=np.float64)
+        """Shares of the :attr:`ems_cells` cells summed into the ``buckets`` (last axis)."""
+        shape = (*fine.shape[:-1], self.buckets, -1)
+        return np.asarray(fine.reshape(shape).sum(axis=-1), dtype=np.float64)
 
     def finish(self, statistic: Statistic) -> Distribution:
         """The EMS estimate of the distribution, with bootstrap re-estimates."""
@@ -184,7 +186,7 @@ class SquareWave(NumericMechanism):
         law = self.kernel @ fine
         law = law / law.sum()
         rng = np.random.default_rng(20_200_614)  # resampling for errors only: not privacy noise
-        return np.array([self.estimate(rng.multinomial(n, law)) for _ in range(BOOTSTRAP)])
+        return self.estimate(rng.multinomial(n, law, size=BOOTSTRAP))
 
     @cached_property
     def privacy(self) -> PrivacyGuarantee:
