@@ -46,7 +46,7 @@ from numpy.typing import NDArray
 from frameldp._scipy import special
 from frameldp.accounting.rounding import round_up
 from frameldp.arguments import check_count
-from frameldp.errors import default_marker, renamed_argument
+from frameldp.errors import ParameterError, default_marker, renamed_argument
 
 __all__ = ["PrivacyLossDistribution"]
 
@@ -216,6 +216,36 @@ class PrivacyLossDistribution:
             log_error=error + mass_scale * 2.0**-40,
             loss_slack=scale * 2.0**-40 + EXACT_GRID * _MERGE_TOLERANCE,
         )
+
+    @classmethod
+    def mixture(cls, parts: list[PrivacyLossDistribution]) -> PrivacyLossDistribution:
+        """The loss of running one of ``parts``, chosen uniformly at random and shown: the union
+        of their atoms, each part's masses times ``1 / len(parts)`` (its delta at every epsilon
+        is the mean of theirs). Parts with a Gaussian loss have no atoms to mix and are refused.
+        """
+        if not parts or any(part.gaussian_mu2 for part in parts):
+            raise ParameterError("a mixture needs loss distributions without a Gaussian part")
+        weight = -math.log(len(parts))
+        grid = max(EXACT_GRID, *(part.grid for part in parts))
+        losses, log_masses, error = _merge(
+            np.concatenate([part.losses for part in parts]),
+            np.concatenate([part.log_masses + weight for part in parts]),
+            grid,
+        )
+        infinity = round_up(math.fsum(part.infinity_mass for part in parts) / len(parts))
+        mixed = cls(
+            losses,
+            log_masses,
+            infinity_mass=min(1.0, infinity),
+            grid=grid,
+            exact=all(part.exact for part in parts),
+            # a part's error, the merge's, and the rounding of log(1 / d) (a few ulps)
+            log_error=max(p.log_error for p in parts) + error + 4.0 * float(np.spacing(weight)),
+            loss_slack=max(p.loss_slack for p in parts) + grid * _MERGE_TOLERANCE,
+            mass_error=round_up(math.fsum(p.mass_error for p in parts) / len(parts)),
+            rounding=max(p.rounding for p in parts),
+        )
+        return mixed._coarsened(MAX_ATOMS) if mixed.losses.size > MAX_ATOMS else mixed
 
     def power(self, count: int) -> PrivacyLossDistribution:
         """The ``count``-fold composition of this distribution with itself (by squaring)."""

@@ -64,6 +64,7 @@ from frameldp.accounting.events.bloom import BloomRapporEvent
 from frameldp.accounting.events.local import PureDP, RandomizedResponseEvent, RapporEvent
 from frameldp.accounting.events.memoized import MemoizedEvent
 from frameldp.accounting.events.numeric import PiecewiseDensityEvent
+from frameldp.accounting.events.sampled import SampledEvent
 from frameldp.accounting.events.shuffle import ShuffleEvent
 from frameldp.accounting.events.ternary import (
     HadamardResponseEvent,
@@ -87,6 +88,7 @@ __all__ = [
     "PureDP",
     "RandomizedResponseEvent",
     "RapporEvent",
+    "SampledEvent",
     "ShuffleEvent",
     "SubsetSelectionEvent",
     "TernaryLossEvent",
