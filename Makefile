@@ -35,18 +35,19 @@ typecheck: $(VENV)/.test-installed
 
 # Both cores: the suite is independent tests (each makes its own files and ledgers); an idle
 # worker steals queued tests, so the slow ones at the end do not leave a core unused. A worker
-# per core already uses every core: frameldp's own threads stay at one (FRAMELDP_THREADS), and
+# per core already uses every core: frameldp's own threads and OpenBLAS's stay at one (FRAMELDP_THREADS,
+# OPENBLAS_NUM_THREADS: two BLAS threads per worker spin on each other's core), and
 # the tests of threads ask for theirs with frameldp.threads(n).
 # frameldp's bytecode is written once even where PYTHONDONTWRITEBYTECODE is set: the suite
 # starts a Python process for every command-line, benchmark and worker test, and each would
 # compile frameldp anew (about 0.4 s each).
 unit: $(VENV)/.test-installed
 	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m compileall -q src
-	FRAMELDP_THREADS=1 $(BIN)/python -m pytest -n auto --dist worksteal
+	FRAMELDP_THREADS=1 OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -n auto --dist worksteal
 
 # The same suite without the tests marked slow (for a quick local loop; CI runs `make test`).
 test-fast: $(VENV)/.test-installed
-	FRAMELDP_THREADS=1 $(BIN)/python -m pytest -n auto --dist worksteal -m "not slow"
+	FRAMELDP_THREADS=1 OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -n auto --dist worksteal -m "not slow"
 
 bench: $(VENV)/.test-installed
 	$(BIN)/python benchmarks/bench_foundation.py

@@ -333,8 +333,9 @@ def _engine_examples() -> dict[str, Example]:
 
 
 def _releases(make: Callable[[dict[str, list[Any]]], Any]) -> list[tuple[Any, dict[str, Any]]]:
-    """Two keyed releases of one frame holding a column per example: one of the fresh
-    mechanisms, one (with ``user=`` and a memo key) of the memoizing ones."""
+    """Three keyed releases of one frame holding a column per example: one of the fresh
+    mechanisms, one (with ``user=`` and a memo key) of the memoizing ones, and one sampling a
+    column per row among the fresh frequency oracles (``collect="sample"``)."""
     examples = _engine_examples()
     data: dict[str, list[Any]] = {name: example.values for name, example in examples.items()}
     data["user"] = [f"u{i // 2}" for i in range(ROWS)]
@@ -344,6 +345,12 @@ def _releases(make: Callable[[dict[str, list[Any]]], Any]) -> list[tuple[Any, di
         chosen = {n: e.mechanism for n, e in examples.items() if e.users == memoized}
         extra: dict[str, Any] = {"user": "user", "memo_key": OTHER_KEY} if memoized else {}
         out.append((frameldp.ldp(frame).privatize(chosen, key=KEY, **extra), chosen))
+    oracles = {
+        n: e.mechanism
+        for n, e in examples.items()
+        if not e.users and Capability.FREQUENCY_ORACLE in e.mechanism.capabilities
+    }
+    out.append((frameldp.ldp(frame).privatize(oracles, key=KEY, collect="sample"), oracles))
     return out
 
 

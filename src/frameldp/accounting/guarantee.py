@@ -36,11 +36,19 @@ from functools import cached_property
 from typing import Any, Literal
 
 from frameldp.accounting.accountant import Accountant, Explanation
-from frameldp.accounting.events import PrivacyEvent, PureDP
+from frameldp.accounting.events import PrivacyEvent, PureDP, SampledEvent
 from frameldp.accounting.rounding import sum_up
 from frameldp.errors import FrameLDPError, ParameterError, shown
 
-__all__ = ["INSECURE", "MODELS", "Model", "PrivacyGuarantee", "compose", "per_person"]
+__all__ = [
+    "INSECURE",
+    "MODELS",
+    "Model",
+    "PrivacyGuarantee",
+    "compose",
+    "per_person",
+    "sampled",
+]
 
 INSECURE = "INSECURE: seeded noise, anyone who knows the seed can remove it"
 """How a seeded run is marked in guarantees, files, ledgers and the command line."""
@@ -222,7 +230,8 @@ class PrivacyGuarantee:
             )
         if self.parts:
             names = ", ".join(f"{p.mechanism} ε={p.epsilon:.6g}" for p in self.parts)
-            return f"ε = {self.epsilon:.6g}-LDP, ρ = {self.rho:.6g} (composition of {names})"
+            how = "one at random of" if self.mechanism == "sampled" else "composition of"
+            return f"ε = {self.epsilon:.6g}-LDP, ρ = {self.rho:.6g} ({how} {names})"
         shown = ", ".join(f"{k}={_shown(v)}" for k, v in self.parameters.items())
         return f"ε = {self.epsilon:.6g}-LDP, ρ = {self.rho:.6g} ({self.mechanism}: {shown})"
 
@@ -254,6 +263,25 @@ def compose(guarantees: Iterable[PrivacyGuarantee]) -> PrivacyGuarantee:
     seeded = any(p.seeded for p in parts)
     return PrivacyGuarantee(
         total, "composition", {"method": "basic"}, parts, accountant.entries, model, seeded
+    )
+
+
+def sampled(guarantees: Iterable[PrivacyGuarantee]) -> PrivacyGuarantee:
+    """One report of one of these guarantees' columns, chosen uniformly at random and shown
+    (``collect="sample"``): a :class:`~frameldp.accounting.SampledEvent` whose pure epsilon is
+    the largest of theirs."""
+    parts = tuple(guarantees)
+    if any(part.shuffled for part in parts):
+        raise ParameterError("a shuffled release cannot be one column of a sampled collection")
+    event = SampledEvent([part.events for part in parts])
+    return PrivacyGuarantee(
+        event.pure_epsilon,
+        "sampled",
+        {"columns": len(parts)},
+        parts,
+        ((event, 1),),
+        "local",
+        any(part.seeded for part in parts),
     )
 
 

@@ -247,6 +247,14 @@ def privatize(
             "secret for permanent responses."
         ),
     ] = None,
+    collect: Annotated[
+        str,
+        typer.Option(
+            help="How the columns share a person's budget: split (every column reported; a "
+            "person loses their composition) or sample (one column per row, chosen at random, "
+            "the others null; a person loses the largest epsilon)."
+        ),
+    ] = "split",
     seed: Annotated[
         int | None, typer.Option(help="Reproducible (insecure) noise; default: a fresh key.")
     ] = None,
@@ -294,6 +302,7 @@ def privatize(
         user=user,
         max_rows_per_user=max_rows_per_user,
         memo_key_file=memo_key_file,
+        collect=collect,
         seed=seed,
         key_file=key_file,
         ledger=ledger,

@@ -36,6 +36,7 @@ from frameldp.cli._signals import committing, pause_at
 from frameldp.cli._specs import AUTOMATIC, ColumnSpec, build_mechanism
 from frameldp.cli._user_ids import read_user_type, with_user_type
 from frameldp.cli._writing import ReportWriter, report_metadata, staged_output
+from frameldp.core.collected import collect_columns
 from frameldp.core.mechanisms import Mechanism, memoizes
 from frameldp.core.randomness import RandomSource, resolve_source
 from frameldp.errors import ParameterError, ValidationError, shown
@@ -75,6 +76,7 @@ def privatize_file(
     keep: Sequence[str] = (),
     user: str | None = None,
     max_rows_per_user: int | None = None,
+    collect: str = "split",
     key: bytes | None = None,
     seed: int | None = None,
     memo_key: bytes | None = None,
@@ -106,10 +108,11 @@ def privatize_file(
         raise ParameterError(
             f"--keep {clash[0]!r} is a privatized column: its raw values cannot be released"
         )
-    mechanisms = {
+    built = {
         spec.column: build_mechanism(spec, input_file.schema.field(spec.column).type)
         for spec in specs
     }
+    mechanisms = collect_columns(built, collect)
     randomness = resolve_source(key, seed)
     # A first pass over the user column: a person is the privacy unit.
     people = None if user is None else People(user)
@@ -176,7 +179,7 @@ def privatize_file(
         staged.commit()
     pause_at("committed")
     names = release_columns(read, mechanisms, keep)
-    chosen = {s.column: mechanisms[s.column].title for s in specs if s.mechanism == AUTOMATIC}
+    chosen = {s.column: built[s.column].title for s in specs if s.mechanism == AUTOMATIC}
     seconds = time.perf_counter() - started
     return Privatized(target, writer.rows, names, release.guarantee, seconds, chosen)
 

@@ -154,3 +154,57 @@ def total_variance(
         else:
             raise ParameterError(f"collect must be one of {STRATEGIES}, got {shown(strategy)}")
     return total
+
+
+@dataclass(frozen=True)
+class Collection:
+    """How one column was collected with the other columns of its people: the ``strategy``,
+    the ``columns`` collected together (in the order the release drew them), and for
+    ``sample+fake`` the public law of the fake values over the column's buckets (``prior``;
+    uniform when None)."""
+
+    strategy: Strategy
+    columns: tuple[str, ...]
+    prior: tuple[float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.strategy not in STRATEGIES[1:]:
+            raise ParameterError(
+                f"collect must be one of {STRATEGIES[1:]} for a recorded collection, got "
+                f"{shown(self.strategy)}"
+            )
+        if len(self.columns) < 2 or len(set(self.columns)) < len(self.columns):
+            raise ParameterError(
+                f"a collection needs two or more distinct columns, got {shown(self.columns)}"
+            )
+
+    @property
+    def d(self) -> int:
+        """The number of columns, one of which each person reports."""
+        return len(self.columns)
+
+    def law(self, k: int) -> FloatArray:
+        """The fake values' law over ``k`` buckets."""
+        if self.prior is None:
+            return np.full(k, 1.0 / k)
+        return np.asarray(self.prior, dtype=np.float64)
+
+    def to_spec(self) -> dict[str, Any]:
+        """The JSON form a report column's spec records under ``"collection"``."""
+        return {
+            "strategy": self.strategy,
+            "columns": list(self.columns),
+            "prior": None if self.prior is None else list(self.prior),
+        }
+
+    @classmethod
+    def from_spec(cls, data: Any) -> Collection:
+        """Rebuild from :meth:`to_spec`."""
+        if not isinstance(data, dict) or set(data) != {"strategy", "columns", "prior"}:
+            raise ParameterError(f"a recorded collection is malformed: {shown(data)}")
+        prior = data["prior"]
+        return cls(
+            data["strategy"],
+            tuple(str(c) for c in data["columns"]),
+            None if prior is None else tuple(float(p) for p in prior),
+        )

@@ -227,6 +227,9 @@ def _privatized_scan(
             for column, mechanism in mechanisms.items()
             if column in wanted or set(companion_columns(column, mechanism)) & wanted
         }
+        # The columns of a sampled collection are drawn together (which one a row reports).
+        if any(getattr(m, "collection", None) for m in chosen.values()):
+            chosen |= {c: m for c, m in mechanisms.items() if getattr(m, "collection", None)}
         if user is not None:
             wanted.add(user)
         read = [column for column in inputs if column in wanted or column in chosen]

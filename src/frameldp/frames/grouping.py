@@ -152,6 +152,14 @@ def joint_reduction(
     types, see :func:`check_independent_reports`)."""
     check_independent_reports(columns, recorded)
     for column, mechanism in zip(columns, mechanisms, strict=True):
+        collection = getattr(mechanism, "collection", None)
+        if collection is not None:
+            raise ParameterError(
+                f"column {shown(column)}: a joint table needs both columns from each person, "
+                f"and collect={collection.strategy!r} had each person report one of "
+                f"{list(collection.columns)}",
+                column=column,
+            )
         if Capability.FREQUENCY_ORACLE not in mechanism.capabilities:
             raise ParameterError(
                 f"column {shown(column)}: a joint table needs frequency-oracle reports "

@@ -14,6 +14,7 @@ from typing import Any, Literal, cast
 import pyarrow as pa
 
 from frameldp.accounting import PrivacyGuarantee, compose
+from frameldp.core.collected import collect_columns
 from frameldp.core.encoding import (
     FAST_HASHES,
     HashScheme,
@@ -253,6 +254,7 @@ class FrameMethods:
         memo_key: bytes | None = None,
         max_rows_per_user: int | None = None,
         contributions: str = "all",
+        collect: str = "split",
     ) -> Any:
         """Replace each column by its reports; one fresh key for the call unless given.
 
@@ -270,10 +272,16 @@ class FrameMethods:
         Without ``user``, each row is taken to be a different person. Mechanisms with
         ``epsilon_infinity`` memoize their permanent responses per (user, value) under
         ``memo_key`` (a persistent secret); see :meth:`rappor`.
+
+        ``collect`` says how the columns share a person's budget: ``"split"`` (the default)
+        reports every column, and a person loses their composition; ``"sample"`` reports one
+        column per row, chosen uniformly under the call's key (the others are null), each
+        through its own mechanism, and a person loses the largest of their epsilons
+        (docs/multiple_columns.md).
         """
         return self._engine.privatize(
             Privatization(
-                mechanisms,
+                collect_columns(mechanisms, collect),
                 key=key,
                 seed=seed,
                 ledger=ledger,

@@ -6,6 +6,7 @@ Plumbing only: no formula lives here.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import warnings
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from frameldp.accounting import Ledger, PrivacyGuarantee, compose, per_person
-from frameldp.accounting.guarantee import INSECURE
+from frameldp.accounting.guarantee import INSECURE, sampled
 from frameldp.core.mechanisms import (
     Mechanism,
     Memoizing,
@@ -80,7 +81,7 @@ class ReleasePlan:
     @property
     def guarantee(self) -> PrivacyGuarantee:
         """Per-person guarantee of the whole release."""
-        return compose(self.guarantees.values())
+        return _person_guarantee(self.specs, self.guarantees)
 
     @property
     def release(self) -> str:
@@ -281,9 +282,39 @@ def _guarantee(mechanism: Mechanism, memo: str | None) -> PrivacyGuarantee:
 
 def _guarantee_of_spec(spec: Mapping[str, Any]) -> PrivacyGuarantee:
     """The guarantee of a recorded spec: one person's, holding ``rows_per_user`` reports."""
+    return per_person(_one_report(spec), _rows_per_user(spec))
+
+
+def _one_report(spec: Mapping[str, Any]) -> PrivacyGuarantee:
+    """The guarantee of one report of a recorded spec (marked when seeded)."""
     one = _guarantee(mechanism_from_spec(dict(spec)), spec.get("memo"))
-    guarantee = per_person(one, _rows_per_user(spec))
-    return guarantee.insecure() if spec.get("seeded") else guarantee
+    return one.insecure() if spec.get("seeded") else one
+
+
+def _person_guarantee(
+    specs: Mapping[str, Mapping[str, Any]], guarantees: Mapping[str, PrivacyGuarantee]
+) -> PrivacyGuarantee:
+    """The composition of the columns' guarantees, where the columns of one sampled
+    collection (``collect="sample"``) are one report per row of one of them, chosen at random
+    (:func:`~frameldp.accounting.sampled`). A frame holding only some columns of a collection
+    is stated as if they were all of it: more likely to hold a person's report, so never
+    less than it reveals."""
+    parts: list[PrivacyGuarantee] = []
+    collections: dict[tuple[str, str], list[str]] = {}
+    for column, spec in specs.items():
+        collection = spec.get("collection")
+        if collection is None:
+            parts.append(guarantees[column])
+        else:
+            key = (str(spec.get("release")), json.dumps(collection, sort_keys=True))
+            collections.setdefault(key, []).append(column)
+    for members in collections.values():
+        if len(members) == 1:
+            parts.append(guarantees[members[0]])
+            continue
+        one = sampled(_one_report(specs[column]) for column in members)
+        parts.append(per_person(one, max(_rows_per_user(specs[c]) for c in members)))
+    return compose(parts)
 
 
 def recorded_rows_per_user(specs: Iterable[Mapping[str, Any]]) -> int:
@@ -303,7 +334,8 @@ def guarantee_of(specs: Mapping[str, Any] | None) -> PrivacyGuarantee | None:
     """Composition of the guarantees of every recorded report column (None if none)."""
     if not specs:
         return None
-    return compose(_guarantee_of_spec(spec) for spec in specs.values())
+    guarantees = {column: _guarantee_of_spec(spec) for column, spec in specs.items()}
+    return _person_guarantee(specs, guarantees)
 
 
 class ShippedSource:

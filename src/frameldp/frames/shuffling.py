@@ -91,6 +91,14 @@ def shuffled_columns(specs: Mapping[str, Any]) -> list[Any]:
                 "counts each row as an independent person. Shuffle one-report-per-person "
                 "releases (privatize without user=)"
             )
+        if spec.get("collection"):
+            raise ParameterError(
+                f"column {shown(column)}: each row reported one column of "
+                f"{spec['collection'].get('columns')} (collect='sample'), so about 1/d of the "
+                "rows hold its reports: amplification by shuffling over every row would "
+                "overstate the crowd that hides a person. Shuffle a release of every column "
+                "(collect='split')"
+            )
         reports += report_names(column, mechanism, spec)
     return reports
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Hashable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Final, Literal
 
 import pyarrow as pa
@@ -438,6 +438,9 @@ def declare_release(
         columns.append(
             ColumnDeclaration(column, "reports", True, domain.has_null, (InLabels(labels),), name)
         )
+    sampled = {c for c, (m, _) in resolved.items() if getattr(m, "collection", None) is not None}
+    # A row of a sampled collection holds one column's report and nulls in the others.
+    columns = [replace(c, nullable=True) if c.name in sampled else c for c in columns]
     declared = {c.name: c for c in columns}
     if len(declared) != len(columns):
         twice = sorted({c.name for c in columns if [d.name for d in columns].count(c.name) > 1})

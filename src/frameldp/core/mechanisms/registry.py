@@ -48,6 +48,12 @@ def mechanism_from_spec(spec: dict[str, Any] | str) -> Mechanism:
         raise ParameterError(
             f"unknown mechanism in spec: {shown(name)}; known: {sorted(_REGISTRY)}"
         )
+    if "collection" in data:  # one column of a sampled collection (frameldp.core.collected)
+        from frameldp.core.collected import Collected
+        from frameldp.core.collection import Collection
+
+        inner = {key: value for key, value in data.items() if key != "collection"}
+        return Collected(mechanism_from_spec(inner), Collection.from_spec(data["collection"]))  # type: ignore[return-value]
     try:
         return _REGISTRY[name].from_spec(data)
     except (KeyError, TypeError, AttributeError) as error:  # a field missing or of a wrong shape
@@ -72,5 +78,7 @@ def mechanism_names() -> list[str]:
 
 
 def is_mechanism(value: object) -> bool:
-    """Whether ``value`` is an instance of a registered frameldp mechanism."""
-    return isinstance(value, tuple(cast(type, cls) for cls in _REGISTRY.values()))
+    """Whether ``value`` is an instance of a registered frameldp mechanism (or one column of
+    a sampled collection of them, :class:`~frameldp.core.collected.Collected`)."""
+    inner = getattr(value, "collection", None) and getattr(value, "mechanism", None)
+    return isinstance(inner or value, tuple(cast(type, cls) for cls in _REGISTRY.values()))

@@ -1,0 +1,164 @@
+"""``privatize(..., collect="sample")``: one column per person, chosen under the call's key.
+
+Statistical claims, each at ``P_FAIL`` split over its checks: which column a row reports is
+uniform (Pearson chi-square); across ``RELEASES`` releases of one population, each bucket's
+scaled count is unbiased and has the stated variance (z test of the mean error and chi-square
+test of the errors standardized by each release's own standard error); a row whose values change
+under a caller's key draws its column again (binomial: agreement ``1 / d``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Final
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import frameldp
+from _stats import P_FAIL, assert_binomial, assert_chisquare, assert_unbiased, assert_variance
+from frameldp.accounting import SampledEvent
+
+from .conftest import CARRIERS, ORIGINS, Backend, reference_reports, small_data
+
+KEY: Final = bytes(range(32))
+RELEASES: Final = 150
+COLUMNS: Final = ("carrier", "origin", "dest")
+
+
+def _mechanisms(epsilon: float = 1.0) -> dict[str, Any]:
+    return {
+        "carrier": frameldp.RandomizedResponse(epsilon, domain=list(CARRIERS)),
+        "origin": frameldp.OptimizedUnaryEncoding(2 * epsilon, domain=list(ORIGINS)),
+    }
+
+
+def test_every_engine_draws_the_pandas_reports_one_column_per_row(backend: Backend) -> None:
+    data = small_data(60)
+    frame = backend.make(data)
+    snapshot = backend.snapshot(frame)
+
+    def call(native: Any) -> Any:
+        return frameldp.ldp(native).privatize(_mechanisms(), collect="sample", key=KEY)
+
+    out = call(frame)
+    backend.assert_unchanged(snapshot, frame)
+    carriers = backend.column_values(out, "carrier")
+    origins = backend.column_values(out, "origin")
+    assert carriers == reference_reports(data, call, "carrier")
+    assert origins == reference_reports(data, call, "origin")
+    assert backend.column_values(out, "fare") == data["fare"]
+    reported = [
+        (c is not None and c == c) + (o is not None and o == o)
+        for c, o in zip(carriers, origins, strict=True)
+    ]
+    assert reported == [1] * 60
+    assert frameldp.ldp(out).privacy.epsilon == pytest.approx(2.0)
+    table = frameldp.ldp(out).debias("carrier").to_pandas()
+    assert table["count"].sum() == pytest.approx(60.0)
+
+
+def _population(n: int = 3_000) -> pd.DataFrame:
+    rng = np.random.default_rng(4)  # test data
+    return pd.DataFrame(
+        {
+            "carrier": rng.choice(CARRIERS, n, p=[0.5, 0.3, 0.15, 0.05]),
+            "origin": rng.choice(ORIGINS, n),
+            "dest": rng.choice(ORIGINS, n, p=[0.4, 0.3, 0.1, 0.1, 0.1]),
+        }
+    )
+
+
+def _three(epsilon: float = 2.0) -> dict[str, Any]:
+    return {
+        "carrier": frameldp.RandomizedResponse(epsilon, domain=list(CARRIERS)),
+        "origin": frameldp.OptimizedUnaryEncoding(epsilon, domain=list(ORIGINS)),
+        "dest": frameldp.SubsetSelection(epsilon, domain=list(ORIGINS)),
+    }
+
+
+def test_the_reported_column_is_uniform_and_counts_are_unbiased_with_honest_errors() -> None:
+    frame = _population()
+    truth = {c: frame[c].value_counts() for c in COLUMNS}
+    chosen = np.zeros(len(COLUMNS), dtype=np.int64)
+    errors: dict[tuple[str, str], list[float]] = {}
+    for seed in range(RELEASES):
+        reports = frame.ldp.privatize(_three(), collect="sample", seed=seed)
+        chosen += reports[list(COLUMNS)].notna().to_numpy().sum(axis=0)
+        for column in COLUMNS:
+            table = reports.ldp.debias(column).to_pandas()
+            for label, count, error in zip(
+                table["category"], table["count"], table["std_error"], strict=True
+            ):
+                errors.setdefault((column, label), []).append(
+                    (count - truth[column].get(label, 0)) / error
+                )
+    assert_chisquare(chosen, np.full(len(COLUMNS), 1 / len(COLUMNS)), p_fail=P_FAIL / 3)
+    checks = 2 * len(errors)
+    for standardized in errors.values():
+        mean = float(np.mean(standardized))
+        assert_unbiased([mean], [0.0], [1.0 / RELEASES], p_fail=P_FAIL / 3 / checks)
+        assert_variance(standardized, 1.0, p_fail=P_FAIL / 3 / checks)
+
+
+def test_a_person_loses_the_largest_epsilon_and_the_ledger_charges_it(tmp_path: Any) -> None:
+    mechanisms = {**_three(1.0), "dest": frameldp.SubsetSelection(3.0, domain=list(ORIGINS))}
+    ledger = frameldp.Ledger(tmp_path / "ledger.db")
+    ledger.set_budget("survey", epsilon=3.5)
+    frame = _population(200)
+    reports = frame.ldp.privatize(mechanisms, collect="sample", ledger=ledger, budget="survey")
+    privacy = reports.ldp.privacy
+    assert privacy.epsilon == pytest.approx(3.0)
+    assert any(isinstance(event, SampledEvent) for event, _ in privacy.events)
+    assert ledger.spent("survey") == pytest.approx(3.0)
+    with pytest.raises(frameldp.BudgetExceededError):  # split would cost 5
+        frame.ldp.privatize(mechanisms, ledger=ledger, budget="survey")
+    # one composition for each person's column: below the split's composition at every delta
+    split = frameldp.compose(m.privacy for m in mechanisms.values())
+    assert privacy.epsilon_at(1e-6) < split.epsilon_at(1e-6)
+
+
+def test_a_changed_row_draws_its_column_again_under_a_key() -> None:
+    frame = _population(4_000)
+    first = frame.ldp.privatize(_three(), collect="sample", key=KEY)
+    again = frame.ldp.privatize(_three(), collect="sample", key=KEY)
+    for column in COLUMNS:  # the same job on the same rows (another release id)
+        assert first[column].tolist() == again[column].tolist()
+    changed = frame.copy()
+    changed["carrier"] = changed["carrier"].map({"AA": "DL", "DL": "UA", "UA": "WN", "WN": "AA"})
+    moved = changed.ldp.privatize(_three(), collect="sample", key=KEY)
+    same = (first.notna().to_numpy() == moved.notna().to_numpy()).all(axis=1)
+    assert_binomial(int(same.sum()), len(frame), 1 / 3, p_fail=P_FAIL)
+
+
+def test_joint_tables_and_bad_collections_are_refused() -> None:
+    frame = _population(300)
+    reports = frame.ldp.privatize(_three(), collect="sample")
+    with pytest.raises(frameldp.ParameterError, match="both columns from each person"):
+        reports.ldp.debias(["carrier", "origin"])
+    two = dict(list(_three().items())[:1])
+    with pytest.raises(frameldp.ParameterError, match="two or more columns"):
+        frame.ldp.privatize(two, collect="sample")
+    with pytest.raises(frameldp.ParameterError, match="collect must be"):
+        frame.ldp.privatize(_three(), collect="sampled")
+    memoized = frameldp.RandomizedResponse(1.0, domain=list(CARRIERS), epsilon_infinity=2.0)
+    with pytest.raises(frameldp.ParameterError, match="memoize"):
+        frame.ldp.privatize({**_three(), "carrier": memoized}, collect="sample")
+    wave = frameldp.SquareWave(1.0, bounds=(0, 10))
+    numbers = frame.assign(fare=np.linspace(0, 10, len(frame)))
+    with pytest.raises(frameldp.ParameterError, match="frequency oracles"):
+        numbers.ldp.privatize({**_three(), "fare": wave}, collect="sample")
+    assert math.isfinite(reports.ldp.debias("dest").to_pandas()["count"].sum())
+    with pytest.raises(frameldp.ParameterError, match="amplification by shuffling"):
+        reports.ldp.shuffle()
+
+
+def test_tables_by_public_groups_are_the_tables_of_each_group() -> None:
+    frame = _population(2_000).assign(region=lambda f: np.where(f.index % 3 == 0, "N", "S"))
+    reports = frame.ldp.privatize(_three(), collect="sample", seed=5)
+    grouped = reports.ldp.debias("origin", by="region").to_pandas()
+    for region in ("N", "S"):
+        alone = reports[reports["region"] == region].ldp.debias("origin").to_pandas()
+        mine = grouped[grouped["region"] == region].drop(columns="region")
+        pd.testing.assert_frame_equal(mine.reset_index(drop=True), alone)
