@@ -200,3 +200,10 @@ def test_numeric_benchmark_quick_run(tmp_path: Path) -> None:
     methods = {row["method"].split(" ")[0] for row in rows if row["table"] == "distribution"}
     assert methods == {"square_wave", "bucketize"}
     assert "Distribution of fare" in stdout
+
+
+def test_multiple_columns_benchmark_quick_run(tmp_path: Path) -> None:
+    rows, stdout = _quick_run("bench_multiple_columns.py", tmp_path)
+    assert {row["strategy"] for row in rows} == {"split", "sample"}
+    assert all(row["total"] > 0 and row["formula"] > 0 for row in rows)
+    assert "sample/split" in stdout

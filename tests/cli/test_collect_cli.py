@@ -53,3 +53,18 @@ def test_collect_is_checked(
     )  # fmt: skip
     assert_user_error(run, "two or more columns")
     assert not (tmp_path / "out.parquet").exists()
+
+
+def test_collect_auto_says_what_it_chose(
+    make_input: MakeInput, domains: dict[str, Path], tmp_path: Path
+) -> None:
+    target = tmp_path / "release.parquet"
+    run = invoke(
+        "privatize", make_input("parquet"), target, "--column", "carrier", "--column", "delay",
+        "--column", "origin", "--mechanism", "krr", "--epsilon", "0.5",
+        "--domain-file", domains["carrier"], "--domain-file", domains["delay"],
+        "--domain-file", domains["origin"], "--collect", "auto", "--seed", SEED,
+    )  # fmt: skip
+    assert run.exit_code == 0, run.stderr
+    assert "--collect auto: sample (the smaller total variance)" in run.stdout
+    assert "privacy per person: ε = 1.5 " in run.stdout

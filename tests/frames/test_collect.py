@@ -142,6 +142,9 @@ def test_joint_tables_and_bad_collections_are_refused() -> None:
         frame.ldp.privatize(two, collect="sample")
     with pytest.raises(frameldp.ParameterError, match="collect must be"):
         frame.ldp.privatize(_three(), collect="sampled")
+    rappor = frameldp.Rappor(1.0, domain=list(ORIGINS), max_weight=2)
+    with pytest.raises(frameldp.ParameterError, match="not sets"):
+        frame.ldp.privatize({**_three(), "origin": rappor}, collect="sample")
     memoized = frameldp.RandomizedResponse(1.0, domain=list(CARRIERS), epsilon_infinity=2.0)
     with pytest.raises(frameldp.ParameterError, match="memoize"):
         frame.ldp.privatize({**_three(), "carrier": memoized}, collect="sample")
@@ -162,3 +165,23 @@ def test_tables_by_public_groups_are_the_tables_of_each_group() -> None:
         alone = reports[reports["region"] == region].ldp.debias("origin").to_pandas()
         mine = grouped[grouped["region"] == region].drop(columns="region")
         pd.testing.assert_frame_equal(mine.reset_index(drop=True), alone)
+
+
+def test_auto_samples_where_it_has_the_smaller_variance_at_the_same_guarantee() -> None:
+    """Three columns at 1/3 each (a person's budget of 1, split): sampling each at 1 has the
+    smaller total variance (docs/multiple_columns.md), and auto takes it; one column stays."""
+    frame = _population(500)
+    thirds = {c: type(m)(1 / 3, domain=m.domain) for c, m in _three().items()}
+    chosen = frame.ldp.privatize(thirds, collect="auto", seed=2)
+    assert chosen.ldp.privacy.epsilon == pytest.approx(1.0)
+    assert (chosen[list(COLUMNS)].notna().sum(axis=1) == 1).all()
+    budget = math.fsum(m.privacy.epsilon for m in thirds.values())  # what split costs
+    sampled = frame.ldp.privatize(
+        {c: type(m)(budget, domain=m.domain) for c, m in _three().items()},
+        collect="sample",
+        seed=2,
+    )
+    for column in COLUMNS:
+        assert chosen[column].tolist() == sampled[column].tolist()
+    alone = frame[["carrier"]].ldp.privatize({"carrier": thirds["carrier"]}, collect="auto")
+    assert alone["carrier"].notna().all()

@@ -251,8 +251,9 @@ def privatize(
         str,
         typer.Option(
             help="How the columns share a person's budget: split (every column reported; a "
-            "person loses their composition) or sample (one column per row, chosen at random, "
-            "the others null; a person loses the largest epsilon)."
+            "person loses their composition), sample (one column per row, chosen at random, "
+            "the others null; a person loses the largest epsilon) or auto (the one of smaller "
+            "total variance at split's guarantee, sampled columns at the whole budget)."
         ),
     ] = "split",
     seed: Annotated[

@@ -108,6 +108,8 @@ def run_privatize(
         )
         for column, title in done.chosen.items():
             typer.echo(f"{column}: {title} (chosen by auto: the smallest variance)")
+        if collect == "auto":
+            typer.echo(f"--collect auto: {done.collected} (the smaller total variance)")
         g = done.guarantee
         typer.echo(
             f"privacy per person: ε = {g.epsilon:.6g} (pure, local); "

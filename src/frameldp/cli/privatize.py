@@ -66,6 +66,8 @@ class Privatized:
     seconds: float
     chosen: dict[str, str] = dataclasses.field(default_factory=dict)
     """The mechanism ``auto`` chose per column (its title)."""
+    collected: str = "split"
+    """How the columns shared a person's budget (``--collect auto`` resolved)."""
 
 
 def privatize_file(
@@ -181,7 +183,10 @@ def privatize_file(
     names = release_columns(read, mechanisms, keep)
     chosen = {s.column: built[s.column].title for s in specs if s.mechanism == AUTOMATIC}
     seconds = time.perf_counter() - started
-    return Privatized(target, writer.rows, names, release.guarantee, seconds, chosen)
+    collected = (
+        "sample" if any(getattr(m, "collection", None) for m in mechanisms.values()) else "split"
+    )
+    return Privatized(target, writer.rows, names, release.guarantee, seconds, chosen, collected)
 
 
 def _drawn_records(specs: Mapping[str, Mapping[str, Any]], rows: int) -> dict[str, dict[str, Any]]:

@@ -18,6 +18,7 @@ the exact one with the estimated shares plugged in (module docstring of
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -31,13 +32,20 @@ from frameldp.core.collection import (
     OracleNoise,
     sample_count_variance,
     sample_fake_count_variance,
+    total_variance,
 )
 from frameldp.core.estimation import FrequencyEstimate
 from frameldp.core.mechanisms.protocol import Capability, Statistic, memoizes
 from frameldp.core.randomness import RandomSource
 from frameldp.errors import ParameterError, shown
 
-__all__ = ["Collected", "collect_columns", "reporting_columns", "sampled_reports"]
+__all__ = [
+    "Collected",
+    "choose_collection",
+    "collect_columns",
+    "reporting_columns",
+    "sampled_reports",
+]
 
 
 class Collected:
@@ -48,6 +56,11 @@ class Collected:
         if Capability.FREQUENCY_ORACLE not in mechanism.capabilities:
             raise ParameterError(
                 f"collect={collection.strategy!r} takes frequency oracles, not {mechanism.title}"
+            )
+        if getattr(mechanism, "max_weight", 1) != 1:
+            raise ParameterError(
+                f"collect={collection.strategy!r} takes one value per cell, not sets "
+                f"(max_weight={mechanism.max_weight})"
             )
         self._mechanism = mechanism
         self.collection = collection
@@ -162,11 +175,14 @@ def collect_columns(mechanisms: Any, collect: object) -> Any:
     """The mechanisms of one release under the strategy ``collect``: as given for ``"split"``
     (each column reported, the person's loss their composition; the caller checks them); for
     ``"sample"`` each wrapped in :class:`Collected` (one column reported per person, chosen at
-    random)."""
+    random); for ``"auto"`` whichever of the two has the smaller total variance at the same
+    guarantee (:func:`choose_collection`)."""
     if collect == "split":
         return mechanisms
+    if collect == "auto":
+        return choose_collection(mechanisms)
     if collect != "sample":
-        raise ParameterError(f"collect must be 'split' or 'sample', got {shown(collect)}")
+        raise ParameterError(f"collect must be 'split', 'sample' or 'auto', got {shown(collect)}")
     if not isinstance(mechanisms, Mapping):
         raise ParameterError(
             f"privatize takes a mapping {{column: mechanism}}, got {type(mechanisms).__name__}"
@@ -191,3 +207,28 @@ def collect_columns(mechanisms: Any, collect: object) -> Any:
             )
     collection = Collection("sample", tuple(names))
     return {name: Collected(mechanism, collection) for name, mechanism in mechanisms.items()}
+
+
+def choose_collection(mechanisms: Any) -> Any:
+    """``collect="auto"``: the budget of a person is what splitting costs, the sum of the given
+    mechanisms' epsilons; the release reports every column as given (``split``), or one column
+    per row with each column's mechanism rebuilt at that whole budget (``sample``), whichever
+    has the smaller total variance of the shares (:func:`~frameldp.core.collection.total_variance`,
+    exact, at uniform shares: the worst case for sampling). A single column is split."""
+    if not isinstance(mechanisms, Mapping) or len(mechanisms) < 2:
+        return mechanisms  # one column (or none: the caller refuses it) is reported whole
+    sampled = collect_columns(mechanisms, "sample")  # checks the columns and mechanisms
+    budget = math.fsum(m.privacy.epsilon for m in mechanisms.values())
+    rebuilt = {
+        name: Collected(_at_epsilon(m.mechanism, budget), m.collection)
+        for name, m in sampled.items()
+    }
+    split = total_variance("split", [OracleNoise.of(m) for m in mechanisms.values()])
+    sample = total_variance("sample", [OracleNoise.of(m.mechanism) for m in rebuilt.values()])
+    return rebuilt if sample < split else mechanisms
+
+
+def _at_epsilon(mechanism: Any, epsilon: float) -> Any:
+    """The same frequency oracle over the same domain at ``epsilon`` (its other settings at
+    their defaults for that epsilon)."""
+    return type(mechanism)(epsilon, domain=mechanism.domain)
