@@ -333,9 +333,10 @@ def _engine_examples() -> dict[str, Example]:
 
 
 def _releases(make: Callable[[dict[str, list[Any]]], Any]) -> list[tuple[Any, dict[str, Any]]]:
-    """Three keyed releases of one frame holding a column per example: one of the fresh
-    mechanisms, one (with ``user=`` and a memo key) of the memoizing ones, and one sampling a
-    column per row among the fresh frequency oracles (``collect="sample"``)."""
+    """Four keyed releases of one frame holding a column per example: one of the fresh
+    mechanisms, one (with ``user=`` and a memo key) of the memoizing ones, and two sampling a
+    column per row among the fresh frequency oracles (``collect="sample"`` and
+    ``"sample+fake"``)."""
     examples = _engine_examples()
     data: dict[str, list[Any]] = {name: example.values for name, example in examples.items()}
     data["user"] = [f"u{i // 2}" for i in range(ROWS)]
@@ -350,7 +351,8 @@ def _releases(make: Callable[[dict[str, list[Any]]], Any]) -> list[tuple[Any, di
         for n, e in examples.items()
         if not e.users and Capability.FREQUENCY_ORACLE in e.mechanism.capabilities
     }
-    out.append((frameldp.ldp(frame).privatize(oracles, key=KEY, collect="sample"), oracles))
+    for collect in ("sample", "sample+fake"):
+        out.append((frameldp.ldp(frame).privatize(oracles, key=KEY, collect=collect), oracles))
     return out
 
 

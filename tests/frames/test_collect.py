@@ -14,11 +14,23 @@ from typing import Any, Final
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 import frameldp
-from _stats import P_FAIL, assert_binomial, assert_chisquare, assert_unbiased, assert_variance
+from _stats import (
+    P_FAIL,
+    assert_binomial,
+    assert_chisquare,
+    assert_unbiased,
+    assert_variance,
+    z_bound,
+)
 from frameldp.accounting import SampledEvent
+from frameldp.core import RandomSource
+from frameldp.core.collected import CollectedBatch, collect_columns
+from frameldp.core.encoding import Domain
+from frameldp.frames.pipeline import row_content
 
 from .conftest import CARRIERS, ORIGINS, Backend, reference_reports, small_data
 
@@ -78,14 +90,21 @@ def _three(epsilon: float = 2.0) -> dict[str, Any]:
     }
 
 
-def test_the_reported_column_is_uniform_and_counts_are_unbiased_with_honest_errors() -> None:
+@pytest.mark.parametrize("strategy", ["sample", "sample+fake"])
+def test_the_reported_column_is_uniform_and_counts_are_unbiased_with_honest_errors(
+    strategy: str,
+) -> None:
     frame = _population()
     truth = {c: frame[c].value_counts() for c in COLUMNS}
     chosen = np.zeros(len(COLUMNS), dtype=np.int64)
     errors: dict[tuple[str, str], list[float]] = {}
     for seed in range(RELEASES):
-        reports = frame.ldp.privatize(_three(), collect="sample", seed=seed)
-        chosen += reports[list(COLUMNS)].notna().to_numpy().sum(axis=0)
+        reports = frame.ldp.privatize(_three(), collect=strategy, seed=seed)
+        if strategy == "sample":
+            chosen += reports[list(COLUMNS)].notna().to_numpy().sum(axis=0)
+        else:
+            real = _real_columns(frame, seed, _three())
+            chosen += np.bincount(real, minlength=len(COLUMNS))
         for column in COLUMNS:
             table = reports.ldp.debias(column).to_pandas()
             for label, count, error in zip(
@@ -129,7 +148,27 @@ def test_a_changed_row_draws_its_column_again_under_a_key() -> None:
     changed["carrier"] = changed["carrier"].map({"AA": "DL", "DL": "UA", "UA": "WN", "WN": "AA"})
     moved = changed.ldp.privatize(_three(), collect="sample", key=KEY)
     same = (first.notna().to_numpy() == moved.notna().to_numpy()).all(axis=1)
-    assert_binomial(int(same.sum()), len(frame), 1 / 3, p_fail=P_FAIL)
+    assert_binomial(int(same.sum()), len(frame), 1 / 3, p_fail=P_FAIL / 2)
+    # (Attack review) another job on the same rows and key: another mechanism for one column
+    other = {**_three(), "carrier": frameldp.RandomizedResponse(2.001, domain=list(CARRIERS))}
+    redrawn = frame.ldp.privatize(other, collect="sample", key=KEY)
+    same = (first.notna().to_numpy() == redrawn.notna().to_numpy()).all(axis=1)
+    assert_binomial(int(same.sum()), len(frame), 1 / 3, p_fail=P_FAIL / 2)
+
+
+def test_a_copied_or_dropped_column_states_no_less() -> None:
+    """(Attack review) A copy of the low-epsilon column once gave it more weight in the
+    mixture, and a lower epsilon at delta; each column now counts once, by the column it was
+    privatized as, and a column the frame lacks counts as revealing nothing."""
+    mechanisms = {**_three(1.0), "dest": frameldp.SubsetSelection(3.0, domain=list(ORIGINS))}
+    reports = _population(300).ldp.privatize(mechanisms, collect="sample")
+    whole = reports.ldp.privacy
+    copied = reports.assign(carrier2=reports["carrier"], carrier3=reports["carrier"]).ldp.privacy
+    assert copied.epsilon_at(1e-6) == pytest.approx(whole.epsilon_at(1e-6))
+    assert copied.rho == pytest.approx(whole.rho)
+    part = reports[["dest"]].ldp.privacy
+    assert part.epsilon == pytest.approx(3.0)
+    assert part.epsilon_at(1e-6) <= whole.epsilon_at(1e-6)
 
 
 def test_joint_tables_and_bad_collections_are_refused() -> None:
@@ -142,6 +181,12 @@ def test_joint_tables_and_bad_collections_are_refused() -> None:
         frame.ldp.privatize(two, collect="sample")
     with pytest.raises(frameldp.ParameterError, match="collect must be"):
         frame.ldp.privatize(_three(), collect="sampled")
+    bucket = Domain.coerce(list(CARRIERS), nulls="category", unknown="raise")
+    nulls = frameldp.RandomizedResponse(1.0, domain=bucket)
+    with pytest.raises(frameldp.ParameterError, match="null bucket as a null"):
+        frame.ldp.privatize({**_three(), "carrier": nulls}, collect="sample")
+    faked = frame.ldp.privatize({**_three(), "carrier": nulls}, collect="sample+fake")
+    assert faked["carrier"].notna().sum() > 0
     rappor = frameldp.Rappor(1.0, domain=list(ORIGINS), max_weight=2)
     with pytest.raises(frameldp.ParameterError, match="not sets"):
         frame.ldp.privatize({**_three(), "origin": rappor}, collect="sample")
@@ -185,3 +230,42 @@ def test_auto_samples_where_it_has_the_smaller_variance_at_the_same_guarantee() 
         assert chosen[column].tolist() == sampled[column].tolist()
     alone = frame[["carrier"]].ldp.privatize({"carrier": thirds["carrier"]}, collect="auto")
     assert alone["carrier"].notna().all()
+
+
+def _real_columns(frame: pd.DataFrame, seed: int, mechanisms: dict[str, Any]) -> np.ndarray:
+    """Which column each row of a seeded ``sample+fake`` release holds for real: the draw
+    the release made (the test knows the seed)."""
+    arrays = [pa.array(frame[c].to_numpy()) for c in COLUMNS]
+    collected = collect_columns(mechanisms, "sample+fake")
+    batch = CollectedBatch.draw(
+        collected,
+        RandomSource.from_seed(seed),
+        0,
+        len(frame),
+        lambda: row_content(arrays, len(frame)),
+    )
+    return batch.reporting
+
+
+def test_fake_data_counts_are_unbiased_and_hide_the_real_column_as_far_as_epsilon_allows() -> None:
+    """Every column holds a report; the counts are unbiased with honest errors (as above); an
+    attacker who knows every value of a row and picks a column whose report equals its value
+    finds the real column at most ``e^eps / (e^eps + d - 1)`` of the time (the posterior of
+    the real column under k-RR with uniform fakes), one-sided z test at ``P_FAIL``."""
+    frame, epsilon = _population(), 2.0
+    mechanisms = {c: frameldp.RandomizedResponse(epsilon, domain=list(ORIGINS)) for c in COLUMNS}
+    frame = frame.assign(carrier=frame["origin"].sample(frac=1.0, random_state=1).to_numpy())
+    reports = frame.ldp.privatize(mechanisms, collect="sample+fake", seed=8)
+    assert reports[list(COLUMNS)].notna().all().all()
+    assert reports.ldp.privacy.epsilon == pytest.approx(epsilon)
+    real = _real_columns(frame, 8, mechanisms)
+    rng = np.random.default_rng(9)  # the attacker's tie-breaks
+    matches = np.stack([reports[c].to_numpy() == frame[c].to_numpy() for c in COLUMNS], axis=1)
+    weights = np.where(matches.any(axis=1, keepdims=True), matches, True) * rng.random(
+        matches.shape
+    )
+    guesses = weights.argmax(axis=1)
+    bound = math.exp(epsilon) / (math.exp(epsilon) + len(COLUMNS) - 1)
+    hits, n = int((guesses == real).sum()), len(frame)
+    assert hits <= n * bound + z_bound(P_FAIL) * math.sqrt(n * bound * (1 - bound))
+    assert hits > n / len(COLUMNS)  # the fakes hide, but not perfectly

@@ -86,7 +86,10 @@ class ReportFile:
                 continue
             arrays = [
                 from_hex(
-                    array, 8 * (hex_width(mechanism_from_spec(self.specs[name]), name) or 0), name
+                    array,
+                    8 * (hex_width(mechanism_from_spec(self.specs[name]), name) or 0),
+                    name,
+                    nullable=self.specs[name].get("collection", {}).get("strategy") == "sample",
                 )
                 if name in self.hex_columns
                 else array

@@ -252,8 +252,9 @@ def privatize(
         typer.Option(
             help="How the columns share a person's budget: split (every column reported; a "
             "person loses their composition), sample (one column per row, chosen at random, "
-            "the others null; a person loses the largest epsilon) or auto (the one of smaller "
-            "total variance at split's guarantee, sampled columns at the whole budget)."
+            "the others null; a person loses the largest epsilon), sample+fake (as sample, "
+            "the others holding reports of random values) or auto (split or sample, whichever "
+            "has the smaller total variance at split's guarantee)."
         ),
     ] = "split",
     seed: Annotated[

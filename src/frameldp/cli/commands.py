@@ -119,6 +119,11 @@ def run_privatize(
             typer.echo(f"charged to budget {budget!r} of ledger {ledger}")
 
 
+def _named(mechanism: Any) -> str:
+    """A mechanism's name in a table's title (a sampled column's says so)."""
+    return str(getattr(mechanism, "label", None) or type(mechanism).__name__)
+
+
 def warn_seeded() -> None:
     """The warning of a ``--seed`` run, on standard error as the run starts."""
     typer.echo(f"warning: {SEED_WARNING}", err=True)
@@ -276,7 +281,7 @@ def _rich_numeric(result: Any, delta: float, top: int | None = None) -> Table:
     what = "mean" if isinstance(result, MeanEstimate) else "distribution"
     grouped = f" by {', '.join(result.by)}" if result.by else ""
     title = (
-        f"{what} of {escape(str(result.column) + grouped)}: {type(result.mechanism).__name__}, "
+        f"{what} of {escape(str(result.column) + grouped)}: {_named(result.mechanism)}, "
         f"n = {result.n}, ε = {g.epsilon_at(delta):.4g} at δ = {delta:g} ({g.model} model)"
         f"{escape(insecure_mark(g))}"
     )
@@ -372,7 +377,7 @@ def _rich_table(table: FrequencyTable, top: int | None, delta: float) -> Table:
         mechanism = " × ".join(type(m).__name__ for m in table.mechanism)
         what = " × ".join(table.label_columns)
     else:
-        mechanism, what = type(table.mechanism).__name__, str(table.column)
+        mechanism, what = _named(table.mechanism), str(table.column)
     grouped = f" by {', '.join(table.by)}" if table.by else ""
     title = (
         f"{escape(what + grouped)}: {mechanism}, n = {table.n}, ε = {g.epsilon_at(delta):.4g} "

@@ -18,9 +18,12 @@ the exact one with the estimated shares plugged in (module docstring of
 
 from __future__ import annotations
 
+import functools
 import math
+import warnings
 from collections.abc import Callable, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Final
 
 import numpy as np
 import pyarrow as pa
@@ -35,16 +38,17 @@ from frameldp.core.collection import (
     total_variance,
 )
 from frameldp.core.estimation import FrequencyEstimate
+from frameldp.core.mechanisms._spec import fingerprint
 from frameldp.core.mechanisms.protocol import Capability, Statistic, memoizes
 from frameldp.core.randomness import RandomSource
-from frameldp.errors import ParameterError, shown
+from frameldp.errors import FrameLDPWarning, ParameterError, shown
 
 __all__ = [
     "Collected",
+    "CollectedBatch",
     "choose_collection",
     "collect_columns",
     "reporting_columns",
-    "sampled_reports",
 ]
 
 
@@ -52,48 +56,79 @@ class Collected:
     """The oracle ``mechanism`` of one column of ``collection``; every attribute not defined
     here is the oracle's (its name, categories, reports, privacy of one report)."""
 
-    def __init__(self, mechanism: Any, collection: Collection) -> None:
+    def __init__(self, mechanism: Any, collection: Collection, column: str) -> None:
         if Capability.FREQUENCY_ORACLE not in mechanism.capabilities:
             raise ParameterError(
                 f"collect={collection.strategy!r} takes frequency oracles, not {mechanism.title}"
+            )
+        domain = getattr(mechanism, "domain", None)
+        fake = collection.strategy == "sample+fake"
+        if fake and domain is not None and domain.has_other and domain.kind not in ("str", None):
+            raise ParameterError(
+                f"collect='sample+fake' draws fake values from the buckets, and a domain of "
+                f"{domain.kind} categories has no value for its OTHER bucket; use string "
+                "categories or unknown='raise'"
+            )
+        labelled = any(pa.types.is_dictionary(t) for t in mechanism.report_columns("c").values())
+        if collection.strategy == "sample" and domain is not None and domain.has_null and labelled:
+            raise ParameterError(
+                "collect='sample' marks a row that did not report a column by a null, and "
+                f"{mechanism.title} reports its null bucket as a null: use nulls='raise', "
+                "another frequency oracle, or collect='sample+fake'"
             )
         if getattr(mechanism, "max_weight", 1) != 1:
             raise ParameterError(
                 f"collect={collection.strategy!r} takes one value per cell, not sets "
                 f"(max_weight={mechanism.max_weight})"
             )
+        if column not in collection.columns:
+            raise ParameterError(f"column {shown(column)} is not one of {list(collection.columns)}")
         self._mechanism = mechanism
         self.collection = collection
+        self.column = column
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name in ("_mechanism", "collection"):
+        if name.startswith("__") or name in ("_mechanism", "collection", "column"):
             raise AttributeError(name)  # not set yet (unpickling): no delegation loop
         return getattr(self._mechanism, name)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (Collected, (self._mechanism, self.collection))
+        return (Collected, (self._mechanism, self.collection, self.column))
 
     def __eq__(self, other: object) -> bool:
         return (
             isinstance(other, Collected)
             and other._mechanism == self._mechanism
             and other.collection == self.collection
+            and other.column == self.column
         )
 
     def __hash__(self) -> int:
-        return hash((self._mechanism, self.collection))
+        return hash((self._mechanism, self.collection, self.column))
 
     def __repr__(self) -> str:
-        return f"Collected({self._mechanism!r}, {self.collection!r})"
+        return f"Collected({self._mechanism!r}, {self.collection!r}, {self.column!r})"
 
     @property
     def mechanism(self) -> Any:
         """The column's frequency oracle."""
         return self._mechanism
 
+    @property
+    def label(self) -> str:
+        """How tables and the command line name it: the oracle's class and the strategy."""
+        return f"{type(self._mechanism).__name__} (collect={self.collection.strategy!r})"
+
     def to_spec(self) -> dict[str, Any]:
-        """The oracle's spec with the collection recorded."""
-        return {**self._mechanism.to_spec(), "collection": self.collection.to_spec()}
+        """The oracle's spec with the collection recorded (and which of its columns this is)."""
+        collection = {**self.collection.to_spec(), "column": self.column}
+        return {**self._mechanism.to_spec(), "collection": collection}
+
+    @property
+    def job(self) -> str:
+        """The fingerprint of the column's mechanism: what the collection's draws are bound to
+        besides the key, the rows and the columns."""
+        return str(fingerprint(self._mechanism.to_spec()))
 
     def statistic(self, reports: Mapping[str, pa.Array], *, column: str) -> Statistic:
         """The oracle's statistic of the rows that reported, and the number of rows."""
@@ -147,28 +182,104 @@ def _reported(reports: Mapping[str, pa.Array], column: str) -> pa.Array:
 
 def reporting_columns(
     collection: Collection,
+    jobs: tuple[str, ...],
     source: RandomSource,
     row_start: int,
     num_rows: int,
     content: Callable[[], NDArray[np.uint8]],
 ) -> NDArray[np.int64]:
     """Which of the collection's columns each row reports: uniform over the ``d`` columns,
-    drawn from the stream ``("collect", *columns)`` of the release's key (under a caller's key
-    or a seed, addressed by the row's position and ``content()``, the bytes of all its
-    collected values, as every report is: a changed value draws another column)."""
-    rows = source.rows(("collect", *collection.columns), row_start, num_rows, content)
+    drawn from the stream ``("collect", strategy, *columns, *jobs)`` of the release's key
+    (``jobs``: the columns' :attr:`Collected.job`, so that another mechanism is another draw;
+    under a caller's key or a seed, addressed by the row's position and ``content()``, the bytes
+    of all its collected values, as every report is: a changed value draws another column)."""
+    label = ("collect", collection.strategy, *collection.columns, *jobs)
+    rows = source.rows(label, row_start, num_rows, content)
     return np.asarray(rows.uniform("column", collection.d), dtype=np.int64)
 
 
-def sampled_reports(
-    reports: Mapping[str, pa.Array], reporting: NDArray[np.int64], index: int
-) -> dict[str, pa.Array]:
-    """A column's reports where the row reports it (``reporting == index``), null elsewhere."""
-    chosen = pa.array(reporting == index)
-    return {
-        name: pc.if_else(chosen, array, pa.scalar(None, array.type))
-        for name, array in reports.items()
-    }
+@dataclass
+class CollectedBatch:
+    """One batch of rows of a collection: which column each row reports (:attr:`reporting`),
+    and the reports each column holds where it is not the one."""
+
+    collection: Collection
+    jobs: tuple[str, ...]
+    source: RandomSource
+    row_start: int
+    num_rows: int
+    content: Callable[[], NDArray[np.uint8]]
+
+    @classmethod
+    def draw(
+        cls,
+        mechanisms: Mapping[Any, Any],
+        source: RandomSource,
+        row_start: int,
+        num_rows: int,
+        content: Callable[[], NDArray[np.uint8]],
+    ) -> CollectedBatch:
+        """The batch of a release whose ``mechanisms`` hold the collection's :class:`Collected`
+        columns (others are ignored), its row contents read at most once."""
+        collected = {c: m for c, m in mechanisms.items() if isinstance(m, Collected)}
+        collections = {m.collection for m in collected.values()}
+        if len(collections) != 1:
+            raise ParameterError(f"a release collects one set of columns, got {len(collections)}")
+        (collection,) = collections
+        missing = sorted(set(collection.columns) - set(collected))
+        if missing:
+            raise ParameterError(f"a collection's columns {missing} are not in the release")
+        jobs = tuple(collected[c].job for c in collection.columns)
+        return cls(collection, jobs, source, row_start, num_rows, functools.cache(content))
+
+    @functools.cached_property
+    def reporting(self) -> NDArray[np.int64]:
+        """:func:`reporting_columns` of the batch."""
+        return reporting_columns(
+            self.collection, self.jobs, self.source, self.row_start, self.num_rows, self.content
+        )
+
+    def reports(
+        self, mechanism: Collected, column: str, produced: Mapping[str, pa.Array]
+    ) -> dict[str, pa.Array]:
+        """``column``'s reports where the row reports it; elsewhere null (``sample``) or the
+        report of a fake value (``sample+fake``, :meth:`fake_reports`)."""
+        chosen = pa.array(self.reporting == self.collection.columns.index(column))
+        if self.collection.strategy == "sample":
+            return {
+                name: pc.if_else(chosen, array, pa.scalar(None, array.type))
+                for name, array in produced.items()
+            }
+        fakes = list(self.fake_reports(mechanism, column).values())
+        return {
+            name: pc.if_else(chosen, array, fake)
+            for (name, array), fake in zip(produced.items(), fakes, strict=True)
+        }
+
+    def fake_reports(self, mechanism: Collected, column: str) -> dict[str, pa.Array]:
+        """The column's mechanism's reports of values drawn uniformly from its buckets (RS+FD,
+        Arcolezi et al. 2021): the values from the stream ``("collect", "fake", column)``, their
+        noise from the mechanism's stream of ``column + "\\x00fake"`` (a name no collected
+        column has), both addressed as every report is."""
+        labels = mechanism.domain.labels
+        label = ("collect", "fake", column, *self.jobs)
+        rows = self.source.rows(label, self.row_start, self.num_rows, self.content)
+        codes = rows.uniform("value", len(labels))
+        values = pa.array(list(labels)).take(pa.array(codes))
+        with warnings.catch_warnings():  # a uniform value falls in OTHER often: not the data's
+            warnings.simplefilter("ignore", FrameLDPWarning)
+            return dict(
+                mechanism.mechanism.privatize_column(
+                    values,
+                    column=column + FAKE_SUFFIX,
+                    source=self.source,
+                    row_start=self.row_start,
+                )
+            )
+
+
+FAKE_SUFFIX: Final = "\x00fake"
+"""Appended to a column's name to name the stream of its fake reports' noise."""
 
 
 def collect_columns(mechanisms: Any, collect: object) -> Any:
@@ -181,8 +292,10 @@ def collect_columns(mechanisms: Any, collect: object) -> Any:
         return mechanisms
     if collect == "auto":
         return choose_collection(mechanisms)
-    if collect != "sample":
-        raise ParameterError(f"collect must be 'split', 'sample' or 'auto', got {shown(collect)}")
+    if collect not in ("sample", "sample+fake"):
+        raise ParameterError(
+            f"collect must be 'split', 'sample', 'sample+fake' or 'auto', got {shown(collect)}"
+        )
     if not isinstance(mechanisms, Mapping):
         raise ParameterError(
             f"privatize takes a mapping {{column: mechanism}}, got {type(mechanisms).__name__}"
@@ -190,7 +303,7 @@ def collect_columns(mechanisms: Any, collect: object) -> Any:
     names = list(mechanisms)
     if len(names) < 2:
         raise ParameterError(
-            f"collect='sample' draws one of two or more columns per person, got {shown(names)}"
+            f"collect={collect!r} draws one of two or more columns per person, got {shown(names)}"
         )
     for name, mechanism in mechanisms.items():
         if not isinstance(getattr(mechanism, "capabilities", None), frozenset):
@@ -198,15 +311,17 @@ def collect_columns(mechanisms: Any, collect: object) -> Any:
                 f"column {shown(name)}: expected a frameldp mechanism, got "
                 f"{type(mechanism).__name__}"
             )
-        if not isinstance(name, str):
-            raise ParameterError(f"collect='sample' needs string column names, got {shown(name)}")
+        if not isinstance(name, str) or "\x00" in name:
+            raise ParameterError(
+                f"collect={collect!r} needs string column names without NUL, got {shown(name)}"
+            )
         if memoizes(mechanism):
             raise ParameterError(
-                f"column {shown(name)}: collect='sample' does not memoize permanent responses; "
-                "privatize memoized columns in a release of their own"
+                f"column {shown(name)}: collect={collect!r} does not memoize permanent "
+                "responses; privatize memoized columns in a release of their own"
             )
-    collection = Collection("sample", tuple(names))
-    return {name: Collected(mechanism, collection) for name, mechanism in mechanisms.items()}
+    collection = Collection(collect, tuple(names))
+    return {name: Collected(m, collection, name) for name, m in mechanisms.items()}
 
 
 def choose_collection(mechanisms: Any) -> Any:
@@ -220,7 +335,7 @@ def choose_collection(mechanisms: Any) -> Any:
     sampled = collect_columns(mechanisms, "sample")  # checks the columns and mechanisms
     budget = math.fsum(m.privacy.epsilon for m in mechanisms.values())
     rebuilt = {
-        name: Collected(_at_epsilon(m.mechanism, budget), m.collection)
+        name: Collected(_at_epsilon(m.mechanism, budget), m.collection, name)
         for name, m in sampled.items()
     }
     split = total_variance("split", [OracleNoise.of(m) for m in mechanisms.values()])

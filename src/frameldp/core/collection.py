@@ -25,9 +25,9 @@ report supports its own bucket with probability ``p`` and any other with ``q`` (
     chance of supporting the bucket), ``N = d (C - n q) / (p - q) - (d - 1) n pi``, and
     ``Var N = d^2 (c P1 (1 - P1) + (n - c) P0 (1 - P0)) / (p - q)^2`` with
     ``P1 = p / d + (1 - 1/d) t``, ``P0 = q / d + (1 - 1/d) t``. The fake reports are a
-    post-processing of the sample, so a person loses what ``sample`` states, and no less: the
-    amplified ``eps' = ln(d (e^eps - 1) + 1)`` of [2]_ holds for one column changed, the
-    others fixed, not for a person whose every column may differ
+    post-processing of the sample, so a person loses at most what ``sample`` states, and with
+    equal epsilons exactly that: the amplified ``eps' = ln(d (e^eps - 1) + 1)`` of [2]_ holds
+    for one column changed, the others fixed, not for a person whose every column may differ
     (:mod:`frameldp.accounting.events.sampled`). The fakes hide which column was real (one
     column, given the others, loses ``ln(1 + (e^eps - 1) / d)`` under k-ary randomized response
     with uniform fakes) at about ``d`` times ``sample``'s variance (5.0 to 5.5 times for
@@ -200,7 +200,7 @@ class Collection:
     @classmethod
     def from_spec(cls, data: Any) -> Collection:
         """Rebuild from :meth:`to_spec`."""
-        if not isinstance(data, dict) or set(data) != {"strategy", "columns", "prior"}:
+        if not isinstance(data, dict) or set(data) - {"column"} != {"strategy", "columns", "prior"}:
             raise ParameterError(f"a recorded collection is malformed: {shown(data)}")
         prior = data["prior"]
         return cls(

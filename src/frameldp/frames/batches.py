@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from frameldp.core.columns import bits_array, combined
 from frameldp.core.encoding import packed_width
@@ -82,9 +83,12 @@ def to_hex(array: pa.FixedSizeBinaryArray) -> pa.StringArray:
     chars[:, 0::2] = digits[data.reshape(-1, width) >> 4]
     chars[:, 1::2] = digits[data.reshape(-1, width) & 0x0F]
     offsets = np.arange(len(array) + 1, dtype=np.int32) * (2 * width)
-    return pa.StringArray.from_buffers(
+    text = pa.StringArray.from_buffers(
         len(array), pa.py_buffer(offsets), pa.py_buffer(chars.tobytes())
     )
+    if array.null_count:  # a row without a report (collect="sample") stays null
+        text = pc.if_else(array.is_valid(), text, pa.scalar(None, pa.string()))
+    return text
 
 
 _NIBBLES = np.full(256, 255, dtype=np.uint8)
@@ -100,10 +104,19 @@ def hex_width(mechanism: Mechanism, column: str) -> int | None:
     return kind.byte_width if pa.types.is_fixed_size_binary(kind) else None
 
 
-def from_hex(array: pa.Array | pa.ChunkedArray, num_bits: int, column: str) -> pa.Array:
-    """Hex strings written by :func:`to_hex` back to fixed-width binary reports."""
+def from_hex(
+    array: pa.Array | pa.ChunkedArray, num_bits: int, column: str, *, nullable: bool = False
+) -> pa.Array:
+    """Hex strings written by :func:`to_hex` back to fixed-width binary reports; nulls (rows
+    without a report of a sampled collection) stay null when ``nullable``."""
     array = combined(storage_of(array))
     width = packed_width(num_bits)
+    if array.null_count and nullable:
+        valid = array.is_valid()
+        decoded = from_hex(array.filter(valid), num_bits, column)
+        present = valid.to_numpy(zero_copy_only=False)
+        positions = np.cumsum(present) - 1
+        return decoded.take(pa.array(positions, mask=~present))
     if array.null_count:
         raise DomainError(
             f"column {shown(column)}: RAPPOR reports contain {array.null_count} nulls"

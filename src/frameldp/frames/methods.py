@@ -276,7 +276,10 @@ class FrameMethods:
         ``collect`` says how the columns share a person's budget: ``"split"`` (the default)
         reports every column, and a person loses their composition; ``"sample"`` reports one
         column per row, chosen uniformly under the call's key (the others are null), each
-        through its own mechanism, and a person loses the largest of their epsilons
+        through its own mechanism, and a person loses the largest of their epsilons;
+        ``"sample+fake"`` fills the other columns with reports of uniformly drawn values (the
+        same guarantee, the real column hidden, about ``d`` times the variance); ``"auto"``
+        splits or samples at split's budget, whichever has the smaller total variance
         (docs/multiple_columns.md).
         """
         return self._engine.privatize(

@@ -18,8 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
-from frameldp.core.collected import reporting_columns, sampled_reports
-from frameldp.core.collection import Collection
+from frameldp.core.collected import CollectedBatch
 from frameldp.core.columns import combined
 from frameldp.core.mechanisms import Mechanism, Statistic, memoizes
 from frameldp.core.randomness import RandomSource, label_bytes
@@ -157,7 +156,7 @@ def privatize_columns(
         held = metadata_of(columns[column].type)
         if held is not None:  # a batch of reports (a file of a dataset, a Dask partition)
             refuse_reports(column, held)
-    reporting = _reporting_columns(columns, mechanisms, source, row_start)
+    batch = _collected_batch(columns, mechanisms, source, row_start)
     for column, mechanism in mechanisms.items():
         users = None
         if user is not None and memoizes(mechanism):
@@ -172,9 +171,8 @@ def privatize_columns(
                 user_column=user,
                 memo=memo,
             )
-        collection = getattr(mechanism, "collection", None)
-        if collection is not None and reporting is not None:  # one column per person
-            produced = sampled_reports(produced, reporting, collection.columns.index(str(column)))
+        if batch is not None and getattr(mechanism, "collection", None) is not None:
+            produced = batch.reports(mechanism, str(column), produced)  # type: ignore[arg-type]
         spec = dict(specs[column])
         if "rows" in spec:  # a whole in-memory release: record which rows it holds
             spec["fingerprint"] = fingerprint_of(list(produced.values()))
@@ -186,27 +184,23 @@ def privatize_columns(
     return out
 
 
-def _reporting_columns(
+def _collected_batch(
     columns: Mapping[Any, pa.Array | pa.ChunkedArray],
     mechanisms: Mapping[Any, Mechanism],
     source: RandomSource,
     row_start: int,
-) -> NDArray[np.int64] | None:
-    """Which collected column each row of the batch reports (None without a collection)."""
-    collections: set[Collection] = {
-        m.collection  # type: ignore[attr-defined]  # a sampled column (core.collected)
-        for m in mechanisms.values()
-        if getattr(m, "collection", None) is not None
-    }
-    if not collections:
+) -> CollectedBatch | None:
+    """The batch's draws of its collection (which column each row reports, and the fakes),
+    None without one."""
+    collection = next(
+        (c for c in (getattr(m, "collection", None) for m in mechanisms.values()) if c), None
+    )
+    if collection is None:
         return None
-    if len(collections) > 1:
-        raise ParameterError(f"one release collects one set of columns, got {len(collections)}")
-    collection = collections.pop()
     collected = [columns[name] for name in collection.columns]
     num_rows = len(collected[0])
-    return reporting_columns(
-        collection, source, row_start, num_rows, lambda: row_content(collected, num_rows)
+    return CollectedBatch.draw(
+        mechanisms, source, row_start, num_rows, lambda: row_content(collected, num_rows)
     )
 
 

@@ -295,25 +295,26 @@ def _person_guarantee(
     specs: Mapping[str, Mapping[str, Any]], guarantees: Mapping[str, PrivacyGuarantee]
 ) -> PrivacyGuarantee:
     """The composition of the columns' guarantees, where the columns of one sampled
-    collection (``collect="sample"``) are one report per row of one of them, chosen at random
-    (:func:`~frameldp.accounting.sampled`). A frame holding only some columns of a collection
-    is stated as if they were all of it: more likely to hold a person's report, so never
-    less than it reveals."""
+    collection (``collect="sample"`` or ``"sample+fake"``) are one report per row of one of its
+    ``d`` columns, chosen at random (:func:`~frameldp.accounting.sampled`). Each collected
+    column counts once, by the column it was privatized as (a copy under another name adds
+    nothing), and a column of the collection the frame does not hold reveals nothing (a
+    component that loses 0): the weights stay ``1 / d``."""
     parts: list[PrivacyGuarantee] = []
-    collections: dict[tuple[str, str], list[str]] = {}
+    collections: dict[tuple[str, str], dict[str, Mapping[str, Any]]] = {}
     for column, spec in specs.items():
         collection = spec.get("collection")
         if collection is None:
             parts.append(guarantees[column])
-        else:
-            key = (str(spec.get("release")), json.dumps(collection, sort_keys=True))
-            collections.setdefault(key, []).append(column)
-    for members in collections.values():
-        if len(members) == 1:
-            parts.append(guarantees[members[0]])
             continue
-        one = sampled(_one_report(specs[column]) for column in members)
-        parts.append(per_person(one, max(_rows_per_user(specs[c]) for c in members)))
+        shared = {k: v for k, v in collection.items() if k != "column"}
+        key = (str(spec.get("release")), json.dumps(shared, sort_keys=True))
+        collections.setdefault(key, {})[str(collection.get("column"))] = spec
+    for (_, text), held in collections.items():
+        names = json.loads(text)["columns"]
+        absent = PrivacyGuarantee(0.0, "absent column")
+        one = sampled(_one_report(held[name]) if name in held else absent for name in names)
+        parts.append(per_person(one, max(_rows_per_user(spec) for spec in held.values())))
     return compose(parts)
 
 

@@ -53,7 +53,12 @@ def mechanism_from_spec(spec: dict[str, Any] | str) -> Mechanism:
         from frameldp.core.collection import Collection
 
         inner = {key: value for key, value in data.items() if key != "collection"}
-        return Collected(mechanism_from_spec(inner), Collection.from_spec(data["collection"]))  # type: ignore[return-value]
+        collection = data["collection"]
+        column = collection.get("column") if isinstance(collection, dict) else None
+        if not isinstance(column, str):
+            raise ParameterError(f"a recorded collection names no column: {shown(collection)}")
+        wrapped = Collected(mechanism_from_spec(inner), Collection.from_spec(collection), column)
+        return wrapped  # type: ignore[return-value]
     try:
         return _REGISTRY[name].from_spec(data)
     except (KeyError, TypeError, AttributeError) as error:  # a field missing or of a wrong shape
