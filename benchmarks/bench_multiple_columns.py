@@ -1,10 +1,11 @@
 """Several columns of one person: splitting the budget against sampling one column per person.
 
 For ``d`` columns and a person's budget ``epsilon``, ``split`` privatizes every column at
-``epsilon / d`` and ``sample`` privatizes one column per row (``collect="sample"``) at the whole
-``epsilon``; each column's mechanism is ``choose_mechanism`` at the epsilon it runs at (the
-frequency oracle of smallest variance for its domain). Both releases state the same guarantee
-for a person (checked: ``privacy.epsilon`` equals ``epsilon`` for both).
+``epsilon / d``, ``sample`` one column per row (``collect="sample"``) at the whole ``epsilon``,
+and ``sample+fake`` the same with reports of uniform values in the other columns; each
+column's mechanism is ``choose_mechanism`` at the epsilon it runs at (the frequency oracle of
+smallest variance for its domain). The three releases state the same guarantee for a person
+(checked: ``privacy.epsilon`` equals ``epsilon`` for each).
 
 **Data.** ``d <= 5``: the first ``n`` flights of the demo data, columns ``delay`` (5 values),
 ``carrier`` (12), ``origin`` (30), ``dest`` (100) and ``fare`` bucketized into 16 equal bins
@@ -14,10 +15,11 @@ columns (Zipf(1.1) over 8 to 40 values, numpy ``default_rng(3)``, test data).
 **Measured.** ``total`` is the sum over columns and buckets of the mean squared error of the
 estimated share over ``R`` releases (each under its own seed), times ``n``: the variance per
 person. ``formula`` is the exact variance at the true shares (``frameldp.core.collection``:
-``split_count_variance``, and ``sample_count_variance`` at ``m = n / d`` reporters), ``ratio``
-their quotient (``sd``, the ratio's standard deviation for normal errors, about
-``sqrt(2 / (R * buckets))``), and ``sample / split`` how much of split's variance sampling
-leaves. ``--quick``: n = 4,000, R = 4, d = 2, epsilon = 2.
+``split_count_variance``, ``sample_count_variance`` at ``m = n / d`` reporters, and
+``sample_fake_count_variance`` with uniform fakes), ``ratio`` their quotient (``sd``, the
+ratio's standard deviation for normal errors, about ``sqrt(2 / (R * buckets))``), and
+``x split`` the strategy's total over split's. ``--quick``: n = 4,000, R = 4, d = 2,
+epsilon = 2.
 
 Usage::
 
@@ -42,7 +44,12 @@ import pandas as pd
 
 import frameldp
 from frameldp.core import choose_mechanism
-from frameldp.core.collection import OracleNoise, sample_count_variance, split_count_variance
+from frameldp.core.collection import (
+    OracleNoise,
+    sample_count_variance,
+    sample_fake_count_variance,
+    split_count_variance,
+)
 from frameldp.datasets import FARE_BOUNDS, FLIGHTS_DOMAINS, load_flights
 
 FARE_BINS = 16
@@ -88,7 +95,11 @@ def measure(
     n = len(frame)
     truth = {c: frame[c].value_counts().reindex(domains[c], fill_value=0).to_numpy() for c in names}
     rows = []
-    for strategy, per_column in (("split", epsilon / d), ("sample", epsilon)):
+    for strategy, per_column in (
+        ("split", epsilon / d),
+        ("sample", epsilon),
+        ("sample+fake", epsilon),
+    ):
         mechanisms = {c: choose_mechanism(per_column, domain=domains[c]) for c in names}
         squares = 0.0
         for seed in range(releases):
@@ -102,11 +113,14 @@ def measure(
         formula = 0.0
         for c in names:
             noise = OracleNoise.of(mechanisms[c])
+            shares = truth[c] / n
             if strategy == "split":
                 formula += float(np.sum(split_count_variance(noise, truth[c].astype(float), n)))
-            else:
-                shares = truth[c] / n
+            elif strategy == "sample":
                 formula += float(np.sum(sample_count_variance(noise, shares, n, n // d)))
+            else:
+                uniform = np.full(noise.k, 1.0 / noise.k)
+                formula += float(np.sum(sample_fake_count_variance(noise, shares, n, d, uniform)))
         formula /= n  # the variance of the shares, times n
         buckets = sum(len(domains[c]) for c in names)
         rows.append(
@@ -120,24 +134,24 @@ def measure(
                 "ratio_sd": float(np.sqrt(2 / (releases * buckets))),
             }
         )
-    split, sample = rows
+    split = rows[0]
     for row in rows:
         row["ratio"] = row["total"] / row["formula"]
-        row["sample_vs_split"] = sample["total"] / split["total"]
+        row["vs_split"] = row["total"] / split["total"]
     return rows
 
 
 def _print(rows: list[dict[str, Any]]) -> None:
     print("Total variance per person (sum over columns and buckets of n * MSE of the shares)")
     print(
-        f"{'d':>3} {'eps':>4} {'strategy':<8} {'total':>10} {'formula':>10} {'ratio':>6} "
-        f"{'sd':>5} {'sample/split':>12}  mechanisms"
+        f"{'d':>3} {'eps':>4} {'strategy':<11} {'total':>10} {'formula':>10} {'ratio':>6} "
+        f"{'sd':>5} {'x split':>8}  mechanisms"
     )
     for row in rows:
         print(
-            f"{row['d']:3d} {row['epsilon']:4.1f} {row['strategy']:<8} {row['total']:10.2f} "
+            f"{row['d']:3d} {row['epsilon']:4.1f} {row['strategy']:<11} {row['total']:10.2f} "
             f"{row['formula']:10.2f} {row['ratio']:6.3f} {row['ratio_sd']:5.3f} "
-            f"{row['sample_vs_split']:12.3f}  {', '.join(row['mechanisms'])}"
+            f"{row['vs_split']:8.3f}  {', '.join(row['mechanisms'])}"
         )
 
 

@@ -269,3 +269,19 @@ def test_fake_data_counts_are_unbiased_and_hide_the_real_column_as_far_as_epsilo
     hits, n = int((guesses == real).sum()), len(frame)
     assert hits <= n * bound + z_bound(P_FAIL) * math.sqrt(n * bound * (1 - bound))
     assert hits > n / len(COLUMNS)  # the fakes hide, but not perfectly
+
+
+def test_a_group_without_reporters_has_no_estimate_and_auto_splits_numbers() -> None:
+    """(Newcomer review) one row in a group: under ``sample`` it reported one column, so the
+    other columns' tables by that group have no estimate there (NaN), and the rest of the
+    table stands. A column that cannot be sampled makes ``auto`` split."""
+    frame = _population(600).assign(region=["tiny"] + ["big"] * 599)
+    reports = frame.ldp.privatize(_three(), collect="sample", seed=3)
+    (unreported,) = [c for c in COLUMNS if pd.isna(reports.loc[0, c])][:1]
+    table = reports.ldp.debias(unreported, by="region").to_pandas()
+    assert table[table["region"] == "tiny"]["count"].isna().all()
+    assert table[table["region"] == "big"]["count"].notna().all()
+    numbers = frame.assign(fare=np.linspace(0, 10, len(frame)))
+    mixed = {**_three(), "fare": frameldp.HybridMechanism(1.0, bounds=(0, 10))}
+    split = numbers.ldp.privatize(mixed, collect="auto", seed=3)
+    assert split[[*COLUMNS, "fare"]].notna().all().all()

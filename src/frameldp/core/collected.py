@@ -38,8 +38,7 @@ from frameldp.core.collection import (
     total_variance,
 )
 from frameldp.core.estimation import FrequencyEstimate
-from frameldp.core.mechanisms._spec import fingerprint
-from frameldp.core.mechanisms.protocol import Capability, Statistic, memoizes
+from frameldp.core.mechanisms.protocol import Capability, Statistic, memoizes, spec_fingerprint
 from frameldp.core.randomness import RandomSource
 from frameldp.errors import FrameLDPWarning, ParameterError, shown
 
@@ -57,29 +56,30 @@ class Collected:
     here is the oracle's (its name, categories, reports, privacy of one report)."""
 
     def __init__(self, mechanism: Any, collection: Collection, column: str) -> None:
+        where = f"column {shown(column)}: collect={collection.strategy!r}"
         if Capability.FREQUENCY_ORACLE not in mechanism.capabilities:
             raise ParameterError(
-                f"collect={collection.strategy!r} takes frequency oracles, not {mechanism.title}"
+                f"{where} takes frequency oracles, not {mechanism.title}: privatize the column "
+                "in a release of its own, or use collect='split'"
             )
         domain = getattr(mechanism, "domain", None)
         fake = collection.strategy == "sample+fake"
         if fake and domain is not None and domain.has_other and domain.kind not in ("str", None):
             raise ParameterError(
-                f"collect='sample+fake' draws fake values from the buckets, and a domain of "
+                f"{where} draws fake values from the buckets, and a domain of "
                 f"{domain.kind} categories has no value for its OTHER bucket; use string "
                 "categories or unknown='raise'"
             )
         labelled = any(pa.types.is_dictionary(t) for t in mechanism.report_columns("c").values())
         if collection.strategy == "sample" and domain is not None and domain.has_null and labelled:
             raise ParameterError(
-                "collect='sample' marks a row that did not report a column by a null, and "
+                f"{where} marks a row that did not report a column by a null, and "
                 f"{mechanism.title} reports its null bucket as a null: use nulls='raise', "
                 "another frequency oracle, or collect='sample+fake'"
             )
         if getattr(mechanism, "max_weight", 1) != 1:
             raise ParameterError(
-                f"collect={collection.strategy!r} takes one value per cell, not sets "
-                f"(max_weight={mechanism.max_weight})"
+                f"{where} takes one value per cell, not sets (max_weight={mechanism.max_weight})"
             )
         if column not in collection.columns:
             raise ParameterError(f"column {shown(column)} is not one of {list(collection.columns)}")
@@ -128,7 +128,7 @@ class Collected:
     def job(self) -> str:
         """The fingerprint of the column's mechanism: what the collection's draws are bound to
         besides the key, the rows and the columns."""
-        return str(fingerprint(self._mechanism.to_spec()))
+        return spec_fingerprint(self._mechanism)
 
     def statistic(self, reports: Mapping[str, pa.Array], *, column: str) -> Statistic:
         """The oracle's statistic of the rows that reported, and the number of rows."""
@@ -146,11 +146,9 @@ class Collected:
         noise = OracleNoise.of(self._mechanism)
         if self.collection.strategy == "sample":
             m = statistic.rows
-            if m == 0:
-                raise ParameterError(
-                    f"none of the {n} rows reported this column (collect='sample' drew "
-                    f"another of {self.collection.d} columns for each): nothing to estimate"
-                )
+            if m == 0:  # a small group whose rows all reported other columns: no estimate
+                unknown = np.full(noise.k, np.nan)
+                return FrequencyEstimate(unknown, unknown.copy(), n)
             inner = self._mechanism.finish(Statistic(tuple(parts), m))
             shares = np.clip(inner.counts / m, 0.0, 1.0)
             counts = inner.counts * (n / m)
@@ -329,10 +327,14 @@ def choose_collection(mechanisms: Any) -> Any:
     mechanisms' epsilons; the release reports every column as given (``split``), or one column
     per row with each column's mechanism rebuilt at that whole budget (``sample``), whichever
     has the smaller total variance of the shares (:func:`~frameldp.core.collection.total_variance`,
-    exact, at uniform shares: the worst case for sampling). A single column is split."""
+    exact, at uniform shares: the worst case for sampling). A single column, or columns of which
+    one cannot be sampled (numbers, sets, memoized responses), are split."""
     if not isinstance(mechanisms, Mapping) or len(mechanisms) < 2:
         return mechanisms  # one column (or none: the caller refuses it) is reported whole
-    sampled = collect_columns(mechanisms, "sample")  # checks the columns and mechanisms
+    try:
+        sampled = collect_columns(mechanisms, "sample")
+    except ParameterError:  # a column that cannot be sampled (numbers, sets, memoized): split
+        return mechanisms
     budget = math.fsum(m.privacy.epsilon for m in mechanisms.values())
     rebuilt = {
         name: Collected(_at_epsilon(m.mechanism, budget), m.collection, name)

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from frameldp.core.mechanisms._spec import fingerprint
 from frameldp.errors import ParameterError
 
 if TYPE_CHECKING:
@@ -69,6 +70,7 @@ __all__ = [
     "Randomizer",
     "Statistic",
     "memoizes",
+    "spec_fingerprint",
 ]
 
 
@@ -346,6 +348,12 @@ class FrequencyOracle(FrequencyEstimator, Protocol):
         form of the support counts; joint tables of two columns multiply them,
         :mod:`frameldp.core.joint`). Reports are checked as by :meth:`Mechanism.statistic`."""
         ...
+
+
+def spec_fingerprint(mechanism: Mechanism) -> str:
+    """SHA-256 of a mechanism's canonical spec: what its noise streams are bound to, so that
+    another mechanism (or the same at another epsilon) draws other noise."""
+    return fingerprint(mechanism.to_spec())
 
 
 def memoizes(mechanism: Mechanism) -> bool:
