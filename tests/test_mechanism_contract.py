@@ -346,10 +346,10 @@ def _releases(make: Callable[[dict[str, list[Any]]], Any]) -> list[tuple[Any, di
         chosen = {n: e.mechanism for n, e in examples.items() if e.users == memoized}
         extra: dict[str, Any] = {"user": "user", "memo_key": OTHER_KEY} if memoized else {}
         out.append((frameldp.ldp(frame).privatize(chosen, key=KEY, **extra), chosen))
+    # one oracle per kind of report column: labels, packed bits, integers
     oracles = {
-        n: e.mechanism
-        for n, e in examples.items()
-        if not e.users and Capability.FREQUENCY_ORACLE in e.mechanism.capabilities
+        n: examples[n].mechanism
+        for n in ("randomized_response", "optimized_unary_encoding", "local_hashing")
     }
     for collect in ("sample", "sample+fake"):
         out.append((frameldp.ldp(frame).privatize(oracles, key=KEY, collect=collect), oracles))
