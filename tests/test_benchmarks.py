@@ -91,8 +91,8 @@ def test_etl_benchmark_quick_run(tmp_path: Path) -> None:
     assert [row["rows"] for row in cli] == [20_000]
     assert all(row["peak_mb"] > 0 and row["rows_per_s"] > 0 for row in cli)
     dask = {row["case"]: row for row in rows if row["case"].startswith("dask")}
-    assert dask["dask 1 worker(s)"]["rows"] == dask["dask 2 worker(s)"]["rows"] == 20_000
-    assert dask["dask 2 worker(s)"]["speedup"] > 0
+    assert list(dask) == ["dask 2 worker(s)"]  # the smoke run: one cluster
+    assert dask["dask 2 worker(s)"]["rows"] == 20_000
     assert "peak MB" in stdout
 
 
