@@ -242,14 +242,13 @@ def test_auto_samples_where_it_has_the_smaller_variance_at_the_same_guarantee() 
 def _real_columns(frame: pd.DataFrame, seed: int, mechanisms: dict[str, Any]) -> np.ndarray:
     """Which column each row of a seeded ``sample+fake`` release holds for real: the draw
     the release made (the test knows the seed)."""
-    arrays = [pa.array(frame[c].to_numpy()) for c in COLUMNS]
     collected = collect_columns(mechanisms, "sample+fake")
     batch = CollectedBatch.draw(
         collected,
         RandomSource.from_seed(seed),
         0,
         len(frame),
-        lambda: row_content(arrays, len(frame)),
+        lambda names: row_content([pa.array(frame[c].to_numpy()) for c in names], len(frame)),
     )
     return batch.reporting
 

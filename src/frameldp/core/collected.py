@@ -215,10 +215,11 @@ class CollectedBatch:
         source: RandomSource,
         row_start: int,
         num_rows: int,
-        content: Callable[[], NDArray[np.uint8]],
+        content_of: Callable[[tuple[str, ...]], NDArray[np.uint8]],
     ) -> CollectedBatch:
         """The batch of a release whose ``mechanisms`` hold the collection's :class:`Collected`
-        columns (others are ignored), its row contents read at most once."""
+        columns (others are ignored); ``content_of(columns)`` gives the bytes of those columns'
+        values per row, read at most once."""
         collected = {c: m for c, m in mechanisms.items() if isinstance(m, Collected)}
         collections = {m.collection for m in collected.values()}
         if len(collections) != 1:
@@ -228,7 +229,8 @@ class CollectedBatch:
         if missing:
             raise ParameterError(f"a collection's columns {missing} are not in the release")
         jobs = tuple(collected[c].job for c in collection.columns)
-        return cls(collection, jobs, source, row_start, num_rows, functools.cache(content))
+        content = functools.cache(lambda: content_of(collection.columns))
+        return cls(collection, jobs, source, row_start, num_rows, content)
 
     @functools.cached_property
     def reporting(self) -> NDArray[np.int64]:

@@ -28,7 +28,7 @@ figure returned always reaches the target at the plan's own simulation.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -116,6 +116,26 @@ class _Setting:
     def errors(self, epsilon: float, n: int) -> tuple[SquareWave, tuple[float, ...]]:
         """The mechanism at ``epsilon`` and each quantile's simulated RMS error at ``n`` (the
         largest over the planning distributions)."""
+
+        def releases(law: NDArray[np.float64]) -> NDArray[np.int64]:
+            rng = np.random.default_rng(PLANNING_SEED)  # test noise for the simulation
+            return rng.multinomial(n, law, size=REPLICATES)
+
+        mechanism, worst = self._errors_of(epsilon, releases)
+        return mechanism, tuple(float(x) for x in worst)
+
+    def bias(self, epsilon: float) -> float:
+        """The largest error of a quantile when the reports' counts are their expectations
+        (``BIAS_N`` reports, no noise): the smoothing's bias, which no ``n`` removes."""
+        _, worst = self._errors_of(epsilon, lambda law: BIAS_N * law)
+        return float(np.max(worst))
+
+    def _errors_of(
+        self, epsilon: float, counts: Callable[[NDArray[np.float64]], NDArray[Any]]
+    ) -> tuple[SquareWave, NDArray[np.float64]]:
+        """The mechanism at ``epsilon`` and each quantile's RMS error over the EMS estimates of
+        the report counts ``counts(law)`` gives (rows), the largest over the planning
+        distributions."""
         mechanism = SquareWave(epsilon, bounds=self.bounds, buckets=self.buckets)
         fine_edges = np.linspace(self.bounds.lo, self.bounds.hi, mechanism.ems_cells + 1)
         edges = np.linspace(self.bounds.lo, self.bounds.hi, mechanism.buckets + 1)
@@ -123,25 +143,10 @@ class _Setting:
         for shares in self.shares(mechanism.ems_cells):
             truth = self._quantiles(fine_edges, shares)
             law = mechanism.kernel @ shares
-            rng = np.random.default_rng(PLANNING_SEED)  # test noise for the simulation
-            estimates = mechanism.estimate(rng.multinomial(n, law / law.sum(), size=REPLICATES))
+            estimates = np.atleast_2d(mechanism.estimate(counts(law / law.sum())))
             found = np.array([self._quantiles(edges, estimate) for estimate in estimates])
             worst = np.maximum(worst, np.sqrt(np.mean((found - truth) ** 2, axis=0)))
-        return mechanism, tuple(float(x) for x in worst)
-
-    def bias(self, epsilon: float) -> float:
-        """The largest error of a quantile when the reports' counts are their expectations
-        (``BIAS_N`` reports, no noise): the smoothing's bias, which no ``n`` removes."""
-        mechanism = SquareWave(epsilon, bounds=self.bounds, buckets=self.buckets)
-        fine_edges = np.linspace(self.bounds.lo, self.bounds.hi, mechanism.ems_cells + 1)
-        edges = np.linspace(self.bounds.lo, self.bounds.hi, mechanism.buckets + 1)
-        worst = 0.0
-        for shares in self.shares(mechanism.ems_cells):
-            law = mechanism.kernel @ shares
-            estimate = mechanism.estimate(BIAS_N * law / law.sum())
-            errors = self._quantiles(edges, estimate) - self._quantiles(fine_edges, shares)
-            worst = max(worst, float(np.max(np.abs(errors))))
-        return worst
+        return mechanism, worst
 
 
 def _default_shapes(buckets: int) -> list[NDArray[np.float64]]:

@@ -192,15 +192,15 @@ def _collected_batch(
 ) -> CollectedBatch | None:
     """The batch's draws of its collection (which column each row reports, and the fakes),
     None without one."""
-    collection = next(
-        (c for c in (getattr(m, "collection", None) for m in mechanisms.values()) if c), None
-    )
-    if collection is None:
+    if not any(getattr(m, "collection", None) for m in mechanisms.values()):
         return None
-    collected = [columns[name] for name in collection.columns]
-    num_rows = len(collected[0])
+    num_rows = len(next(iter(columns.values())))
     return CollectedBatch.draw(
-        mechanisms, source, row_start, num_rows, lambda: row_content(collected, num_rows)
+        mechanisms,
+        source,
+        row_start,
+        num_rows,
+        lambda names: row_content([columns[name] for name in names], num_rows),
     )
 
 
