@@ -2,7 +2,9 @@
 
 For ``d`` columns and a person's budget ``epsilon``, ``split`` privatizes every column at
 ``epsilon / d``, ``sample`` one column per row (``collect="sample"``) at the whole ``epsilon``,
-and ``sample+fake`` the same with reports of uniform values in the other columns; each
+and ``sample+fake`` the same with reports of uniform values in the other columns
+(``sample+prior``: of values drawn from a public prior, RS+RFD, here the shares of the next
+``n`` rows, an earlier period's, each count plus 1/2); each
 column's mechanism is ``choose_mechanism`` at the epsilon it runs at (the frequency oracle of
 smallest variance for its domain). The three releases state the same guarantee for a person
 (checked: ``privacy.epsilon`` equals ``epsilon`` for each).
@@ -16,7 +18,7 @@ columns (Zipf(1.1) over 8 to 40 values, numpy ``default_rng(3)``, test data).
 estimated share over ``R`` releases (each under its own seed), times ``n``: the variance per
 person. ``formula`` is the exact variance at the true shares (``frameldp.core.collection``:
 ``split_count_variance``, ``sample_count_variance`` at ``m = n / d`` reporters, and
-``sample_fake_count_variance`` with uniform fakes), ``ratio`` their quotient (``sd``, the
+``sample_fake_count_variance`` with uniform or prior fakes), ``ratio`` their quotient (``sd``, the
 ratio's standard deviation for normal errors, about ``sqrt(2 / (R * buckets))``), and
 ``x split`` the strategy's total over split's. ``--quick``: n = 4,000, R = 4, d = 2,
 epsilon = 2.
@@ -56,9 +58,10 @@ FARE_BINS = 16
 SYNTHETIC_SIZES = (8, 12, 20, 30, 40)
 
 
-def columns(n: int) -> tuple[pd.DataFrame, dict[str, list[Any]]]:
-    """Ten categorical columns of ``n`` rows and their public domains."""
-    flights = load_flights().head(n)
+def columns(n: int, start: int = 0) -> tuple[pd.DataFrame, dict[str, list[Any]]]:
+    """Ten categorical columns of ``n`` rows (flights from row ``start``) and their public
+    domains."""
+    flights = load_flights().iloc[start : start + n]
     low, high = FARE_BOUNDS
     bins = np.minimum(((flights["fare"] - low) / (high - low) * FARE_BINS).astype(int), 15)
     frame = pd.DataFrame(
@@ -74,7 +77,7 @@ def columns(n: int) -> tuple[pd.DataFrame, dict[str, list[Any]]]:
         name: list(FLIGHTS_DOMAINS[name]) for name in ("delay", "carrier", "origin", "dest")
     }
     domains["fare_bin"] = list(range(FARE_BINS))
-    rng = np.random.default_rng(3)  # synthetic test data
+    rng = np.random.default_rng(3 + start)  # synthetic test data
     for i, k in enumerate(SYNTHETIC_SIZES):
         weights = 1.0 / np.arange(1, k + 1) ** 1.1
         name = f"zipf_{k}"
@@ -89,8 +92,10 @@ def measure(
     d: int,
     epsilon: float,
     releases: int,
+    priors: dict[str, dict[Any, float]],
 ) -> list[dict[str, Any]]:
-    """Both strategies' measured and exact total variance for the first ``d`` columns."""
+    """Every strategy's measured and exact total variance for the first ``d`` columns
+    (``"sample+prior"``: sample+fake with fakes drawn from ``priors``)."""
     names = list(frame.columns[:d])
     n = len(frame)
     truth = {c: frame[c].value_counts().reindex(domains[c], fill_value=0).to_numpy() for c in names}
@@ -99,13 +104,18 @@ def measure(
         ("split", epsilon / d),
         ("sample", epsilon),
         ("sample+fake", epsilon),
+        ("sample+prior", epsilon),
     ):
         mechanisms = {c: choose_mechanism(per_column, domain=domains[c]) for c in names}
+        collect, prior = strategy.replace("+prior", "+fake"), strategy == "sample+prior"
+        fake_prior = {c: priors[c] for c in names} if prior else None
         squares = 0.0
         for seed in range(releases):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", frameldp.FrameLDPWarning)
-                reports = frame[names].ldp.privatize(mechanisms, collect=strategy, seed=seed)
+                reports = frame[names].ldp.privatize(
+                    mechanisms, collect=collect, seed=seed, fake_prior=fake_prior
+                )
             assert abs(reports.ldp.privacy.epsilon - epsilon) < 1e-6
             for c in names:
                 counts = reports.ldp.debias(c).to_pandas()["count"].to_numpy()
@@ -119,8 +129,10 @@ def measure(
             elif strategy == "sample":
                 formula += float(np.sum(sample_count_variance(noise, shares, n, n // d)))
             else:
-                uniform = np.full(noise.k, 1.0 / noise.k)
-                formula += float(np.sum(sample_fake_count_variance(noise, shares, n, d, uniform)))
+                law = np.full(noise.k, 1.0 / noise.k)
+                if prior:
+                    law = np.array([priors[c][label] for label in domains[c]])
+                formula += float(np.sum(sample_fake_count_variance(noise, shares, n, d, law)))
         formula /= n  # the variance of the shares, times n
         buckets = sum(len(domains[c]) for c in names)
         rows.append(
@@ -162,11 +174,19 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the rows as JSON")
     arguments = parser.parse_args()
     quick = arguments.quick
-    frame, domains = columns(4_000 if quick else 20_000)
+    n = 4_000 if quick else 20_000
+    frame, domains = columns(n)
+    earlier, _ = columns(n, start=n)  # the public prior: an earlier period's shares
+    priors = {
+        c: (earlier[c].value_counts().reindex(domains[c], fill_value=0) + 0.5)
+        .pipe(lambda counts: counts / counts.sum())
+        .to_dict()
+        for c in frame.columns
+    }
     rows: list[dict[str, Any]] = []
     for d in (2,) if quick else (2, 5, 10):
         for epsilon in (2.0,) if quick else (1.0, 2.0, 4.0):
-            rows += measure(frame, domains, d, epsilon, 4 if quick else 40)
+            rows += measure(frame, domains, d, epsilon, 4 if quick else 40, priors)
     _print(rows)
     if arguments.json:
         arguments.json.write_text(json.dumps({"rows": rows}, indent=2))

@@ -71,3 +71,35 @@ def test_collect_auto_says_what_it_chose(
     assert run.exit_code == 0, run.stderr
     assert "--collect auto: sample (the smaller total variance)" in run.stdout
     assert "privacy per person: ε = 1.5 " in run.stdout
+
+
+def test_fake_prior_is_read_from_json(
+    make_input: MakeInput, domains: dict[str, Path], tmp_path: Path
+) -> None:
+    """``--fake-prior``: the file's laws give the in-memory release's fakes (both forms of a
+    law); a law naming no bucket of its column is refused and writes nothing."""
+    prior = tmp_path / "prior.json"
+    prior.write_text('{"carrier": {"AA": 3, "DL": 1}, "delay": [["early", 1], ["late_15_60", 1]]}')
+    target = tmp_path / "release.parquet"
+    options = [
+        "--column", "carrier", "--column", "delay", "--mechanism", "krr", "--epsilon", "1",
+        "--domain-file", domains["carrier"], "--domain-file", domains["delay"],
+        "--collect", "sample+fake", "--seed", SEED,
+    ]  # fmt: skip
+    run = invoke("privatize", make_input("parquet"), target, *options, "--fake-prior", prior)
+    assert run.exit_code == 0, run.stderr
+    mechanisms = {
+        c: frameldp.RandomizedResponse(1.0, domain=FLIGHTS_DOMAINS[c]) for c in ("carrier", "delay")
+    }
+    laws = {"carrier": {"AA": 3, "DL": 1}, "delay": {"early": 1, "late_15_60": 1}}
+    reference = in_memory(flights(), mechanisms, collect="sample+fake", fake_prior=laws)
+    for column in mechanisms:
+        assert released(target, column) == reference[column].tolist()
+    prior.write_text('{"carrier": {"XX": 1}}')
+    refused = tmp_path / "refused.parquet"
+    run = invoke("privatize", make_input("parquet"), refused, *options, "--fake-prior", prior)
+    assert_user_error(run, "not one of its buckets")
+    assert not refused.exists()
+    prior.write_text("{not json")
+    run = invoke("privatize", make_input("parquet"), refused, *options, "--fake-prior", prior)
+    assert_user_error(run, "not JSON")

@@ -97,7 +97,13 @@ def _three(epsilon: float = 2.0) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("strategy", ["sample", "sample+fake"])
+def _prior(frame: pd.DataFrame) -> dict[str, dict[str, float]]:
+    """A public guess at each column's shares (RS+RFD): the truth, rounded, and not for
+    ``carrier`` (uniform fakes beside prior ones)."""
+    return {c: frame[c].value_counts(normalize=True).round(1).to_dict() for c in COLUMNS[1:]}
+
+
+@pytest.mark.parametrize("strategy", ["sample", "sample+fake", "sample+fake prior"])
 def test_the_reported_column_is_uniform_and_counts_are_unbiased_with_honest_errors(
     strategy: str,
 ) -> None:
@@ -105,12 +111,14 @@ def test_the_reported_column_is_uniform_and_counts_are_unbiased_with_honest_erro
     truth = {c: frame[c].value_counts() for c in COLUMNS}
     chosen = np.zeros(len(COLUMNS), dtype=np.int64)
     errors: dict[tuple[str, str], list[float]] = {}
+    collect, _, prior = strategy.partition(" ")
+    fake_prior = _prior(frame) if prior else None
     for seed in range(RELEASES):
-        reports = frame.ldp.privatize(_three(), collect=strategy, seed=seed)
+        reports = frame.ldp.privatize(_three(), collect=collect, seed=seed, fake_prior=fake_prior)
         if strategy == "sample":
             chosen += reports[list(COLUMNS)].notna().to_numpy().sum(axis=0)
         else:
-            real = _real_columns(frame, seed, _three())
+            real = _real_columns(frame, seed, _three(), fake_prior)
             chosen += np.bincount(real, minlength=len(COLUMNS))
         for column in COLUMNS:
             table = reports.ldp.debias(column).to_pandas()
@@ -198,8 +206,23 @@ def test_joint_tables_and_bad_collections_are_refused() -> None:
     with pytest.raises(frameldp.ParameterError, match="not sets"):
         frame.ldp.privatize({**_three(), "origin": rappor}, collect="sample")
     memoized = frameldp.RandomizedResponse(1.0, domain=list(CARRIERS), epsilon_infinity=2.0)
-    with pytest.raises(frameldp.ParameterError, match="memoize"):
-        frame.ldp.privatize({**_three(), "carrier": memoized}, collect="sample")
+    with pytest.raises(frameldp.ParameterError, match="cannot fake a memoized column"):
+        frame.ldp.privatize({**_three(), "carrier": memoized}, collect="sample+fake")
+    frozen = frameldp.RandomizedResponse(1.0, domain=list(CARRIERS), epsilon_infinity=1.0)
+    people = frame.assign(person=np.arange(len(frame)))
+    with pytest.raises(frameldp.ParameterError, match="adds no noise"):
+        people.ldp.privatize({**_three(), "carrier": frozen}, collect="sample", user="person")
+    for prior, match in [
+        ({"fare": {"AA": 1.0}}, "not privatized here"),
+        ({"origin": {"XXX": 1.0}}, "not one of its buckets"),
+        ({"origin": {ORIGINS[0]: -1.0, ORIGINS[1]: 2.0}}, ">= 0"),
+        ({"origin": {ORIGINS[0]: 0.0}}, "not all 0"),
+        ({"origin": [0.5, 0.5]}, "mapping"),
+    ]:
+        with pytest.raises(frameldp.ParameterError, match=match):
+            frame.ldp.privatize(_three(), collect="sample+fake", fake_prior=prior)
+    with pytest.raises(frameldp.ParameterError, match="fake_prior="):
+        frame.ldp.privatize(_three(), collect="sample", fake_prior={"origin": {ORIGINS[0]: 1}})
     wave = frameldp.SquareWave(1.0, bounds=(0, 10))
     numbers = frame.assign(fare=np.linspace(0, 10, len(frame)))
     with pytest.raises(frameldp.ParameterError, match="frequency oracles"):
@@ -239,10 +262,12 @@ def test_auto_samples_where_it_has_the_smaller_variance_at_the_same_guarantee() 
     assert alone["carrier"].notna().all()
 
 
-def _real_columns(frame: pd.DataFrame, seed: int, mechanisms: dict[str, Any]) -> np.ndarray:
+def _real_columns(
+    frame: pd.DataFrame, seed: int, mechanisms: dict[str, Any], fake_prior: Any = None
+) -> np.ndarray:
     """Which column each row of a seeded ``sample+fake`` release holds for real: the draw
     the release made (the test knows the seed)."""
-    collected = collect_columns(mechanisms, "sample+fake")
+    collected = collect_columns(mechanisms, "sample+fake", fake_prior)
     batch = CollectedBatch.draw(
         collected,
         RandomSource.from_seed(seed),
@@ -291,3 +316,73 @@ def test_a_group_without_reporters_has_no_estimate_and_auto_splits_numbers() -> 
     mixed = {**_three(), "fare": frameldp.HybridMechanism(1.0, bounds=(0, 10))}
     split = numbers.ldp.privatize(mixed, collect="auto", seed=3)
     assert split[[*COLUMNS, "fare"]].notna().all().all()
+
+
+def test_fake_values_follow_the_prior() -> None:
+    """The fakes of a column with a prior are the mechanism's reports of values drawn from
+    it: with no noise to speak of (eps = 12), the fake values' counts fit the prior
+    (chi-square at ``P_FAIL``), and a bucket of share 0 is never drawn."""
+    frame = _population(6_000)
+    mechanisms = {c: frameldp.RandomizedResponse(12.0, domain=list(ORIGINS)) for c in COLUMNS}
+    frame = frame.assign(carrier=frame["origin"].to_numpy())
+    law = dict.fromkeys(ORIGINS, 0.0) | {ORIGINS[0]: 0.5, ORIGINS[1]: 0.3, ORIGINS[2]: 0.2}
+    reports = frame.ldp.privatize(
+        mechanisms, collect="sample+fake", seed=4, fake_prior={"origin": law}
+    )
+    real = _real_columns(frame, 4, mechanisms, fake_prior={"origin": law})
+    fakes = reports["origin"].to_numpy()[real != COLUMNS.index("origin")]
+    observed = pd.Series(fakes).value_counts().reindex(ORIGINS[:3]).fillna(0).to_numpy()
+    assert observed.sum() >= len(fakes) - 0.01 * len(fakes)  # eps 12: hardly any moved
+    assert_chisquare(observed, np.array([0.5, 0.3, 0.2]), p_fail=P_FAIL)
+    table = reports.ldp.debias("origin")
+    assert "1 in 3 real" in repr(table)
+    shares = frameldp.ldp(frame).privatize(mechanisms, seed=5).ldp.debias("dest")
+    again = frame.ldp.privatize(
+        mechanisms, collect="sample+fake", seed=4, fake_prior={"dest": shares}
+    )  # an earlier release's table as the prior
+    assert again["dest"].notna().all()
+
+
+def test_memoized_columns_are_sampled_with_their_permanent_responses(tmp_path: Any) -> None:
+    """A memoized column under ``sample`` reports exactly what the memoized mechanism reports
+    under the same keys (its permanent response per (person, value) under ``memo_key``, its
+    instantaneous noise under ``key``) on the rows that report it; each night charges the
+    mixture of the columns' instantaneous responses (module docstring of
+    :mod:`frameldp.accounting.events.sampled`), and the counts stay unbiased."""
+    frame = _population(3_000).assign(person=lambda f: np.arange(len(f)))
+    mechanisms = {
+        "carrier": frameldp.RandomizedResponse(1.0, domain=list(CARRIERS), epsilon_infinity=3.0),
+        "origin": frameldp.OptimizedUnaryEncoding(1.0, domain=list(ORIGINS), epsilon_infinity=3.0),
+    }
+    memo, key = bytes(range(32, 64)), KEY
+    split = frame.ldp.privatize(mechanisms, user="person", memo_key=memo, key=key)
+    ledger = frameldp.Ledger(tmp_path / "ledger.db")
+    ledger.set_budget("nightly", epsilon=100.0)
+    nights = [
+        frame.ldp.privatize(
+            mechanisms,
+            collect="sample",
+            user="person",
+            memo_key=memo,
+            key=key if night == 0 else None,
+            ledger=ledger,
+            budget="nightly",
+        )
+        for night in range(2)
+    ]
+    first = nights[0]
+    for column in mechanisms:
+        held = first[column].notna().to_numpy()
+        assert 0 < held.sum() < len(frame)
+        assert first[column][held].tolist() == split[column][held].tolist()
+    instants = SampledEvent(
+        [[(m.guarantee(memo="m").events[0][0], 1)] for m in mechanisms.values()]
+    )
+    assert first.ldp.privacy.epsilon == pytest.approx(instants.pure_epsilon)
+    assert first.ldp.privacy.epsilon > max(m.privacy.epsilon for m in mechanisms.values())
+    assert ledger.spent("nightly") == pytest.approx(2 * instants.pure_epsilon)
+    table = nights[1].ldp.debias("carrier").to_pandas().set_index("category")
+    truth = frame["carrier"].value_counts()
+    for label, row in table.iterrows():
+        z = (row["count"] - truth.get(label, 0)) / row["std_error"]
+        assert abs(z) <= z_bound(P_FAIL / len(table) / 2)

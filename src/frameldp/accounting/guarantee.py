@@ -274,6 +274,12 @@ def sampled(guarantees: Iterable[PrivacyGuarantee]) -> PrivacyGuarantee:
     if any(part.shuffled for part in parts):
         raise ParameterError("a shuffled release cannot be one column of a sampled collection")
     event = SampledEvent([part.events for part in parts])
+    parts = tuple(  # a memoized column is charged its instantaneous response per report
+        part
+        if charged <= part.epsilon
+        else dataclasses.replace(part, epsilon=charged, mechanism=f"{part.mechanism} memoized")
+        for part, charged in zip(parts, event.column_epsilons, strict=True)
+    )
     return PrivacyGuarantee(
         event.pure_epsilon,
         "sampled",

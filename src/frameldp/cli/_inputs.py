@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -52,6 +53,31 @@ def read_key(key_file: Path | None, option: str = "--key-file") -> bytes | None:
             f"{option} {str(key_file)!r}: a key is {KEY_BYTES} bytes, got {len(key)}"
         )
     return key
+
+
+def read_fake_prior(path: Path) -> dict[str, Any]:
+    """``--fake-prior``: each column's law of fake values, ``{column: {category: weight}}``
+    (string categories) or ``{column: [[category, weight], ...]}`` (any JSON category, ``null``
+    for the null bucket); the weights are checked against the column's buckets later."""
+    where = f"--fake-prior {str(path)!r}"
+    try:
+        given = json.loads(read_text(path, where))
+    except json.JSONDecodeError as error:
+        raise ParameterError(f"{where}: not JSON ({error.msg} at line {error.lineno})") from None
+    if not isinstance(given, dict):
+        raise ParameterError(f"{where}: expected an object {{column: law}}, got {shown(given)}")
+    laws: dict[str, Any] = {}
+    for column, law in given.items():
+        if isinstance(law, list):
+            pairs = [p for p in law if isinstance(p, list) and len(p) == 2]
+            if len(pairs) != len(law):
+                raise ParameterError(
+                    f"{where}: column {shown(column)}: expected [[category, weight], ...], got "
+                    f"{shown(law)}"
+                )
+            law = {category: weight for category, weight in pairs}
+        laws[column] = law
+    return laws
 
 
 def check_output(target: Path) -> str:

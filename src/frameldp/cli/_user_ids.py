@@ -33,14 +33,22 @@ _ARROW = {"integer": pa.int64(), "text": pa.large_string()}
 
 
 def _charged_memos(ledger: Path, budget: str) -> set[str]:
-    """The memo names of every release charged to ``budget``."""
-    memos = set()
+    """The memo names of every release charged to ``budget`` (a sampled collection's among
+    its columns' events)."""
+    memos: set[str] = set()
     for spend in Ledger(ledger).history(budget):
         for event, _ in spend.guarantee.events:
-            memo = getattr(event, "memo", None)  # memoized events name their memo
-            if isinstance(memo, str):
-                memos.add(memo)
+            memos.update(_memos_of(event))
     return memos
+
+
+def _memos_of(event: object) -> Iterator[str]:
+    memo = getattr(event, "memo", None)  # memoized events name their memo
+    if isinstance(memo, str):
+        yield memo
+    for part in getattr(event, "components", ()):  # a sampled collection's columns
+        for inner, _ in part:
+            yield from _memos_of(inner)
 
 
 def read_user_type(

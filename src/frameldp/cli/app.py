@@ -257,6 +257,14 @@ def privatize(
             "has the smaller total variance at split's guarantee)."
         ),
     ] = "split",
+    fake_prior: Annotated[
+        Path | None,
+        typer.Option(
+            help="With --collect sample+fake: a JSON file of each column's public law of fake "
+            'values, {"column": {"category": weight, ...}} or {"column": [[category, weight], '
+            "...]} (RS+RFD); default: uniform over the column's buckets."
+        ),
+    ] = None,
     seed: Annotated[
         int | None, typer.Option(help="Reproducible (insecure) noise; default: a fresh key.")
     ] = None,
@@ -305,6 +313,7 @@ def privatize(
         max_rows_per_user=max_rows_per_user,
         memo_key_file=memo_key_file,
         collect=collect,
+        fake_prior=fake_prior,
         seed=seed,
         key_file=key_file,
         ledger=ledger,

@@ -14,7 +14,7 @@ from rich.table import Table
 from frameldp._atomic import check_target
 from frameldp.accounting.guarantee import INSECURE, PrivacyGuarantee
 from frameldp.cli._errors import user_errors, warnings_as_lines
-from frameldp.cli._inputs import read_key, read_text
+from frameldp.cli._inputs import read_fake_prior, read_key, read_text
 from frameldp.cli._signals import terminate_cleanly
 from frameldp.cli._specs import memoized_where_used, specs_from_file, specs_from_options
 from frameldp.cli.estimate import check_out, discover_file, estimate_file, write_table
@@ -54,6 +54,7 @@ def run_privatize(
     memo_key_file: Path | None,
     seed: int | None,
     collect: str = "split",
+    fake_prior: Path | None = None,
     key_file: Path | None,
     ledger: Path | None,
     budget: str | None,
@@ -90,6 +91,7 @@ def run_privatize(
                 user=user,
                 max_rows_per_user=max_rows_per_user,
                 collect=collect,
+                fake_prior=None if fake_prior is None else read_fake_prior(fake_prior),
                 key=read_key(key_file, "--key-file"),
                 seed=seed,
                 memo_key=read_key(memo_key_file, "--memo-key-file"),

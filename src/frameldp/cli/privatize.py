@@ -79,6 +79,7 @@ def privatize_file(
     user: str | None = None,
     max_rows_per_user: int | None = None,
     collect: str = "split",
+    fake_prior: Mapping[str, Any] | None = None,
     key: bytes | None = None,
     seed: int | None = None,
     memo_key: bytes | None = None,
@@ -114,7 +115,7 @@ def privatize_file(
         spec.column: build_mechanism(spec, input_file.schema.field(spec.column).type)
         for spec in specs
     }
-    mechanisms = collect_columns(built, collect)
+    mechanisms = collect_columns(built, collect, fake_prior)
     randomness = resolve_source(key, seed)
     # A first pass over the user column: a person is the privacy unit.
     people = None if user is None else People(user)

@@ -33,6 +33,7 @@ from numpy.typing import NDArray
 from frameldp.core.collection import (
     Collection,
     OracleNoise,
+    check_prior,
     sample_count_variance,
     sample_fake_count_variance,
     total_variance,
@@ -47,6 +48,7 @@ __all__ = [
     "CollectedBatch",
     "choose_collection",
     "collect_columns",
+    "fake_priors",
     "reporting_columns",
 ]
 
@@ -148,18 +150,19 @@ class Collected:
             m = statistic.rows
             if m == 0:  # a small group whose rows all reported other columns: no estimate
                 unknown = np.full(noise.k, np.nan)
-                return FrequencyEstimate(unknown, unknown.copy(), n)
+                return FrequencyEstimate(unknown, unknown.copy(), n, reporters=0)
             inner = self._mechanism.finish(Statistic(tuple(parts), m))
             shares = np.clip(inner.counts / m, 0.0, 1.0)
             counts = inner.counts * (n / m)
             variances = sample_count_variance(noise, shares, n, m)
         else:
             inner = self._mechanism.finish(Statistic(tuple(parts), statistic.rows))
-            d, law = self.collection.d, self.collection.law(noise.k)
+            d, law = self.collection.d, self.collection.law(self.column, noise.k)
             counts = d * inner.counts - (d - 1) * n * law
             shares = np.clip(counts / n, 0.0, 1.0)
             variances = sample_fake_count_variance(noise, shares, n, d, law)
-        return FrequencyEstimate(counts, variances, n)
+        reporters = statistic.rows if self.collection.strategy == "sample" else None
+        return FrequencyEstimate(counts, variances, n, reporters=reporters)
 
     def debias(self, statistic: Statistic) -> FrequencyEstimate:
         """:meth:`finish`."""
@@ -257,14 +260,15 @@ class CollectedBatch:
         }
 
     def fake_reports(self, mechanism: Collected, column: str) -> dict[str, pa.Array]:
-        """The column's mechanism's reports of values drawn uniformly from its buckets (RS+FD,
-        Arcolezi et al. 2021): the values from the stream ``("collect", "fake", column)``, their
-        noise from the mechanism's stream of ``column + "\\x00fake"`` (a name no collected
-        column has), both addressed as every report is."""
+        """The column's mechanism's reports of values drawn from its fake-data law (uniform
+        over its buckets: RS+FD, Arcolezi et al. 2021; a public prior: RS+RFD, 2022): the
+        values from the stream ``("collect", "fake", column, *jobs)``, their noise from the
+        mechanism's stream of ``column + "\\x00fake"`` (a name no collected column has), both
+        addressed as every report is."""
         labels = mechanism.domain.labels
         label = ("collect", "fake", column, *self.jobs)
         rows = self.source.rows(label, self.row_start, self.num_rows, self.content)
-        codes = rows.uniform("value", len(labels))
+        codes = _draw_codes(rows, self.collection.law(column, len(labels)))
         values = pa.array(list(labels)).take(pa.array(codes))
         with warnings.catch_warnings():  # a uniform value falls in OTHER often: not the data's
             warnings.simplefilter("ignore", FrameLDPWarning)
@@ -278,16 +282,39 @@ class CollectedBatch:
             )
 
 
+def _draw_codes(rows: Any, law: NDArray[np.float64]) -> NDArray[np.int64]:
+    """One bucket per row drawn from ``law``: uniform buckets exactly (``rows.uniform``),
+    others by inverting the law's cumulative shares at a uniform 64-bit word (each bucket's
+    chance within ``2**-53`` of its share; a bucket of share 0 is never drawn)."""
+    k = law.size
+    if np.all(law == law[0]):
+        return np.asarray(rows.uniform("value", k), dtype=np.int64)
+    words = rows.words("value", 1)[:, 0]
+    cumulative = np.cumsum(law)
+    cut = np.minimum(cumulative / cumulative[-1], 1.0) * 2.0**64
+    thresholds = np.array([min(int(c), 2**64 - 1) for c in cut], dtype=np.uint64)
+    thresholds[-1] = np.uint64(2**64 - 1)  # the last bucket takes the rest
+    codes = np.searchsorted(thresholds, words, side="right")
+    return np.asarray(np.minimum(codes, k - 1), dtype=np.int64)
+
+
 FAKE_SUFFIX: Final = "\x00fake"
 """Appended to a column's name to name the stream of its fake reports' noise."""
 
 
-def collect_columns(mechanisms: Any, collect: object) -> Any:
+def collect_columns(mechanisms: Any, collect: object, fake_prior: Any = None) -> Any:
     """The mechanisms of one release under the strategy ``collect``: as given for ``"split"``
     (each column reported, the person's loss their composition; the caller checks them); for
-    ``"sample"`` each wrapped in :class:`Collected` (one column reported per person, chosen at
-    random); for ``"auto"`` whichever of the two has the smaller total variance at the same
+    ``"sample"`` and ``"sample+fake"`` each wrapped in :class:`Collected` (one column reported
+    per person, chosen at random; under ``"sample+fake"`` the others' fake values drawn from
+    ``fake_prior[column]``, a mapping ``{bucket label: share}``, where given, else uniformly);
+    for ``"auto"`` whichever of split and sample has the smaller total variance at the same
     guarantee (:func:`choose_collection`)."""
+    if fake_prior is not None and collect != "sample+fake":
+        raise ParameterError(
+            f"fake_prior= is the law of collect='sample+fake''s fake values; got collect="
+            f"{shown(collect)}"
+        )
     if collect == "split":
         return mechanisms
     if collect == "auto":
@@ -315,13 +342,94 @@ def collect_columns(mechanisms: Any, collect: object) -> Any:
             raise ParameterError(
                 f"collect={collect!r} needs string column names without NUL, got {shown(name)}"
             )
-        if memoizes(mechanism):
+        if memoizes(mechanism) and collect == "sample+fake":
             raise ParameterError(
-                f"column {shown(name)}: collect={collect!r} does not memoize permanent "
-                "responses; privatize memoized columns in a release of their own"
+                f"column {shown(name)}: collect='sample+fake' cannot fake a memoized column: "
+                "a person's real reports of one value share a permanent response night after "
+                "night and fresh fakes would not, which shows the real column; use "
+                "collect='sample' (memoized columns are sampled as they are)"
             )
-    collection = Collection(collect, tuple(names))
+        if memoizes(mechanism):
+            _check_sampled_memo(name, mechanism)
+    priors = None if fake_prior is None else fake_priors(mechanisms, fake_prior)
+    collection = Collection(collect, tuple(names), priors)
     return {name: Collected(m, collection, name) for name, m in mechanisms.items()}
+
+
+def _check_sampled_memo(column: str, mechanism: Any) -> None:
+    """Refuse, naming ``column``, a memoized mechanism whose reports a sampled collection
+    cannot bound (:meth:`~frameldp.accounting.MemoizedEvent.unfolded`: no instantaneous
+    noise), before any report is drawn."""
+    for event, _ in mechanism.guarantee(memo="sampled").events:
+        try:
+            event.unfolded()
+        except ParameterError as error:
+            raise ParameterError(f"column {shown(column)}: {error}") from None
+
+
+def fake_priors(mechanisms: Mapping[str, Any], given: Any) -> tuple[tuple[float, ...] | None, ...]:
+    """Each column's fake-data law over its mechanism's buckets, from ``given``:
+    ``{column: {bucket label: weight}}`` (weights >= 0, normalized; a bucket not named has
+    weight 0; a column not named is uniform). The labels are the domain's categories, its
+    ``OTHER`` label and ``None`` for its null bucket."""
+    if not isinstance(given, Mapping):
+        raise ParameterError(
+            f"fake_prior must map columns to {{category: weight}}, got {type(given).__name__}"
+        )
+    unknown = [c for c in given if c not in mechanisms]
+    if unknown:
+        raise ParameterError(
+            f"fake_prior names column {shown(unknown[0])}, which is not privatized here"
+        )
+    priors: list[tuple[float, ...] | None] = []
+    for name, mechanism in mechanisms.items():
+        weights = given.get(name)
+        priors.append(None if weights is None else _prior_of(mechanism, name, weights))
+    return tuple(priors)
+
+
+def _prior_of(mechanism: Any, column: str, weights: Any) -> tuple[float, ...]:
+    """``weights`` ``{label: weight}`` as shares over ``mechanism``'s buckets."""
+    domain = getattr(mechanism, "domain", None)
+    if domain is None:
+        raise ParameterError(f"column {shown(column)}: fake_prior needs a categorical domain")
+    if not isinstance(weights, Mapping):
+        raise ParameterError(
+            f"column {shown(column)}: fake_prior must be a mapping {{category: weight}}, got "
+            f"{type(weights).__name__}"
+        )
+    position = {label: code for code, label in enumerate(domain.labels)}
+    shares = np.zeros(domain.size)
+    for label, weight in weights.items():
+        code = position.get(label) if _same_kind(label, domain.kind) else None
+        if code is None:
+            raise ParameterError(
+                f"column {shown(column)}: fake_prior names {shown(label)}, which is not one of "
+                "its buckets"
+            )
+        if isinstance(weight, bool) or not isinstance(weight, int | float | np.number):
+            raise ParameterError(
+                f"column {shown(column)}: fake_prior weight of {shown(label)} must be a number, "
+                f"got {shown(weight)}"
+            )
+        shares[code] = float(weight)
+    total = math.fsum(shares)
+    if not np.all(np.isfinite(shares)) or np.any(shares < 0) or not 0 < total < math.inf:
+        raise ParameterError(
+            f"column {shown(column)}: fake_prior weights must be finite, >= 0 and not all 0, "
+            f"got {shown(dict(weights))}"
+        )
+    return check_prior((shares / total).tolist(), column)
+
+
+def _same_kind(label: Any, kind: str | None) -> bool:
+    """Whether ``label`` may name a bucket of a domain of ``kind`` (``None``, the null bucket,
+    always; a bool only a bool's, as ``True == 1`` would match a number)."""
+    if label is None or isinstance(label, str):
+        return True
+    if isinstance(label, bool | np.bool_):
+        return kind == "bool"
+    return isinstance(label, int | float | np.integer | np.floating) and kind in ("int", "float")
 
 
 def choose_collection(mechanisms: Any) -> Any:
@@ -330,12 +438,15 @@ def choose_collection(mechanisms: Any) -> Any:
     per row with each column's mechanism rebuilt at that whole budget (``sample``), whichever
     has the smaller total variance of the shares (:func:`~frameldp.core.collection.total_variance`,
     exact, at uniform shares: the worst case for sampling). A single column, or columns of which
-    one cannot be sampled (numbers, sets, memoized responses), are split."""
+    one cannot be sampled (numbers, sets) or is memoized (rebuilding it at another epsilon
+    would drop its permanent response's), are split."""
     if not isinstance(mechanisms, Mapping) or len(mechanisms) < 2:
         return mechanisms  # one column (or none: the caller refuses it) is reported whole
+    if any(memoizes(m) for m in mechanisms.values() if hasattr(m, "capabilities")):
+        return mechanisms  # a memoized column keeps its epsilon_infinity: not rebuilt here
     try:
         sampled = collect_columns(mechanisms, "sample")
-    except ParameterError:  # a column that cannot be sampled (numbers, sets, memoized): split
+    except ParameterError:  # a column that cannot be sampled (numbers, sets): split
         return mechanisms
     budget = math.fsum(m.privacy.epsilon for m in mechanisms.values())
     rebuilt = {

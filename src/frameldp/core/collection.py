@@ -51,6 +51,7 @@ References
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
@@ -62,8 +63,10 @@ from frameldp.errors import ParameterError, shown
 
 __all__ = [
     "STRATEGIES",
+    "Collection",
     "OracleNoise",
     "Strategy",
+    "check_prior",
     "fake_support",
     "sample_count_variance",
     "sample_fake_count_variance",
@@ -160,12 +163,12 @@ def total_variance(
 class Collection:
     """How one column was collected with the other columns of its people: the ``strategy``,
     the ``columns`` collected together (in the order the release drew them), and for
-    ``sample+fake`` the public law of the fake values over the column's buckets (``prior``;
-    uniform when None)."""
+    ``sample+fake`` the public law of each column's fake values over its buckets (``priors``,
+    one per column, in the order of ``columns``: RS+RFD [3]_; uniform where None: RS+FD)."""
 
     strategy: Strategy
     columns: tuple[str, ...]
-    prior: tuple[float, ...] | None = None
+    priors: tuple[tuple[float, ...] | None, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES[1:]:
@@ -177,34 +180,84 @@ class Collection:
             raise ParameterError(
                 f"a collection needs two or more distinct columns, got {shown(self.columns)}"
             )
+        if self.priors is None:
+            return
+        if self.strategy != "sample+fake" or len(self.priors) != len(self.columns):
+            raise ParameterError(
+                f"a collection's priors are one per column of collect='sample+fake', got "
+                f"{shown(self.priors)} for {self.strategy!r} over {len(self.columns)} columns"
+            )
+        for column, prior in zip(self.columns, self.priors, strict=True):
+            if prior is not None:
+                check_prior(prior, column)
 
     @property
     def d(self) -> int:
         """The number of columns, one of which each person reports."""
         return len(self.columns)
 
-    def law(self, k: int) -> FloatArray:
-        """The fake values' law over ``k`` buckets."""
-        if self.prior is None:
+    def law(self, column: str, k: int) -> FloatArray:
+        """The law of ``column``'s fake values over its ``k`` buckets."""
+        prior = None if self.priors is None else self.priors[self.columns.index(column)]
+        if prior is None:
             return np.full(k, 1.0 / k)
-        return np.asarray(self.prior, dtype=np.float64)
+        if len(prior) != k:
+            raise ParameterError(
+                f"column {shown(column)}: its recorded fake-data prior has {len(prior)} "
+                f"buckets, its mechanism {k}"
+            )
+        return np.asarray(prior, dtype=np.float64)
 
     def to_spec(self) -> dict[str, Any]:
         """The JSON form a report column's spec records under ``"collection"``."""
         return {
             "strategy": self.strategy,
             "columns": list(self.columns),
-            "prior": None if self.prior is None else list(self.prior),
+            "priors": None
+            if self.priors is None
+            else [None if p is None else list(p) for p in self.priors],
         }
 
     @classmethod
     def from_spec(cls, data: Any) -> Collection:
         """Rebuild from :meth:`to_spec`."""
-        if not isinstance(data, dict) or set(data) - {"column"} != {"strategy", "columns", "prior"}:
+        if not isinstance(data, dict) or set(data) - {"column"} != {
+            "strategy",
+            "columns",
+            "priors",
+        }:
             raise ParameterError(f"a recorded collection is malformed: {shown(data)}")
-        prior = data["prior"]
+        priors = data["priors"]
+        if priors is not None and not isinstance(priors, list):
+            raise ParameterError(f"a recorded collection's priors are malformed: {shown(priors)}")
         return cls(
             data["strategy"],
             tuple(str(c) for c in data["columns"]),
-            None if prior is None else tuple(float(p) for p in prior),
+            None if priors is None else tuple(_recorded_prior(p) for p in priors),
         )
+
+
+def check_prior(prior: Sequence[float], column: str) -> tuple[float, ...]:
+    """A fake-data law: finite shares >= 0 over the buckets, adding up to 1 (within float
+    error); refused naming ``column`` otherwise."""
+    shares = np.asarray(prior, dtype=np.float64)
+    if shares.ndim != 1 or shares.size < 2 or not np.all(np.isfinite(shares)):
+        raise ParameterError(
+            f"column {shown(column)}: fake_prior must be finite shares, got {shown(list(prior))}"
+        )
+    if np.any(shares < 0) or abs(math.fsum(shares) - 1.0) > 1e-9:
+        raise ParameterError(
+            f"column {shown(column)}: fake_prior shares must be >= 0 and add up to 1, got "
+            f"{shown(list(prior))}"
+        )
+    return tuple(float(s) for s in shares)
+
+
+def _recorded_prior(prior: Any) -> tuple[float, ...] | None:
+    if prior is None:
+        return None
+    if not isinstance(prior, list) or not all(
+        isinstance(p, (int, float)) and not isinstance(p, bool) for p in prior
+    ):
+        raise ParameterError(f"a recorded fake-data prior is malformed: {shown(prior)}")
+    return tuple(float(p) for p in prior)

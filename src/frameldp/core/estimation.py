@@ -92,6 +92,10 @@ class FrequencyEstimate:
     items_per_report
         The most buckets one report's true value may hold (RAPPOR's ``max_weight`` for
         set-valued cells): the counts add up to at most ``items_per_report * n``.
+    reporters
+        How many of the ``n`` rows reported the column, when not all did (a column of a
+        ``collect="sample"`` release, :mod:`frameldp.core.collected`): the counts are scaled
+        from theirs to all ``n``. None: every row reported.
     """
 
     counts: FloatArray
@@ -99,6 +103,7 @@ class FrequencyEstimate:
     n: int
     support: tuple[float, float] | None = None
     items_per_report: int = 1
+    reporters: int | None = None
 
     @property
     def std_errors(self) -> FloatArray:

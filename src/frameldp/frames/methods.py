@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, cast
 
+import numpy as np
 import pyarrow as pa
 
 from frameldp.accounting import PrivacyGuarantee, compose
@@ -255,6 +256,7 @@ class FrameMethods:
         max_rows_per_user: int | None = None,
         contributions: str = "all",
         collect: str = "split",
+        fake_prior: Mapping[str, Any] | None = None,
     ) -> Any:
         """Replace each column by its reports; one fresh key for the call unless given.
 
@@ -277,14 +279,17 @@ class FrameMethods:
         reports every column, and a person loses their composition; ``"sample"`` reports one
         column per row, chosen uniformly under the call's key (the others are null), each
         through its own mechanism, and a person loses the largest of their epsilons;
-        ``"sample+fake"`` fills the other columns with reports of uniformly drawn values (the
-        same guarantee, the real column hidden, about ``d`` times the variance); ``"auto"``
-        splits or samples at split's budget, whichever has the smaller total variance
-        (docs/multiple_columns.md).
+        ``"sample+fake"`` fills the other columns with reports of fake values (the same
+        guarantee, the real column hidden, about ``d`` times the variance): drawn uniformly
+        from the column's buckets, or from ``fake_prior[column]``, a public law ``{category:
+        weight}`` or the :class:`~frameldp.FrequencyTable` of an earlier release (RS+RFD:
+        closer to the data, a smaller variance); ``"auto"`` splits or samples at split's
+        budget, whichever has the smaller total variance (docs/multiple_columns.md).
         """
+        priors = None if fake_prior is None else _prior_weights(fake_prior)
         return self._engine.privatize(
             Privatization(
-                collect_columns(mechanisms, collect),
+                collect_columns(mechanisms, collect, priors),
                 key=key,
                 seed=seed,
                 ledger=ledger,
@@ -925,3 +930,19 @@ class ValueShortcuts:
             self._name, self._values_arrow, epsilon, domain=domain, unknown=unknown, nulls=nulls
         )
         return self.privatize(mechanism, key=key, seed=seed, ledger=ledger, budget=budget)
+
+
+def _prior_weights(fake_prior: Any) -> Any:
+    """``fake_prior`` with each :class:`~frameldp.FrequencyTable` replaced by its estimated
+    shares ``{label: frequency}`` (negative estimates at 0): the public result of an earlier
+    release."""
+    if not isinstance(fake_prior, Mapping):
+        return fake_prior  # refused by collect_columns, naming what it got
+    return {
+        column: (
+            dict(zip(value.labels, np.clip(value.estimate.frequencies, 0.0, None), strict=True))
+            if isinstance(value, FrequencyTable)
+            else value
+        )
+        for column, value in fake_prior.items()
+    }

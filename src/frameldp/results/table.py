@@ -458,7 +458,18 @@ class FrequencyTable:
         what = " × ".join(self.label_columns) if self.joint else str(self.column)
         grouped = f" by {', '.join(self.by)}" if self.by else ""
         consistency = f", consistent ({self.consistency})" if self.consistency else ""
-        return f"{what}{grouped}: n = {self.n:,} reports{consistency}"
+        return f"{what}{grouped}: {self._counted()}{consistency}"
+
+    def _counted(self) -> str:
+        """How many rows the table counts, and how many of them reported the column when a
+        collection reported only some (``collect="sample"``) or mixed in fakes."""
+        collection = getattr(self.mechanism, "collection", None)
+        if collection is None:
+            return f"n = {self.n:,} reports"
+        strategy = collection.strategy
+        if self.estimate.reporters is not None:
+            return f"n = {self.n:,} rows, {self.estimate.reporters:,} reported it ({strategy})"
+        return f"n = {self.n:,} reports, 1 in {collection.d} real on average ({strategy})"
 
     def _caption(self) -> str:
         groups = f", {len(self.groups)} groups" if self.by else ""

@@ -144,6 +144,27 @@ class MemoizedEvent(PrivacyEvent):
             return self, 1
         return replace(self, reports=1), self.reports
 
+    def unfolded(self) -> tuple[PrivacyEvent, int]:
+        """This event's ``reports`` as independent uses ``(event, uses)``, for a context that
+        cannot fold the person's other reports of these permanent responses into it (a column
+        of a sampled collection, :class:`~frameldp.accounting.SampledEvent`): without ``memo``
+        (fresh permanent responses) ``one`` per report; memoized, ``instant_uses`` uses of
+        ``instant`` per report, which bounds it beside any other reports of the person in any
+        order (module docstring), or ``permanent`` per report for an event of an earlier
+        frameldp. Refused when the instantaneous response adds no noise (unbounded)."""
+        if self.memo is None:
+            return self.one, self.reports
+        if self.instant is None and not self.instant_uses:
+            raise ParameterError(
+                "memoized event: a sampled memoized column is charged its instantaneous "
+                "response per report, and this one adds no noise (epsilon_infinity equal to "
+                "epsilon: a person's reports would be unbounded); give epsilon_infinity above "
+                "epsilon"
+            )
+        bounding, uses = replace(self, reports=2)._bounding  # the bound of shared responses
+        per_report = uses // 2 if self.instant is not None else 1
+        return bounding, per_report * self.reports
+
     @property
     def epsilon_infinity(self) -> float:
         """The permanent response's pure epsilon: any number of reports of one value."""

@@ -13,8 +13,20 @@ is the disjoint union of the columns' worst pairs, each with weight ``1/d``:
 * privacy-loss distribution: the mixture of the columns' distributions, weights ``1/d``
   (:meth:`~frameldp.accounting.pld.PrivacyLossDistribution.mixture`).
 
-Each is exact when the columns' own curves are. Filling the unsampled columns with fake reports
-drawn from a public law ("RS+FD" [2]_) post-processes these reports (draw the fakes, forget ``j``),
+Each is exact when the columns' own curves are.
+
+A memoized column (:class:`~frameldp.accounting.MemoizedEvent`: a permanent response per
+(person, value), then a fresh instantaneous one per report) shares its permanent responses with
+the person's reports of other rows and nights, which the ledger composes with this event rather
+than folding into it. So each of its reports counts here as one use of its instantaneous
+response (:meth:`~frameldp.accounting.MemoizedEvent.unfolded`), a bound whatever the other
+reports: given the worst pair of permanent responses, every report of every night is an
+independent mixture of the columns' instantaneous responses. Counting a night's report at its
+end-to-end ``epsilon_1`` would understate two nights (L-GRR, k = 4, ``epsilon_1 = 1``,
+``epsilon_inf = 4``: 2.0225 > 2, enumerated in ``tests/accounting/test_sampled_event.py``).
+
+Filling the unsampled columns with fake reports drawn from a public law ("RS+FD" [2]_)
+post-processes these reports (draw the fakes, forget ``j``),
 so it loses no more than this event states. It does not lose less about a person: with every
 column at ``eps'``, the rows ``x = (a, a, ...)`` and ``x' = (b, b, ...)`` and the output that
 reports ``a`` in every column have likelihood ratio exactly ``e^eps'`` (the ratio of sums of the
@@ -34,7 +46,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from frameldp._scipy import special
@@ -45,6 +57,7 @@ from frameldp.accounting.events.base import (
     event_from_dict,
 )
 from frameldp.accounting.events.curves import sup_over_orders
+from frameldp.accounting.events.memoized import MemoizedEvent
 from frameldp.accounting.lattice import compose_all
 from frameldp.accounting.pld import PrivacyLossDistribution
 from frameldp.accounting.rounding import pad_up, sum_up
@@ -66,6 +79,7 @@ class SampledEvent(PrivacyEvent):
     """
 
     components: tuple[Component, ...]
+    _uses: tuple[Component, ...] = field(init=False, repr=False, compare=False)
     kind: ClassVar[str] = "sampled"
 
     def __init__(self, components: Iterable[Iterable[Any]]) -> None:
@@ -78,12 +92,15 @@ class SampledEvent(PrivacyEvent):
             )
         for part in parts:
             for event, _ in part:
-                if event.central or event.epsilon_infinity is not None:
+                memoized = isinstance(event, MemoizedEvent)
+                if event.central or (event.epsilon_infinity is not None and not memoized):
                     raise ParameterError(
-                        f"{owner}: a column of {event.kind} events (shuffled or memoized) cannot "
-                        "be sampled: its reports are not one independent use per person"
+                        f"{owner}: a column of {event.kind} events (shuffled, or Bloom RAPPOR's "
+                        "memoized reports) cannot be sampled: its reports are not one "
+                        "independent use per person"
                     )
         object.__setattr__(self, "components", parts)
+        object.__setattr__(self, "_uses", tuple(_independent(part) for part in parts))
 
     @property
     def columns(self) -> int:
@@ -91,13 +108,19 @@ class SampledEvent(PrivacyEvent):
         return len(self.components)
 
     @property
+    def column_epsilons(self) -> tuple[float, ...]:
+        """Each column's pure epsilon as charged here (a memoized column's reports each at
+        their instantaneous response's: :func:`_independent`)."""
+        return tuple(sum_up((e.pure_epsilon, n) for e, n in part) for part in self._uses)
+
+    @property
     def pure_epsilon(self) -> float:
         """The largest column's pure epsilon."""
-        return max(sum_up((e.pure_epsilon, n) for e, n in part) for part in self.components)
+        return max(self.column_epsilons)
 
     def _curve(self, order: float) -> float:
         """The mixture's Rényi divergence at ``order`` (unpadded)."""
-        curves = [math.fsum(e.rdp(order) * n for e, n in part) for part in self.components]
+        curves = [math.fsum(e.rdp(order) * n for e, n in part) for part in self._uses]
         if math.isinf(order):
             return max(curves)
         scaled = [(order - 1.0) * curve for curve in curves]
@@ -110,7 +133,7 @@ class SampledEvent(PrivacyEvent):
     @property
     def rho(self) -> float:
         """``sup_a D_a / a`` of the mixture's curve, at most the largest column's rho."""
-        largest = max(math.fsum(e.rho * n for e, n in part) for part in self.components)
+        largest = max(math.fsum(e.rho * n for e, n in part) for part in self._uses)
         # Rényi divergences grow with the order, so D at 1 + 1e-6 is above the limit at 1 (the
         # KL divergence, often the supremum here) by far more than the float error of either.
         near_one = self._curve(1.0 + _NEAR_ONE)
@@ -118,7 +141,7 @@ class SampledEvent(PrivacyEvent):
 
     def privacy_loss(self, count: int = 1) -> PrivacyLossDistribution:
         """The mixture of the columns' composed loss distributions, ``count`` times."""
-        parts = [compose_all([e.privacy_loss(n) for e, n in part]) for part in self.components]
+        parts = [compose_all([e.privacy_loss(n) for e, n in part]) for part in self._uses]
         mixed = PrivacyLossDistribution.mixture([p for p in parts if p is not None])
         return mixed.power(check_count("privacy_loss", "count", count, 1))
 
@@ -130,6 +153,21 @@ class SampledEvent(PrivacyEvent):
                 for part in self.components
             ]
         }
+
+
+def _independent(part: Component) -> Component:
+    """A column's entries as independent uses: a memoized event's reports each bound on
+    their own (:meth:`~frameldp.accounting.MemoizedEvent.unfolded`), since the person's
+    other reports of those permanent responses (other rows, other nights) are composed with
+    this event, not folded into it."""
+    uses: list[tuple[PrivacyEvent, int]] = []
+    for event, count in part:
+        if isinstance(event, MemoizedEvent):
+            bounding, n = event.unfolded()
+            uses.append((bounding, n * count))
+        else:
+            uses.append((event, count))
+    return tuple(uses)
 
 
 def _entry(owner: str, entry: Any) -> tuple[PrivacyEvent, int]:
