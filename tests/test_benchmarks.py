@@ -204,6 +204,6 @@ def test_numeric_benchmark_quick_run(tmp_path: Path) -> None:
 
 def test_multiple_columns_benchmark_quick_run(tmp_path: Path) -> None:
     rows, stdout = _quick_run("bench_multiple_columns.py", tmp_path)
-    assert {row["strategy"] for row in rows} == {"split", "sample", "sample+fake"}
+    assert {row["strategy"] for row in rows} == {"split", "sample", "sample+fake", "sample+prior"}
     assert all(row["total"] > 0 and row["formula"] > 0 for row in rows)
     assert "x split" in stdout
