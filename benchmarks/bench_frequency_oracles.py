@@ -16,8 +16,10 @@ on n = 1,000,000 codes drawn from a Zipf law over ``range(k)`` (``P(j) ∝ (j + 
     ``mech.debias(mech.statistic(reports, column="c"))``: from the report columns to the debiased
     ``FrequencyEstimate``;
 ``kernel client`` / ``kernel server``
-    the numpy core without Arrow: ``mech.randomize(codes, source=RandomSource.from_seed(1),
-    label="bench")`` (RAPPOR: ``randomize_codes``); then the mechanism's own reduction to its
+    the numpy core without Arrow, under a fresh key (a release's default: noise addressed by
+    position, where subset selection uses its fast sampler): ``mech.randomize(codes,
+    source=RandomSource.fresh(), label="bench")`` (RAPPOR: ``randomize_codes``); then the
+    mechanism's own reduction to its
     statistic (``count_bits`` for RAPPOR, OUE and SS, ``support_counts`` for OLH, ``np.bincount``
     for k-RR and HR) and ``debias``;
 ``MSE``
@@ -322,7 +324,7 @@ def frameldp_case(spec: dict[str, Any]) -> dict[str, Any]:
     held.clear()  # the kernel steps' baselines should not carry the protocol reports
 
     def kernel_client() -> Any:
-        source = RandomSource.from_seed(NOISE_SEED)
+        source = RandomSource.fresh()  # the default: noise addressed by position
         if name == "rappor":
             return mech.randomize_codes(codes, source=source, label="bench")
         return mech.randomize(codes, source=source, label="bench")

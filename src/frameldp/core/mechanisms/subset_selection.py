@@ -38,9 +38,6 @@ from frameldp.errors import DomainError, ParameterError, shown
 __all__ = ["SubsetSelection", "optimal_subset_size"]
 
 _ONE: Final = 1 << PRECISION_BITS
-_POPCOUNT: Final = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).sum(
-    axis=1, dtype=np.uint8
-)
 # Rows whose set sizes are counted at once (a uint8 temporary of this many rows x ceil(k/8)).
 _SIZE_BLOCK: Final = 1 << 15
 
@@ -110,6 +107,165 @@ def _floyd(
         _set_bits(reports, everyone if j > first or whole is None else whole, chosen)
 
 
+# 64-bit words of candidate positions per row drawn at once for the size corrections.
+_CANDIDATE_WORDS: Final = 8
+# Rows whose size corrections run together (their state arrays stay in the CPU's cache).
+_CORRECTION_ROWS: Final = 1 << 16
+
+
+def _popcounts(packed: NDArray[np.uint8]) -> NDArray[np.int64]:
+    """Set bits of each packed row, counted in blocks of rows (bounded temporaries)."""
+    if packed.shape[1] % 8 == 0:  # eight bytes at a time
+        words = np.ascontiguousarray(packed).view(np.uint64)
+        counts: NDArray[np.int64] = np.bitwise_count(words).sum(axis=1, dtype=np.int64)
+        return counts
+    return np.concatenate(
+        [
+            np.bitwise_count(packed[start : start + _SIZE_BLOCK]).sum(axis=1, dtype=np.int64)
+            for start in range(0, packed.shape[0], _SIZE_BLOCK)
+        ]
+        or [np.zeros(0, dtype=np.int64)]
+    )
+
+
+def fixed_size_subsets(
+    rows: Rows,
+    purpose: str,
+    excluded: NDArray[np.int64],
+    sizes: NDArray[np.int64],
+    k: int,
+    rate: int,
+) -> NDArray[np.uint8]:
+    """Packed ``(n, ceil(k / 8))``: for each row ``r``, a uniformly random subset of
+    ``sizes[r]`` of the positions ``[0, k)`` other than ``excluded[r]`` (``k``: none).
+
+    Exact, in two steps. (1) Independent Bernoulli(``rate / 2**64``) bits at every allowed
+    position (stream ``purpose + "subset"``): a random set whose law is the same under every
+    permutation of the allowed positions. (2) Its size corrected to ``sizes[r]``: while too
+    large, a uniformly random member is removed; while too small, a uniformly random
+    non-member is added. Each is drawn by rejection from candidate positions, ``b = ceil(log2
+    k)`` bits of a uniform 64-bit word each (streams ``purpose + "fix j"``), accepted when
+    below ``k``, allowed and eligible. Step (2) commutes with permutations of the allowed
+    positions too, so the law of the result is the same for every subset of that size: it is
+    uniform. The bits cost one Bernoulli vector (as optimized unary encoding's) and the
+    corrections about ``sqrt(sizes)`` candidates per row, instead of ``sizes`` rounds of
+    Floyd's algorithm over every row.
+    """
+    width = packed_width(k)
+    bits = rows.bernoulli(purpose + "subset", rate, k)
+    flat = bits.reshape(-1)
+    held = np.flatnonzero(excluded < k)
+    _flip(flat, held * width, excluded[held], on=False)
+    need = _popcounts(bits) - sizes  # > 0: members to remove; < 0: non-members to add
+    _correct_sizes(bits, excluded, need, rows, purpose, k)
+    return bits
+
+
+def _correct_sizes(
+    bits: NDArray[np.uint8],
+    excluded: NDArray[np.int64],
+    need: NDArray[np.int64],
+    rows: Rows,
+    purpose: str,
+    k: int,
+) -> None:
+    """Step (2) of :func:`fixed_size_subsets`, in place: row ``r`` loses ``need[r] > 0``
+    uniformly random members or gains ``-need[r]`` uniformly random allowed non-members.
+
+    Candidates come from pools of :data:`_CANDIDATE_WORDS` words per row (stream ``purpose +
+    "fix j"``, drawn for every row), ``b`` bits each, read in order; each step tries the next
+    candidate of every row still short of its size, whose state is kept compacted.
+    """
+    width = bits.shape[1]
+    flat = bits.reshape(-1)
+    b = max(1, (k - 1).bit_length())
+    active = np.flatnonzero(need)
+    pool = 0
+    while active.size:
+        remaining = []
+        for start in range(0, active.size, _CORRECTION_ROWS):  # bounded temporaries
+            chunk = active[start : start + _CORRECTION_ROWS]
+            words = rows.words_of(f"{purpose}fix {pool}", _CANDIDATE_WORDS, chunk)
+            remaining.append(
+                _correct_rows(
+                    flat, np.ascontiguousarray(words.T), chunk, need, excluded, width, b, k
+                )
+            )
+        active = np.concatenate(remaining)
+        pool += 1
+
+
+def _correct_rows(
+    flat: NDArray[np.uint8],
+    words: NDArray[np.uint64],
+    active: NDArray[np.int64],
+    need: NDArray[np.int64],
+    excluded: NDArray[np.int64],
+    width: int,
+    b: int,
+    k: int,
+) -> NDArray[np.int64]:
+    """One pool of candidates (``words``: line ``j`` holds word ``j`` of each row of
+    ``active``) tried on the rows ``active``; returns those still short of their size."""
+    low = np.uint64((1 << b) - 1)
+    fields = [np.uint64(shift) for shift in range(0, 64 - b + 1, b)]
+    exact_range = k == 1 << b  # every b-bit candidate is a position
+    rows_: NDArray[np.int64] = active
+    base, barred, left = rows_ * width, excluded[rows_], need[rows_]
+    removing = left > 0
+    step = np.where(removing, 1, -1)
+    place = np.arange(active.size)  # each going row's line in ``words``
+    tried = 0
+    for column in range(_CANDIDATE_WORDS):
+        word = words[column, place]
+        for shift in fields:
+            position = ((word >> shift) & low).astype(np.intp)
+            if not exact_range:
+                outside = position >= k
+                position[outside] = barred[outside]  # rejected below, as barred
+            at = base + (position >> 3)
+            mask = _MASKS[position & 7]
+            accepted = ((flat[at] & mask) != 0) == removing
+            accepted &= position != barred
+            accepted &= left != 0  # rows done since the last compaction try nothing
+            flat[at[accepted]] ^= mask[accepted]
+            left -= step * accepted
+            tried += 1
+            if tried % 3 == 0:
+                going = left != 0
+                rows_ = np.asarray(rows_[going], dtype=np.int64)
+                base, barred, left = base[going], barred[going], left[going]
+                removing, step, word = removing[going], step[going], word[going]
+                place = place[going]
+                if not rows_.size:
+                    return rows_
+    need[rows_] = left
+    return np.asarray(rows_[left != 0], dtype=np.int64)
+
+
+_MASKS: Final = (0x80 >> np.arange(8)).astype(np.uint8)
+"""The mask of bit ``i`` of a byte, most significant first."""
+
+
+def _flip(
+    flat: NDArray[np.uint8],
+    row_offsets: NDArray[np.int64],
+    positions: NDArray[np.int64],
+    *,
+    on: bool | None,
+) -> None:
+    """Set (``on``), clear (``not on``) or toggle (``None``) bit ``positions[i]`` of the row
+    starting at byte ``row_offsets[i]`` of ``flat`` (rows distinct: one bit per row)."""
+    byte = row_offsets + (positions >> 3)
+    mask = (0x80 >> (positions & 7)).astype(np.uint8)
+    if on is None:
+        flat[byte] ^= mask
+    elif on:
+        flat[byte] |= mask
+    else:
+        flat[byte] &= ~mask
+
+
 @register("subset_selection")
 @dataclass(frozen=True)
 class SubsetSelection(TwoStage, FrequencyEstimation):
@@ -162,8 +318,12 @@ class SubsetSelection(TwoStage, FrequencyEstimation):
     with variance ``(c_j p (1 - p) + (n - c_j) q (1 - q)) / (p - q)^2``. At the optimal ``d`` it
     is order-optimal when ``e^epsilon << k`` [1]_.
 
-    The sampler draws the subset by Floyd's algorithm, ``d`` rounds over all rows [3]_: the
-    client costs ``O(n d)``.
+    Under a fresh key (the default) the sampler (:func:`fixed_size_subsets`) draws
+    independent bits at rate ``d / k`` and corrects each row's size by removing or adding
+    uniformly random positions: exact, at about the cost of one optimized unary encoding
+    report plus ``O(sqrt(d))`` candidates per row. Noise bound to values (a caller's key, a
+    seed, memoized permanent subsets) is frozen across versions and keeps Floyd's algorithm
+    [3]_, ``d`` rounds over every row: ``O(n d)``.
 
     References
     ----------
@@ -356,20 +516,45 @@ class SubsetSelection(TwoStage, FrequencyEstimation):
             return self._subsets(codes, rows, "")
         reports = self._subsets(codes, held, "permanent ")
         redraw = np.flatnonzero(rows.flags("redraw", self._redraw_numerator))
-        uniform = np.zeros_like(reports)
         nowhere = np.full(codes.size, k, dtype=np.int64)  # excludes no value
+        if rows.by_position:
+            if redraw.size:
+                sizes = np.full(codes.size, d, dtype=np.int64)
+                uniform = fixed_size_subsets(rows, "uniform ", nowhere, sizes, k, self._rate)
+                reports[redraw] = uniform[redraw]
+            return reports
+        uniform = np.zeros_like(reports)
         _floyd(uniform, rows, "uniform ", nowhere, d, k)
         reports[redraw] = uniform[redraw]
         return reports
 
+    @cached_property
+    def _rate(self) -> int:
+        """The first step's Bernoulli rate (:func:`fixed_size_subsets`) as a multiple of
+        ``2**-64``: any rate is exact; ``(d - sigma / 2) / k`` (``sigma`` the size's standard
+        deviation) makes the corrections few, most of them additions, which a uniform
+        candidate passes more often than a removal when ``d < k / 2``."""
+        d, k = self._d, self.num_bits
+        centre = d - 0.5 * math.sqrt(d * (1 - d / k))
+        return int(max(centre, 0.5) / k * 2**PRECISION_BITS)
+
     def _subsets(self, codes: NDArray[np.int64], rows: Rows, stage: str) -> NDArray[np.uint8]:
         """Subset selection with ``P[x not in S] = _out_numerator / 2**64`` of ``codes``
-        (purposes prefixed by ``stage``)."""
+        (purposes prefixed by ``stage``): rows holding their value draw ``d - 1`` of the
+        ``k - 1`` others, the rows ``out`` all ``d``. Under a fresh key by
+        :func:`fixed_size_subsets`; noise bound to values (a caller's key, a seed, a memo key)
+        is frozen across versions (``tests/core/test_frozen_keyed_noise.py``) and keeps
+        Floyd's algorithm."""
         out = rows.flags(stage + "out", self._out_numerator)
-        reports = np.zeros((codes.size, packed_width(self.num_bits)), dtype=np.uint8)
-        _set_bits(reports, np.flatnonzero(~out), codes)
-        # Rows holding their value draw d - 1 of the k - 1 others, the rows ``out`` all d.
-        _floyd(reports, rows, stage, codes, self._d, self.num_bits - 1, np.flatnonzero(out))
+        if not rows.by_position:  # a caller's key, a seed, a memo key: frozen noise, Floyd's
+            reports = np.zeros((codes.size, packed_width(self.num_bits)), dtype=np.uint8)
+            _set_bits(reports, np.flatnonzero(~out), codes)
+            _floyd(reports, rows, stage, codes, self._d, self.num_bits - 1, np.flatnonzero(out))
+            return reports
+        sizes = np.where(out, self._d, self._d - 1).astype(np.int64)
+        reports = fixed_size_subsets(rows, stage, codes, sizes, self.num_bits, self._rate)
+        held = np.flatnonzero(~out)
+        _flip(reports.reshape(-1), held * reports.shape[1], codes[held], on=True)
         return reports
 
     # ------------------------------------------------------------------ the protocol
@@ -415,13 +600,7 @@ class SubsetSelection(TwoStage, FrequencyEstimation):
     def _reports(self, reports: Mapping[str, pa.Array], column: str) -> NDArray[np.uint8]:
         """The packed reports, each checked to hold exactly ``d`` values."""
         packed = packed_bits(reports[column], self.num_bits, column, self.title)
-        sizes = np.concatenate(
-            [
-                _POPCOUNT[packed[start : start + _SIZE_BLOCK]].sum(axis=1, dtype=np.int64)
-                for start in range(0, packed.shape[0], _SIZE_BLOCK)
-            ]
-            or [np.zeros(0, dtype=np.int64)]
-        )
+        sizes = _popcounts(packed)
         wrong = np.flatnonzero(sizes != self._d)
         if wrong.size:
             row = int(wrong[0])

@@ -19,6 +19,7 @@ from frameldp.core.randomness.samplers import (
     uniform_integers_at,
     uniform_words,
     uniform_words_at,
+    uniform_words_of,
 )
 from frameldp.errors import ParameterError
 
@@ -72,6 +73,13 @@ class Rows:
         rows = cls(source, label, 0, pairs.shape[0], None)
         rows._addresses = source.stream(*label, "memo").prf(pairs)
         return rows
+
+    @property
+    def by_position(self) -> bool:
+        """Whether the noise is addressed by position alone (a fresh key): no other run ever
+        draws it again, so its sampler may change between versions; noise addressed by value
+        (a caller's key, a seed, a memo key) may not."""
+        return self._addresses is None
 
     def part(self, start: int, stop: int) -> Rows:
         """The noise of rows ``start`` to ``stop`` of this run (positions within it): the same
@@ -128,6 +136,15 @@ class Rows:
         if self._addresses is None:
             return uniform_integers(stream, k, row_start=self.row_start, num_rows=self.num_rows)
         return uniform_integers_at(stream, k, self._addresses)
+
+    def words_of(self, purpose: str, count: int, indices: NDArray[np.int64]) -> NDArray[np.uint64]:
+        """``words(purpose, count)[indices]``, computed for those rows only (``indices``:
+        positions within this run)."""
+        indices = np.asarray(indices, dtype=np.int64)
+        stream = self.source.stream(*self.label, purpose)
+        if self._addresses is None:
+            return uniform_words_of(stream, indices + self.row_start, count)
+        return uniform_words_at(stream, self._addresses[indices], count)
 
     def words(self, purpose: str, count: int) -> NDArray[np.uint64]:
         """``count`` exactly uniform 64-bit words per row, ``(num_rows, count)``."""

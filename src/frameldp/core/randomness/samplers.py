@@ -402,6 +402,30 @@ def uniform_words(
     return stream_bytes.view("<u8").reshape(num_rows, count)
 
 
+def uniform_words_of(
+    stream: KeyedStream, rows: NDArray[np.int64], count: int
+) -> NDArray[np.uint64]:
+    """The rows ``rows`` (global positions, any order) of :func:`uniform_words`: the same
+    words, computed for those rows only (AES of their blocks, ECB)."""
+    rows = np.asarray(rows).astype(np.uint64)
+    blocks_per_row = -(-count // 2)
+    if count % 2:  # rows do not start on block boundaries: read each row's two spans
+        first = (rows * np.uint64(count)) // np.uint64(2)
+    else:
+        first = rows * np.uint64(blocks_per_row)
+    spans = blocks_per_row + (count % 2)
+    blocks = np.asarray(first[:, None] + np.arange(spans, dtype=np.uint64), dtype=np.uint64)
+    blocks = blocks.reshape(-1)
+    raw = stream.blocks_at(_WORDS_LANE, blocks).reshape(rows.size, spans * BLOCK)
+    skip = ((rows * np.uint64(count)) % np.uint64(2)).astype(np.int64) * 8
+    words = np.empty((rows.size, count), dtype=np.uint64)
+    for parity in np.unique(skip):
+        chosen = skip == parity
+        picked = raw[chosen, parity : parity + 8 * count]
+        words[chosen] = np.ascontiguousarray(picked).view("<u8").reshape(-1, count)
+    return words
+
+
 def uniform_words_at(
     stream: KeyedStream, addresses: NDArray[np.uint8], count: int
 ) -> NDArray[np.uint64]:
