@@ -151,7 +151,7 @@ def run(quick: bool, repeats: int) -> list[dict[str, Any]]:
             repeats,
         )
     )
-    rows.append(_ledger_case(200 if quick else 1000))
+    rows.append(_ledger_case(50 if quick else 1000))
     return rows
 
 

@@ -132,7 +132,7 @@ def _timed(build: Any) -> tuple[float, float]:
 def timing_rows(quick: bool, rounds: int) -> list[dict[str, Any]]:
     uses = 10_000 if quick else 1_000_000
     distinct = 100 if quick else 10_000
-    people = 2_000 if quick else 10_000
+    people = 500 if quick else 10_000
     rng = np.random.default_rng(17)
     epsilons = rng.uniform(0.1, 1.0, distinct)
 

@@ -42,7 +42,7 @@ def test_accounting_benchmark_quick_run(tmp_path: Path) -> None:
     by_case = {row["case"]: row for row in rows}
     assert by_case["binary_rr x100"]["method"] == "pld"
     assert by_case["binary_rr x100"]["epsilon"] < by_case["binary_rr x100"]["basic_epsilon"]
-    assert "ledger_spend x200" in by_case
+    assert "ledger_spend x50" in by_case
     assert "ms per spend" in stdout
 
 

@@ -441,10 +441,10 @@ def test_a_second_ledger_on_the_same_file_sees_everything(tmp_path: Path) -> Non
 
 # --- many processes racing on one file ---------------------------------------------------------
 
-PROCESSES = 8
+PROCESSES = 6
 ATTEMPTS = 25
 RACE_EPSILON = 0.25
-PURE_CAP = 20.0  # exactly 80 of the 200 releases of 0.25 fit
+PURE_CAP = 20.0  # exactly 80 of the 150 releases of 0.25 fit
 TIGHT_CAP = 12.0  # about 110 releases of 3-RR at 0.25 fit at delta 1e-6
 
 _WORKER = """
@@ -563,7 +563,7 @@ def _assert_race_is_sound(race: Race, delta: float | None) -> None:
 
 
 def test_race_on_a_pure_budget_loses_nothing_and_holds_the_cap(pure_race: Race) -> None:
-    """8 processes x 25 releases of exactly 0.25 against a pure cap of 20."""
+    """6 processes x 25 releases of exactly 0.25 against a pure cap of 20."""
     _assert_race_is_sound(pure_race, None)
 
 
@@ -573,7 +573,7 @@ def test_race_on_a_pure_budget_reaches_the_cap_exactly(pure_race: Race) -> None:
 
 
 def test_race_on_a_delta_budget_loses_nothing_and_holds_the_cap(tight_race: Race) -> None:
-    """8 processes x 25 releases of 3-RR at 0.25 against a cap of 12 at delta 1e-6 (PLD path)."""
+    """6 processes x 25 releases of 3-RR at 0.25 against a cap of 12 at delta 1e-6 (PLD path)."""
     assert 0 < tight_race.successes < PROCESSES * ATTEMPTS
     _assert_race_is_sound(tight_race, DELTA)
     assert Ledger(tight_race.path).status("tight").method == "pld"

@@ -64,9 +64,7 @@ def test_oue_bits_have_their_probabilities() -> None:
     ("k", "d", "key"),
     [(5, 2, "seed"), (6, 3, "seed"), (4, 1, "seed"), (5, 2, "fresh"), (7, 3, "fresh")],
 )
-def test_subset_selection_draws_every_subset_with_its_probability(
-    k: int, d: int, key: str
-) -> None:
+def test_subset_selection_draws_every_subset_with_its_probability(k: int, d: int, key: str) -> None:
     """``P[S | x] = p / C(k-1, d-1)`` on subsets holding ``x``, ``(1-p) / C(k-1, d)`` else,
     by both samplers: Floyd's (noise bound to values: a seed) and the size-corrected Bernoulli
     sets of a fresh key (:func:`~frameldp.core.mechanisms.subset_selection.fixed_size_subsets`).

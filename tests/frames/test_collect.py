@@ -35,7 +35,7 @@ from frameldp.frames.pipeline import row_content
 from .conftest import CARRIERS, ORIGINS, Backend, reference_reports, small_data
 
 KEY: Final = bytes(range(32))
-RELEASES: Final = 100
+RELEASES: Final = 60
 COLUMNS: Final = ("carrier", "origin", "dest")
 
 

@@ -173,8 +173,9 @@ def _correct_sizes(
     uniformly random members or gains ``-need[r]`` uniformly random allowed non-members.
 
     Candidates come from pools of :data:`_CANDIDATE_WORDS` words per row (stream ``purpose +
-    "fix j"``, drawn for every row), ``b`` bits each, read in order; each step tries the next
-    candidate of every row still short of its size, whose state is kept compacted.
+    "fix j"``, addressed as the row's other noise; pool ``j + 1`` drawn only for the rows that
+    pool ``j`` left short), ``b`` bits each, read in order; each step tries the next candidate
+    of every row still short of its size, whose state is kept compacted.
     """
     width = bits.shape[1]
     flat = bits.reshape(-1)
