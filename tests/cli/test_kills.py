@@ -39,8 +39,8 @@ from .conftest import leftovers, script_environment
 
 pytestmark = pytest.mark.slow
 
-ROWS = 20_000
-"""Rows of the input: 20 batches of ``CHUNK`` rows."""
+ROWS = 6_000
+"""Rows of the input: 6 batches of ``CHUNK`` rows."""
 
 CHUNK = 1000
 

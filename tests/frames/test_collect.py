@@ -218,6 +218,10 @@ def test_joint_tables_and_bad_collections_are_refused() -> None:
         ({"origin": {ORIGINS[0]: -1.0, ORIGINS[1]: 2.0}}, ">= 0"),
         ({"origin": {ORIGINS[0]: 0.0}}, "not all 0"),
         ({"origin": [0.5, 0.5]}, "mapping"),
+        ({"origin": {ORIGINS[0]: 10**400}}, "finite"),
+        ({"origin": {ORIGINS[0]: float("nan")}}, "finite"),
+        ({"origin": {ORIGINS[0]: math.inf, ORIGINS[1]: -math.inf}}, "finite"),
+        ({"origin": {ORIGINS[0]: 1j}}, "must be a number"),
     ]:
         with pytest.raises(frameldp.ParameterError, match=match):
             frame.ldp.privatize(_three(), collect="sample+fake", fake_prior=prior)

@@ -7,6 +7,7 @@ import math
 from collections import Counter
 
 import numpy as np
+import pytest
 
 import frameldp
 from frameldp import ldp
@@ -30,6 +31,8 @@ def _true_counts(backend: Backend, native: object, column: str) -> list[int]:
     return [counts[label] for label in FLIGHTS_DOMAINS[column]]
 
 
+# The statistics once per frame family: every backend draws these very reports (the next test).
+@pytest.mark.parametrize("backend", ["pandas-categorical", "polars-lazy"], indirect=True)
 def test_flights_end_to_end(backend: Backend) -> None:
     """Every bucket of every column is within its Bonferroni bound of the true count.
 

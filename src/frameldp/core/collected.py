@@ -407,14 +407,20 @@ def _prior_of(mechanism: Any, column: str, weights: Any) -> tuple[float, ...]:
                 f"column {shown(column)}: fake_prior names {shown(label)}, which is not one of "
                 "its buckets"
             )
-        if isinstance(weight, bool) or not isinstance(weight, int | float | np.number):
+        if isinstance(weight, bool) or not isinstance(
+            weight, int | float | np.integer | np.floating
+        ):
             raise ParameterError(
                 f"column {shown(column)}: fake_prior weight of {shown(label)} must be a number, "
                 f"got {shown(weight)}"
             )
-        shares[code] = float(weight)
-    total = math.fsum(shares)
-    if not np.all(np.isfinite(shares)) or np.any(shares < 0) or not 0 < total < math.inf:
+        try:
+            shares[code] = float(weight)
+        except OverflowError:  # an integer beyond any float
+            shares[code] = math.inf  # refused below, as not finite
+    finite = bool(np.all(np.isfinite(shares)))
+    total = math.fsum(shares) if finite else math.nan
+    if not finite or np.any(shares < 0) or not 0 < total < math.inf:
         raise ParameterError(
             f"column {shown(column)}: fake_prior weights must be finite, >= 0 and not all 0, "
             f"got {shown(dict(weights))}"
