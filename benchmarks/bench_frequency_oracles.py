@@ -987,7 +987,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for name in MECHANISMS:
                     print(f"  frameldp {SHORT[name]} k={k} eps={epsilon:g}", file=sys.stderr)
                     spec = {"mechanism": name, "k": k, "epsilon": epsilon, "codes": codes_path[k]}
-                    ours.append(run_case(sys.executable, spec))
+                    # The smoke run measures in this process (a fresh one per case isolates
+                    # the full run's memory peaks; it adds an interpreter start per case).
+                    ours.append(
+                        frameldp_case(spec) if args.quick else run_case(sys.executable, spec)
+                    )
             if 1 in args.parts:
                 rows += ours
                 print(format_frameldp(ours, info) + "\n", flush=True)

@@ -349,7 +349,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.only and name not in args.only:
             continue
         print(f"  {name} n={n:,} threads={threads}", file=sys.stderr, flush=True)
-        rows.append(run_case(name, n, threads, repeats))
+        # The smoke run measures in this process; the full run, each case in a fresh one.
+        rows.append(
+            measure(name, n, threads, repeats)
+            if args.quick
+            else run_case(name, n, threads, repeats)
+        )
     summary = summarize(rows)
     print(format_tables(rows, summary))
     if args.json:
