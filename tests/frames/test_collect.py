@@ -225,7 +225,7 @@ def test_joint_tables_and_bad_collections_are_refused() -> None:
     ]:
         with pytest.raises(frameldp.ParameterError, match=match):
             frame.ldp.privatize(_three(), collect="sample+fake", fake_prior=prior)
-    with pytest.raises(frameldp.ParameterError, match="fake_prior="):
+    with pytest.raises(frameldp.ParameterError, match=r"fake_prior \(--fake-prior\)"):
         frame.ldp.privatize(_three(), collect="sample", fake_prior={"origin": {ORIGINS[0]: 1}})
     wave = frameldp.SquareWave(1.0, bounds=(0, 10))
     numbers = frame.assign(fare=np.linspace(0, 10, len(frame)))
@@ -342,9 +342,18 @@ def test_fake_values_follow_the_prior() -> None:
     assert "1 in 3 real" in repr(table)
     shares = frameldp.ldp(frame).privatize(mechanisms, seed=5).ldp.debias("dest")
     again = frame.ldp.privatize(
-        mechanisms, collect="sample+fake", seed=4, fake_prior={"dest": shares}
-    )  # an earlier release's table as the prior
+        mechanisms,
+        collect="sample+fake",
+        seed=4,
+        fake_prior={"dest": shares, "carrier": frame["carrier"].value_counts()},
+    )  # an earlier release's table, and a public Series of weights, as priors
     assert again["dest"].notna().all()
+    # a table of one sampled column states the mixture with the columns it does not read,
+    # under a fresh key as under a seed
+    fresh = frame.ldp.privatize(mechanisms, collect="sample").ldp.debias("origin").privacy
+    seeded = reports.ldp.debias("origin").privacy
+    assert fresh.mechanism == seeded.mechanism == "sampled"
+    assert fresh.rho == pytest.approx(seeded.rho)
 
 
 def test_memoized_columns_are_sampled_with_their_permanent_responses(tmp_path: Any) -> None:

@@ -192,7 +192,8 @@ def privatize(
             help="Bloom RAPPOR; with --user also rappor, krr, optimized_unary_encoding, "
             "local_hashing, subset_selection, rounding (numbers), auto: epsilon of the "
             "permanent response "
-            "(longitudinal: any number of releases of one value cost at most this per person)."
+            "(longitudinal: any number of releases reveal at most this about one unchanged "
+            "value; a person's charge still grows with the releases)."
         ),
     ] = None,
     num_bits: Annotated[
@@ -261,8 +262,9 @@ def privatize(
         Path | None,
         typer.Option(
             help="With --collect sample+fake: a JSON file of each column's public law of fake "
-            'values, {"column": {"category": weight, ...}} or {"column": [[category, weight], '
-            "...]} (RS+RFD); default: uniform over the column's buckets."
+            'values, {"column": {"category": weight, ...}}, or for categories that are not '
+            'strings {"column": \\[\\[category, weight], ...]} (RS+RFD); default: uniform over '
+            "the column's buckets."
         ),
     ] = None,
     seed: Annotated[

@@ -112,6 +112,14 @@ def run_privatize(
             typer.echo(f"{column}: {title} (chosen by auto: the smallest variance)")
         if collect == "auto":
             typer.echo(f"--collect auto: {done.collected} (the smaller total variance)")
+        elif collect == "sample":
+            typer.echo("--collect sample: one column per row, chosen at random; the others null")
+        elif collect == "sample+fake":
+            fakes = "a public prior" if fake_prior is not None else "uniform values"
+            typer.echo(
+                "--collect sample+fake: one column per row real, chosen at random; the others "
+                f"fake reports of {fakes}"
+            )
         g = done.guarantee
         typer.echo(
             f"privacy per person: ε = {g.epsilon:.6g} (pure, local); "

@@ -312,8 +312,9 @@ def collect_columns(mechanisms: Any, collect: object, fake_prior: Any = None) ->
     guarantee (:func:`choose_collection`)."""
     if fake_prior is not None and collect != "sample+fake":
         raise ParameterError(
-            f"fake_prior= is the law of collect='sample+fake''s fake values; got collect="
-            f"{shown(collect)}"
+            "fake_prior (--fake-prior) is the law of the fake values of collect='sample+fake' "
+            f"(--collect sample+fake); got collect={shown(collect)}: use sample+fake, or drop "
+            "the prior"
         )
     if collect == "split":
         return mechanisms
@@ -395,8 +396,8 @@ def _prior_of(mechanism: Any, column: str, weights: Any) -> tuple[float, ...]:
         raise ParameterError(f"column {shown(column)}: fake_prior needs a categorical domain")
     if not isinstance(weights, Mapping):
         raise ParameterError(
-            f"column {shown(column)}: fake_prior must be a mapping {{category: weight}}, got "
-            f"{type(weights).__name__}"
+            f"column {shown(column)}: fake_prior must be a mapping {{category: weight}} (or a "
+            f"FrequencyTable, or a pandas Series of weights), got {type(weights).__name__}"
         )
     position = {label: code for code, label in enumerate(domain.labels)}
     shares = np.zeros(domain.size)
@@ -405,7 +406,7 @@ def _prior_of(mechanism: Any, column: str, weights: Any) -> tuple[float, ...]:
         if code is None:
             raise ParameterError(
                 f"column {shown(column)}: fake_prior names {shown(label)}, which is not one of "
-                "its buckets"
+                f"its buckets {shown(list(domain.labels))}"
             )
         if isinstance(weight, bool) or not isinstance(
             weight, int | float | np.integer | np.floating

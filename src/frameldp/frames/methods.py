@@ -230,13 +230,14 @@ class FrameMethods:
         """The guarantee a debiased table carries (None: the mechanism's own): the frame's when
         it was shuffled; the recorded release's when its reports were drawn from a seed (marked
         insecure), share memoized permanent responses (their memo's guarantee) or were released
-        with ``user=`` (one person's rows)."""
+        with ``user=`` (one person's rows) or under ``collect=`` (one column of the row at
+        random)."""
         shuffled = self._shuffled()
         if shuffled:
             specs = self._specs() or {"_": mechanism.to_spec()}
             return shuffled_privacy(specs, shuffled, self._num_rows())
         recorded = (self._specs() or {}).get(column)
-        marks = ("memo", "seeded", "rows_per_user")
+        marks = ("memo", "seeded", "rows_per_user", "collection")
         if recorded is not None and any(recorded.get(mark) for mark in marks):
             return guarantee_of({column: recorded})
         return None
@@ -934,15 +935,17 @@ class ValueShortcuts:
 
 def _prior_weights(fake_prior: Any) -> Any:
     """``fake_prior`` with each :class:`~frameldp.FrequencyTable` replaced by its estimated
-    shares ``{label: frequency}`` (negative estimates at 0): the public result of an earlier
-    release."""
+    shares ``{label: frequency}`` (negative estimates at 0: the public result of an earlier
+    release) and each pandas Series of weights by its ``{index: weight}``."""
     if not isinstance(fake_prior, Mapping):
         return fake_prior  # refused by collect_columns, naming what it got
-    return {
-        column: (
-            dict(zip(value.labels, np.clip(value.estimate.frequencies, 0.0, None), strict=True))
-            if isinstance(value, FrequencyTable)
-            else value
-        )
-        for column, value in fake_prior.items()
-    }
+    return {column: _weights_of(value) for column, value in fake_prior.items()}
+
+
+def _weights_of(value: Any) -> Any:
+    if isinstance(value, FrequencyTable):
+        shares = np.clip(value.estimate.frequencies, 0.0, None)
+        return dict(zip(value.labels, shares, strict=True))
+    if not isinstance(value, Mapping) and hasattr(value, "index") and hasattr(value, "to_dict"):
+        return value.to_dict()  # a pandas Series: {category: weight}
+    return value

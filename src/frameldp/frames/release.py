@@ -312,7 +312,7 @@ def _person_guarantee(
         collections.setdefault(key, {})[str(collection.get("column"))] = spec
     for (_, text), held in collections.items():
         names = json.loads(text)["columns"]
-        absent = PrivacyGuarantee(0.0, "absent column")
+        absent = PrivacyGuarantee(0.0, "column not read")
         one = sampled(_one_report(held[name]) if name in held else absent for name in names)
         parts.append(per_person(one, max(_rows_per_user(spec) for spec in held.values())))
     return compose(parts)
