@@ -103,3 +103,11 @@ def test_fake_prior_is_read_from_json(
     prior.write_text("{not json")
     run = invoke("privatize", make_input("parquet"), refused, *options, "--fake-prior", prior)
     assert_user_error(run, "not JSON")
+    for text, message in [
+        ('{"carrier": [[["AA"], 1]]}', "expected"),  # a category that is no JSON scalar
+        ('{"carrier": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
+    ]:
+        prior.write_text(text)
+        run = invoke("privatize", make_input("parquet"), refused, *options, "--fake-prior", prior)
+        assert_user_error(run, message)
+    assert not refused.exists()

@@ -16,6 +16,7 @@ import pytest
 import frameldp
 from _stats import P_FAIL, assert_unbiased, assert_variance
 from frameldp.core.collection import (
+    Collection,
     OracleNoise,
     sample_count_variance,
     sample_fake_count_variance,
@@ -23,6 +24,7 @@ from frameldp.core.collection import (
     total_variance,
 )
 from frameldp.core.mechanisms.choice import mean_variance
+from frameldp.errors import ParameterError
 
 K: Final = 4
 N: Final = 600
@@ -103,3 +105,13 @@ def test_total_variances_rank_the_strategies() -> None:
         total_variance("sample", [OracleNoise.of(whole)])
     with pytest.raises(frameldp.ParameterError, match="collect must be"):
         total_variance("spread", [OracleNoise.of(whole)] * 2)  # type: ignore[arg-type]
+
+
+def test_a_tampered_recorded_prior_is_refused() -> None:
+    """A recorded collection whose prior holds an integer beyond any float, negative shares
+    or shares not adding up to 1 is a frameldp error, not an OverflowError."""
+    base = {"strategy": "sample+fake", "columns": ["a", "b"]}
+    for priors in ([[10**400, 1], None], [[-0.5, 1.5], None], [[0.2, 0.2], None]):
+        with pytest.raises(ParameterError):
+            Collection.from_spec({**base, "priors": priors})
+    assert Collection.from_spec({**base, "priors": [[0.25, 0.75], None]}).law("a", 2)[1] == 0.75

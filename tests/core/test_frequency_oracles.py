@@ -363,3 +363,32 @@ def test_local_hashing_at_huge_epsilon_and_its_server_memory() -> None:
         estimate = mech.debias(Statistic((mech.support_counts(reports),), 6000))
         z = (estimate.counts - 2000) / estimate.std_errors
         assert np.abs(z).max() < z_bound(P_FAIL / 9)
+
+
+@pytest.mark.parametrize("k", [24, 40, 1618])
+def test_fixed_size_subsets_at_sizes_that_are_no_power_of_two(k: int) -> None:
+    """(Attack review) Candidates at or beyond ``k`` (``k`` not a power of two) are rejected
+    without reading past the row, also where no position is excluded (memoized subset
+    selection's uniform redraw): every row gets exactly its size, the padding stays zero."""
+    from frameldp.core.mechanisms.subset_selection import fixed_size_subsets
+
+    source = RandomSource(bytes(range(32)), kind="fresh")
+    n = 20_000
+    rows = source.rows((LABEL, k), 0, n, lambda: np.zeros((n, 1), np.uint8))
+    excluded = np.where(np.arange(n) % 2 == 0, k, 3)  # none, or position 3
+    sizes = np.full(n, k // 3, dtype=np.int64)
+    bits = fixed_size_subsets(rows, "", excluded, sizes, k, (k // 4 << 64) // k)
+    unpacked = np.unpackbits(bits, axis=1)
+    assert (unpacked[:, :k].sum(axis=1) == sizes).all()
+    assert not unpacked[:, k:].any()
+    assert not unpacked[1::2, 3].any()
+    memoized = frameldp.SubsetSelection(1.0, domain=list(range(k)), epsilon_infinity=3.0)
+    users = np.repeat(np.arange(n // 4, dtype=np.uint64), 4).view(np.uint8).reshape(-1, 8)
+    reports = memoized.randomize(
+        np.arange(n) % k,
+        source=source,
+        label=LABEL,
+        users=np.hstack([users, users]),
+        memo=RandomSource(bytes(32), kind="key"),
+    )
+    assert (unpack_bits(reports, k).sum(axis=1) == memoized.subset_size).all()

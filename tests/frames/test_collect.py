@@ -222,7 +222,11 @@ def test_joint_tables_and_bad_collections_are_refused() -> None:
         ({"origin": {ORIGINS[0]: float("nan")}}, "finite"),
         ({"origin": {ORIGINS[0]: math.inf, ORIGINS[1]: -math.inf}}, "finite"),
         ({"origin": {ORIGINS[0]: 1j}}, "must be a number"),
+        ({"origin": {ORIGINS[0]: 1e308, ORIGINS[1]: 1e308}}, None),  # no overflow: 1/2 each
     ]:
+        if match is None:
+            frame.ldp.privatize(_three(), collect="sample+fake", fake_prior=prior)
+            continue
         with pytest.raises(frameldp.ParameterError, match=match):
             frame.ldp.privatize(_three(), collect="sample+fake", fake_prior=prior)
     with pytest.raises(frameldp.ParameterError, match=r"fake_prior \(--fake-prior\)"):
@@ -399,3 +403,17 @@ def test_memoized_columns_are_sampled_with_their_permanent_responses(tmp_path: A
     for label, row in table.iterrows():
         z = (row["count"] - truth.get(label, 0)) / row["std_error"]
         assert abs(z) <= z_bound(P_FAIL / len(table) / 2)
+
+
+def test_another_prior_is_another_job_under_a_key() -> None:
+    """(Attack review) Under one caller's key, two collections that differ only in their
+    priors draw their reporting columns again (binomial: agreement ``1 / d``), as another
+    mechanism does; the same prior repeats them (the same job)."""
+    frame = _population(3_000)
+    one = {"origin": {ORIGINS[0]: 1.0, ORIGINS[1]: 1.0}}
+    other = {"origin": {ORIGINS[0]: 1.0, ORIGINS[1]: 2.0}}
+    first = _real_columns(frame, 3, _three(), fake_prior=one)
+    again = _real_columns(frame, 3, _three(), fake_prior=one)
+    moved = _real_columns(frame, 3, _three(), fake_prior=other)
+    assert (first == again).all()
+    assert_binomial(int((first == moved).sum()), len(frame), 1 / 3, p_fail=P_FAIL)

@@ -64,12 +64,20 @@ def read_fake_prior(path: Path) -> dict[str, Any]:
         given = json.loads(read_text(path, where))
     except json.JSONDecodeError as error:
         raise ParameterError(f"{where}: not JSON ({error.msg} at line {error.lineno})") from None
+    except RecursionError:
+        raise ParameterError(f"{where}: nested too deeply to be a prior") from None
     if not isinstance(given, dict):
         raise ParameterError(f"{where}: expected an object {{column: law}}, got {shown(given)}")
     laws: dict[str, Any] = {}
     for column, law in given.items():
         if isinstance(law, list):
-            pairs = [p for p in law if isinstance(p, list) and len(p) == 2]
+            pairs = [
+                p
+                for p in law
+                if isinstance(p, list)
+                and len(p) == 2
+                and (p[0] is None or isinstance(p[0], str | int | float | bool))
+            ]
             if len(pairs) != len(law):
                 raise ParameterError(
                     f"{where}: column {shown(column)}: expected [[category, weight], ...], got "

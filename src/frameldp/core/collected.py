@@ -19,6 +19,8 @@ the exact one with the estimated shares plugged in (module docstring of
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import math
 import warnings
 from collections.abc import Callable, Mapping
@@ -194,7 +196,7 @@ def reporting_columns(
     (``jobs``: the columns' :attr:`Collected.job`, so that another mechanism is another draw;
     under a caller's key or a seed, addressed by the row's position and ``content()``, the bytes
     of all its collected values, as every report is: a changed value draws another column)."""
-    label = ("collect", collection.strategy, *collection.columns, *jobs)
+    label = ("collect", collection.strategy, *collection.columns, *jobs, *_prior_label(collection))
     rows = source.rows(label, row_start, num_rows, content)
     return np.asarray(rows.uniform("column", collection.d), dtype=np.int64)
 
@@ -266,7 +268,7 @@ class CollectedBatch:
         mechanism's stream of ``column + "\\x00fake"`` (a name no collected column has), both
         addressed as every report is."""
         labels = mechanism.domain.labels
-        label = ("collect", "fake", column, *self.jobs)
+        label = ("collect", "fake", column, *self.jobs, *_prior_label(self.collection))
         rows = self.source.rows(label, self.row_start, self.num_rows, self.content)
         codes = _draw_codes(rows, self.collection.law(column, len(labels)))
         values = pa.array(list(labels)).take(pa.array(codes))
@@ -282,6 +284,16 @@ class CollectedBatch:
             )
 
 
+def _prior_label(collection: Collection) -> tuple[str, ...]:
+    """What the fake-data priors add to the collection's stream labels: nothing for uniform
+    fakes (the streams of earlier releases), else a fingerprint of the priors, so that a
+    collection with other priors is another job and draws its columns and fakes again."""
+    if collection.priors is None:
+        return ()
+    text = json.dumps(collection.to_spec()["priors"], sort_keys=True)
+    return ("priors", hashlib.sha256(text.encode("utf-8")).hexdigest())
+
+
 def _draw_codes(rows: Any, law: NDArray[np.float64]) -> NDArray[np.int64]:
     """One bucket per row drawn from ``law``: uniform buckets exactly (``rows.uniform``),
     others by inverting the law's cumulative shares at a uniform 64-bit word (each bucket's
@@ -293,9 +305,10 @@ def _draw_codes(rows: Any, law: NDArray[np.float64]) -> NDArray[np.int64]:
     cumulative = np.cumsum(law)
     cut = np.minimum(cumulative / cumulative[-1], 1.0) * 2.0**64
     thresholds = np.array([min(int(c), 2**64 - 1) for c in cut], dtype=np.uint64)
-    thresholds[-1] = np.uint64(2**64 - 1)  # the last bucket takes the rest
+    last = int(np.flatnonzero(law > 0)[-1])  # the last bucket drawn takes the rest
+    thresholds[last:] = np.uint64(2**64 - 1)
     codes = np.searchsorted(thresholds, words, side="right")
-    return np.asarray(np.minimum(codes, k - 1), dtype=np.int64)
+    return np.asarray(np.minimum(codes, last), dtype=np.int64)
 
 
 FAKE_SUFFIX: Final = "\x00fake"
@@ -420,6 +433,9 @@ def _prior_of(mechanism: Any, column: str, weights: Any) -> tuple[float, ...]:
         except OverflowError:  # an integer beyond any float
             shares[code] = math.inf  # refused below, as not finite
     finite = bool(np.all(np.isfinite(shares)))
+    peak = float(shares.max()) if finite else math.nan
+    if finite and peak > 0:
+        shares = shares / peak  # weights near the float range's top add up without overflow
     total = math.fsum(shares) if finite else math.nan
     if not finite or np.any(shares < 0) or not 0 < total < math.inf:
         raise ParameterError(

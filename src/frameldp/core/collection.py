@@ -260,4 +260,7 @@ def _recorded_prior(prior: Any) -> tuple[float, ...] | None:
         isinstance(p, (int, float)) and not isinstance(p, bool) for p in prior
     ):
         raise ParameterError(f"a recorded fake-data prior is malformed: {shown(prior)}")
-    return tuple(float(p) for p in prior)
+    try:
+        return tuple(float(p) for p in prior)
+    except OverflowError:  # an integer beyond any float
+        raise ParameterError(f"a recorded fake-data prior is malformed: {shown(prior)}") from None

@@ -221,12 +221,14 @@ def _correct_rows(
         word = words[column, place]
         for shift in fields:
             position = ((word >> shift) & low).astype(np.intp)
+            accepted = np.ones(position.size, dtype=bool)
             if not exact_range:
                 outside = position >= k
-                position[outside] = barred[outside]  # rejected below, as barred
+                position[outside] = 0  # a position inside the row, for the lookup only
+                accepted &= ~outside
             at = base + (position >> 3)
             mask = _MASKS[position & 7]
-            accepted = ((flat[at] & mask) != 0) == removing
+            accepted &= ((flat[at] & mask) != 0) == removing
             accepted &= position != barred
             accepted &= left != 0  # rows done since the last compaction try nothing
             flat[at[accepted]] ^= mask[accepted]
