@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-from frameldp.core.randomness import KEY_BYTES, RandomSource, resolve_source
+from frameldp.core.randomness import KEY_BYTES, RandomSource, Rows, resolve_source
 from frameldp.errors import ParameterError
 
 KEY = bytes(range(KEY_BYTES))
@@ -160,3 +160,19 @@ def test_repr_does_not_reveal_the_key(source: RandomSource) -> None:
         assert repr(source.key) not in text
         assert str(list(source.key)) not in text
     assert ("insecure" in repr(source)) == source.seeded
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 8])
+@pytest.mark.parametrize("kind", ["fresh", "seed"])
+def test_words_of_some_rows_are_those_rows_of_the_whole_run(count: int, kind: str) -> None:
+    """``Rows.words_of`` (the rows a step still needs) gives exactly ``words()[indices]``, for
+    odd and even word counts, under position and value addressing, from any ``row_start``."""
+    key = bytes(range(32))
+    values = np.arange(1000, dtype=np.uint8)[:, None]
+    indices = np.array([999, 0, 3, 500, 7, 8, 3])
+
+    def run() -> Rows:
+        source = RandomSource(key, kind="fresh") if kind == "fresh" else RandomSource.from_seed(2)
+        return source.rows(("words",), 5, 1000, lambda: values)
+
+    assert (run().words_of("p", count, indices) == run().words("p", count)[indices]).all()

@@ -43,7 +43,7 @@ from frameldp.core.collection import (
 from frameldp.core.estimation import FrequencyEstimate
 from frameldp.core.mechanisms.protocol import Capability, Statistic, memoizes, spec_fingerprint
 from frameldp.core.randomness import RandomSource
-from frameldp.errors import FrameLDPWarning, ParameterError, shown
+from frameldp.errors import DomainError, FrameLDPWarning, ParameterError, shown
 
 __all__ = [
     "Collected",
@@ -412,15 +412,16 @@ def _prior_of(mechanism: Any, column: str, weights: Any) -> tuple[float, ...]:
             f"column {shown(column)}: fake_prior must be a mapping {{category: weight}} (or a "
             f"FrequencyTable, or a pandas Series of weights), got {type(weights).__name__}"
         )
-    position = {label: code for code, label in enumerate(domain.labels)}
+    reported = domain.as_reported()  # its labels as categories: OTHER, and None for nulls
     shares = np.zeros(domain.size)
     for label, weight in weights.items():
-        code = position.get(label) if _same_kind(label, domain.kind) else None
-        if code is None:
+        try:  # matched as the domain matches values: exactly, a bool never as a number
+            code = int(reported.encode([label], column=column)[0])
+        except DomainError:
             raise ParameterError(
                 f"column {shown(column)}: fake_prior names {shown(label)}, which is not one of "
                 f"its buckets {shown(list(domain.labels))}"
-            )
+            ) from None
         if isinstance(weight, bool) or not isinstance(
             weight, int | float | np.integer | np.floating
         ):
@@ -443,16 +444,6 @@ def _prior_of(mechanism: Any, column: str, weights: Any) -> tuple[float, ...]:
             f"got {shown(dict(weights))}"
         )
     return check_prior((shares / total).tolist(), column)
-
-
-def _same_kind(label: Any, kind: str | None) -> bool:
-    """Whether ``label`` may name a bucket of a domain of ``kind`` (``None``, the null bucket,
-    always; a bool only a bool's, as ``True == 1`` would match a number)."""
-    if label is None or isinstance(label, str):
-        return True
-    if isinstance(label, bool | np.bool_):
-        return kind == "bool"
-    return isinstance(label, int | float | np.integer | np.floating) and kind in ("int", "float")
 
 
 def choose_collection(mechanisms: Any) -> Any:

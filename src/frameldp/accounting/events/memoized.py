@@ -161,9 +161,14 @@ class MemoizedEvent(PrivacyEvent):
                 "epsilon: a person's reports would be unbounded); give epsilon_infinity above "
                 "epsilon"
             )
-        bounding, uses = replace(self, reports=2)._bounding  # the bound of shared responses
-        per_report = uses // 2 if self.instant is not None else 1
-        return bounding, per_report * self.reports
+        if self.instant is None:  # an earlier frameldp's event: no instantaneous channel kept
+            return self.permanent, self.reports
+        if not math.isfinite(self.instant.pure_epsilon):
+            raise ParameterError(
+                "memoized event: a sampled memoized column is charged its instantaneous "
+                "response per report, and this one has no finite epsilon"
+            )
+        return self.instant, self.instant_uses * self.reports
 
     @property
     def epsilon_infinity(self) -> float:

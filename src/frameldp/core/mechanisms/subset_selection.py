@@ -154,8 +154,8 @@ def fixed_size_subsets(
     width = packed_width(k)
     bits = rows.bernoulli(purpose + "subset", rate, k)
     flat = bits.reshape(-1)
-    held = np.flatnonzero(excluded < k)
-    _flip(flat, held * width, excluded[held], on=False)
+    held = np.flatnonzero(excluded < k)  # the excluded position's bit cleared
+    flat[held * width + (excluded[held] >> 3)] &= ~_MASKS[excluded[held] & 7]
     need = _popcounts(bits) - sizes  # > 0: members to remove; < 0: non-members to add
     _correct_sizes(bits, excluded, need, rows, purpose, k)
     return bits
@@ -248,25 +248,6 @@ def _correct_rows(
 
 _MASKS: Final = (0x80 >> np.arange(8)).astype(np.uint8)
 """The mask of bit ``i`` of a byte, most significant first."""
-
-
-def _flip(
-    flat: NDArray[np.uint8],
-    row_offsets: NDArray[np.int64],
-    positions: NDArray[np.int64],
-    *,
-    on: bool | None,
-) -> None:
-    """Set (``on``), clear (``not on``) or toggle (``None``) bit ``positions[i]`` of the row
-    starting at byte ``row_offsets[i]`` of ``flat`` (rows distinct: one bit per row)."""
-    byte = row_offsets + (positions >> 3)
-    mask = (0x80 >> (positions & 7)).astype(np.uint8)
-    if on is None:
-        flat[byte] ^= mask
-    elif on:
-        flat[byte] |= mask
-    else:
-        flat[byte] &= ~mask
 
 
 @register("subset_selection")
@@ -556,8 +537,7 @@ class SubsetSelection(TwoStage, FrequencyEstimation):
             return reports
         sizes = np.where(out, self._d, self._d - 1).astype(np.int64)
         reports = fixed_size_subsets(rows, stage, codes, sizes, self.num_bits, self._rate)
-        held = np.flatnonzero(~out)
-        _flip(reports.reshape(-1), held * reports.shape[1], codes[held], on=True)
+        _set_bits(reports, np.flatnonzero(~out), codes)
         return reports
 
     # ------------------------------------------------------------------ the protocol
