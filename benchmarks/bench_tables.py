@@ -9,7 +9,9 @@ Each row: the root mean squared error of a cell's share against the truth, the m
 standard error, and the share of 95% intervals that hold the truth (averaged over ``--seeds``).
 
 Speed: ``debias(..., by=...)`` over 10^6 rows (k = 100) with 12 and 10,000 groups, and a joint
-table of 10^6 rows (12 x 30 buckets), CPU and wall seconds, pandas.
+table of 10^6 rows (12 x 30 buckets), flat and by 12 groups, CPU and wall seconds, pandas. Then
+a k-RR column (k = 64, 10^6 rows) by 10^3, 10^4 and 10^5 public groups beside pandas' groupby
+value_counts of the same reports: every group's statistic comes from one pass over the rows.
 
     .venv/bin/python benchmarks/bench_tables.py            # about a minute
     .venv/bin/python benchmarks/bench_tables.py --quick    # a smoke run
@@ -18,6 +20,7 @@ table of 10^6 rows (12 x 30 buckets), CPU and wall seconds, pandas.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import time
 from pathlib import Path
@@ -134,12 +137,43 @@ def speed(n: int, precincts: int = 10_000) -> list[dict[str, Any]]:
             "dest", by="precinct"
         ),
         "joint carrier x origin": lambda: reports.ldp.debias(["carrier", "origin"]),
+        "joint carrier x origin by month": lambda: reports.ldp.debias(
+            ["carrier", "origin"], by="month"
+        ),
     }
     out = []
     for name, call in cases.items():
         call()  # warm
         cpu, wall = _timed(call)
         out.append({"case": name, "n": n, "cpu_s": cpu, "wall_s": wall})
+    return out
+
+
+def _value_counts(reports: pd.DataFrame) -> Any:
+    return reports.groupby("group")["value"].value_counts()
+
+
+def against_pandas(n: int, group_counts: list[int], repeats: int) -> list[dict[str, Any]]:
+    """A k-RR column (k = 64) debiased by many public groups, beside pandas' ``groupby``
+    ``value_counts`` of the same reports (the median of ``repeats`` runs of each)."""
+    rng = np.random.default_rng(1)
+    domain = [f"v{i}" for i in range(64)]
+    values = pd.Categorical.from_codes(rng.integers(0, 64, n), categories=domain)
+    out = []
+    for groups in group_counts:
+        frame = pd.DataFrame({"value": values, "group": rng.integers(0, groups, n)})
+        mechanism = frameldp.RandomizedResponse(1.0, domain=domain)
+        reports = frame.ldp.privatize({"value": mechanism})
+        ours, theirs = [], []
+        counted = functools.partial(_value_counts, reports)
+        debiased = functools.partial(reports.ldp.debias, "value", by="group")
+        for _ in range(repeats):
+            theirs.append(_timed(counted)[0])
+            ours.append(_timed(debiased)[0])
+        cpu, baseline = float(np.median(ours)), float(np.median(theirs))
+        out.append(
+            {"groups": groups, "n": n, "cpu_s": cpu, "pandas_s": baseline, "ratio": cpu / baseline}
+        )
     return out
 
 
@@ -165,8 +199,24 @@ def main() -> None:
     print(f"{'case':<44} {'n':>9} {'CPU s':>8} {'wall s':>8}")
     for r in timed:
         print(f"{r['case']:<44} {r['n']:>9,} {r['cpu_s']:>8.3f} {r['wall_s']:>8.3f}")
+    if args.quick:
+        compared = against_pandas(20_000, [100, 1_000], repeats=1)
+    else:
+        compared = against_pandas(1_000_000, [1_000, 10_000, 100_000], repeats=5)
+    print()
+    print("k-RR (k = 64) by public groups against pandas groupby value_counts (CPU s, median)")
+    print(f"{'groups':>9} {'n':>11} {'frameldp':>9} {'pandas':>8} {'ratio':>6}")
+    for r in compared:
+        print(
+            f"{r['groups']:>9,} {r['n']:>11,} {r['cpu_s']:>9.3f} {r['pandas_s']:>8.3f} "
+            f"{r['ratio']:>6.1f}"
+        )
     if args.json:
-        rows = [{"kind": "accuracy", **r} for r in scored] + [{"kind": "speed", **r} for r in timed]
+        rows = (
+            [{"kind": "accuracy", **r} for r in scored]
+            + [{"kind": "speed", **r} for r in timed]
+            + [{"kind": "against_pandas", **r} for r in compared]
+        )
         args.json.write_text(json.dumps({"rows": rows}, indent=1))
 
 

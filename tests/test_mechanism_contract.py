@@ -17,6 +17,7 @@ with probability below 0.9**800 < 1e-36, far below ``P_FAIL``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,7 +35,9 @@ import pytest
 import frameldp
 from _engines import ENGINES, FRAMES, stored
 from _stats import P_FAIL
+from frameldp.core.group_statistics import estimates_by_group, statistics_by_group
 from frameldp.core.mechanisms import (
+    OPEN_DOMAIN,
     Capability,
     mechanism_class,
     mechanism_from_spec,
@@ -220,6 +223,40 @@ def test_batches_give_the_reports_of_the_whole_column(example: Example) -> None:
             np.testing.assert_allclose(got, expected, rtol=1e-12)
         else:
             np.testing.assert_array_equal(got, expected)
+
+
+def test_the_statistics_and_estimates_of_many_groups_are_each_groups_own(
+    example: Example,
+) -> None:
+    """A table by groups reduces and debiases every group at once where the mechanism can
+    (``GroupEstimator``): exactly what each group's rows give on their own (integer parts and
+    the estimates bit for bit; float sums to the rounding of their order)."""
+    if example.mechanism.capabilities & OPEN_DOMAIN:
+        pytest.skip("open-domain reports are decoded or searched whole, not by group")
+    reports = _privatize(example, example.values)
+    groups = np.array([(3 * i + i // 50) % 7 for i in range(ROWS)], dtype=np.int64)
+    stacked = statistics_by_group(example.mechanism, reports, groups, 7, column="c")
+    estimates = estimates_by_group(example.mechanism, stacked)
+    assert len(stacked) == len(estimates) == 7
+    for group in range(7):
+        rows = pa.array(np.flatnonzero(groups == group))
+        own = example.mechanism.statistic(
+            {name: array.take(rows) for name, array in reports.items()}, column="c"
+        )
+        assert stacked[group].rows == own.rows == len(rows)
+        for got, expected in zip(stacked[group].parts, own.parts, strict=True):
+            if expected.dtype.kind == "f":
+                np.testing.assert_allclose(got, expected, rtol=1e-12)
+            else:
+                np.testing.assert_array_equal(got, expected)
+        found, expected_estimate = estimates[group], example.mechanism.finish(own)
+        assert type(found) is type(expected_estimate)
+        for field in dataclasses.fields(expected_estimate):
+            got, expected = getattr(found, field.name), getattr(expected_estimate, field.name)
+            if isinstance(expected, np.ndarray):
+                np.testing.assert_array_equal(got, expected)  # the same arithmetic
+            else:
+                assert got == expected, field.name
 
 
 def test_keys_and_columns_separate_the_noise(example: Example) -> None:

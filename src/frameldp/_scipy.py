@@ -8,24 +8,13 @@ exactly as the scipy function.
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
 from typing import Any
+
+from frameldp._lazy import on_first_use
 
 __all__ = ["optimize", "sparse", "special"]
 
 
-class _OnFirstUse:
-    """A stand-in for a module that imports it when one of its attributes is first read."""
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    def __getattr__(self, attribute: str) -> Any:
-        module: ModuleType = importlib.import_module(self._name)  # cached in sys.modules
-        return getattr(module, attribute)
-
-
-special: Any = _OnFirstUse("scipy.special")
-sparse: Any = _OnFirstUse("scipy.sparse")
-optimize: Any = _OnFirstUse("scipy.optimize")
+special: Any = on_first_use("scipy.special")
+sparse: Any = on_first_use("scipy.sparse")
+optimize: Any = on_first_use("scipy.optimize")

@@ -392,3 +392,26 @@ def test_fixed_size_subsets_at_sizes_that_are_no_power_of_two(k: int) -> None:
         memo=RandomSource(bytes(32), kind="key"),
     )
     assert (unpack_bits(reports, k).sum(axis=1) == memoized.subset_size).all()
+
+
+@pytest.mark.parametrize(
+    ("epsilon", "k", "g"),
+    [(1.0, 2000, None), (1.0, 7, 2), (2.0, 50, 5), (4.0, 1024, None), (6.0, 300, None)],
+)
+def test_local_hashing_support_counts_by_transform_equal_the_lookup(
+    epsilon: float, k: int, g: int | None
+) -> None:
+    """The Fourier transform of the report histogram gives exactly the support counts that
+    looking up every value's hash under every seed gives (binary and optimal local hashing,
+    one and several seed digits, k not a power of g), however few or many reports."""
+    mech = frameldp.LocalHashing(epsilon, domain=list(range(k)), num_buckets=g)
+    rng = np.random.default_rng(k)
+    for n in (1, 37, 5000):
+        reports = rng.integers(0, mech.report_range, n).astype(np.int64)
+        by_transform = mech._transformed_support_counts(reports)
+        np.testing.assert_array_equal(by_transform, mech._looked_up_support_counts(reports))
+    # A batch of one seed's reports: every count is that seed's (exactly, no rounding slip).
+    reports = np.full(5000, 3 * mech.num_buckets + 1, dtype=np.int64)
+    np.testing.assert_array_equal(
+        mech._transformed_support_counts(reports), mech._looked_up_support_counts(reports)
+    )

@@ -214,3 +214,38 @@ def test_misaligned_or_bad_reports_are_refused() -> None:
         joint_statistic(first, {"a": left}, second, {"b": right[:10]}, columns=("a", "b"))
     with pytest.raises(FrameLDPError, match="'b'"):
         joint_statistic(first, {"a": left}, second, {"b": left}, columns=("a", "b"))
+
+
+@pytest.mark.parametrize("cells", [7, 1 << 22])
+def test_joint_statistics_by_group_are_each_groups_own(
+    monkeypatch: pytest.MonkeyPatch, cells: int
+) -> None:
+    """Every group's joint statistic from one pass equals the group's own, whether a chunk of
+    rows holds one row (cells=7) or all of them; k-RR with OUE, so supports of both kinds."""
+    monkeypatch.setattr(joint, "_CELLS", cells)
+    first = frameldp.RandomizedResponse(1.0, domain=["a", "b", "c"])
+    second = frameldp.OptimizedUnaryEncoding(1.0, domain=["x", "y"])
+    rows = 400
+    source = RandomSource.from_key(bytes(32))
+    a = first.privatize_column(
+        pa.array([["a", "b", "c"][i % 3] for i in range(rows)]), column="f", source=source
+    )
+    b = second.privatize_column(
+        pa.array([["x", "y"][(i // 3) % 2] for i in range(rows)]), column="s", source=source
+    )
+    groups = np.array([(5 * i + i // 40) % 6 for i in range(rows)], dtype=np.int64)
+    found = joint.joint_statistics_by_group(first, a, second, b, groups, 6, columns=("f", "s"))
+    for g, statistic in enumerate(found):
+        chosen = pa.array(np.flatnonzero(groups == g))
+        own = joint_statistic(
+            first,
+            {n: v.take(chosen) for n, v in a.items()},
+            second,
+            {n: v.take(chosen) for n, v in b.items()},
+            columns=("f", "s"),
+        )
+        np.testing.assert_array_equal(statistic.co_supports, own.co_supports)
+        np.testing.assert_array_equal(statistic.first_supports, own.first_supports)
+        np.testing.assert_array_equal(statistic.second_supports, own.second_supports)
+        np.testing.assert_array_equal(statistic.first.parts[0], own.first.parts[0])
+        assert statistic.rows == own.rows == len(chosen)

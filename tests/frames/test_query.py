@@ -115,10 +115,13 @@ class Averaging:
 def mean_results():
     @register_result(MeanOfReports)
     def build(
-        total: MeanOfReports, groups: Sequence[tuple[GroupKey, Any]], context: ResultContext
+        total: MeanOfReports,
+        keys: Sequence[GroupKey],
+        estimates: Sequence[Any],
+        context: ResultContext,
     ) -> MeanResult:
         assert context.privacy is GIVEN  # what the query was given
-        return MeanResult(total, tuple(groups), context.column)
+        return MeanResult(total, tuple(zip(keys, estimates, strict=True)), context.column)
 
     yield
     unregister_result(MeanOfReports)
@@ -155,7 +158,7 @@ def test_a_new_estimate_type_runs_by_groups_on_every_engine(library, mean_result
 def test_an_estimate_of_no_registered_type_is_refused():
     context = ResultContext(None, "x", 0.95, "pandas", None)
     with pytest.raises(ParameterError, match="no result type is registered for a MeanOfReports"):
-        result_of(MeanOfReports(1, 0.0, 0.0), (), context)
+        result_of(MeanOfReports(1, 0.0, 0.0), (), (), context)
 
 
 def test_frequency_estimates_still_make_frequency_tables():
@@ -177,10 +180,10 @@ def test_the_nearest_registered_estimate_class_picks_the_result():
     mechanism = frameldp.RandomizedResponse(2.0, domain=["a", "b"])
     estimate = Marked(np.array([1.0, 2.0]), np.array([0.5, 0.5]), 3)
     context = ResultContext(mechanism, "x", 0.95, "pandas", mechanism.privacy)
-    assert isinstance(result_of(estimate, (), context), FrequencyTable)
-    register_result(Marked)(lambda total, groups, context: "marked")
+    assert isinstance(result_of(estimate, (), (), context), FrequencyTable)
+    register_result(Marked)(lambda total, keys, estimates, context: "marked")
     try:
-        assert result_of(estimate, (), context) == "marked"
+        assert result_of(estimate, (), (), context) == "marked"
     finally:
         unregister_result(Marked)
 

@@ -25,15 +25,15 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from frameldp._lazy import on_first_use
 from frameldp.accounting.accountant import Accountant, check_delta
 from frameldp.accounting.events import check_positive
 from frameldp.accounting.guarantee import INSECURE, PrivacyGuarantee
@@ -44,6 +44,11 @@ from frameldp.errors import (
     UnknownBudgetError,
     shown,
 )
+
+if TYPE_CHECKING:
+    import sqlite3
+else:
+    sqlite3 = on_first_use("sqlite3")  # a ledger's first use imports it (a light import)
 
 __all__ = ["BudgetStatus", "Ledger", "Spend", "check_budget"]
 
@@ -73,14 +78,15 @@ _SCHEMA_VERSION = 2
 write (the column is filled in from the stored guarantees)."""
 
 # What a SQLite result code means for a ledger file (https://sqlite.org/rescode.html).
+# The primary codes, fixed by SQLite's C API (sqlite3.h): SQLITE_FULL, SQLITE_IOERR, ...
 _PROBLEMS = {
-    sqlite3.SQLITE_FULL: "the disk is full",
-    sqlite3.SQLITE_IOERR: "the disk reported an I/O error",
-    sqlite3.SQLITE_NOTADB: "the file is not a SQLite database",
-    sqlite3.SQLITE_CORRUPT: "the file is corrupt or truncated",
-    sqlite3.SQLITE_READONLY: "the file or its directory is read-only",
-    sqlite3.SQLITE_CANTOPEN: "cannot open the file, or create its journal beside it",
-    sqlite3.SQLITE_PERM: "permission denied",
+    13: "the disk is full",  # SQLITE_FULL
+    10: "the disk reported an I/O error",  # SQLITE_IOERR
+    26: "the file is not a SQLite database",  # SQLITE_NOTADB
+    11: "the file is corrupt or truncated",  # SQLITE_CORRUPT
+    8: "the file or its directory is read-only",  # SQLITE_READONLY
+    14: "cannot open the file, or create its journal beside it",  # SQLITE_CANTOPEN
+    3: "permission denied",  # SQLITE_PERM
 }
 
 

@@ -122,7 +122,7 @@ def discover_file(
         for batch in reports.batches(names, chunk_rows=chunk_rows):
             arrays = {name: batch.column(name) for name in names}
             total = merge_grouped(total, grouped_statistics(arrays, reduction, ()))
-        return cast(Statistic, total.statistics[()])
+        return cast(Statistic, total.only())
 
     with column_context(column):
         discovery = mechanism.discover(
@@ -224,7 +224,7 @@ def _table(
     if isinstance(plan.column, str) and _decoded(cast(Mechanism, plan.mechanism)):
         table = FrequencyTable.decoded(
             cast(Decoder, plan.mechanism),
-            cast(Statistic, grouped.statistics[()]),
+            cast(Statistic, grouped.only()),
             candidates or [],
             memo=reports.specs[plan.column].get("memo"),
             column=plan.column,

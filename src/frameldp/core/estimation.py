@@ -39,7 +39,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 from numpy.typing import NDArray
@@ -53,9 +53,12 @@ from frameldp.errors import DomainError, FrameLDPWarning, ParameterError, caller
 __all__ = [
     "BloomDecoding",
     "FrequencyEstimate",
+    "GroupEstimates",
     "debias_bloom_counts",
     "debias_direct_counts",
+    "debias_direct_groups",
     "debias_unary_counts",
+    "debias_unary_groups",
     "decode_bloom",
     "direct_variance",
     "mean_direct_variance",
@@ -127,6 +130,43 @@ class FrequencyEstimate:
         return self.counts - half, self.counts + half
 
 
+@dataclass(frozen=True)
+class GroupEstimates(Sequence[FrequencyEstimate]):
+    """The :class:`FrequencyEstimate` of each of ``len(n)`` groups, stacked: ``counts[g]``,
+    ``variances[g]`` and ``n[g]`` are group ``g``'s (and ``reporters[g]`` when not all rows
+    reported); ``support`` and ``items_per_report`` are shared. A table by 10^5 groups keeps
+    its estimates as these few arrays, and builds a group's estimate when it is asked for."""
+
+    counts: FloatArray
+    variances: FloatArray
+    n: NDArray[np.int64]
+    support: tuple[float, float] | None = None
+    items_per_report: int = 1
+    reporters: NDArray[np.int64] | None = None
+
+    def __len__(self) -> int:
+        return int(self.n.size)
+
+    @overload
+    def __getitem__(self, group: int) -> FrequencyEstimate: ...
+
+    @overload
+    def __getitem__(self, group: slice) -> list[FrequencyEstimate]: ...
+
+    def __getitem__(self, group: int | slice) -> FrequencyEstimate | list[FrequencyEstimate]:
+        if isinstance(group, slice):
+            return [self[g] for g in range(*group.indices(len(self)))]
+        reporters = None if self.reporters is None else int(self.reporters[group])
+        return FrequencyEstimate(
+            self.counts[group],
+            self.variances[group],
+            int(self.n[group]),
+            self.support,
+            self.items_per_report,
+            reporters,
+        )
+
+
 def _check_n(n: int) -> None:
     if n < 1:
         raise ParameterError(f"cannot estimate from n={n} reports; need at least one")
@@ -143,15 +183,31 @@ def debias_unary_counts(
 ) -> FrequencyEstimate:
     """Debias the per-bit sums of ``n`` unary-encoded reports whose bits flip with ``q``."""
     _check_n(n)
+    counts, variances = _unary(bit_sums, n, flip_probability)
     q = flip_probability
+    return FrequencyEstimate(counts, variances, n, (1 - q, q))
+
+
+def debias_unary_groups(
+    bit_sums: NDArray[np.int64], rows: NDArray[np.int64], flip_probability: float
+) -> GroupEstimates:
+    """:func:`debias_unary_counts` of every group at once: ``bit_sums[g]`` of ``rows[g]``
+    reports (each at least one)."""
+    counts, variances = _unary(bit_sums, rows[:, None], flip_probability)
+    q = flip_probability
+    return GroupEstimates(counts, variances, rows, support=(1 - q, q))
+
+
+def _unary(bit_sums: NDArray[np.int64], n: Any, q: float) -> tuple[FloatArray, FloatArray]:
+    """Debiased counts and their variances (``n`` a number, or a column of them)."""
     if not 0 <= q < 0.5:
         raise ParameterError(
             f"flip probability must be in [0, 0.5) to debias, got {q} "
             "(at 0.5 the reports carry no information)"
         )
     counts = (np.asarray(bit_sums, dtype=np.float64) - n * q) / (1 - 2 * q)
-    variances = np.full(counts.shape, unary_variance(n, q))
-    return FrequencyEstimate(counts, variances, n, (1 - q, q))
+    variances = np.broadcast_to(unary_variance(n, q), counts.shape).astype(np.float64)
+    return counts, variances
 
 
 def direct_variance(
@@ -160,7 +216,16 @@ def direct_variance(
     """Exact variance of a debiased k-RR count, given the true counts."""
     c = np.asarray(true_counts, dtype=np.float64)
     spread = keep - other
-    return (c * keep * (1 - keep) + (n - c) * other * (1 - other)) / spread**2
+    # (c keep (1 - keep) + (n - c) other (1 - other)) / spread^2, operation by operation in
+    # that order, with two temporaries of the counts' size (a table by 10^5 groups).
+    variance = c * keep
+    variance *= 1 - keep
+    rest = np.subtract(n, c, dtype=np.float64)
+    rest *= other
+    rest *= 1 - other
+    variance += rest
+    variance /= spread**2
+    return variance
 
 
 def mean_direct_variance(keep: Any, other: Any, k: int, n: int = 1) -> Any:
@@ -190,16 +255,32 @@ def debias_direct_counts(
        Frequency Estimation", USENIX Security 2017 (Thm. 2, "pure" protocols).
     """
     _check_n(n)
+    counts, variances = _direct(report_counts, n, keep, other)
+    return FrequencyEstimate(counts, variances, n, (float(keep), float(other)))
+
+
+def debias_direct_groups(
+    report_counts: NDArray[np.int64], rows: NDArray[np.int64], keep: float, other: float
+) -> GroupEstimates:
+    """:func:`debias_direct_counts` of every group at once: ``report_counts[g]`` of
+    ``rows[g]`` reports (each at least one)."""
+    counts, variances = _direct(report_counts, rows[:, None].astype(np.float64), keep, other)
+    return GroupEstimates(counts, variances, rows, support=(float(keep), float(other)))
+
+
+def _direct(
+    report_counts: NDArray[np.int64], n: Any, keep: float, other: float
+) -> tuple[FloatArray, FloatArray]:
+    """Debiased support counts and their plug-in variances (``n`` a number, or a column of
+    them: the same arithmetic, element by element)."""
     if not keep > other:
         raise ParameterError(
             f"keep probability ({keep}) must exceed the other-bucket probability ({other}) "
             "to debias; the reports carry no information"
         )
     counts = (np.asarray(report_counts, dtype=np.float64) - n * other) / (keep - other)
-    plug_in = np.clip(counts, 0.0, float(n))
-    return FrequencyEstimate(
-        counts, direct_variance(plug_in, n, keep, other), n, (float(keep), float(other))
-    )
+    plug_in = np.clip(counts, 0.0, np.asarray(n, dtype=np.float64))
+    return counts, direct_variance(plug_in, n, keep, other)
 
 
 # ---------------------------------------------------------------------- Bloom-filter RAPPOR

@@ -57,6 +57,7 @@ from numpy.typing import NDArray
 
 from frameldp.core.encoding import Domain
 from frameldp.core.estimation import FloatArray, FrequencyEstimate
+from frameldp.core.group_statistics import statistics_by_group
 from frameldp.core.mechanisms.protocol import FrequencyOracle, Statistic
 from frameldp.errors import ParameterError, shown
 
@@ -64,6 +65,7 @@ __all__ = [
     "JointStatistic",
     "debias_joint",
     "joint_statistic",
+    "joint_statistics_by_group",
     "joint_variance",
     "mean_joint_variance",
     "product_domain",
@@ -161,6 +163,60 @@ def joint_statistic(
     return JointStatistic(
         co_supports, first_supports, second_supports, first_statistic, second_statistic
     )
+
+
+def joint_statistics_by_group(
+    first: FrequencyOracle,
+    first_reports: Mapping[str, pa.Array],
+    second: FrequencyOracle,
+    second_reports: Mapping[str, pa.Array],
+    groups: NDArray[np.int64],
+    num_groups: int,
+    *,
+    columns: tuple[str, str],
+) -> list[JointStatistic]:
+    """The joint statistic of each group ``g`` in ``[0, num_groups)`` of the rows with
+    ``groups == g`` (every group holds a row), in one pass over the rows.
+
+    Each column's statistics by group come first (reports checked, errors naming the column);
+    the rows are then ordered by group and taken a chunk at a time: each group's run of rows
+    in a chunk adds its support counts and the sum of its rows' outer products ``s_a s'_b``
+    (``numpy.add.reduceat``), so memory is ``O(groups k k' + chunk k k')``."""
+    first_column, second_column = columns
+    firsts = statistics_by_group(first, first_reports, groups, num_groups, column=first_column)
+    seconds = statistics_by_group(second, second_reports, groups, num_groups, column=second_column)
+    if not np.array_equal(firsts.rows, seconds.rows):
+        raise ParameterError(
+            f"columns {shown(first_column)} and {shown(second_column)} hold "
+            f"{int(firsts.rows.sum())} and {int(seconds.rows.sum())} reports; a joint table "
+            "needs one pair per row"
+        )
+    k1, k2 = len(first.categories), len(second.categories)
+    co_supports = np.zeros((num_groups, k1, k2), dtype=np.int64)
+    first_supports = np.zeros((num_groups, k1), dtype=np.int64)
+    second_supports = np.zeros((num_groups, k2), dtype=np.int64)
+    order = np.argsort(groups, kind="stable")
+    ordered = groups[order]
+    chunk = min(_MAX_CHUNK, max(1, _CELLS // max(k1 * k2, 1)))
+    for start in range(0, groups.size, chunk):
+        rows = pa.array(order[start : start + chunk])
+        a = first.supports(_taken(first_reports, rows), column=first_column)
+        b = second.supports(_taken(second_reports, rows), column=second_column)
+        keys = ordered[start : start + chunk]
+        runs = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+        chosen = keys[runs]  # distinct: the rows are sorted by group
+        first_supports[chosen] += np.add.reduceat(a, runs, axis=0, dtype=np.int64)
+        second_supports[chosen] += np.add.reduceat(b, runs, axis=0, dtype=np.int64)
+        pairs = a[:, :, None] & b[:, None, :]
+        co_supports[chosen] += np.add.reduceat(pairs, runs, axis=0, dtype=np.int64)
+    return [
+        JointStatistic(co_supports[g], first_supports[g], second_supports[g], firsts[g], seconds[g])
+        for g in range(num_groups)
+    ]
+
+
+def _taken(reports: Mapping[str, pa.Array], rows: pa.Array) -> dict[str, pa.Array]:
+    return {name: array.take(rows) for name, array in reports.items()}
 
 
 def _per_report_variances(mechanism: FrequencyOracle) -> tuple[float, float]:

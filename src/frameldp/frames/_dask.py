@@ -461,7 +461,7 @@ class DaskEngine:
 
         def gather(reduce: Callable[[Mapping[str, pa.Array]], Statistic]) -> Statistic:
             grouped = persisted.reduce(Reduction(names, reduce, column), ())
-            return cast(Statistic, grouped.statistics[()])
+            return cast(Statistic, grouped.only())
 
         return gather
 

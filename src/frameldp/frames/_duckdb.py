@@ -37,6 +37,7 @@ from collections.abc import Callable, Generator, Sequence
 from typing import Any, TypeVar, cast
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -210,7 +211,7 @@ class DuckDBEngine:
             for batch in batches:
                 arrays = {name: batch.column(name) for name in read}
                 total = merge_grouped(total, grouped_statistics(arrays, reduction, by))
-        if not by and () not in total.statistics:  # no rows at all: the empty statistic
+        if not by and not total.keys:  # no rows at all: the empty statistic
             empty = self._schema(read).empty_table()
             total = grouped_statistics({n: empty.column(n) for n in read}, reduction, by)
         return total
@@ -236,12 +237,13 @@ class DuckDBEngine:
             each = grouped_statistics(arrays, reduction, (*by, _ROW))  # one row per group
         except FrameLDPError:
             return None
-        statistics: dict[Any, Any] = {}
-        for key, statistic in each.statistics.items():
-            repeated = cast(Any, statistic).repeated(int(counts[key[-1]]))
-            found = statistics.get(key[:-1])
-            statistics[key[:-1]] = repeated if found is None else found + repeated
-        return Grouped(statistics, each.types[:-1])
+        assert each.statistics is not None  # rows were counted
+        distinct = [int(key[-1]) for key in each.keys]
+        repeated = each.statistics.repeated(np.asarray(counts, dtype=np.int64)[distinct])
+        keys = list(dict.fromkeys(key[:-1] for key in each.keys))
+        index = {key: position for position, key in enumerate(keys)}
+        positions = np.array([index[key[:-1]] for key in each.keys], dtype=np.int64)
+        return Grouped(keys, repeated.summed_by(positions, len(keys)), each.types[:-1])
 
     @_duckdb_errors
     def privatize(self, request: Privatization) -> pa.Table:

@@ -623,7 +623,7 @@ class SparkEngine:
                     )
                 ),
             )
-        if not by and () not in grouped.statistics:  # no rows at all: the empty statistic
+        if not by and not grouped.keys:  # no rows at all: the empty statistic
             schema = self._frame.schema
             empty = {
                 name: _from_spark(
@@ -640,7 +640,7 @@ class SparkEngine:
 
         def gather(reduce: Callable[[Mapping[str, pa.Array]], Statistic]) -> Statistic:
             grouped = self.reduce(Reduction(names, reduce, column), ())
-            return cast(Statistic, grouped.statistics[()])
+            return cast(Statistic, grouped.only())
 
         return gather
 

@@ -2,11 +2,12 @@
 
 A :class:`Reduction` says which report columns one table reads and how a batch of them
 reduces to an additive statistic (one column's :class:`~frameldp.core.mechanisms.Statistic`,
-or the :class:`~frameldp.core.joint.JointStatistic` of two). :func:`grouped_statistics` applies
-it to every group of rows of a batch in one pass: the rows are ordered by their group key
-once, and each group is a zero-copy slice of the reordered reports. Statistics of batches
-(file chunks, Dask partitions) merge with :func:`merge_grouped`. Plumbing only: the formulas
-live in the mechanisms and :mod:`frameldp.core.joint`.
+or the :class:`~frameldp.core.joint.JointStatistic` of two), and the statistics of every group
+of a batch at once. :func:`grouped_statistics` codes the rows by their group key once and
+reduces every group in one pass (:mod:`frameldp.core.group_statistics`: a histogram of
+``(group, code)`` pairs or per-bit sums by group, where the mechanism can). Statistics of
+batches (file chunks, Dask partitions) merge with :func:`merge_grouped`. Plumbing only: the
+formulas live in the mechanisms and :mod:`frameldp.core.joint`.
 
 Group keys are public: the group sizes are released as they are. A null key is a group of
 its own (``None``); groups with no rows do not appear.
@@ -25,12 +26,19 @@ import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from frameldp.core.columns import combined
-from frameldp.core.joint import JointStatistic, joint_statistic
-from frameldp.core.mechanisms import Capability, FrequencyOracle, Mechanism, Statistic
+from frameldp.core.group_statistics import each_group, statistics_by_group
+from frameldp.core.joint import JointStatistic, joint_statistic, joint_statistics_by_group
+from frameldp.core.mechanisms import (
+    Capability,
+    FrequencyOracle,
+    GroupStatistics,
+    Mechanism,
+    Statistic,
+)
 from frameldp.errors import ParameterError, shown
 from frameldp.frames.inputs import require_column
 from frameldp.frames.lookup import mechanism_spec
-from frameldp.frames.pipeline import column_context, statistic_of
+from frameldp.frames.pipeline import add_statistics, column_context, statistic_of
 from frameldp.frames.report_type import ReportMetadata, described, release_ids, storage_of
 from frameldp.results.keys import GroupKey, canonical_key
 from frameldp.results.table import TABLE_COLUMNS
@@ -40,6 +48,7 @@ __all__ = [
     "GroupKey",
     "Grouped",
     "Reduction",
+    "StatisticList",
     "canonical_key",
     "check_group_columns",
     "check_independent_reports",
@@ -47,21 +56,86 @@ __all__ = [
     "grouped_statistics",
     "joint_reduction",
     "merge_grouped",
-    "sorted_keys",
+    "sorted_order",
 ]
 
 AnyStatistic = Statistic | JointStatistic
 
 
 @dataclass(frozen=True)
+class StatisticList:
+    """Statistics of groups ``0, 1, ...`` held one object per group (joint statistics, or a
+    reduction with no whole-batch form): the interface of
+    :class:`~frameldp.core.mechanisms.GroupStatistics`, group by group."""
+
+    items: tuple[AnyStatistic, ...]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, group: int) -> AnyStatistic:
+        return self.items[group]
+
+    def total(self) -> AnyStatistic:
+        """The statistic of all the groups' rows together."""
+        return add_statistics(*self.items)
+
+    def take(self, groups: NDArray[np.int64]) -> StatisticList:
+        """The statistics of ``groups``, in that order."""
+        return StatisticList(tuple(self.items[int(g)] for g in groups))
+
+    def concatenated(self, other: StatisticList) -> StatisticList:
+        """These groups, then ``other``'s."""
+        return StatisticList(self.items + other.items)
+
+    def summed_by(self, positions: NDArray[np.int64], size: int) -> StatisticList:
+        """``size`` groups, group ``g`` the sum of these groups ``i`` with
+        ``positions[i] == g`` (every group receives one at least)."""
+        sums: list[Any] = [None] * size
+        for position, statistic in zip(positions.tolist(), self.items, strict=True):
+            found = sums[position]
+            sums[position] = statistic if found is None else found + statistic
+        return StatisticList(tuple(sums))
+
+    def repeated(self, times: NDArray[np.int64]) -> StatisticList:
+        """Group ``g`` as ``times[g]`` runs of its reports."""
+        return StatisticList(
+            tuple(s.repeated(int(t)) for s, t in zip(self.items, times, strict=True))
+        )
+
+
+Stack = GroupStatistics | StatisticList
+"""The statistics of groups ``0, 1, ...`` of rows."""
+
+
+def stacked(statistics: Sequence[AnyStatistic]) -> Stack:
+    """Statistics of groups ``0, 1, ...`` (at least one), stacked into arrays where they are
+    one column's."""
+    if all(isinstance(s, Statistic) for s in statistics):
+        return GroupStatistics.stack(cast(Sequence[Statistic], statistics))
+    return StatisticList(tuple(statistics))
+
+
+@dataclass(frozen=True)
 class Reduction:
-    """The report columns a table reads (``names``, in frame order) and the function that
-    reduces one batch of them (``{name: array}``) to an additive statistic."""
+    """The report columns a table reads (``names``, in frame order), the function that
+    reduces one batch of them (``{name: array}``) to an additive statistic, and the one that
+    reduces every group of a batch at once (``by_group(arrays, groups, num_groups)``, row
+    ``i`` in group ``groups[i]``; group by group with ``reduce`` when not given)."""
 
     names: tuple[str, ...]
     reduce: Callable[[Mapping[str, pa.Array]], AnyStatistic]
     label: str
     """What errors name (the report column, or ``"a, b"`` for a joint table)."""
+    by_group: Callable[[Mapping[str, pa.Array], NDArray[np.int64], int], Stack] | None = None
+
+    def reduce_groups(
+        self, arrays: Mapping[str, pa.Array], groups: NDArray[np.int64], num_groups: int
+    ) -> Stack:
+        """The statistic of each group ``g`` in ``[0, num_groups)`` of ``arrays``' rows."""
+        if self.by_group is not None:
+            return self.by_group(arrays, groups, num_groups)
+        return stacked(each_group(self.reduce, arrays, groups, num_groups))
 
 
 def _flat(
@@ -71,12 +145,28 @@ def _flat(
         return statistic_of([arrays[name] for name in names], mechanism, column)
 
 
+def _flat_groups(
+    arrays: Mapping[str, pa.Array],
+    groups: NDArray[np.int64],
+    num_groups: int,
+    *,
+    mechanism: Mechanism,
+    column: str,
+    names: tuple[str, ...],
+) -> GroupStatistics:
+    own = mechanism.report_columns(column)
+    reports = {name: storage_of(arrays[given]) for name, given in zip(own, names, strict=True)}
+    with column_context(column):
+        return statistics_by_group(mechanism, reports, groups, num_groups, column=column)
+
+
 def flat_reduction(column: str, names: Sequence[str], mechanism: Mechanism) -> Reduction:
     """One column's statistic; ``names`` are its report columns as the frame or file names
     them, in the order of ``mechanism.report_columns(column)``."""
     chosen = tuple(names)
     reduce = functools.partial(_flat, mechanism=mechanism, column=column, names=chosen)
-    return Reduction(chosen, reduce, column)
+    by_group = functools.partial(_flat_groups, mechanism=mechanism, column=column, names=chosen)
+    return Reduction(chosen, reduce, column, by_group)
 
 
 def _joint(
@@ -96,6 +186,34 @@ def _joint(
         return joint_statistic(
             mechanisms[0], reports[0], mechanisms[1], reports[1], columns=columns
         )
+
+
+def _joint_groups(
+    arrays: Mapping[str, pa.Array],
+    groups: NDArray[np.int64],
+    num_groups: int,
+    *,
+    mechanisms: tuple[FrequencyOracle, FrequencyOracle],
+    columns: tuple[str, str],
+    names: tuple[tuple[str, ...], tuple[str, ...]],
+) -> StatisticList:
+    reports = []
+    for mechanism, column, given in zip(mechanisms, columns, names, strict=True):
+        own = mechanism.report_columns(column)
+        reports.append(
+            {name: arrays[frame_name] for name, frame_name in zip(own, given, strict=True)}
+        )
+    with column_context(f"{columns[0]}, {columns[1]}"):
+        statistics = joint_statistics_by_group(
+            mechanisms[0],
+            reports[0],
+            mechanisms[1],
+            reports[1],
+            groups,
+            num_groups,
+            columns=columns,
+        )
+    return StatisticList(tuple(statistics))
 
 
 def check_independent_reports(
@@ -170,17 +288,26 @@ def joint_reduction(
     oracles = cast(tuple[FrequencyOracle, FrequencyOracle], mechanisms)
     chosen = (tuple(names[0]), tuple(names[1]))
     reduce = functools.partial(_joint, mechanisms=oracles, columns=columns, names=chosen)
+    by_group = functools.partial(_joint_groups, mechanisms=oracles, columns=columns, names=chosen)
     read = tuple(dict.fromkeys((*chosen[0], *chosen[1])))
-    return Reduction(read, reduce, f"{columns[0]}, {columns[1]}")
+    return Reduction(read, reduce, f"{columns[0]}, {columns[1]}", by_group)
 
 
 @dataclass
 class Grouped:
-    """Statistics by group key (``()`` for an ungrouped table) and the Arrow type of each
-    key column (``null`` until a batch holds a non-null key)."""
+    """Statistics by group: ``keys[g]`` is group ``g``'s key (``()`` alone for an ungrouped
+    table) and ``statistics[g]`` its statistic; ``types`` the Arrow type of each key column
+    (``null`` until a batch holds a non-null key). No keys: no batch was reduced."""
 
-    statistics: dict[GroupKey, AnyStatistic] = field(default_factory=dict)
+    keys: list[GroupKey] = field(default_factory=list)
+    statistics: Stack | None = None
     types: tuple[pa.DataType, ...] = ()
+
+    def only(self) -> AnyStatistic:
+        """The statistic of an ungrouped table."""
+        if self.keys != [()] or self.statistics is None:
+            raise ParameterError("an ungrouped table has one statistic")  # pragma: no cover
+        return self.statistics[0]
 
 
 def _key_codes(array: pa.Array, name: str) -> tuple[NDArray[np.int64], pa.Array]:
@@ -198,24 +325,32 @@ def _key_codes(array: pa.Array, name: str) -> tuple[NDArray[np.int64], pa.Array]
 
 
 def _row_groups(
-    keys: Sequence[pa.Array], names: Sequence[str], num_rows: int
-) -> tuple[NDArray[np.int64], NDArray[np.int64], list[GroupKey]]:
-    """``(order, starts, keys)``: the rows ordered by group (stable), where each group starts
-    in that order, and each group's key values (``num_rows`` > 0)."""
+    keys: Sequence[pa.Array], names: Sequence[str]
+) -> tuple[NDArray[np.int64], int, list[GroupKey]]:
+    """``(groups, num_groups, keys)``: each row's group in ``[0, num_groups)`` and each
+    group's key (canonical: ``0.0`` and ``-0.0`` are one key, their rows one group)."""
     encoded = [_key_codes(array, name) for array, name in zip(keys, names, strict=True)]
-    group_codes = encoded[0][0]  # dictionary codes: dense in [0, distinct values)
+    groups, first_dictionary = encoded[0]  # dictionary codes: dense in [0, distinct values)
+    members = [np.arange(len(first_dictionary), dtype=np.int64)]  # each group's codes
     for codes, dictionary in encoded[1:]:
         # Kept dense after every column, so that many key columns cannot overflow int64.
-        pair = group_codes * max(len(dictionary), 1) + codes
-        _, inverse = np.unique(pair, return_inverse=True)
-        group_codes = inverse.astype(np.int64, copy=False).ravel()
-    order = np.argsort(group_codes, kind="stable")
-    starts = np.concatenate([[0], np.flatnonzero(np.diff(group_codes[order])) + 1])
-    first_rows = order[starts]
+        width = max(len(dictionary), 1)
+        pairs, inverse = np.unique(groups * width + codes, return_inverse=True)
+        members = [*(member[pairs // width] for member in members), pairs % width]
+        groups = inverse.astype(np.int64, copy=False).ravel()
     values = [
-        dictionary.take(pa.array(codes[first_rows])).to_pylist() for codes, dictionary in encoded
+        dictionary.take(pa.array(member)).to_pylist()
+        for member, (_, dictionary) in zip(members, encoded, strict=True)
     ]
-    return order, starts.astype(np.int64), list(zip(*values, strict=True))
+    found = list(zip(*values, strict=True))
+    if not any(pa.types.is_floating(dictionary.type) for _, dictionary in encoded):
+        return groups, len(found), found  # distinct values are distinct keys
+    found = [canonical_key(key) for key in found]
+    unique = list(dict.fromkeys(found))
+    if len(unique) < len(found):
+        index = {key: position for position, key in enumerate(unique)}
+        groups = np.array([index[key] for key in found], dtype=np.int64)[groups]
+    return groups, len(unique), unique
 
 
 def check_group_columns(
@@ -267,55 +402,69 @@ def grouped_statistics(
     and the ``by`` columns), in one pass over the reports."""
     reports = {name: combined(storage_of(arrays[name])) for name in reduction.names}
     if not by:
-        return Grouped({(): reduction.reduce(reports)}, ())
+        return Grouped([()], stacked([reduction.reduce(reports)]), ())
     keys = [combined(arrays[name]) for name in by]
-    num_rows = len(keys[0])
     types = tuple(
         key.type.value_type if pa.types.is_dictionary(key.type) else key.type for key in keys
     )
-    if num_rows == 0:
-        return Grouped({}, types)
-    order, starts, group_keys = _row_groups(keys, by, num_rows)
-    taken = {name: array.take(pa.array(order)) for name, array in reports.items()}
-    ends = np.append(starts[1:], num_rows)
-    statistics: dict[GroupKey, AnyStatistic] = {}
-    for key, start, end in zip(group_keys, starts, ends, strict=True):
-        batch = {name: array.slice(int(start), int(end - start)) for name, array in taken.items()}
-        # 0.0 and -0.0 are two values to Arrow and one key to Python: their rows add up.
-        _accumulate(statistics, canonical_key(key), reduction.reduce(batch))
-    return Grouped(statistics, types)
-
-
-def _accumulate(
-    statistics: dict[GroupKey, AnyStatistic], key: GroupKey, statistic: AnyStatistic
-) -> None:
-    """Add ``statistic`` to the group ``key`` (its first one starts the group)."""
-    found = statistics.get(key)
-    statistics[key] = statistic if found is None else cast(Any, found) + statistic
+    if len(keys[0]) == 0:
+        return Grouped([], None, types)
+    groups, num_groups, group_keys = _row_groups(keys, by)
+    return Grouped(group_keys, reduction.reduce_groups(reports, groups, num_groups), types)
 
 
 def merge_grouped(*parts: Grouped) -> Grouped:
     """The statistics of the union of disjoint batches (a group's statistics add up)."""
-    statistics: dict[GroupKey, AnyStatistic] = {}
+    keys: list[GroupKey] = []
+    index: dict[GroupKey, int] = {}
+    positions: list[NDArray[np.int64]] = []
+    statistics: Stack | None = None
     types: tuple[pa.DataType, ...] = ()
     for part in parts:
-        for key, statistic in part.statistics.items():  # keys are canonical already
-            _accumulate(statistics, key, statistic)
+        if part.statistics is not None:  # keys are canonical already
+            for key in part.keys:
+                if key not in index:
+                    index[key] = len(keys)
+                    keys.append(key)
+            positions.append(np.array([index[key] for key in part.keys], dtype=np.int64))
+            statistics = (
+                part.statistics
+                if statistics is None
+                else cast(Any, statistics).concatenated(part.statistics)
+            )
         if not types or any(pa.types.is_null(t) for t in types):
             types = tuple(
                 new if not types or pa.types.is_null(old) else old
                 for old, new in zip(types or part.types, part.types, strict=True)
             )
-    return Grouped(statistics, types)
+    if statistics is None:
+        return Grouped([], None, types)
+    merged = statistics.summed_by(np.concatenate(positions), len(keys))
+    return Grouped(keys, merged, types)
 
 
-def sorted_keys(keys: Sequence[GroupKey]) -> list[GroupKey]:
-    """Group keys in ascending order, a null key after every value."""
+def sorted_order(keys: Sequence[GroupKey], types: Sequence[pa.DataType] = ()) -> NDArray[np.int64]:
+    """The positions of ``keys`` in ascending order of the keys, a null key after every
+    value (in order of appearance where values do not compare: mixed types). ``types`` are
+    the key columns' Arrow types, when known: the keys are then sorted by Arrow."""
+    if keys and len(types) == len(keys[0]):
+        try:
+            columns = {
+                str(i): pa.array([key[i] for key in keys], type=kind)
+                for i, kind in enumerate(types)
+            }
+            order = pc.sort_indices(
+                pa.table(columns),
+                sort_keys=[(name, "ascending", "at_end") for name in columns],
+            )
+            return np.asarray(order.to_numpy(), dtype=np.int64)
+        except (pa.ArrowException, TypeError, ValueError):
+            pass  # keys that are not of their column's type: compared in Python
 
-    def rank(key: GroupKey) -> tuple[tuple[bool, Any], ...]:
-        return tuple((value is None, 0 if value is None else value) for value in key)
+    def rank(position: int) -> tuple[tuple[bool, Any], ...]:
+        return tuple((value is None, 0 if value is None else value) for value in keys[position])
 
     try:
-        return sorted(keys, key=rank)
-    except TypeError:  # values that do not compare (mixed types): in order of appearance
-        return list(keys)
+        return np.array(sorted(range(len(keys)), key=rank), dtype=np.int64)
+    except TypeError:
+        return np.arange(len(keys), dtype=np.int64)

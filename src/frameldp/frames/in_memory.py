@@ -144,6 +144,6 @@ class InMemoryEngine:
             for start in range(0, max(rows, 1), _SEARCH_BATCH):
                 batch = {name: part.slice(start, _SEARCH_BATCH) for name, part in arrays.items()}
                 total = merge_grouped(total, grouped_statistics(batch, reduction, ()))
-            return cast(Statistic, total.statistics[()])
+            return cast(Statistic, total.only())
 
         return gather

@@ -338,7 +338,7 @@ class FrameMethods:
     def _statistic(self, column: str, names: list[Any], mechanism: Mechanism) -> Statistic:
         """The additive statistic of the report columns ``names`` of ``column``."""
         grouped = self._engine.reduce(flat_reduction(column, names, mechanism), ())
-        return cast(Statistic, grouped.statistics[()])
+        return cast(Statistic, grouped.only())
 
     def debias(
         self,

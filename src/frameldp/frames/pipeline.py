@@ -22,6 +22,7 @@ from frameldp.core.collected import CollectedBatch
 from frameldp.core.columns import combined
 from frameldp.core.mechanisms import Mechanism, Statistic, memoizes
 from frameldp.core.randomness import RandomSource, label_bytes
+from frameldp.core.report_memory import check_report_memory
 from frameldp.errors import (
     DomainError,
     DomainInferenceWarning,
@@ -156,6 +157,8 @@ def privatize_columns(
         held = metadata_of(columns[column].type)
         if held is not None:  # a batch of reports (a file of a dataset, a Dask partition)
             refuse_reports(column, held)
+    if mechanisms:  # reports that cannot fit are refused before any is drawn
+        check_report_memory(mechanisms, len(columns[next(iter(mechanisms))]))
     batch = _collected_batch(columns, mechanisms, source, row_start)
     for column, mechanism in mechanisms.items():
         users = None

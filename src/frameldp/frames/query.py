@@ -23,18 +23,20 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from frameldp.accounting import PrivacyGuarantee, compose
+from frameldp.core.group_statistics import estimates_by_group
 from frameldp.core.joint import debias_joint
-from frameldp.core.mechanisms import Estimate, FrequencyOracle, Mechanism
+from frameldp.core.mechanisms import Estimate, FrequencyOracle, GroupStatistics, Mechanism
 from frameldp.errors import ParameterError, shown
 from frameldp.frames.grouping import (
     AnyStatistic,
     Grouped,
     Reduction,
+    Stack,
     flat_reduction,
     joint_reduction,
-    sorted_keys,
+    sorted_order,
 )
-from frameldp.frames.pipeline import add_statistics, column_context
+from frameldp.frames.pipeline import column_context
 from frameldp.frames.report_type import ReportMetadata
 from frameldp.results.build import ResultContext, result_of
 from frameldp.results.native import Backend
@@ -77,7 +79,7 @@ class Query:
         backend: Backend,
     ) -> Any:
         """The result of ``grouped`` statistics: each group estimated on its own, and all
-        groups together; groups in :func:`~frameldp.frames.grouping.sorted_keys` order."""
+        groups together; groups in :func:`~frameldp.frames.grouping.sorted_order`."""
         label = self.reduction.label
         if privacy is None:  # one report per person: the mechanisms' own guarantee
             mechanisms = self.mechanism if isinstance(self.mechanism, tuple) else (self.mechanism,)
@@ -87,13 +89,22 @@ class Query:
         )
         with column_context(label):
             if not self.by:
-                return result_of(self.estimate(grouped.statistics[()]), (), context)
-            if not grouped.statistics:
+                return result_of(self.estimate(grouped.only()), (), (), context)
+            if grouped.statistics is None:
                 raise ParameterError(f"column {shown(label)}: no reports to debias (empty input)")
-            keys = sorted_keys(list(grouped.statistics))
-            groups = [(key, self.estimate(grouped.statistics[key])) for key in keys]
-            total = add_statistics(*(grouped.statistics[key] for key in keys))
-            return result_of(self.estimate(total), groups, context)
+            order = sorted_order(grouped.keys, grouped.types)
+            statistics = grouped.statistics.take(order)
+            estimates = self.estimates(statistics)
+            keys = [grouped.keys[position] for position in order.tolist()]
+            total = self.estimate(statistics.total())
+            return result_of(total, keys, estimates, context)
+
+    def estimates(self, statistics: Stack) -> Sequence[Estimate]:
+        """The estimate of every group's statistic (as whole arrays where the mechanism can,
+        :func:`~frameldp.core.group_statistics.estimates_by_group`)."""
+        if isinstance(statistics, GroupStatistics) and not isinstance(self.mechanism, tuple):
+            return estimates_by_group(self.mechanism, statistics)
+        return [self.estimate(statistics[group]) for group in range(len(statistics))]
 
 
 def flat_query(

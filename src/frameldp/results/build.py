@@ -23,7 +23,7 @@ from frameldp.results.distribution import DistributionTable
 from frameldp.results.keys import GroupKey
 from frameldp.results.mean import MeanEstimate
 from frameldp.results.native import Backend
-from frameldp.results.table import FrequencyTable, TableGroup
+from frameldp.results.table import FrequencyTable, TableGroups
 
 __all__ = ["ResultContext", "register_result", "result_of", "unregister_result"]
 
@@ -44,10 +44,12 @@ class ResultContext:
     group_types: tuple[Any, ...] = field(default=())
 
 
-Builder = Callable[[Any, Sequence[tuple[GroupKey, Any]], ResultContext], Any]
-"""``build(total, groups, context)``: the result of the estimate of all reports together and
-of every group's (``(key, estimate)`` pairs in the result's order; empty when ungrouped).
-``context.privacy`` is the guarantee the result states (never None: the query resolves it)."""
+Builder = Callable[[Any, Sequence[GroupKey], Sequence[Any], ResultContext], Any]
+"""``build(total, keys, estimates, context)``: the result of the estimate of all reports
+together and of every group's (``keys[g]`` and ``estimates[g]`` in the result's order; both
+empty when ungrouped; ``estimates`` may be a
+:class:`~frameldp.core.estimation.GroupEstimates`). ``context.privacy`` is the guarantee the
+result states (never None: the query resolves it)."""
 
 _BUILDERS: dict[type, Builder] = {}
 
@@ -68,22 +70,27 @@ def unregister_result(estimate_type: type) -> None:
 
 
 def result_of(
-    total: Estimate, groups: Sequence[tuple[GroupKey, Estimate]], context: ResultContext
+    total: Estimate,
+    keys: Sequence[GroupKey],
+    estimates: Sequence[Estimate],
+    context: ResultContext,
 ) -> Any:
-    """The result of ``total`` (all reports) and ``groups`` (each group's estimate, in the
-    order the result lists them), built by the builder registered for the nearest class of
-    ``total``'s type (its own, else its bases in method resolution order)."""
+    """The result of ``total`` (all reports) and each group's estimate (``keys[g]``,
+    ``estimates[g]``, in the order the result lists them), built by the builder registered
+    for the nearest class of ``total``'s type (its own, else its bases in method resolution
+    order)."""
     for estimate_type in type(total).__mro__:
         build = _BUILDERS.get(estimate_type)
         if build is not None:
-            return build(total, groups, context)
+            return build(total, keys, estimates, context)
     raise ParameterError(f"no result type is registered for a {type(total).__name__}")
 
 
 @register_result(FrequencyEstimate)
 def _frequency_table(
     total: FrequencyEstimate,
-    groups: Sequence[tuple[GroupKey, FrequencyEstimate]],
+    keys: Sequence[GroupKey],
+    estimates: Sequence[FrequencyEstimate],
     context: ResultContext,
 ) -> FrequencyTable:
     return FrequencyTable.build(
@@ -94,7 +101,7 @@ def _frequency_table(
         backend=context.backend,
         privacy=context.privacy,
         by=context.by,
-        groups=[TableGroup(key, estimate) for key, estimate in groups],
+        groups=TableGroups(tuple(keys), estimates),
         group_types=context.group_types,
     )
 
@@ -103,7 +110,9 @@ def _numeric_result(result_type: Any) -> Builder:
     """The builder of a numeric column's result (``MeanEstimate``, ``DistributionTable``):
     the estimate of all reports, each group's, and the context's fields."""
 
-    def build(total: Any, groups: Sequence[tuple[GroupKey, Any]], context: ResultContext) -> Any:
+    def build(
+        total: Any, keys: Sequence[GroupKey], estimates: Sequence[Any], context: ResultContext
+    ) -> Any:
         return result_type(
             str(context.column),
             total,
@@ -112,7 +121,7 @@ def _numeric_result(result_type: Any) -> Builder:
             context.level,
             context.backend,
             context.by,
-            tuple(groups),
+            tuple(zip(keys, estimates, strict=True)),
             context.group_types,
         )
 

@@ -76,7 +76,7 @@ class Comparison:
     ) -> Comparison:
         """The comparison of two flat tables of the same buckets."""
         low, high = difference.interval(first.level)
-        columns = {str(name): values for name, values in first._label_values(1).items()}
+        columns = {str(name): values for name, values in first._label_values().items()}
         clash = sorted(set(columns) & set(COMPARISON_COLUMNS))
         if clash:
             raise ParameterError(

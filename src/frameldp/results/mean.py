@@ -8,7 +8,6 @@ by public groups, one per group. The result carries the guarantee and the mechan
 
 from __future__ import annotations
 
-import html
 import textwrap
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -19,7 +18,7 @@ from frameldp.accounting import PrivacyGuarantee
 from frameldp.core.numeric_estimates import Mean
 from frameldp.errors import ParameterError, shown
 from frameldp.results.keys import GroupKey, canonical_key
-from frameldp.results.native import Backend, NativeFrames, label_array
+from frameldp.results.native import Backend, NativeFrames, escape, label_array
 from frameldp.results.table import _rounded_rows, _text_rows
 
 if TYPE_CHECKING:
@@ -166,12 +165,12 @@ class MeanEstimate(NativeFrames):
 
 def html_table(caption: str, frame: pa.Table, digits: dict[str, int]) -> str:
     """An HTML table of ``frame``'s rows (numbers rounded to ``digits``) under ``caption``."""
-    head = "".join(f"<th>{html.escape(name)}</th>" for name in frame.column_names)
+    head = "".join(f"<th>{escape(name)}</th>" for name in frame.column_names)
     body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>"
+        "<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>"
         for row in _rounded_rows(frame, digits)
     )
     return (
-        f"<table><caption>{html.escape(caption)}</caption>"
+        f"<table><caption>{escape(caption)}</caption>"
         f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
     )

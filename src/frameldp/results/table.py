@@ -9,31 +9,36 @@ columns (``debias(["a", "b"])``: one label column per privatized column).
 
 from __future__ import annotations
 
-import html
 import math
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 import pyarrow as pa
+from numpy.typing import NDArray
 
 from frameldp.accounting import PrivacyGuarantee
 from frameldp.core.comparison import Scale, difference_of
 from frameldp.core.consistency import ConsistencyMethod, consistent_counts
 from frameldp.core.discovery import Discovery
-from frameldp.core.estimation import BloomDecoding, FrequencyEstimate
+from frameldp.core.estimation import (
+    BloomDecoding,
+    FrequencyEstimate,
+    GroupEstimates,
+    normal_quantile,
+)
 from frameldp.core.mechanisms import Decoder, Discoverer, FrequencyEstimator, Statistic
 from frameldp.errors import ParameterError, shown
 from frameldp.results.comparison import Comparison
 from frameldp.results.keys import canonical_key
-from frameldp.results.native import Backend, label_array, mixed, native_frame, with_objects
+from frameldp.results.native import Backend, escape, label_array, mixed, native_frame, with_objects
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["STAT_COLUMNS", "TABLE_COLUMNS", "FrequencyTable", "TableGroup"]
+__all__ = ["STAT_COLUMNS", "TABLE_COLUMNS", "FrequencyTable", "TableGroup", "TableGroups"]
 
 TABLE_COLUMNS = ("category", "count", "frequency", "std_error", "ci_low", "ci_high")
 """Columns of a flat ``FrequencyTable.frame``. ``count``, ``std_error`` and the interval are in
@@ -56,6 +61,30 @@ class TableGroup:
 
     key: tuple[Any, ...]
     estimate: FrequencyEstimate
+
+
+@dataclass(frozen=True)
+class TableGroups(Sequence[TableGroup]):
+    """The groups of a grouped table, built when asked for: ``keys[g]`` and ``estimates[g]``
+    (a :class:`~frameldp.core.estimation.GroupEstimates` keeps 10^5 groups' estimates as a few
+    arrays, which the table's frame reads whole)."""
+
+    keys: tuple[tuple[Any, ...], ...]
+    estimates: Sequence[FrequencyEstimate]
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    @overload
+    def __getitem__(self, index: int) -> TableGroup: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[TableGroup, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> TableGroup | tuple[TableGroup, ...]:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(len(self))))
+        return TableGroup(self.keys[index], self.estimates[index])
 
 
 @dataclass(frozen=True, repr=False)
@@ -112,7 +141,7 @@ class FrequencyTable:
     decoding: BloomDecoding | Discovery | None = None
     consistency: str | None = None
     by: tuple[str, ...] = ()
-    groups: tuple[TableGroup, ...] = ()
+    groups: Sequence[TableGroup] = ()
     group_types: tuple[Any, ...] = ()
 
     # -- construction ----------------------------------------------------------------------
@@ -146,7 +175,7 @@ class FrequencyTable:
             level,
             estimate,
             by=tuple(by),
-            groups=tuple(groups),
+            groups=groups if isinstance(groups, TableGroups) else tuple(groups),
             group_types=tuple(group_types),
         )
         return table._framed(backend)
@@ -209,10 +238,9 @@ class FrequencyTable:
         named = {str(n): n for n in (*self.by, *self.label_columns) if not isinstance(n, str)}
         if named and backend == "pandas":  # pandas keeps a caller's non-string column names
             frame = frame.rename(columns=named)
+        repeats = len(self.groups) if self.by else 1
         objects = {
-            name: values
-            for name, values in self._label_values(len(self._blocks())).items()
-            if mixed(values)
+            name: values * repeats for name, values in self._label_values().items() if mixed(values)
         }
         for name, values in objects.items():
             chosen = values if rows is None else [values[int(i)] for i in rows]
@@ -246,43 +274,73 @@ class FrequencyTable:
         return list(self.mechanism.categories)
 
     def _blocks(self) -> list[tuple[tuple[Any, ...], FrequencyEstimate]]:
+        """Each block of rows of the frame (a group's, or the one of an ungrouped table):
+        its key and estimate."""
         if self.by:
             return [(group.key, group.estimate) for group in self.groups]
         return [((), self.estimate)]
 
+    def _stacked(
+        self,
+    ) -> tuple[Sequence[tuple[Any, ...]], NDArray[np.float64], NDArray[np.float64], Any]:
+        """The frame's blocks of rows (a group's, or the one of an ungrouped table): their
+        keys, every count and variance (block after block) and each block's ``n``."""
+        if not self.by:
+            e = self.estimate
+            return [()], _joined([e.counts]), _joined([e.variances]), [e.n]
+        groups = self.groups
+        if isinstance(groups, TableGroups) and isinstance(groups.estimates, GroupEstimates):
+            stacked = groups.estimates
+            counts, variances = _joined([stacked.counts.ravel()]), stacked.variances.ravel()
+            return groups.keys, counts, _joined([variances]), stacked.n
+        estimates = [group.estimate for group in groups]
+        return (
+            [group.key for group in groups],
+            _joined([e.counts for e in estimates]),
+            _joined([e.variances for e in estimates]),
+            [e.n for e in estimates],
+        )
+
     def _arrow(self) -> pa.Table:
-        """The frame's columns as one Arrow table (group keys keep their Arrow type)."""
-        labels = self.labels
-        blocks = self._blocks()
-        size = len(labels)
+        """The frame's columns as one Arrow table (group keys keep their Arrow type): a block
+        of rows per group, whole columns at a time."""
+        keys, counts, variances, sizes = self._stacked()
+        size, count = len(self.labels), len(keys)
         columns: dict[str, Any] = {}
-        for index, name in enumerate(self.by):
-            values = [key[index] for key, _ in blocks for _ in range(size)]
-            kind = self.group_types[index] if index < len(self.group_types) else None
-            columns[str(name)] = label_array(values, kind)
-        for name, values in self._label_values(len(blocks)).items():
-            columns[str(name)] = label_array(values)
-        estimates = [estimate for _, estimate in blocks]
-        intervals = [estimate.interval(self.level) for estimate in estimates]
-        columns["count"] = _joined([e.counts for e in estimates])
-        columns["frequency"] = _joined([e.frequencies for e in estimates])
-        columns["std_error"] = _joined([e.std_errors for e in estimates])
-        columns["ci_low"] = _joined([low for low, _ in intervals])
-        columns["ci_high"] = _joined([high for _, high in intervals])
+        if self.by:
+            block_rows = pa.array(np.repeat(np.arange(count, dtype=np.int64), size))
+            for index, name in enumerate(self.by):
+                kind = self.group_types[index] if index < len(self.group_types) else None
+                values = label_array([key[index] for key in keys], kind)
+                columns[str(name)] = values.take(block_rows)
+        label_rows = pa.array(np.tile(np.arange(size, dtype=np.int64), count))
+        for name, labels in self._label_values().items():
+            columns[str(name)] = label_array(labels).take(label_rows)
+        # As FrequencyEstimate.frequencies and .interval, over every block at once.
+        std_errors = np.sqrt(variances)
+        n = np.maximum(np.asarray(sizes, dtype=np.float64), 1.0)
+        frequencies = (counts.reshape(count, size) / n[:, None]).ravel()
+        half = normal_quantile(self.level) * std_errors
+        columns["count"] = pa.array(counts)
+        columns["frequency"] = pa.array(frequencies)
+        columns["std_error"] = pa.array(std_errors)
+        columns["ci_low"] = pa.array(counts - half)
+        half += counts
+        columns["ci_high"] = pa.array(half)
         if self.decoding is not None:
             extra = self.decoding.table_columns()
             columns.update({name: pa.array(values) for name, values in extra.items()})
         return pa.table(columns)
 
-    def _label_values(self, repeats: int) -> dict[str, list[Any]]:
-        """Every label column's values for ``repeats`` blocks of the labels."""
+    def _label_values(self) -> dict[str, list[Any]]:
+        """Every label column's values for one block of the labels."""
         labels = self.labels
         if self.joint:
             return {
-                name: [label[index] for label in labels] * repeats
+                name: [label[index] for label in labels]
                 for index, name in enumerate(self.label_columns)
             }
-        return {"category": labels * repeats}
+        return {"category": labels}
 
     def to_pandas(self) -> Any:
         """The table as a pandas DataFrame."""
@@ -498,12 +556,12 @@ class FrequencyTable:
         shown = self._shown()
         digits = self._digits()
         names = shown.column_names
-        head = "".join(f"<th>{html.escape(str(name))}</th>" for name in names)
+        head = "".join(f"<th>{escape(str(name))}</th>" for name in names)
         body = []
         for row in _rounded_rows(shown.slice(0, _SHOWN_ROWS), digits):
             cells = "".join(
                 f'<td style="text-align:{"left" if i < len(names) - len(digits) else "right"}">'
-                f"{html.escape(cell)}</td>"
+                f"{escape(cell)}</td>"
                 for i, cell in enumerate(row)
             )
             body.append(f"<tr>{cells}</tr>")
@@ -511,7 +569,7 @@ class FrequencyTable:
         if more > 0:
             body.append(f'<tr><td colspan="{len(names)}">… {more:,} more rows</td></tr>')
         return (
-            f"<table><caption>{html.escape(self._caption())}</caption>"
+            f"<table><caption>{escape(self._caption())}</caption>"
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
         )
 
@@ -593,6 +651,6 @@ def _cut(cell: str, width: int) -> str:
     return cell[:head] + "…" + cell[len(cell) - (width - 1 - head) :]
 
 
-def _joined(parts: list[Any]) -> pa.Array:
+def _joined(parts: list[Any]) -> NDArray[np.float64]:
     values = np.concatenate(parts) if parts else np.zeros(0)
-    return pa.array(np.asarray(values, dtype=np.float64))
+    return np.asarray(values, dtype=np.float64)

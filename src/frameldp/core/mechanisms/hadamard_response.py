@@ -17,10 +17,21 @@ from frameldp.accounting.rounding import log_upper
 from frameldp.arguments import check_codes, check_epsilon
 from frameldp.core.columns import integer_reports, single_codes
 from frameldp.core.encoding import Domain
-from frameldp.core.estimation import FrequencyEstimate, debias_direct_counts
+from frameldp.core.estimation import (
+    FrequencyEstimate,
+    GroupEstimates,
+    debias_direct_counts,
+    debias_direct_groups,
+)
+from frameldp.core.group_counting import group_bincount
 from frameldp.core.mechanisms._noise import noise_numerator
 from frameldp.core.mechanisms._spec import fingerprint
-from frameldp.core.mechanisms.protocol import Capability, FrequencyEstimation, Statistic
+from frameldp.core.mechanisms.protocol import (
+    Capability,
+    FrequencyEstimation,
+    GroupStatistics,
+    Statistic,
+)
 from frameldp.core.mechanisms.registry import register
 from frameldp.core.randomness import PRECISION_BITS, RandomSource, code_bytes
 from frameldp.errors import ParameterError, shown
@@ -41,15 +52,16 @@ def _parity(values: NDArray[np.int64]) -> NDArray[np.int64]:
 
 def walsh_hadamard(values: NDArray[np.int64]) -> NDArray[np.int64]:
     """``H_K values`` for the Sylvester–Hadamard matrix ``H[i, y] = (-1)^popcount(i & y)``
-    (``K`` a power of two), in ``O(K log K)`` integer additions (exact)."""
+    (``K`` a power of two), in ``O(K log K)`` integer additions (exact); of each row of a 2-D
+    ``values``."""
     result = np.array(values, dtype=np.int64)
-    size = result.size
+    lead, size = result.shape[:-1], result.shape[-1]
     half = 1
     while half < size:
-        view = result.reshape(-1, 2, half)
-        low, high = view[:, 0, :].copy(), view[:, 1, :]
-        view[:, 0, :] += high
-        view[:, 1, :] = low - high
+        view = result.reshape(*lead, -1, 2, half)
+        low, high = view[..., 0, :].copy(), view[..., 1, :]
+        view[..., 0, :] += high
+        view[..., 1, :] = low - high
         half *= 2
     return result
 
@@ -213,11 +225,14 @@ class HadamardResponse(FrequencyEstimation):
         wrong = _parity(index & y) != off
         return np.where(wrong, y ^ (index & -index), y)
 
-    def column_counts(self, histogram: NDArray[np.int64], n: int) -> NDArray[np.int64]:
-        """``C_j``: reports in each value's half, from the histogram of ``y`` over ``[0, K)``."""
+    def column_counts(
+        self, histogram: NDArray[np.int64], n: int | NDArray[np.int64]
+    ) -> NDArray[np.int64]:
+        """``C_j``: reports in each value's half, from the histogram of ``y`` over ``[0, K)``
+        (of each row of a 2-D histogram, with ``n`` a column of their report counts)."""
         transformed = walsh_hadamard(histogram)
         k = self.domain.size
-        return (n + transformed[1 : k + 1]) // 2
+        return (n + transformed[..., 1 : k + 1]) // 2
 
     # ------------------------------------------------------------------ the protocol
 
@@ -251,6 +266,26 @@ class HadamardResponse(FrequencyEstimation):
         values = integer_reports(reports[column], self.num_columns, column, self.title)
         histogram = np.bincount(values, minlength=self.num_columns).astype(np.int64)
         return Statistic((histogram,), values.size)
+
+    def statistics_by_group(
+        self,
+        reports: Mapping[str, pa.Array],
+        groups: NDArray[np.int64],
+        num_groups: int,
+        *,
+        column: str,
+    ) -> GroupStatistics:
+        """Reports per (group, ``y``)."""
+        values = integer_reports(reports[column], self.num_columns, column, self.title)
+        histograms = group_bincount(values, groups, num_groups, self.num_columns)
+        return GroupStatistics((histograms,), histograms.sum(axis=1))
+
+    def estimates_by_group(self, statistics: GroupStatistics) -> GroupEstimates:
+        """:meth:`debias` of every group's histogram."""
+        (histograms,) = statistics.parts
+        supports = self.column_counts(histograms, statistics.rows[:, None])
+        keep, other = self.support_probabilities
+        return debias_direct_groups(supports, statistics.rows, keep, other)
 
     def supports(self, reports: Mapping[str, pa.Array], *, column: str) -> NDArray[np.uint8]:
         """Whether each report ``y`` lies in each value's half (``H[x + 1, y] = +1``)."""

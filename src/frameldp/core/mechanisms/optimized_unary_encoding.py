@@ -29,7 +29,13 @@ from frameldp.core.encoding import (
     report_bits_matrix,
     xor_one_hot,
 )
-from frameldp.core.estimation import FrequencyEstimate, debias_direct_counts
+from frameldp.core.estimation import (
+    FrequencyEstimate,
+    GroupEstimates,
+    debias_direct_counts,
+    debias_direct_groups,
+)
+from frameldp.core.group_counting import group_bit_sums, group_sizes
 from frameldp.core.mechanisms._longitudinal import (
     TwoStage,
     chained_move,
@@ -37,7 +43,12 @@ from frameldp.core.mechanisms._longitudinal import (
 )
 from frameldp.core.mechanisms._memo import row_digests
 from frameldp.core.mechanisms._noise import noise_numerator
-from frameldp.core.mechanisms.protocol import Capability, FrequencyEstimation, Statistic
+from frameldp.core.mechanisms.protocol import (
+    Capability,
+    FrequencyEstimation,
+    GroupStatistics,
+    Statistic,
+)
 from frameldp.core.mechanisms.registry import register
 from frameldp.core.randomness import PRECISION_BITS, RandomSource, Rows
 from frameldp.errors import ParameterError, shown
@@ -301,6 +312,24 @@ class OptimizedUnaryEncoding(TwoStage, FrequencyEstimation):
         """Per-bit sums of the reports."""
         packed = packed_bits(reports[column], self.num_bits, column, self.title)
         return Statistic((count_bits(packed, self.num_bits),), packed.shape[0])
+
+    def statistics_by_group(
+        self,
+        reports: Mapping[str, pa.Array],
+        groups: NDArray[np.int64],
+        num_groups: int,
+        *,
+        column: str,
+    ) -> GroupStatistics:
+        """Per-bit sums of each group's reports."""
+        packed = packed_bits(reports[column], self.num_bits, column, self.title)
+        sums = group_bit_sums(packed, groups, num_groups, self.num_bits)
+        return GroupStatistics((sums,), group_sizes(groups, num_groups))
+
+    def estimates_by_group(self, statistics: GroupStatistics) -> GroupEstimates:
+        """:meth:`debias` of every group's bit sums."""
+        (bit_sums,) = statistics.parts
+        return debias_direct_groups(bit_sums, statistics.rows, 0.5, self.zero_probability)
 
     def supports(self, reports: Mapping[str, pa.Array], *, column: str) -> NDArray[np.uint8]:
         """The report bits, one row per report."""

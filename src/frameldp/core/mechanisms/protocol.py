@@ -36,7 +36,7 @@ privacy event in ``accounting``, and its example in the contract suite (docs/mec
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
     from frameldp.accounting import PrivacyGuarantee
     from frameldp.core.discovery import Discovery
-    from frameldp.core.estimation import BloomDecoding, FrequencyEstimate
+    from frameldp.core.estimation import BloomDecoding, FrequencyEstimate, GroupEstimates
     from frameldp.core.randomness import RandomSource
 
 __all__ = [
@@ -64,6 +64,8 @@ __all__ = [
     "FrequencyEstimation",
     "FrequencyEstimator",
     "FrequencyOracle",
+    "GroupEstimator",
+    "GroupStatistics",
     "Mechanism",
     "MechanismClass",
     "Memoizing",
@@ -154,6 +156,67 @@ def _is_float(part: NDArray[Any]) -> bool:
     return bool(np.asarray(part).dtype.kind == "f")
 
 
+@dataclass(frozen=True)
+class GroupStatistics:
+    """The :class:`Statistic` of each of ``len(rows)`` groups of rows, stacked: every part
+    has a leading group axis (``parts[i][g]`` is part ``i`` of group ``g``), ``rows[g]`` the
+    rows of group ``g``. What a table by public groups reduces to in one pass over the
+    reports (:meth:`GroupEstimator.statistics_by_group`)."""
+
+    parts: tuple[NDArray[Any], ...]
+    rows: NDArray[np.int64]
+
+    @classmethod
+    def stack(cls, statistics: Sequence[Statistic]) -> GroupStatistics:
+        """The statistics of groups ``0, 1, ...`` (at least one; parts of equal shapes)."""
+        parts = tuple(np.stack(group) for group in zip(*(s.parts for s in statistics), strict=True))
+        return cls(parts, np.array([s.rows for s in statistics], dtype=np.int64))
+
+    def __len__(self) -> int:
+        return int(self.rows.size)
+
+    def __getitem__(self, group: int) -> Statistic:
+        return Statistic(tuple(part[group] for part in self.parts), int(self.rows[group]))
+
+    def total(self) -> Statistic:
+        """The statistic of all the groups' rows together (additivity)."""
+        return Statistic(tuple(part.sum(axis=0) for part in self.parts), int(self.rows.sum()))
+
+    def take(self, groups: NDArray[np.int64]) -> GroupStatistics:
+        """The statistics of ``groups``, in that order."""
+        return GroupStatistics(tuple(part[groups] for part in self.parts), self.rows[groups])
+
+    def concatenated(self, other: GroupStatistics) -> GroupStatistics:
+        """These groups, then ``other``'s (statistics of one mechanism)."""
+        if len(other.parts) != len(self.parts) or any(
+            a.shape[1:] != b.shape[1:] or _is_float(a) != _is_float(b)
+            for a, b in zip(self.parts, other.parts, strict=True)
+        ):
+            raise ParameterError("statistics of different mechanisms do not add up")
+        parts = tuple(np.concatenate(pair) for pair in zip(self.parts, other.parts, strict=True))
+        return GroupStatistics(parts, np.concatenate([self.rows, other.rows]))
+
+    def summed_by(self, positions: NDArray[np.int64], size: int) -> GroupStatistics:
+        """``size`` groups, group ``g`` the sum of these groups ``i`` with ``positions[i] ==
+        g`` (additivity): how the groups of several batches merge."""
+        parts = []
+        for part in self.parts:
+            summed = np.zeros((size, *part.shape[1:]), dtype=part.dtype)
+            np.add.at(summed, positions, part)
+            parts.append(summed)
+        rows = np.zeros(size, dtype=np.int64)
+        np.add.at(rows, positions, self.rows)
+        return GroupStatistics(tuple(parts), rows)
+
+    def repeated(self, times: NDArray[np.int64]) -> GroupStatistics:
+        """Group ``g`` as ``times[g]`` runs of its reports (:meth:`Statistic.repeated`)."""
+        parts = tuple(
+            part * times.reshape(-1, *([1] * (part.ndim - 1))).astype(part.dtype)
+            for part in self.parts
+        )
+        return GroupStatistics(parts, self.rows * times)
+
+
 class Estimate(Protocol):
     """What an :class:`Estimator` finishes a statistic into; its type picks the result type
     (:func:`frameldp.results.result_of`): a frequency table for a
@@ -221,6 +284,35 @@ class Estimator(Protocol):
 
 class Mechanism(Randomizer, Estimator, Protocol):
     """What every frameldp mechanism answers (see the module docstring)."""
+
+
+class GroupEstimator(Protocol):
+    """An estimator that reduces and debiases many groups of rows at once: what a table by
+    public groups costs, in whole-array operations instead of one call per group.
+
+    Optional. :func:`~frameldp.core.group_statistics.statistics_by_group` and
+    :func:`~frameldp.core.group_statistics.estimates_by_group` look both methods up on the
+    mechanism's *class*, so a wrapper that forwards attributes (a column of a
+    ``collect="sample"`` release) keeps its own statistic, group by group. Both must agree
+    exactly with :meth:`Estimator.statistic` and :meth:`Estimator.finish` applied to each
+    group on its own (tests/core/test_group_statistics.py checks every mechanism).
+    """
+
+    def statistics_by_group(
+        self,
+        reports: Mapping[str, pa.Array],
+        groups: NDArray[np.int64],
+        num_groups: int,
+        *,
+        column: str,
+    ) -> GroupStatistics:
+        """The statistic of each group ``g`` of the rows with ``groups == g`` (every group in
+        ``[0, num_groups)``), reports checked as by :meth:`Estimator.statistic`."""
+        ...
+
+    def estimates_by_group(self, statistics: GroupStatistics) -> GroupEstimates:
+        """:meth:`Estimator.finish` of every group's statistic (each group holds a row)."""
+        ...
 
 
 class MechanismClass(Protocol):

@@ -26,7 +26,13 @@ from frameldp.core.columns import (
     value_codes,
 )
 from frameldp.core.encoding import Domain, one_hot_rows
-from frameldp.core.estimation import FrequencyEstimate, debias_direct_counts
+from frameldp.core.estimation import (
+    FrequencyEstimate,
+    GroupEstimates,
+    debias_direct_counts,
+    debias_direct_groups,
+)
+from frameldp.core.group_counting import group_bincount
 from frameldp.core.mechanisms._longitudinal import (
     TwoStage,
     chained_move,
@@ -34,7 +40,12 @@ from frameldp.core.mechanisms._longitudinal import (
 )
 from frameldp.core.mechanisms._memo import row_digests
 from frameldp.core.mechanisms._noise import noise_numerator
-from frameldp.core.mechanisms.protocol import Capability, FrequencyEstimation, Statistic
+from frameldp.core.mechanisms.protocol import (
+    Capability,
+    FrequencyEstimation,
+    GroupStatistics,
+    Statistic,
+)
 from frameldp.core.mechanisms.registry import register
 from frameldp.core.randomness import (
     PRECISION_BITS,
@@ -350,6 +361,26 @@ class RandomizedResponse(TwoStage, FrequencyEstimation):
         """Reports per label."""
         counts = label_counts(reports[column], self.domain, column)
         return Statistic((counts,), int(counts.sum()))
+
+    def statistics_by_group(
+        self,
+        reports: Mapping[str, pa.Array],
+        groups: NDArray[np.int64],
+        num_groups: int,
+        *,
+        column: str,
+    ) -> GroupStatistics:
+        """Reports per (group, label)."""
+        codes = value_codes(combined(reports[column]), self.domain.as_reported(), column)
+        counts = group_bincount(codes, groups, num_groups, self.num_buckets)
+        return GroupStatistics((counts,), counts.sum(axis=1))
+
+    def estimates_by_group(self, statistics: GroupStatistics) -> GroupEstimates:
+        """:meth:`debias` of every group's histogram."""
+        (counts,) = statistics.parts
+        return debias_direct_groups(
+            counts, statistics.rows, self.keep_probability, self.other_probability
+        )
 
     def supports(self, reports: Mapping[str, pa.Array], *, column: str) -> NDArray[np.uint8]:
         """One-hot rows of the reported labels."""

@@ -32,7 +32,13 @@ from frameldp.core.encoding import (
     report_bits_matrix,
     xor_one_hot,
 )
-from frameldp.core.estimation import FrequencyEstimate, debias_unary_counts
+from frameldp.core.estimation import (
+    FrequencyEstimate,
+    GroupEstimates,
+    debias_unary_counts,
+    debias_unary_groups,
+)
+from frameldp.core.group_counting import group_bit_sums, group_sizes
 from frameldp.core.mechanisms._longitudinal import (
     TwoStage,
     chained_move,
@@ -42,7 +48,12 @@ from frameldp.core.mechanisms._longitudinal import (
 )
 from frameldp.core.mechanisms._memo import row_digests
 from frameldp.core.mechanisms._noise import FLOAT_MARGIN
-from frameldp.core.mechanisms.protocol import Capability, FrequencyEstimation, Statistic
+from frameldp.core.mechanisms.protocol import (
+    Capability,
+    FrequencyEstimation,
+    GroupStatistics,
+    Statistic,
+)
 from frameldp.core.mechanisms.registry import register
 from frameldp.core.randomness import PRECISION_BITS, RandomSource, dyadic_at_least
 from frameldp.errors import ParameterError, shown
@@ -476,6 +487,27 @@ class Rappor(TwoStage, FrequencyEstimation):
         """Per-bit sums of the reports."""
         packed = packed_bits(reports[column], self.num_bits, column)
         return Statistic((count_bits(packed, self.num_bits).astype(np.int64),), packed.shape[0])
+
+    def statistics_by_group(
+        self,
+        reports: Mapping[str, pa.Array],
+        groups: NDArray[np.int64],
+        num_groups: int,
+        *,
+        column: str,
+    ) -> GroupStatistics:
+        """Per-bit sums of each group's reports."""
+        packed = packed_bits(reports[column], self.num_bits, column)
+        sums = group_bit_sums(packed, groups, num_groups, self.num_bits)
+        return GroupStatistics((sums,), group_sizes(groups, num_groups))
+
+    def estimates_by_group(self, statistics: GroupStatistics) -> GroupEstimates:
+        """:meth:`debias` of every group's bit sums."""
+        (bit_sums,) = statistics.parts
+        estimates = debias_unary_groups(bit_sums, statistics.rows, self.flip_probability)
+        if self.max_weight == 1:
+            return estimates
+        return replace(estimates, support=None, items_per_report=self.max_weight)
 
     def supports(self, reports: Mapping[str, pa.Array], *, column: str) -> NDArray[np.uint8]:
         """The report bits, one row per report."""

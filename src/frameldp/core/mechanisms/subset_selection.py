@@ -20,9 +20,12 @@ from frameldp.core.columns import bits_array, packed_bits, single_codes
 from frameldp.core.encoding import Domain, count_bits, packed_width, report_bits_matrix
 from frameldp.core.estimation import (
     FrequencyEstimate,
+    GroupEstimates,
     debias_direct_counts,
+    debias_direct_groups,
     mean_direct_variance,
 )
+from frameldp.core.group_counting import group_bit_sums, group_sizes
 from frameldp.core.mechanisms._longitudinal import (
     TwoStage,
     check_epsilon_infinity,
@@ -30,7 +33,12 @@ from frameldp.core.mechanisms._longitudinal import (
 )
 from frameldp.core.mechanisms._memo import row_digests
 from frameldp.core.mechanisms._noise import noise_numerator
-from frameldp.core.mechanisms.protocol import Capability, FrequencyEstimation, Statistic
+from frameldp.core.mechanisms.protocol import (
+    Capability,
+    FrequencyEstimation,
+    GroupStatistics,
+    Statistic,
+)
 from frameldp.core.mechanisms.registry import register
 from frameldp.core.randomness import PRECISION_BITS, RandomSource, Rows
 from frameldp.errors import DomainError, ParameterError, shown
@@ -575,6 +583,25 @@ class SubsetSelection(TwoStage, FrequencyEstimation):
         """How many reports hold each value (every report must hold exactly ``d``)."""
         packed = self._reports(reports, column)
         return Statistic((count_bits(packed, self.num_bits),), packed.shape[0])
+
+    def statistics_by_group(
+        self,
+        reports: Mapping[str, pa.Array],
+        groups: NDArray[np.int64],
+        num_groups: int,
+        *,
+        column: str,
+    ) -> GroupStatistics:
+        """How many of each group's reports hold each value."""
+        packed = self._reports(reports, column)
+        sums = group_bit_sums(packed, groups, num_groups, self.num_bits)
+        return GroupStatistics((sums,), group_sizes(groups, num_groups))
+
+    def estimates_by_group(self, statistics: GroupStatistics) -> GroupEstimates:
+        """:meth:`debias` of every group's counts."""
+        (supports,) = statistics.parts
+        p, q = self.support_probabilities
+        return debias_direct_groups(supports, statistics.rows, p, q)
 
     def supports(self, reports: Mapping[str, pa.Array], *, column: str) -> NDArray[np.uint8]:
         """The report bits (the subset), one row per report."""

@@ -10,13 +10,20 @@ References
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from numpy.typing import NDArray
 
 __all__ = ["BLOCK", "KeyedStream", "check_written", "zeros"]
+
+
+def _ciphers() -> Any:
+    """``cryptography.hazmat.primitives.ciphers``, imported when a key is first used (about
+    10 ms that ``import frameldp`` need not pay)."""
+    from cryptography.hazmat.primitives import ciphers
+
+    return ciphers
 
 
 BLOCK: Final = 16
@@ -28,7 +35,7 @@ class KeyedStream:
     __slots__ = ("_aes",)
 
     def __init__(self, subkey: bytes) -> None:
-        self._aes = algorithms.AES(subkey)
+        self._aes = _ciphers().algorithms.AES(subkey)
 
     def contiguous(self, lane: int, byte_start: int, nbytes: int) -> NDArray[np.uint8]:
         """Keystream bytes ``[byte_start, byte_start + nbytes)`` of ``lane`` (AES-CTR)."""
@@ -36,7 +43,8 @@ class KeyedStream:
         total = skip + nbytes
         counter = (lane << 96 | first_block).to_bytes(BLOCK, "big")
         buffer = bytearray(total + BLOCK - 1)
-        encryptor = Cipher(self._aes, modes.CTR(counter)).encryptor()
+        ciphers = _ciphers()
+        encryptor = ciphers.Cipher(self._aes, ciphers.modes.CTR(counter)).encryptor()
         check_written(encryptor.update_into(zeros(total), buffer), total)
         return np.frombuffer(buffer, dtype=np.uint8, count=nbytes, offset=skip)
 
@@ -51,7 +59,8 @@ class KeyedStream:
         """AES-256 of each 16-byte row of ``blocks`` (a pseudorandom permutation, ECB)."""
         data = np.ascontiguousarray(blocks, dtype=np.uint8).reshape(-1)
         out = bytearray(data.size + BLOCK - 1)
-        encryptor = Cipher(self._aes, modes.ECB()).encryptor()
+        ciphers = _ciphers()
+        encryptor = ciphers.Cipher(self._aes, ciphers.modes.ECB()).encryptor()
         written = encryptor.update_into(data.data, out)
         check_written(written, data.size)
         return np.frombuffer(out, dtype=np.uint8, count=written).reshape(-1, BLOCK)
