@@ -415,3 +415,36 @@ def test_local_hashing_support_counts_by_transform_equal_the_lookup(
     np.testing.assert_array_equal(
         mech._transformed_support_counts(reports), mech._looked_up_support_counts(reports)
     )
+
+
+def test_the_choice_sets_aside_slow_or_large_reports_and_says_why() -> None:
+    """At k = 16384 a unary report takes 2 KB and about 10-25 us to draw: local hashing,
+    within 0.3% of the smallest variance, is chosen, and explain() says why the others were
+    set aside. Limits and preferences move the choice as they say."""
+    domain = list(range(16384))
+    comparison = frameldp.compare_mechanisms(1.0, domain=domain)
+    assert comparison.best.name == "local_hashing"
+    aside = {c.name: c.set_aside for c in comparison.candidates if c.set_aside}
+    assert set(aside) == {"optimized_unary_encoding", "subset_selection", "rappor"}
+    assert "more than 20x the fastest candidate's" in aside["subset_selection"]
+    text = comparison.explain()
+    assert "Set aside:" in text
+    assert "client us" in text
+    lenient = frameldp.choose_mechanism(1.0, domain=domain, max_slowdown=1000)
+    assert lenient.name in ("optimized_unary_encoding", "subset_selection")  # tied variances
+    small = frameldp.compare_mechanisms(1.0, domain=domain[:1024], max_report_bytes=64)
+    assert small.best.report_bits <= 8 * 64
+    assert all(
+        "max_report_bytes=64" in c.set_aside for c in small.candidates if c.report_bits > 512
+    )
+    fast = frameldp.compare_mechanisms(1.0, domain=domain[:1024], prefer="speed")
+    eligible = [c for c in fast.candidates if c.eligible]
+    assert fast.candidates[0].costs.total == min(c.costs.total for c in eligible)
+    size = frameldp.compare_mechanisms(1.0, domain=domain[:1024], prefer="size")
+    assert size.best.report_bits == min(c.report_bits for c in size.candidates if c.eligible)
+    with pytest.raises(frameldp.ParameterError, match="prefer must be one of"):
+        frameldp.choose_mechanism(1.0, domain=domain[:16], prefer="fast")
+    with pytest.raises(frameldp.ParameterError, match="max_report_bytes must be a number"):
+        frameldp.choose_mechanism(1.0, domain=domain[:16], max_report_bytes=0)
+    with pytest.raises(frameldp.ParameterError, match="fast and small enough"):
+        frameldp.choose_mechanism(1.0, domain=domain[:1024], max_report_bytes=1)

@@ -15,6 +15,16 @@ subset size of subset selection), computes that variance from the probabilities 
 *realizes*, and takes the smallest, the shorter report breaking ties. A mechanism added to
 ``core/mechanisms`` with the capability joins the candidates with no change here.
 
+Costs. The smallest variance is not worth any price: at ``k = 16384`` a unary report is 2 KB
+and takes 10 to 25 us to draw, where local hashing's takes under 1 us for a variance within a
+few percent. Each oracle estimates its CPU time per report (client and server,
+:meth:`~.protocol.FrequencyOracle.costs`, a model fitted to the benchmarks), and by default the
+choice is the smallest
+variance among the candidates whose client and server each stay within ``max_slowdown`` (20)
+times the fastest candidate's, or under 5 us a report, and whose reports fit
+``max_report_bytes`` (4096). ``prefer="speed"`` takes the fastest of those, ``prefer="size"`` the
+shortest report; ``explain()`` shows every candidate's costs and why one was set aside.
+
 References
 ----------
 .. [1] T. Wang, J. Blocki, N. Li, S. Jha, "Locally Differentially Private Protocols for
@@ -25,7 +35,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from frameldp.arguments import check_epsilon
@@ -33,7 +43,7 @@ from frameldp.core.encoding import Domain
 from frameldp.core.estimation import mean_direct_variance
 from frameldp.core.mechanisms._longitudinal import check_epsilon_infinity
 from frameldp.core.mechanisms.numeric_choice import compare_mean_mechanisms
-from frameldp.core.mechanisms.protocol import Capability, FrequencyOracle
+from frameldp.core.mechanisms.protocol import Capability, FrequencyOracle, OracleCosts
 from frameldp.core.mechanisms.registry import mechanism_class, mechanism_names
 from frameldp.errors import FrameLDPError, ParameterError, shown
 
@@ -48,6 +58,12 @@ __all__ = [
 
 # Two variances this close (relative) are a tie: the shorter report wins.
 _TIE = 1e-12
+# Client or server CPU per report below which no candidate is set aside for its speed (5 us:
+# five seconds a million reports).
+_FAST_ENOUGH_NS = 5_000.0
+# Reports assumed where n is not given (the server's fixed costs are spread over them).
+_DEFAULT_N = 1_000_000
+_PREFERENCES = ("variance", "speed", "size")
 
 
 def mean_variance(mechanism: FrequencyOracle, k: int, n: int = 1) -> float:
@@ -68,6 +84,15 @@ class Candidate:
     report_bits: int
     settings: str
     """The settings chosen for it (``g = 53``, ``d = 18``), or why it is unavailable."""
+    costs: OracleCosts | None = None
+    """Estimated CPU nanoseconds per report (None when unavailable)."""
+    set_aside: str = ""
+    """Why the choice passed it over (too slow, reports too large); empty when eligible."""
+
+    @property
+    def eligible(self) -> bool:
+        """Available, fast enough and small enough."""
+        return self.mechanism is not None and not self.set_aside
 
     def std_error(self, n: int) -> float:
         """Mean standard error of a debiased *frequency* over ``n`` reports."""
@@ -84,22 +109,32 @@ class MechanismComparison:
     candidates: tuple[Candidate, ...]
     epsilon_infinity: float | None = None
     """The permanent responses' epsilon when the candidates are longitudinal."""
+    prefer: str = "variance"
 
     @property
     def best(self) -> FrequencyOracle:
-        """The mechanism with the smallest variance (the shorter report on a tie)."""
-        mechanism = self.candidates[0].mechanism
-        if mechanism is None:
+        """The chosen mechanism: by default the smallest variance among the eligible
+        candidates (the shorter report on a tie)."""
+        first = self.candidates[0]
+        if first.mechanism is None:
             raise ParameterError(
                 f"no frequency oracle can run at epsilon={self.epsilon!r} over "
-                f"{self.num_buckets} buckets: {self.candidates[0].settings}"
+                f"{self.num_buckets} buckets: {first.settings}"
             )
-        return mechanism
+        if not first.eligible:
+            reasons = "; ".join(f"{c.name}: {c.set_aside}" for c in self.candidates if c.set_aside)
+            raise ParameterError(
+                f"no frequency oracle at epsilon={self.epsilon!r} over {self.num_buckets} "
+                f"buckets is fast and small enough ({reasons}): raise max_slowdown= or "
+                "max_report_bytes=",
+                parameter="max_report_bytes",
+            )
+        return first.mechanism
 
     def records(self) -> list[dict[str, Any]]:
         """One dict per candidate (``pandas.DataFrame(comparison.records())`` is the table)."""
         n = self.n or 1
-        best = self.candidates[0].variance
+        best = min(c.variance for c in self.candidates)
         return [
             {
                 "mechanism": c.name,
@@ -108,7 +143,10 @@ class MechanismComparison:
                 "std_error": c.std_error(n),
                 "relative_variance": c.variance / best if best > 0 else math.nan,
                 "report_bits": c.report_bits,
-                "chosen": i == 0,
+                "client_us": c.costs.client / 1000 if c.costs else math.nan,
+                "server_us": c.costs.server / 1000 if c.costs else math.nan,
+                "set_aside": c.set_aside,
+                "chosen": i == 0 and c.eligible,
             }
             for i, c in enumerate(self.candidates)
         ]
@@ -122,27 +160,45 @@ class MechanismComparison:
             if self.epsilon_infinity is None
             else f" (one report; epsilon_infinity = {self.epsilon_infinity:g})"
         )
+        why = {
+            "variance": "has the smallest exact variance of a debiased count, averaged over the "
+            "buckets (the same for every distribution of the values), among the candidates "
+            "fast and small enough; ties go to the shorter report",
+            "speed": "is the fastest candidate small enough (client and server CPU per report)",
+            "size": "has the shortest reports among the candidates fast enough",
+        }[self.prefer]
+        chosen = (
+            f"{rows[0]['mechanism']} ({rows[0]['settings']}) {why}"
+            if rows[0]["chosen"]
+            else "no candidate is fast and small enough (raise max_slowdown= or max_report_bytes=)"
+        )
         lines = [
             f"At epsilon = {self.epsilon:g}{memoized} over k = {self.num_buckets} buckets, "
-            f"{rows[0]['mechanism']} ({rows[0]['settings']}) has the smallest exact variance of "
-            "a debiased count, averaged over the buckets (the same for every distribution of "
-            "the values); ties go to the shorter report.",
+            f"{chosen}.",
             "",
             f"{'mechanism':<26} {'settings':<22} {'variance':>12} {'x best':>8} "
-            f"{'freq. s.e.':>11} {'bits':>6}",
+            f"{'freq. s.e.':>11} {'bits':>8} {'client us':>10} {'server us':>10}",
         ]
         for row in rows:
             variance = f"{row['variance']:.4g}" if math.isfinite(row["variance"]) else "-"
             lines.append(
                 f"{row['mechanism']:<26} {row['settings'][:22]:<22} {variance:>12} "
                 f"{row['relative_variance']:>8.3f} {row['std_error']:>11.3g} "
-                f"{row['report_bits']:>6}"
+                f"{row['report_bits']:>8} {_us(row['client_us']):>10} {_us(row['server_us']):>10}"
             )
         lines.append(f"(variance of a count for {n_text}; freq. s.e. at n = {self.n or 1})")
+        aside = [f"  {row['mechanism']}: {row['set_aside']}" for row in rows if row["set_aside"]]
+        if aside:
+            lines += ["Set aside:", *aside]
+        lines.append("(CPU us a report, one core, estimated: frameldp.core.mechanisms.OracleCosts)")
         return "\n".join(lines)
 
     def __str__(self) -> str:
         return self.explain()
+
+
+def _us(value: float) -> str:
+    return f"{value:.3g}" if math.isfinite(value) else "-"
 
 
 def mechanism_settings(mechanism: FrequencyOracle) -> str:
@@ -160,20 +216,37 @@ def compare_mechanisms(
     domain: Domain | list[Hashable] | Any,
     n: int | None = None,
     epsilon_infinity: float | None = None,
+    prefer: str = "variance",
+    max_slowdown: float = 20.0,
+    max_report_bytes: float = 4096,
 ) -> MechanismComparison:
-    """Every registered frequency oracle at ``epsilon`` over ``domain``, best first.
+    """Every registered frequency oracle at ``epsilon`` over ``domain``, the chosen first.
 
     ``n`` (optional) expresses the variances and standard errors for ``n`` reports; it does not
-    change the ranking (every variance is proportional to ``n``). With ``epsilon_infinity``,
-    the longitudinal candidates (:data:`~.protocol.Capability.MEMOIZATION`), each built with
-    it: one report's end-to-end channel is the mechanism's own at its realized probabilities,
-    so the same variance formula ranks them.
+    change the ranking by variance (every variance is proportional to ``n``), only the server's
+    fixed costs per report. With ``epsilon_infinity``, the longitudinal candidates
+    (:data:`~.protocol.Capability.MEMOIZATION`), each built with it: one report's end-to-end
+    channel is the mechanism's own at its realized probabilities, so the same variance formula
+    ranks them.
+
+    A candidate is set aside when its client or server CPU per report exceeds ``max_slowdown``
+    times the fastest candidate's (and 5 us), or its report exceeds ``max_report_bytes``
+    (module docstring). ``prefer``: ``"variance"`` (default), ``"speed"`` or ``"size"``.
     """
     epsilon = check_epsilon("compare_mechanisms", "epsilon", epsilon)
     check_epsilon_infinity(epsilon, epsilon_infinity, "compare_mechanisms")
     domain = Domain.coerce(domain)
     if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
         raise ParameterError(f"compare_mechanisms: n must be an integer >= 1, got {shown(n)}")
+    if prefer not in _PREFERENCES:
+        raise ParameterError(
+            f"prefer must be one of {list(_PREFERENCES)}, got {shown(prefer)}", parameter="prefer"
+        )
+    for name, limit in (("max_slowdown", max_slowdown), ("max_report_bytes", max_report_bytes)):
+        if isinstance(limit, bool) or not isinstance(limit, int | float) or not limit >= 1:
+            raise ParameterError(
+                f"{name} must be a number >= 1, got {shown(limit)}", parameter=name
+            )
     k = domain.size
     candidates = []
     for name in mechanism_names():
@@ -198,24 +271,59 @@ def compare_mechanisms(
                 mean_variance(mechanism, k),
                 mechanism.report_bits,
                 mechanism_settings(mechanism),
+                mechanism.costs(n or _DEFAULT_N),
             )
         )
     if not candidates:
         raise ParameterError("no frequency oracle is registered")
-    best = min(c.variance for c in candidates)
+    candidates = _set_aside(candidates, max_slowdown, max_report_bytes)
+    eligible = [c for c in candidates if c.eligible]
+    best = min((c.variance for c in eligible), default=math.inf)
 
-    def rank(candidate: Candidate) -> tuple[bool, float, int, str]:
+    def rank(candidate: Candidate) -> tuple[bool, float, float, int, str]:
         tied = math.isfinite(best) and candidate.variance <= best * (1 + _TIE)
-        # Among the tied, the shorter report first; the rest by variance.
-        return (
-            not tied,
-            0.0 if tied else candidate.variance,
-            candidate.report_bits,
-            candidate.name,
-        )
+        by_variance = 0.0 if tied else candidate.variance
+        costs = candidate.costs.total if candidate.costs else math.inf
+        first, second = {
+            "variance": (by_variance, float(candidate.report_bits)),  # shorter on a tie
+            "speed": (costs, candidate.variance),
+            "size": (float(candidate.report_bits), candidate.variance),
+        }[prefer]
+        return (not candidate.eligible, first, second, candidate.report_bits, candidate.name)
 
     ordered = tuple(sorted(candidates, key=rank))
-    return MechanismComparison(epsilon, k, n, ordered, epsilon_infinity)
+    return MechanismComparison(epsilon, k, n, ordered, epsilon_infinity, prefer)
+
+
+def _set_aside(
+    candidates: list[Candidate], max_slowdown: float, max_report_bytes: float
+) -> list[Candidate]:
+    """``candidates`` with the reason each one too slow or too large is set aside."""
+    costed = [c.costs for c in candidates if c.costs is not None]
+    if not costed:
+        return candidates
+    client = max(_FAST_ENOUGH_NS, max_slowdown * min(c.client for c in costed))
+    server = max(_FAST_ENOUGH_NS, max_slowdown * min(c.server for c in costed))
+    out = []
+    for candidate in candidates:
+        reasons = []
+        if candidate.costs is not None:
+            if candidate.report_bits > 8 * max_report_bytes:
+                reasons.append(
+                    f"reports of {math.ceil(candidate.report_bits / 8):,} bytes exceed "
+                    f"max_report_bytes={max_report_bytes:g}"
+                )
+            for side, cost, limit in (
+                ("client", candidate.costs.client, client),
+                ("server", candidate.costs.server, server),
+            ):
+                if cost > limit:
+                    reasons.append(
+                        f"its {side} takes about {cost / 1000:.3g} us a report, more than "
+                        f"{max_slowdown:g}x the fastest candidate's"
+                    )
+        out.append(replace(candidate, set_aside="; ".join(reasons)))
+    return out
 
 
 def choose_mechanism(
@@ -226,10 +334,16 @@ def choose_mechanism(
     epsilon_infinity: float | None = None,
     bounds: Any = None,
     clip: bool = False,
+    prefer: str = "variance",
+    max_slowdown: float = 20.0,
+    max_report_bytes: float = 4096,
 ) -> Any:
     """The frequency oracle with the smallest exact estimator variance at ``epsilon`` over
-    ``domain`` (the shorter report on a tie), ready to use like any mechanism; with
-    ``epsilon_infinity``, the best longitudinal one (:func:`compare_mechanisms`).
+    ``domain`` (the shorter report on a tie) among those whose CPU per report stays within
+    ``max_slowdown`` times the fastest's and whose reports fit ``max_report_bytes``
+    (``prefer="speed"`` or ``"size"``: the fastest or the shortest of those), ready to use like
+    any mechanism; with ``epsilon_infinity``, the best longitudinal one
+    (:func:`compare_mechanisms`).
 
     With ``bounds=(lo, hi)`` instead of a domain: the mean mechanism of smallest worst-case
     variance on that interval (``clip`` as the mechanisms take it;
@@ -259,7 +373,15 @@ def choose_mechanism(
         return compare_mean_mechanisms(epsilon, bounds=bounds, clip=clip).best
     if domain is None:
         raise ParameterError("choose_mechanism: give domain= (categories) or bounds= (numbers)")
-    return compare_mechanisms(epsilon, domain=domain, n=n, epsilon_infinity=epsilon_infinity).best
+    return compare_mechanisms(
+        epsilon,
+        domain=domain,
+        n=n,
+        epsilon_infinity=epsilon_infinity,
+        prefer=prefer,
+        max_slowdown=max_slowdown,
+        max_report_bytes=max_report_bytes,
+    ).best
 
 
 def _memoizing_mean_mechanism(

@@ -30,6 +30,7 @@ from frameldp.core.mechanisms.protocol import (
     Capability,
     FrequencyEstimation,
     GroupStatistics,
+    OracleCosts,
     Statistic,
 )
 from frameldp.core.mechanisms.registry import register
@@ -180,6 +181,13 @@ class HadamardResponse(FrequencyEstimation):
     def report_bits(self) -> int:
         """``log2 K`` bits a report."""
         return self.num_columns.bit_length() - 1
+
+    def costs(self, n: int = 1_000_000) -> OracleCosts:
+        """One keyed draw and a parity a report; a histogram of ``K`` columns, then one
+        Walsh-Hadamard transform of it (``K log2 K``) a release."""
+        size = self.num_columns
+        transform = size * max(1, size.bit_length() - 1)
+        return OracleCosts(client=70, server=5 + 2 * transform / max(n, 1))
 
     @cached_property
     def privacy(self) -> PrivacyGuarantee:

@@ -68,7 +68,12 @@ from frameldp.core.mechanisms._longitudinal import (
 )
 from frameldp.core.mechanisms._memo import row_digests
 from frameldp.core.mechanisms._noise import is_prime, noise_numerator
-from frameldp.core.mechanisms.protocol import Capability, FrequencyEstimation, Statistic
+from frameldp.core.mechanisms.protocol import (
+    Capability,
+    FrequencyEstimation,
+    OracleCosts,
+    Statistic,
+)
 from frameldp.core.mechanisms.registry import register
 from frameldp.core.randomness import PRECISION_BITS, RandomSource, Rows, code_bytes
 from frameldp.core.sorting import sorted_distinct
@@ -352,6 +357,18 @@ class LocalHashing(TwoStage, FrequencyEstimation):
     def report_bits(self) -> int:
         """``ceil(log2(g^m g))`` bits a report."""
         return math.ceil(math.log2(self.num_seeds * self._g))
+
+    def costs(self, n: int = 1_000_000) -> OracleCosts:
+        """A seed, a hash of ``m`` digits and k-RR over ``g`` a report; the server's fixed
+        cost a release is the cheaper of its two methods (:meth:`support_counts`)."""
+        g, m, k = self._g, self._num_digits, self.domain.size
+        cells = g ** (m + 1)
+        transform = cells * (m + 1) * max(1.0, math.log2(g)) + 2 * k * g
+        if cells > _TRANSFORM_CELLS:
+            transform = math.inf
+        lookup = n * math.log2(n + 2) + 2 * k * min(n, self.num_seeds) * m
+        fixed = min(transform, lookup)
+        return OracleCosts(client=150 + 20 * m, server=15 + fixed / max(n, 1))
 
     @cached_property
     def privacy(self) -> PrivacyGuarantee:

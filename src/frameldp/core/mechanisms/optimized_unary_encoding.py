@@ -47,6 +47,7 @@ from frameldp.core.mechanisms.protocol import (
     Capability,
     FrequencyEstimation,
     GroupStatistics,
+    OracleCosts,
     Statistic,
 )
 from frameldp.core.mechanisms.registry import register
@@ -200,6 +201,10 @@ class OptimizedUnaryEncoding(TwoStage, FrequencyEstimation):
     def report_bits(self) -> int:
         """``k`` bits a report."""
         return self.num_bits
+
+    def costs(self, n: int = 1_000_000) -> OracleCosts:
+        """A keyed bit per bucket, drawn 64 at a time; bit sums over ``k`` bits."""
+        return OracleCosts(client=60 + 0.6 * self.num_bits, server=5 + 0.07 * self.num_bits)
 
     @cached_property
     def privacy(self) -> PrivacyGuarantee:

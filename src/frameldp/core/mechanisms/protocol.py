@@ -69,6 +69,7 @@ __all__ = [
     "Mechanism",
     "MechanismClass",
     "Memoizing",
+    "OracleCosts",
     "Randomizer",
     "Statistic",
     "memoizes",
@@ -414,6 +415,25 @@ class Discoverer(FrequencyEstimator, Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class OracleCosts:
+    """Estimated CPU nanoseconds per report of a frequency oracle on one core: ``client``
+    (privatize) and ``server`` (statistic and debiasing, a batch's fixed costs spread over its
+    reports). A model of each mechanism's work, fitted to ``benchmarks/bench_frequency_oracles.py``
+    on the reference machine (x86-64, 2 cores; docs/frequency_oracles.md, "Costs"): what the
+    automatic choice compares, within a factor of about two of what a run takes. Reading the
+    input values into the domain's codes (about 4 us per category a batch, the same for every
+    mechanism) is left out."""
+
+    client: float
+    server: float
+
+    @property
+    def total(self) -> float:
+        """Client and server together."""
+        return self.client + self.server
+
+
 class FrequencyOracle(FrequencyEstimator, Protocol):
     """A mechanism with :data:`Capability.FREQUENCY_ORACLE`.
 
@@ -433,6 +453,10 @@ class FrequencyOracle(FrequencyEstimator, Protocol):
     @property
     def report_bits(self) -> int:
         """Bits one report takes (the tie-break of the automatic choice)."""
+        ...
+
+    def costs(self, n: int = 1_000_000) -> OracleCosts:
+        """Estimated CPU time per report of a release of ``n`` reports (:class:`OracleCosts`)."""
         ...
 
     def supports(self, reports: Mapping[str, pa.Array], *, column: str) -> NDArray[np.uint8]:

@@ -44,6 +44,7 @@ from frameldp.core.mechanisms.protocol import (
     Capability,
     FrequencyEstimation,
     GroupStatistics,
+    OracleCosts,
     Statistic,
 )
 from frameldp.core.mechanisms.registry import register
@@ -219,6 +220,10 @@ class RandomizedResponse(TwoStage, FrequencyEstimation):
     def report_bits(self) -> int:
         """``ceil(log2 k)`` bits a report."""
         return max(1, (self.num_buckets - 1).bit_length())
+
+    def costs(self, n: int = 1_000_000) -> OracleCosts:
+        """One keyed draw a report; a histogram of ``k`` labels a release."""
+        return OracleCosts(client=60, server=10 + self.num_buckets / max(n, 1))
 
     @cached_property
     def privacy(self) -> PrivacyGuarantee:
