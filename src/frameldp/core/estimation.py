@@ -278,7 +278,10 @@ def _direct(
             f"keep probability ({keep}) must exceed the other-bucket probability ({other}) "
             "to debias; the reports carry no information"
         )
-    counts = (np.asarray(report_counts, dtype=np.float64) - n * other) / (keep - other)
+    # (C - n other) / (keep - other), in place: the same operations in the same order.
+    counts = np.array(report_counts, dtype=np.float64)
+    counts -= n * other
+    counts /= keep - other
     plug_in = np.clip(counts, 0.0, np.asarray(n, dtype=np.float64))
     return counts, direct_variance(plug_in, n, keep, other)
 

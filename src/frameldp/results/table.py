@@ -290,9 +290,10 @@ class FrequencyTable:
             return [()], _joined([e.counts]), _joined([e.variances]), [e.n]
         groups = self.groups
         if isinstance(groups, TableGroups) and isinstance(groups.estimates, GroupEstimates):
-            stacked = groups.estimates
-            counts, variances = _joined([stacked.counts.ravel()]), stacked.variances.ravel()
-            return groups.keys, counts, _joined([variances]), stacked.n
+            stacked = groups.estimates  # (groups, k) arrays: their rows are the blocks
+            counts = np.asarray(stacked.counts, dtype=np.float64).ravel()
+            variances = np.asarray(stacked.variances, dtype=np.float64).ravel()
+            return groups.keys, counts, variances, stacked.n
         estimates = [group.estimate for group in groups]
         return (
             [group.key for group in groups],
