@@ -5,9 +5,9 @@ Three tables.
 **1. frameldp** (``--quick``: n = 20,000, k = 16, epsilon = 1). For each of
 ``RandomizedResponse`` (k-RR), ``Rappor``, ``OptimizedUnaryEncoding`` (OUE), ``LocalHashing``
 (OLH), ``SubsetSelection`` (SS) and ``HadamardResponse`` (HR), built as ``cls(epsilon,
-domain=range(k))`` at their variance-optimal settings, for k in {16, 1024} and epsilon in {1, 4},
-on n = 1,000,000 codes drawn from a Zipf law over ``range(k)`` (``P(j) ∝ (j + 1)^-1.1``, numpy
-``default_rng`` with a fixed seed: test data, not privacy noise):
+domain=range(k))`` at their variance-optimal settings, for k in {16, 1024, 16384} and epsilon in
+{1, 4}, on n = 1,000,000 codes drawn from a Zipf law over ``range(k)`` (``P(j) ∝ (j + 1)^-1.1``,
+numpy ``default_rng`` with a fixed seed: test data, not privacy noise):
 
 ``client``
     the protocol path the frame adapters take: ``mech.privatize_column(pa.array(codes),
@@ -128,7 +128,7 @@ ZIPF_EXPONENT: Final = 1.1
 NOISE_SEED: Final = 1
 FULL_N: Final = 1_000_000
 QUICK_N: Final = 20_000
-FULL_KS: Final = (16, 1024)
+FULL_KS: Final = (16, 1024, 16384)
 QUICK_KS: Final = (16,)
 FULL_EPSILONS: Final = (1.0, 4.0)
 QUICK_EPSILONS: Final = (1.0,)
