@@ -426,7 +426,7 @@ def test_the_choice_sets_aside_slow_or_large_reports_and_says_why() -> None:
     assert comparison.best.name == "local_hashing"
     aside = {c.name: c.set_aside for c in comparison.candidates if c.set_aside}
     assert set(aside) == {"optimized_unary_encoding", "subset_selection", "rappor"}
-    assert "more than 20x the fastest candidate's" in aside["subset_selection"]
+    assert "more than 20x the fastest client's" in aside["subset_selection"]
     text = comparison.explain()
     assert "Set aside:" in text
     assert "client us" in text
@@ -448,3 +448,29 @@ def test_the_choice_sets_aside_slow_or_large_reports_and_says_why() -> None:
         frameldp.choose_mechanism(1.0, domain=domain[:16], max_report_bytes=0)
     with pytest.raises(frameldp.ParameterError, match="fast and small enough"):
         frameldp.choose_mechanism(1.0, domain=domain[:1024], max_report_bytes=1)
+
+
+def test_a_small_release_is_fast_whatever_the_mechanism_and_preferences_keep_the_variance() -> None:
+    """(Newcomer review) A server's fixed cost spread over few reports does not set a
+    mechanism aside: a release under a second is fast. prefer="speed" / "size" never take a
+    variance beyond twice the smallest; the numeric choice refuses oracle preferences; a
+    release size that is not a count is refused."""
+    domain = list(range(16384))
+    small = frameldp.compare_mechanisms(4.0, domain=domain, n=1000)
+    assert small.best.name == "subset_selection"  # 25 ms of client for 1000 reports
+    assert not any(c.set_aside for c in small.candidates)
+    for prefer in ("speed", "size"):
+        comparison = frameldp.compare_mechanisms(1.0, domain=domain, prefer=prefer)
+        smallest = min(c.variance for c in comparison.candidates if c.eligible)
+        assert comparison.candidates[0].variance <= 2 * min(
+            c.variance for c in comparison.candidates
+        )
+        assert comparison.candidates[0].variance == smallest or prefer != "variance"
+        aside = {c.name: c.set_aside for c in comparison.candidates}
+        assert "within 2x the smallest" in aside["randomized_response"]
+    with pytest.raises(frameldp.ParameterError, match="choose among frequency oracles"):
+        frameldp.choose_mechanism(1.0, bounds=(0, 1), prefer="speed")
+    mech = frameldp.LocalHashing(1.0, domain=domain[:100])
+    for bad in (0, -5, 2.5, "x", True):
+        with pytest.raises(frameldp.ParameterError, match="n must be an integer"):
+            mech.costs(bad)

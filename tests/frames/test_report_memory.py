@@ -34,7 +34,7 @@ def test_a_batch_too_large_for_memory_is_refused_naming_the_column_and_what_fits
             ledger=ledger,
             budget="nightly",
         )
-    assert "batches of at most 98 rows" in str(raised.value)  # 50,000 // (500 + 8)
+    assert "at most 98 rows at a time" in str(raised.value)  # 50,000 // (500 + 8)
     pd.testing.assert_frame_equal(frame, before)
     assert ledger.spent("nightly") == 0  # nothing drawn, nothing charged
     check_report_memory({"x": wide}, 100)  # 100 rows fit

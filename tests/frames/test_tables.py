@@ -297,3 +297,26 @@ def _other(table: Any) -> Any:
     from dataclasses import replace
 
     return replace(table)
+
+
+def test_table_groups_read_like_the_tuple_they_were() -> None:
+    """(Newcomer review) A table's groups are built when asked for, and still compare,
+    concatenate, index and find like a tuple of TableGroup; group(key) finds its group by a
+    dictionary, not a scan."""
+    frame = pd.DataFrame({"x": np.arange(3000) % 4, "g": np.arange(3000) % 5})
+    reports = frame.ldp.krr("x", 1.0, domain=[0, 1, 2, 3], seed=1)
+    groups = reports.ldp.debias("x", by="g").groups
+    assert len(groups) == 5
+    assert groups == tuple(groups)
+    assert groups[0] is groups[0]
+    assert groups[0] in groups
+    assert groups.index(groups[2]) == 2
+    assert groups[-1].key == (4,)
+    assert groups[1:3] == (groups[1], groups[2])
+    assert groups + (groups[0],) == (*groups, groups[0])  # noqa: RUF005  # concatenation
+    assert (groups[0],) + groups == (groups[0], *groups)  # noqa: RUF005
+    assert "5 groups" in repr(groups)
+    with pytest.raises(IndexError):
+        groups[5]
+    assert groups.find((3,)) is groups[3]
+    assert groups.find((7,)) is None

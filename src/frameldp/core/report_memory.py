@@ -60,11 +60,12 @@ def check_report_memory(mechanisms: Mapping[Any, Any], rows: int) -> None:
     fitting = max(1, budget // max(1, sum(sizes.values())))
     raise ParameterError(
         f"column {shown(column)}: {mechanism.title} writes {sizes[column]:,} bytes a report, and "
-        f"{rows:,} rows of reports would take {_size(needed)}, more than a quarter of this "
-        f"machine's memory ({_size(4 * budget)}): use a mechanism of short reports (local "
-        "hashing or Hadamard response: a few bytes each, at nearly the same variance; "
-        "frameldp.compare_mechanisms shows them), or privatize in batches of at most "
-        f"{fitting:,} rows (a file with frameldp privatize --chunk-rows)",
+        f"{rows:,} rows of reports would take {_size(needed)}, more than {_size(budget)} (a "
+        f"quarter of this machine's {_size(4 * budget)} of memory): use a mechanism of short "
+        "reports (local hashing: a few bytes a report at nearly the same variance; "
+        "frameldp.compare_mechanisms(..., n=rows) compares them), or privatize at most "
+        f"{fitting:,} rows at a time (a Parquet file with frameldp privatize --chunk-rows "
+        f"{fitting})",
         column=column,
     )
 

@@ -63,14 +63,22 @@ class TableGroup:
     estimate: FrequencyEstimate
 
 
-@dataclass(frozen=True)
 class TableGroups(Sequence[TableGroup]):
-    """The groups of a grouped table, built when asked for: ``keys[g]`` and ``estimates[g]``
-    (a :class:`~frameldp.core.estimation.GroupEstimates` keeps 10^5 groups' estimates as a few
-    arrays, which the table's frame reads whole)."""
+    """The groups of a grouped table, a read-only sequence of :class:`TableGroup` that reads
+    like a tuple: ``keys[g]`` and ``estimates[g]`` (a
+    :class:`~frameldp.core.estimation.GroupEstimates` keeps 10^5 groups' estimates as a few
+    arrays, which the table's frame reads whole). A group is built the first time it is asked
+    for, and the same object is returned after that."""
 
-    keys: tuple[tuple[Any, ...], ...]
-    estimates: Sequence[FrequencyEstimate]
+    __slots__ = ("_built", "_index", "estimates", "keys")
+
+    def __init__(
+        self, keys: Sequence[tuple[Any, ...]], estimates: Sequence[FrequencyEstimate]
+    ) -> None:
+        self.keys = tuple(keys)
+        self.estimates = estimates
+        self._built: dict[int, TableGroup] = {}
+        self._index: dict[tuple[Any, ...], int] | None = None
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -84,7 +92,37 @@ class TableGroups(Sequence[TableGroup]):
     def __getitem__(self, index: int | slice) -> TableGroup | tuple[TableGroup, ...]:
         if isinstance(index, slice):
             return tuple(self[i] for i in range(*index.indices(len(self))))
-        return TableGroup(self.keys[index], self.estimates[index])
+        position = range(len(self))[index]  # IndexError out of range; negative from the end
+        group = self._built.get(position)
+        if group is None:
+            group = TableGroup(self.keys[position], self.estimates[position])
+            self._built[position] = group
+        return group
+
+    def find(self, key: tuple[Any, ...]) -> TableGroup | None:
+        """The group of ``key`` (canonical), found by a dictionary built on first use."""
+        if self._index is None:
+            self._index = {found: position for position, found in enumerate(self.keys)}
+        position = self._index.get(key)
+        return None if position is None else self[position]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, TableGroups | tuple | list):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # equal to tuples, which hash by value
+
+    def __add__(self, other: Sequence[TableGroup]) -> tuple[TableGroup, ...]:
+        return (*self, *other)
+
+    def __radd__(self, other: Sequence[TableGroup]) -> tuple[TableGroup, ...]:
+        return (*other, *self)
+
+    def __repr__(self) -> str:
+        shown_keys = ", ".join(repr(key) for key in self.keys[:3])
+        more = ", ..." if len(self) > 3 else ""
+        return f"TableGroups({len(self)} groups: {shown_keys}{more})"
 
 
 @dataclass(frozen=True, repr=False)
@@ -357,17 +395,15 @@ class FrequencyTable:
         if not self.by:
             raise ParameterError("group() needs a table debiased with by=...")
         wanted = canonical_key(tuple(key))
-        for group in self.groups:
-            if group.key == wanted:
-                flat = replace(
-                    self,
-                    estimate=group.estimate,
-                    n=group.estimate.n,
-                    by=(),
-                    groups=(),
-                    group_types=(),
-                )
-                return flat._framed(self._backend)
+        if isinstance(self.groups, TableGroups):
+            found = self.groups.find(wanted)
+        else:
+            found = next((group for group in self.groups if group.key == wanted), None)
+        if found is not None:
+            flat = replace(
+                self, estimate=found.estimate, n=found.estimate.n, by=(), groups=(), group_types=()
+            )
+            return flat._framed(self._backend)
         known = ", ".join(repr(g.key if len(g.key) > 1 else g.key[0]) for g in self.groups[:8])
         raise ParameterError(
             f"group {shown(wanted if len(wanted) != 1 else wanted[0])} is not in the table "

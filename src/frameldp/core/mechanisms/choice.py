@@ -21,9 +21,10 @@ few percent. Each oracle estimates its CPU time per report (client and server,
 :meth:`~.protocol.FrequencyOracle.costs`, a model fitted to the benchmarks), and by default the
 choice is the smallest
 variance among the candidates whose client and server each stay within ``max_slowdown`` (20)
-times the fastest candidate's, or under 5 us a report, and whose reports fit
-``max_report_bytes`` (4096). ``prefer="speed"`` takes the fastest of those, ``prefer="size"`` the
-shortest report; ``explain()`` shows every candidate's costs and why one was set aside.
+times the fastest client's and server's, or under 5 us a report (or a second for the whole
+release), and whose reports fit ``max_report_bytes`` (4096). ``prefer="speed"`` takes the
+fastest of those within twice the smallest variance, ``prefer="size"`` the shortest report
+within it; ``explain()`` shows every candidate's costs and why one was set aside.
 
 References
 ----------
@@ -59,8 +60,13 @@ __all__ = [
 # Two variances this close (relative) are a tie: the shorter report wins.
 _TIE = 1e-12
 # Client or server CPU per report below which no candidate is set aside for its speed (5 us:
-# five seconds a million reports).
+# five seconds a million reports), and a release's total below which none is (one second: a
+# server's fixed cost spread over few reports is still fast).
 _FAST_ENOUGH_NS = 5_000.0
+_FAST_ENOUGH_RELEASE_NS = 1e9
+# prefer="speed" and "size" choose among the candidates within this factor of the smallest
+# eligible variance: a shorter or faster report is not worth a table many times noisier.
+_VARIANCE_SLACK = 2.0
 # Reports assumed where n is not given (the server's fixed costs are spread over them).
 _DEFAULT_N = 1_000_000
 _PREFERENCES = ("variance", "speed", "size")
@@ -222,16 +228,20 @@ def compare_mechanisms(
 ) -> MechanismComparison:
     """Every registered frequency oracle at ``epsilon`` over ``domain``, the chosen first.
 
-    ``n`` (optional) expresses the variances and standard errors for ``n`` reports; it does not
-    change the ranking by variance (every variance is proportional to ``n``), only the server's
-    fixed costs per report. With ``epsilon_infinity``, the longitudinal candidates
+    ``n`` (optional) expresses the variances and standard errors for ``n`` reports (every
+    variance is proportional to ``n``) and the costs for a release of ``n`` reports (default
+    10^6): a server's fixed cost is spread over them, and a release whose client or server
+    takes under a second in all is never too slow, so a small ``n`` may choose a slower
+    mechanism than a large one. With ``epsilon_infinity``, the longitudinal candidates
     (:data:`~.protocol.Capability.MEMOIZATION`), each built with it: one report's end-to-end
     channel is the mechanism's own at its realized probabilities, so the same variance formula
     ranks them.
 
     A candidate is set aside when its client or server CPU per report exceeds ``max_slowdown``
-    times the fastest candidate's (and 5 us), or its report exceeds ``max_report_bytes``
-    (module docstring). ``prefer``: ``"variance"`` (default), ``"speed"`` or ``"size"``.
+    times the fastest client's or server's (and 5 us, and a second for the release), or its
+    report exceeds ``max_report_bytes`` (information bits / 8; module docstring). ``prefer``:
+    ``"variance"`` (default), ``"speed"`` or ``"size"``, these two among the candidates within
+    twice the smallest variance.
     """
     epsilon = check_epsilon("compare_mechanisms", "epsilon", epsilon)
     check_epsilon_infinity(epsilon, epsilon_infinity, "compare_mechanisms")
@@ -276,9 +286,20 @@ def compare_mechanisms(
         )
     if not candidates:
         raise ParameterError("no frequency oracle is registered")
-    candidates = _set_aside(candidates, max_slowdown, max_report_bytes)
+    candidates = _set_aside(candidates, max_slowdown, max_report_bytes, n or _DEFAULT_N)
     eligible = [c for c in candidates if c.eligible]
     best = min((c.variance for c in eligible), default=math.inf)
+    if prefer != "variance":
+        candidates = [
+            c
+            if not c.eligible or c.variance <= _VARIANCE_SLACK * best
+            else replace(
+                c,
+                set_aside=f"prefer={prefer!r} takes only variances within "
+                f"{_VARIANCE_SLACK:g}x the smallest",
+            )
+            for c in candidates
+        ]
 
     def rank(candidate: Candidate) -> tuple[bool, float, float, int, str]:
         tied = math.isfinite(best) and candidate.variance <= best * (1 + _TIE)
@@ -296,14 +317,17 @@ def compare_mechanisms(
 
 
 def _set_aside(
-    candidates: list[Candidate], max_slowdown: float, max_report_bytes: float
+    candidates: list[Candidate], max_slowdown: float, max_report_bytes: float, n: int
 ) -> list[Candidate]:
-    """``candidates`` with the reason each one too slow or too large is set aside."""
+    """``candidates`` with the reason each one too slow or too large is set aside: its client
+    (or server) CPU per report above ``max_slowdown`` times the fastest client's (server's),
+    5 us a report and one second for the ``n`` reports of a release."""
     costed = [c.costs for c in candidates if c.costs is not None]
     if not costed:
         return candidates
-    client = max(_FAST_ENOUGH_NS, max_slowdown * min(c.client for c in costed))
-    server = max(_FAST_ENOUGH_NS, max_slowdown * min(c.server for c in costed))
+    floor = max(_FAST_ENOUGH_NS, _FAST_ENOUGH_RELEASE_NS / n)
+    client = max(floor, max_slowdown * min(c.client for c in costed))
+    server = max(floor, max_slowdown * min(c.server for c in costed))
     out = []
     for candidate in candidates:
         reasons = []
@@ -320,7 +344,7 @@ def _set_aside(
                 if cost > limit:
                     reasons.append(
                         f"its {side} takes about {cost / 1000:.3g} us a report, more than "
-                        f"{max_slowdown:g}x the fastest candidate's"
+                        f"{max_slowdown:g}x the fastest {side}'s and {floor / 1000:.3g} us"
                     )
         out.append(replace(candidate, set_aside="; ".join(reasons)))
     return out
@@ -364,6 +388,13 @@ def choose_mechanism(
     'hybrid'
     """
     if bounds is not None:
+        if (prefer, max_slowdown, max_report_bytes) != ("variance", 20.0, 4096):
+            raise ParameterError(
+                "choose_mechanism: prefer=, max_slowdown= and max_report_bytes= choose among "
+                "frequency oracles (domain=); with bounds= the mean mechanism of smallest "
+                "worst-case variance is chosen",
+                parameter="prefer",
+            )
         if domain is not None:
             raise ParameterError(
                 "choose_mechanism: give a domain (categories) or bounds (numbers), not both"

@@ -32,6 +32,7 @@ from frameldp.core.mechanisms.protocol import (
     GroupStatistics,
     OracleCosts,
     Statistic,
+    release_size,
 )
 from frameldp.core.mechanisms.registry import register
 from frameldp.core.randomness import PRECISION_BITS, RandomSource, code_bytes
@@ -187,7 +188,7 @@ class HadamardResponse(FrequencyEstimation):
         Walsh-Hadamard transform of it (``K log2 K``) a release."""
         size = self.num_columns
         transform = size * max(1, size.bit_length() - 1)
-        return OracleCosts(client=70, server=5 + 2 * transform / max(n, 1))
+        return OracleCosts(client=70, server=5 + 2 * transform / release_size(n))
 
     @cached_property
     def privacy(self) -> PrivacyGuarantee:

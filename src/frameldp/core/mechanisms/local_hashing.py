@@ -73,6 +73,7 @@ from frameldp.core.mechanisms.protocol import (
     FrequencyEstimation,
     OracleCosts,
     Statistic,
+    release_size,
 )
 from frameldp.core.mechanisms.registry import register
 from frameldp.core.randomness import PRECISION_BITS, RandomSource, Rows, code_bytes
@@ -361,14 +362,17 @@ class LocalHashing(TwoStage, FrequencyEstimation):
     def costs(self, n: int = 1_000_000) -> OracleCosts:
         """A seed, a hash of ``m`` digits and k-RR over ``g`` a report; the server's fixed
         cost a release is the cheaper of its two methods (:meth:`support_counts`)."""
+        n = release_size(n)
         g, m, k = self._g, self._num_digits, self.domain.size
         cells = g ** (m + 1)
         transform = cells * (m + 1) * max(1.0, math.log2(g)) + 2 * k * g
         if cells > _TRANSFORM_CELLS:
             transform = math.inf
         lookup = n * math.log2(n + 2) + 2 * k * min(n, self.num_seeds) * m
-        fixed = min(transform, lookup)
-        return OracleCosts(client=150 + 20 * m, server=15 + fixed / max(n, 1))
+        # About 7 ns an operation of either method (measured: 0.02 s at k = 1024, eps = 4 and
+        # 1.2 s at k = 16384, eps = 4, by the transform).
+        fixed = 7 * min(transform, lookup)
+        return OracleCosts(client=150 + 20 * m, server=15 + fixed / n)
 
     @cached_property
     def privacy(self) -> PrivacyGuarantee:

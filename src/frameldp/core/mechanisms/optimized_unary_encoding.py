@@ -49,6 +49,7 @@ from frameldp.core.mechanisms.protocol import (
     GroupStatistics,
     OracleCosts,
     Statistic,
+    release_size,
 )
 from frameldp.core.mechanisms.registry import register
 from frameldp.core.randomness import PRECISION_BITS, RandomSource, Rows
@@ -204,6 +205,7 @@ class OptimizedUnaryEncoding(TwoStage, FrequencyEstimation):
 
     def costs(self, n: int = 1_000_000) -> OracleCosts:
         """A keyed bit per bucket, drawn 64 at a time; bit sums over ``k`` bits."""
+        release_size(n)
         return OracleCosts(client=60 + 0.6 * self.num_bits, server=5 + 0.07 * self.num_bits)
 
     @cached_property

@@ -73,6 +73,7 @@ __all__ = [
     "Randomizer",
     "Statistic",
     "memoizes",
+    "release_size",
     "spec_fingerprint",
 ]
 
@@ -432,6 +433,13 @@ class OracleCosts:
     def total(self) -> float:
         """Client and server together."""
         return self.client + self.server
+
+
+def release_size(n: object) -> int:
+    """``n``, the reports of a release whose costs are estimated: an integer >= 1."""
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+        raise ParameterError(f"costs: n must be an integer >= 1, got {n!r:.40}", parameter="n")
+    return int(n)
 
 
 class FrequencyOracle(FrequencyEstimator, Protocol):

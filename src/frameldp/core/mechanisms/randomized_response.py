@@ -46,6 +46,7 @@ from frameldp.core.mechanisms.protocol import (
     GroupStatistics,
     OracleCosts,
     Statistic,
+    release_size,
 )
 from frameldp.core.mechanisms.registry import register
 from frameldp.core.randomness import (
@@ -223,7 +224,7 @@ class RandomizedResponse(TwoStage, FrequencyEstimation):
 
     def costs(self, n: int = 1_000_000) -> OracleCosts:
         """One keyed draw a report; a histogram of ``k`` labels a release."""
-        return OracleCosts(client=60, server=10 + self.num_buckets / max(n, 1))
+        return OracleCosts(client=60, server=10 + self.num_buckets / release_size(n))
 
     @cached_property
     def privacy(self) -> PrivacyGuarantee:

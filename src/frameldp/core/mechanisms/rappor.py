@@ -54,6 +54,7 @@ from frameldp.core.mechanisms.protocol import (
     GroupStatistics,
     OracleCosts,
     Statistic,
+    release_size,
 )
 from frameldp.core.mechanisms.registry import register
 from frameldp.core.randomness import PRECISION_BITS, RandomSource, dyadic_at_least
@@ -267,6 +268,7 @@ class Rappor(TwoStage, FrequencyEstimation):
 
     def costs(self, n: int = 1_000_000) -> OracleCosts:
         """A keyed bit per bucket, drawn 64 at a time; bit sums over ``k`` bits."""
+        release_size(n)
         return OracleCosts(client=60 + 0.6 * self.num_bits, server=5 + 0.07 * self.num_bits)
 
     @cached_property

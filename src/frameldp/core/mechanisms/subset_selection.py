@@ -39,6 +39,7 @@ from frameldp.core.mechanisms.protocol import (
     GroupStatistics,
     OracleCosts,
     Statistic,
+    release_size,
 )
 from frameldp.core.mechanisms.registry import register
 from frameldp.core.randomness import PRECISION_BITS, RandomSource, Rows
@@ -448,6 +449,7 @@ class SubsetSelection(TwoStage, FrequencyEstimation):
     def costs(self, n: int = 1_000_000) -> OracleCosts:
         """OUE's bits, then the size corrections drawn by rejection (about 0.4 us a row);
         bit sums and each report's size checked."""
+        release_size(n)
         return OracleCosts(client=400 + 1.5 * self.num_bits, server=20 + 0.1 * self.num_bits)
 
     @cached_property
