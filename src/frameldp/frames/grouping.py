@@ -176,16 +176,27 @@ def _joint(
     columns: tuple[str, str],
     names: tuple[tuple[str, ...], tuple[str, ...]],
 ) -> JointStatistic:
-    reports = []
-    for mechanism, column, given in zip(mechanisms, columns, names, strict=True):
-        own = mechanism.report_columns(column)
-        reports.append(
-            {name: arrays[frame_name] for name, frame_name in zip(own, given, strict=True)}
-        )
+    reports = _named_reports(arrays, mechanisms, columns, names)
     with column_context(f"{columns[0]}, {columns[1]}"):
         return joint_statistic(
             mechanisms[0], reports[0], mechanisms[1], reports[1], columns=columns
         )
+
+
+def _named_reports(
+    arrays: Mapping[str, pa.Array],
+    mechanisms: tuple[FrequencyOracle, FrequencyOracle],
+    columns: tuple[str, str],
+    names: tuple[tuple[str, ...], tuple[str, ...]],
+) -> list[dict[str, pa.Array]]:
+    """Each column's report arrays under the names its mechanism gives them."""
+    return [
+        {name: arrays[given_name] for name, given_name in zip(own, given, strict=True)}
+        for own, given in (
+            (mechanism.report_columns(column), given)
+            for mechanism, column, given in zip(mechanisms, columns, names, strict=True)
+        )
+    ]
 
 
 def _joint_groups(
@@ -197,12 +208,7 @@ def _joint_groups(
     columns: tuple[str, str],
     names: tuple[tuple[str, ...], tuple[str, ...]],
 ) -> StatisticList:
-    reports = []
-    for mechanism, column, given in zip(mechanisms, columns, names, strict=True):
-        own = mechanism.report_columns(column)
-        reports.append(
-            {name: arrays[frame_name] for name, frame_name in zip(own, given, strict=True)}
-        )
+    reports = _named_reports(arrays, mechanisms, columns, names)
     with column_context(f"{columns[0]}, {columns[1]}"):
         statistics = joint_statistics_by_group(
             mechanisms[0],

@@ -23,11 +23,11 @@ from frameldp.core.estimation import (
     debias_direct_counts,
     debias_direct_groups,
 )
-from frameldp.core.group_counting import group_bincount
 from frameldp.core.mechanisms._noise import noise_numerator
 from frameldp.core.mechanisms._spec import fingerprint
 from frameldp.core.mechanisms.protocol import (
     Capability,
+    CodeReportsByGroup,
     FrequencyEstimation,
     GroupStatistics,
     OracleCosts,
@@ -70,7 +70,7 @@ def walsh_hadamard(values: NDArray[np.int64]) -> NDArray[np.int64]:
 
 @register("hadamard_response")
 @dataclass(frozen=True)
-class HadamardResponse(FrequencyEstimation):
+class HadamardResponse(CodeReportsByGroup, FrequencyEstimation):
     r"""Hadamard response over a public domain of ``k`` buckets.
 
     ``K`` is the smallest power of two above ``k``; value ``x`` owns row ``x + 1`` of the
@@ -276,18 +276,12 @@ class HadamardResponse(FrequencyEstimation):
         histogram = np.bincount(values, minlength=self.num_columns).astype(np.int64)
         return Statistic((histogram,), values.size)
 
-    def statistics_by_group(
-        self,
-        reports: Mapping[str, pa.Array],
-        groups: NDArray[np.int64],
-        num_groups: int,
-        *,
-        column: str,
-    ) -> GroupStatistics:
-        """Reports per (group, ``y``)."""
+    def report_codes(
+        self, reports: Mapping[str, pa.Array], column: str
+    ) -> tuple[NDArray[np.int64], int]:
+        """The reported columns ``y`` of ``[0, K)``."""
         values = integer_reports(reports[column], self.num_columns, column, self.title)
-        histograms = group_bincount(values, groups, num_groups, self.num_columns)
-        return GroupStatistics((histograms,), histograms.sum(axis=1))
+        return values, self.num_columns
 
     def estimates_by_group(self, statistics: GroupStatistics) -> GroupEstimates:
         """:meth:`debias` of every group's histogram."""

@@ -35,7 +35,6 @@ from frameldp.core.estimation import (
     debias_direct_counts,
     debias_direct_groups,
 )
-from frameldp.core.group_counting import group_bit_sums, group_sizes
 from frameldp.core.mechanisms._longitudinal import (
     TwoStage,
     chained_move,
@@ -44,6 +43,7 @@ from frameldp.core.mechanisms._longitudinal import (
 from frameldp.core.mechanisms._memo import row_digests
 from frameldp.core.mechanisms._noise import noise_numerator
 from frameldp.core.mechanisms.protocol import (
+    BitReportsByGroup,
     Capability,
     FrequencyEstimation,
     GroupStatistics,
@@ -63,7 +63,7 @@ _HALF: Final = _ONE >> 1
 
 @register("optimized_unary_encoding")
 @dataclass(frozen=True)
-class OptimizedUnaryEncoding(TwoStage, FrequencyEstimation):
+class OptimizedUnaryEncoding(TwoStage, BitReportsByGroup, FrequencyEstimation):
     r"""Optimized unary encoding over a public domain of ``k`` buckets.
 
     A value is one-hot encoded in ``k`` bits; the bit of the true value is reported as 1 with
@@ -320,18 +320,11 @@ class OptimizedUnaryEncoding(TwoStage, FrequencyEstimation):
         packed = packed_bits(reports[column], self.num_bits, column, self.title)
         return Statistic((count_bits(packed, self.num_bits),), packed.shape[0])
 
-    def statistics_by_group(
-        self,
-        reports: Mapping[str, pa.Array],
-        groups: NDArray[np.int64],
-        num_groups: int,
-        *,
-        column: str,
-    ) -> GroupStatistics:
-        """Per-bit sums of each group's reports."""
-        packed = packed_bits(reports[column], self.num_bits, column, self.title)
-        sums = group_bit_sums(packed, groups, num_groups, self.num_bits)
-        return GroupStatistics((sums,), group_sizes(groups, num_groups))
+    def packed_reports(
+        self, reports: Mapping[str, pa.Array], column: str
+    ) -> tuple[NDArray[np.uint8], int]:
+        """The packed reports (``k`` bits each)."""
+        return packed_bits(reports[column], self.num_bits, column, self.title), self.num_bits
 
     def estimates_by_group(self, statistics: GroupStatistics) -> GroupEstimates:
         """:meth:`debias` of every group's bit sums."""

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from frameldp.core.group_counting import group_bincount, group_bit_sums, group_sizes
 from frameldp.core.mechanisms._spec import fingerprint
 from frameldp.errors import ParameterError
 
@@ -56,7 +57,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "OPEN_DOMAIN",
+    "BitReportsByGroup",
     "Capability",
+    "CodeReportsByGroup",
     "Decoder",
     "Discoverer",
     "Estimate",
@@ -361,6 +364,56 @@ class FrequencyEstimation:
     def finish(self, statistic: Statistic) -> FrequencyEstimate:
         """The debiased counts of ``statistic`` (:meth:`debias`)."""
         return self.debias(statistic)
+
+
+class BitReportsByGroup:
+    """The :meth:`GroupEstimator.statistics_by_group` of packed bit-vector reports (RAPPOR,
+    OUE, subset selection): per-bit sums of each group's reports, from
+    :meth:`packed_reports`."""
+
+    def packed_reports(
+        self, reports: Mapping[str, pa.Array], column: str
+    ) -> tuple[NDArray[np.uint8], int]:  # pragma: no cover - defined by every subclass
+        """The checked ``(n, width)`` packed reports of ``column`` and their number of bits."""
+        raise NotImplementedError
+
+    def statistics_by_group(
+        self,
+        reports: Mapping[str, pa.Array],
+        groups: NDArray[np.int64],
+        num_groups: int,
+        *,
+        column: str,
+    ) -> GroupStatistics:
+        """Per-bit sums of each group's reports."""
+        packed, num_bits = self.packed_reports(reports, column)
+        sums = group_bit_sums(packed, groups, num_groups, num_bits)
+        return GroupStatistics((sums,), group_sizes(groups, num_groups))
+
+
+class CodeReportsByGroup:
+    """The :meth:`GroupEstimator.statistics_by_group` of reports that are codes (k-RR's
+    labels, Hadamard response's columns): a histogram of each group's codes, from
+    :meth:`report_codes`."""
+
+    def report_codes(
+        self, reports: Mapping[str, pa.Array], column: str
+    ) -> tuple[NDArray[np.int64], int]:  # pragma: no cover - defined by every subclass
+        """The checked codes of ``column``'s reports and how many codes there are."""
+        raise NotImplementedError
+
+    def statistics_by_group(
+        self,
+        reports: Mapping[str, pa.Array],
+        groups: NDArray[np.int64],
+        num_groups: int,
+        *,
+        column: str,
+    ) -> GroupStatistics:
+        """Reports per (group, code)."""
+        codes, size = self.report_codes(reports, column)
+        counts = group_bincount(codes, groups, num_groups, size)
+        return GroupStatistics((counts,), counts.sum(axis=1))
 
 
 class Memoizing(Mechanism, Protocol):

@@ -32,7 +32,6 @@ from frameldp.core.estimation import (
     debias_direct_counts,
     debias_direct_groups,
 )
-from frameldp.core.group_counting import group_bincount
 from frameldp.core.mechanisms._longitudinal import (
     TwoStage,
     chained_move,
@@ -42,6 +41,7 @@ from frameldp.core.mechanisms._memo import row_digests
 from frameldp.core.mechanisms._noise import noise_numerator
 from frameldp.core.mechanisms.protocol import (
     Capability,
+    CodeReportsByGroup,
     FrequencyEstimation,
     GroupStatistics,
     OracleCosts,
@@ -63,7 +63,7 @@ _ONE: Final = 1 << PRECISION_BITS
 
 @register("randomized_response")
 @dataclass(frozen=True)
-class RandomizedResponse(TwoStage, FrequencyEstimation):
+class RandomizedResponse(TwoStage, CodeReportsByGroup, FrequencyEstimation):
     r"""k-ary randomized response over a public domain of ``k`` buckets.
 
     Report the true bucket with probability ``p = e^epsilon / (e^epsilon + k - 1)``, otherwise
@@ -368,18 +368,12 @@ class RandomizedResponse(TwoStage, FrequencyEstimation):
         counts = label_counts(reports[column], self.domain, column)
         return Statistic((counts,), int(counts.sum()))
 
-    def statistics_by_group(
-        self,
-        reports: Mapping[str, pa.Array],
-        groups: NDArray[np.int64],
-        num_groups: int,
-        *,
-        column: str,
-    ) -> GroupStatistics:
-        """Reports per (group, label)."""
+    def report_codes(
+        self, reports: Mapping[str, pa.Array], column: str
+    ) -> tuple[NDArray[np.int64], int]:
+        """The reported labels' bucket codes."""
         codes = value_codes(combined(reports[column]), self.domain.as_reported(), column)
-        counts = group_bincount(codes, groups, num_groups, self.num_buckets)
-        return GroupStatistics((counts,), counts.sum(axis=1))
+        return codes, self.num_buckets
 
     def estimates_by_group(self, statistics: GroupStatistics) -> GroupEstimates:
         """:meth:`debias` of every group's histogram."""

@@ -38,7 +38,6 @@ from frameldp.core.estimation import (
     debias_unary_counts,
     debias_unary_groups,
 )
-from frameldp.core.group_counting import group_bit_sums, group_sizes
 from frameldp.core.mechanisms._longitudinal import (
     TwoStage,
     chained_move,
@@ -49,6 +48,7 @@ from frameldp.core.mechanisms._longitudinal import (
 from frameldp.core.mechanisms._memo import row_digests
 from frameldp.core.mechanisms._noise import FLOAT_MARGIN
 from frameldp.core.mechanisms.protocol import (
+    BitReportsByGroup,
     Capability,
     FrequencyEstimation,
     GroupStatistics,
@@ -75,7 +75,7 @@ def _flip_numerator(epsilon: float, max_weight: int) -> int:
 
 @register("rappor")
 @dataclass(frozen=True)
-class Rappor(TwoStage, FrequencyEstimation):
+class Rappor(TwoStage, BitReportsByGroup, FrequencyEstimation):
     r"""RAPPOR bit-vector randomized response over a public domain.
 
     A value is one-hot encoded in ``k = domain.size`` bits (a set of at most ``max_weight = m``
@@ -495,18 +495,11 @@ class Rappor(TwoStage, FrequencyEstimation):
         packed = packed_bits(reports[column], self.num_bits, column)
         return Statistic((count_bits(packed, self.num_bits).astype(np.int64),), packed.shape[0])
 
-    def statistics_by_group(
-        self,
-        reports: Mapping[str, pa.Array],
-        groups: NDArray[np.int64],
-        num_groups: int,
-        *,
-        column: str,
-    ) -> GroupStatistics:
-        """Per-bit sums of each group's reports."""
-        packed = packed_bits(reports[column], self.num_bits, column)
-        sums = group_bit_sums(packed, groups, num_groups, self.num_bits)
-        return GroupStatistics((sums,), group_sizes(groups, num_groups))
+    def packed_reports(
+        self, reports: Mapping[str, pa.Array], column: str
+    ) -> tuple[NDArray[np.uint8], int]:
+        """The packed reports (``k`` bits each)."""
+        return packed_bits(reports[column], self.num_bits, column), self.num_bits
 
     def estimates_by_group(self, statistics: GroupStatistics) -> GroupEstimates:
         """:meth:`debias` of every group's bit sums."""

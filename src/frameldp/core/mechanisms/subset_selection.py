@@ -25,7 +25,6 @@ from frameldp.core.estimation import (
     debias_direct_groups,
     mean_direct_variance,
 )
-from frameldp.core.group_counting import group_bit_sums, group_sizes
 from frameldp.core.mechanisms._longitudinal import (
     TwoStage,
     check_epsilon_infinity,
@@ -34,6 +33,7 @@ from frameldp.core.mechanisms._longitudinal import (
 from frameldp.core.mechanisms._memo import row_digests
 from frameldp.core.mechanisms._noise import noise_numerator
 from frameldp.core.mechanisms.protocol import (
+    BitReportsByGroup,
     Capability,
     FrequencyEstimation,
     GroupStatistics,
@@ -262,7 +262,7 @@ _MASKS: Final = (0x80 >> np.arange(8)).astype(np.uint8)
 
 @register("subset_selection")
 @dataclass(frozen=True)
-class SubsetSelection(TwoStage, FrequencyEstimation):
+class SubsetSelection(TwoStage, BitReportsByGroup, FrequencyEstimation):
     r"""Subset selection over a public domain of ``k`` buckets.
 
     Each report is a subset ``S`` of ``d`` of the ``k`` values: it holds the true value with
@@ -592,18 +592,11 @@ class SubsetSelection(TwoStage, FrequencyEstimation):
         packed = self._reports(reports, column)
         return Statistic((count_bits(packed, self.num_bits),), packed.shape[0])
 
-    def statistics_by_group(
-        self,
-        reports: Mapping[str, pa.Array],
-        groups: NDArray[np.int64],
-        num_groups: int,
-        *,
-        column: str,
-    ) -> GroupStatistics:
-        """How many of each group's reports hold each value."""
-        packed = self._reports(reports, column)
-        sums = group_bit_sums(packed, groups, num_groups, self.num_bits)
-        return GroupStatistics((sums,), group_sizes(groups, num_groups))
+    def packed_reports(
+        self, reports: Mapping[str, pa.Array], column: str
+    ) -> tuple[NDArray[np.uint8], int]:
+        """The packed reports, each checked to hold ``d`` values."""
+        return self._reports(reports, column), self.num_bits
 
     def estimates_by_group(self, statistics: GroupStatistics) -> GroupEstimates:
         """:meth:`debias` of every group's counts."""
