@@ -38,3 +38,28 @@ def test_a_batch_too_large_for_memory_is_refused_naming_the_column_and_what_fits
     pd.testing.assert_frame_equal(frame, before)
     assert ledger.spent("nightly") == 0  # nothing drawn, nothing charged
     check_report_memory({"x": wide}, 100)  # 100 rows fit
+
+
+def test_a_duckdb_relation_is_checked_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """(Attack review) A DuckDB relation's reports come back as one Arrow table: every row
+    counts, although each batch would fit."""
+    import duckdb
+
+    monkeypatch.setattr(report_memory, "memory_budget", lambda: 100_000)
+    connection = duckdb.connect()
+    relation = connection.sql("SELECT (i % 7)::BIGINT AS x FROM range(5000) t(i)")
+    wide = frameldp.OptimizedUnaryEncoding(1.0, domain=list(range(800)))  # 100 bytes
+    with pytest.raises(frameldp.ParameterError, match="5,000 rows of reports"):
+        frameldp.ldp(relation).privatize({"x": wide})
+    assert len(frameldp.ldp(relation.limit(900)).privatize({"x": wide})) == 900
+
+
+def test_the_budget_is_a_quarter_of_the_smaller_of_memory_and_a_container_limit(
+    monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    limit = tmp_path / "memory.max"
+    limit.write_text("4000000\n")
+    monkeypatch.setattr(report_memory, "_CGROUP_V2", str(limit))
+    assert memory_budget() == 1_000_000
+    limit.write_text("max\n")  # no limit
+    assert memory_budget() > 1_000_000

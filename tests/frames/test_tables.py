@@ -320,3 +320,47 @@ def test_table_groups_read_like_the_tuple_they_were() -> None:
         groups[5]
     assert groups.find((3,)) is groups[3]
     assert groups.find((7,)) is None
+
+
+def test_attack_review_grouped_tables_refuse_other_reports_and_merge_collapsed_keys(
+    tmp_path: Any,
+) -> None:
+    """(Attack review) A table by groups checks bit reports' padding as the flat one does;
+    key values that are one Python value (nanoseconds of a time64[ns]) are one group whatever
+    the batches; keys of types that do not compare in Arrow sort in Python; a CSV file's
+    batches hold at most --chunk-rows rows."""
+    import pyarrow as pa
+
+    from frameldp.cli._inputs import batches
+    from frameldp.frames.grouping import sorted_order
+
+    dom8 = list("abcdefgh")
+    frame = pd.DataFrame({"x": [dom8[i % 8] for i in range(400)], "g": [i % 2 for i in range(400)]})
+    reports = frame.ldp.privatize({"x": frameldp.OptimizedUnaryEncoding(1.0, domain=dom8)}, seed=1)
+    plain = pa.Table.from_pandas(reports, preserve_index=False)
+    plain = plain.cast(pa.schema([("x", pa.binary(1)), ("g", pa.int64())]))
+    wrong = frameldp.OptimizedUnaryEncoding(1.0, domain=dom8[:5])
+    for by in (None, "g"):
+        with pytest.raises(FrameLDPError, match="bits set beyond bit 5"):
+            frameldp.ldp(plain).debias("x", wrong, by=by)
+
+    times = pa.array([1, 2] * 100, pa.time64("ns"))  # 1 ns and 2 ns: one datetime.time
+    krr = frameldp.RandomizedResponse(1.0, domain=["a", "b"])
+    table = pa.table({"x": ["a", "b"] * 100, "t": times})
+    released = frameldp.ldp(table).privatize({"x": krr}, seed=1)
+    whole = frameldp.ldp(released).debias("x", by="t")
+    assert [group.estimate.n for group in whole.groups] == [200]
+    reader = pa.RecordBatchReader.from_batches(
+        released.schema, released.to_batches(max_chunksize=7)
+    )
+    batched = frameldp.ldp(reader).debias("x", by="t")
+    np.testing.assert_array_equal(
+        batched.groups[0].estimate.counts, whole.groups[0].estimate.counts
+    )
+
+    assert list(sorted_order([(2**63 + 1,), (0,), (2**63,)], (pa.int64(),))) == [1, 2, 0]
+
+    path = tmp_path / "narrow.csv"
+    path.write_text("x\n" + "a\n" * 3000)
+    sizes = [batch.num_rows for batch in batches(path, ["x"], chunk_rows=800)]
+    assert sizes == [800, 800, 800, 600]

@@ -221,7 +221,7 @@ def batches(
     keep_empty_lines: bool = False,
     numbers: Sequence[str] = (),
 ) -> Iterator[pa.RecordBatch]:
-    """The ``columns`` of a file, ``chunk_rows`` rows at a time (CSV: about as many).
+    """The ``columns`` of a file, at most ``chunk_rows`` rows at a time.
 
     Memory is bounded by one batch (and, for Parquet, one row group of the named columns).
     CSV columns in ``strings`` (default: all of them but ``numbers``) are read as text, and those
@@ -243,7 +243,12 @@ def batches(
     with _csv_reader(
         path, columns, strings, block, keep_empty_lines=keep_empty_lines, numbers=numbers
     ) as reader:
-        chunks = (batch.select(list(columns)) for batch in reader)
+        # Blocks of at least 1 MiB hold more rows than chunk_rows when rows are narrow: slice.
+        chunks = (
+            batch.select(list(columns)).slice(start, chunk_rows)
+            for batch in reader
+            for start in range(0, batch.num_rows, chunk_rows)
+        )
         yield from _at_least_one(chunks, reader.schema, columns)
 
 

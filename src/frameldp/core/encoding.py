@@ -56,6 +56,7 @@ __all__ = [
     "OTHER",
     "BloomEncoder",
     "Domain",
+    "check_padding",
     "count_bits",
     "held_exactly",
     "k_hot_packed",
@@ -533,7 +534,7 @@ def padding_mask(num_bits: int) -> int:
     return 0xFF >> (num_bits % 8) if num_bits % 8 else 0
 
 
-def _check_padding(packed: NDArray[np.uint8], num_bits: int) -> None:
+def check_padding(packed: NDArray[np.uint8], num_bits: int) -> None:
     """Refuse rows with bits set past bit ``num_bits`` (another mechanism's reports)."""
     padding = padding_mask(num_bits)
     if padding and packed.shape[0] and np.bitwise_and(packed[:, -1], np.uint8(padding)).any():
@@ -545,7 +546,7 @@ def _check_padding(packed: NDArray[np.uint8], num_bits: int) -> None:
 
 def report_bits_matrix(packed: NDArray[np.uint8], num_bits: int) -> NDArray[np.uint8]:
     """``(n, k)`` 0/1 of packed report rows whose padding bits are checked to be clear."""
-    _check_padding(packed, num_bits)
+    check_padding(packed, num_bits)
     return unpack_bits(packed, num_bits)
 
 
@@ -559,7 +560,7 @@ def count_bits(packed: NDArray[np.uint8], num_bits: int) -> NDArray[np.int64]:
         )
     if packed.dtype != np.uint8:
         raise ParameterError(f"reports must be packed bytes (uint8), got {packed.dtype}")
-    _check_padding(packed, num_bits)
+    check_padding(packed, num_bits)
     return count_packed_bits(packed, num_bits)
 
 

@@ -37,7 +37,8 @@ def group_bit_sums(
     packed: NDArray[np.uint8], groups: NDArray[np.int64], num_groups: int, num_bits: int
 ) -> NDArray[np.int64]:
     """``(num_groups, num_bits)``: each group's per-bit totals of packed report rows
-    (``numpy.unpackbits`` order; padding checked by the caller).
+    (``numpy.unpackbits`` order; the caller checks the padding bits,
+    :func:`~frameldp.core.encoding.check_padding`).
 
     The rows are ordered by group and unpacked a block at a time; each group's run of rows
     within a block is summed by ``numpy.add.reduceat``, so memory is one block of unpacked

@@ -3,7 +3,9 @@
 Unary encodings (RAPPOR, OUE, subset selection) write one bit per bucket: at ``k = 10^6`` a report
 is 125 KB, and 10^5 rows of them are 12.5 GB. frameldp refuses such a batch before drawing any
 report, naming the column and what would fit, instead of failing with numpy's ``MemoryError``
-(or the system's out-of-memory killer) half way (issue 41). The budget is a quarter of this
+(or the system's out-of-memory killer) half way (issue 41). An engine that holds every batch's
+reports at once (a DuckDB relation's reports come back as one Arrow table) checks all its rows;
+a streaming engine checks each batch. The budget is a quarter of this
 machine's physical memory: the packed reports, their Arrow column and the frame they are
 returned in are held together for a moment, about three times the reports' bytes.
 """
@@ -22,16 +24,36 @@ __all__ = ["check_report_memory", "memory_budget", "report_bytes"]
 
 # The physical memory assumed where the system does not say.
 _FALLBACK_MEMORY: Final = 8 << 30
+_CGROUP_V2: Final = "/sys/fs/cgroup/memory.max"
+_CGROUP_V1: Final = "/sys/fs/cgroup/memory/memory.limit_in_bytes"
 
 
 def memory_budget() -> int:
-    """A quarter of this machine's physical memory, in bytes (of 8 GiB where it cannot be
-    read)."""
+    """A quarter of the memory this process may use, in bytes: the machine's physical memory,
+    or a container's limit (cgroup ``memory.max``) where it is smaller; of 8 GiB where neither
+    can be read."""
     try:
         total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
         total = 0
-    return int(total if total > 0 else _FALLBACK_MEMORY) // 4
+    limits = [int(total)] if total > 0 else []
+    limit = _cgroup_limit()
+    if limit is not None:
+        limits.append(limit)
+    return (min(limits) if limits else _FALLBACK_MEMORY) // 4
+
+
+def _cgroup_limit() -> int | None:
+    """The cgroup (v2, else v1) memory limit of this process, when there is one."""
+    for path in (_CGROUP_V2, _CGROUP_V1):
+        try:
+            with open(path) as file:
+                text = file.read().strip()
+        except OSError:
+            continue
+        if text.isdigit() and 0 < int(text) < 1 << 60:  # v1 writes a huge number for none
+            return int(text)
+    return None
 
 
 def report_bytes(mechanism: Any, column: str = "c") -> int:

@@ -42,6 +42,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from frameldp.core.mechanisms import Mechanism
+from frameldp.core.report_memory import check_report_memory
 from frameldp.errors import FrameLDPError, ParameterError, shown
 from frameldp.frames._arrow import ArrowAdapter, StreamRelease
 from frameldp.frames.engine import Gather, LocalFrame, Privatization, register_engine
@@ -250,6 +251,8 @@ class DuckDBEngine:
         """The reports as a pyarrow Table, charged once they all exist (see the module
         docstring)."""
         columns = self.columns()
+        # Every batch's reports are held at once in the returned table: all rows must fit.
+        check_report_memory(request.mechanisms, self.num_rows())
         if request.user is not None:  # each person's rows are counted over every row first
             table = self._read(columns)
             return cast(pa.Table, InMemoryEngine(table, ArrowAdapter()).privatize(request))

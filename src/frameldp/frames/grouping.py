@@ -349,9 +349,10 @@ def _row_groups(
         for member, (_, dictionary) in zip(members, encoded, strict=True)
     ]
     found = list(zip(*values, strict=True))
-    if not any(pa.types.is_floating(dictionary.type) for _, dictionary in encoded):
-        return groups, len(found), found  # distinct values are distinct keys
-    found = [canonical_key(key) for key in found]
+    if any(pa.types.is_floating(dictionary.type) for _, dictionary in encoded):
+        found = [canonical_key(key) for key in found]
+    # Distinct Arrow values may be one Python value (a time64[ns] with nanoseconds, a date64
+    # with a time of day): their rows are one group, whatever the batches.
     unique = list(dict.fromkeys(found))
     if len(unique) < len(found):
         index = {key: position for position, key in enumerate(unique)}
@@ -464,7 +465,7 @@ def sorted_order(keys: Sequence[GroupKey], types: Sequence[pa.DataType] = ()) ->
                 sort_keys=[(name, "ascending", "at_end") for name in columns],
             )
             return np.asarray(order.to_numpy(), dtype=np.int64)
-        except (pa.ArrowException, TypeError, ValueError):
+        except (pa.ArrowException, TypeError, ValueError, OverflowError):
             pass  # keys that are not of their column's type: compared in Python
 
     def rank(position: int) -> tuple[tuple[bool, Any], ...]:

@@ -39,6 +39,8 @@ from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
+import numpy as np
+
 from frameldp.arguments import check_epsilon
 from frameldp.core.encoding import Domain
 from frameldp.core.estimation import mean_direct_variance
@@ -70,6 +72,8 @@ _VARIANCE_SLACK = 2.0
 # Reports assumed where n is not given (the server's fixed costs are spread over them).
 _DEFAULT_N = 1_000_000
 _PREFERENCES = ("variance", "speed", "size")
+_DEFAULTS: tuple[str, float, int] = ("variance", 20.0, 4096)
+"""``choose_mechanism``'s ``prefer``, ``max_slowdown`` and ``max_report_bytes``."""
 
 
 def mean_variance(mechanism: FrequencyOracle, k: int, n: int = 1) -> float:
@@ -248,12 +252,16 @@ def compare_mechanisms(
     domain = Domain.coerce(domain)
     if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
         raise ParameterError(f"compare_mechanisms: n must be an integer >= 1, got {shown(n)}")
-    if prefer not in _PREFERENCES:
+    if not isinstance(prefer, str) or prefer not in _PREFERENCES:
         raise ParameterError(
             f"prefer must be one of {list(_PREFERENCES)}, got {shown(prefer)}", parameter="prefer"
         )
     for name, limit in (("max_slowdown", max_slowdown), ("max_report_bytes", max_report_bytes)):
-        if isinstance(limit, bool) or not isinstance(limit, int | float) or not limit >= 1:
+        if (
+            isinstance(limit, bool)
+            or not isinstance(limit, int | float | np.integer | np.floating)
+            or not limit >= 1
+        ):
             raise ParameterError(
                 f"{name} must be a number >= 1, got {shown(limit)}", parameter=name
             )
@@ -358,9 +366,9 @@ def choose_mechanism(
     epsilon_infinity: float | None = None,
     bounds: Any = None,
     clip: bool = False,
-    prefer: str = "variance",
-    max_slowdown: float = 20.0,
-    max_report_bytes: float = 4096,
+    prefer: str = _DEFAULTS[0],
+    max_slowdown: float = _DEFAULTS[1],
+    max_report_bytes: float = _DEFAULTS[2],
 ) -> Any:
     """The frequency oracle with the smallest exact estimator variance at ``epsilon`` over
     ``domain`` (the shorter report on a tie) among those whose CPU per report stays within
@@ -388,7 +396,11 @@ def choose_mechanism(
     'hybrid'
     """
     if bounds is not None:
-        if (prefer, max_slowdown, max_report_bytes) != ("variance", 20.0, 4096):
+        given = (prefer, max_slowdown, max_report_bytes)
+        if any(
+            type(value) is not type(default) or value != default
+            for value, default in zip(given, _DEFAULTS, strict=True)
+        ):
             raise ParameterError(
                 "choose_mechanism: prefer=, max_slowdown= and max_report_bytes= choose among "
                 "frequency oracles (domain=); with bounds= the mean mechanism of smallest "

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from frameldp.core.encoding import check_padding
 from frameldp.core.group_counting import group_bincount, group_bit_sums, group_sizes
 from frameldp.core.mechanisms._spec import fingerprint
 from frameldp.errors import ParameterError
@@ -387,6 +388,7 @@ class BitReportsByGroup:
     ) -> GroupStatistics:
         """Per-bit sums of each group's reports."""
         packed, num_bits = self.packed_reports(reports, column)
+        check_padding(packed, num_bits)  # as the flat statistic: another mechanism's reports
         sums = group_bit_sums(packed, groups, num_groups, num_bits)
         return GroupStatistics((sums,), group_sizes(groups, num_groups))
 
