@@ -86,8 +86,7 @@ def check_report_memory(mechanisms: Mapping[Any, Any], rows: int) -> None:
         f"quarter of this machine's {_size(4 * budget)} of memory): use a mechanism of short "
         "reports (local hashing: a few bytes a report at nearly the same variance; "
         "frameldp.compare_mechanisms(..., n=rows) compares them), or privatize at most "
-        f"{fitting:,} rows at a time (a Parquet file with frameldp privatize --chunk-rows "
-        f"{fitting})",
+        f"{fitting:,} rows at a time (a file with frameldp privatize --chunk-rows {fitting})",
         column=column,
     )
 
