@@ -185,12 +185,14 @@ def test_csv_input_and_output_hold_the_in_memory_reports(
 def test_a_csv_file_read_in_several_blocks_gives_the_in_memory_reports(
     make_input: MakeInput, domains: dict[str, Path], tmp_path: Path
 ) -> None:
-    """A CSV file is read in blocks of at least 1 MiB: 120,000 rows (about 3 MiB) come in
-    several batches of varying size, and the reports are still the in-memory ones."""
+    """A CSV file is read in blocks of bytes (at least 1 MiB), each sliced to at most
+    ``--chunk-rows`` rows: 120,000 rows (about 3 MiB) come in batches that do not follow the
+    blocks, and the reports are still the in-memory ones."""
     frame = flights(120_000)
     source, target = make_input("csv", frame=frame), tmp_path / "release.parquet"
-    chunks = batches(source, ["dest"], chunk_rows=1000, strings=["dest"])
-    assert len([b.num_rows for b in chunks]) > 1  # precondition: the file is read in pieces
+    chunks = [b.num_rows for b in batches(source, ["dest"], chunk_rows=30_000, strings=["dest"])]
+    assert len(chunks) > 4  # precondition: blocks cut across the slices of 30,000
+    assert max(chunks) <= 30_000
     run = invoke(
         "privatize",
         source,
@@ -200,7 +202,7 @@ def test_a_csv_file_read_in_several_blocks_gives_the_in_memory_reports(
         "--seed",
         SEED,
         "--chunk-rows",
-        1000,
+        30_000,
     )
     assert run.exit_code == 0, run.stderr
     reference = in_memory(
