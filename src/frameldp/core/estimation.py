@@ -133,16 +133,16 @@ class FrequencyEstimate:
 @dataclass(frozen=True)
 class GroupEstimates(Sequence[FrequencyEstimate]):
     """The :class:`FrequencyEstimate` of each of ``len(n)`` groups, stacked: ``counts[g]``,
-    ``variances[g]`` and ``n[g]`` are group ``g``'s (and ``reporters[g]`` when not all rows
-    reported); ``support`` and ``items_per_report`` are shared. A table by 10^5 groups keeps
-    its estimates as these few arrays, and builds a group's estimate when it is asked for."""
+    ``variances[g]`` and ``n[g]`` are group ``g``'s; ``support`` and ``items_per_report`` are
+    shared (every row reported: a sampled column's groups are estimated one by one). A table
+    by 10^5 groups keeps its estimates as these few arrays, and builds a group's estimate when
+    it is asked for."""
 
     counts: FloatArray
     variances: FloatArray
     n: NDArray[np.int64]
     support: tuple[float, float] | None = None
     items_per_report: int = 1
-    reporters: NDArray[np.int64] | None = None
 
     def __len__(self) -> int:
         return int(self.n.size)
@@ -156,14 +156,12 @@ class GroupEstimates(Sequence[FrequencyEstimate]):
     def __getitem__(self, group: int | slice) -> FrequencyEstimate | list[FrequencyEstimate]:
         if isinstance(group, slice):
             return [self[g] for g in range(*group.indices(len(self)))]
-        reporters = None if self.reporters is None else int(self.reporters[group])
         return FrequencyEstimate(
             self.counts[group],
             self.variances[group],
             int(self.n[group]),
             self.support,
             self.items_per_report,
-            reporters,
         )
 
 

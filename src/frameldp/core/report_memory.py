@@ -5,9 +5,10 @@ is 125 KB, and 10^5 rows of them are 12.5 GB. frameldp refuses such a batch befo
 report, naming the column and what would fit, instead of failing with numpy's ``MemoryError``
 (or the system's out-of-memory killer) half way (issue 41). An engine that holds every batch's
 reports at once (a DuckDB relation's reports come back as one Arrow table) checks all its rows;
-a streaming engine checks each batch. The budget is a quarter of this
-machine's physical memory: the packed reports, their Arrow column and the frame they are
-returned in are held together for a moment, about three times the reports' bytes.
+a streaming engine checks each batch. The budget is a quarter of the memory this process may
+use (the machine's, or a container's limit where smaller): the packed reports, their Arrow
+column and the frame they are returned in are held together for a moment, about three times
+the reports' bytes.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ from frameldp.core.mechanisms import (
 from frameldp.errors import ParameterError, shown
 from frameldp.frames.inputs import require_column
 from frameldp.frames.lookup import mechanism_spec
-from frameldp.frames.pipeline import add_statistics, column_context, statistic_of
+from frameldp.frames.pipeline import add_statistics, column_context, named_reports, statistic_of
 from frameldp.frames.report_type import ReportMetadata, described, release_ids, storage_of
 from frameldp.results.keys import GroupKey, canonical_key
 from frameldp.results.table import TABLE_COLUMNS
@@ -84,9 +84,9 @@ class StatisticList:
         """The statistics of ``groups``, in that order."""
         return StatisticList(tuple(self.items[int(g)] for g in groups))
 
-    def concatenated(self, other: StatisticList) -> StatisticList:
-        """These groups, then ``other``'s."""
-        return StatisticList(self.items + other.items)
+    def concatenated(self, *others: StatisticList) -> StatisticList:
+        """These groups, then each of ``others``'."""
+        return StatisticList(sum((other.items for other in others), self.items))
 
     def summed_by(self, positions: NDArray[np.int64], size: int) -> StatisticList:
         """``size`` groups, group ``g`` the sum of these groups ``i`` with
@@ -154,8 +154,7 @@ def _flat_groups(
     column: str,
     names: tuple[str, ...],
 ) -> GroupStatistics:
-    own = mechanism.report_columns(column)
-    reports = {name: storage_of(arrays[given]) for name, given in zip(own, names, strict=True)}
+    reports = named_reports([arrays[name] for name in names], mechanism, column)
     with column_context(column):
         return statistics_by_group(mechanism, reports, groups, num_groups, column=column)
 
@@ -191,11 +190,8 @@ def _named_reports(
 ) -> list[dict[str, pa.Array]]:
     """Each column's report arrays under the names its mechanism gives them."""
     return [
-        {name: arrays[given_name] for name, given_name in zip(own, given, strict=True)}
-        for own, given in (
-            (mechanism.report_columns(column), given)
-            for mechanism, column, given in zip(mechanisms, columns, names, strict=True)
-        )
+        named_reports([arrays[name] for name in given], mechanism, column)
+        for mechanism, column, given in zip(mechanisms, columns, names, strict=True)
     ]
 
 
@@ -425,7 +421,7 @@ def merge_grouped(*parts: Grouped) -> Grouped:
     keys: list[GroupKey] = []
     index: dict[GroupKey, int] = {}
     positions: list[NDArray[np.int64]] = []
-    statistics: Stack | None = None
+    stacks: list[Any] = []
     types: tuple[pa.DataType, ...] = ()
     for part in parts:
         if part.statistics is not None:  # keys are canonical already
@@ -434,19 +430,15 @@ def merge_grouped(*parts: Grouped) -> Grouped:
                     index[key] = len(keys)
                     keys.append(key)
             positions.append(np.array([index[key] for key in part.keys], dtype=np.int64))
-            statistics = (
-                part.statistics
-                if statistics is None
-                else cast(Any, statistics).concatenated(part.statistics)
-            )
+            stacks.append(part.statistics)
         if not types or any(pa.types.is_null(t) for t in types):
             types = tuple(
                 new if not types or pa.types.is_null(old) else old
                 for old, new in zip(types or part.types, part.types, strict=True)
             )
-    if statistics is None:
+    if not stacks:
         return Grouped([], None, types)
-    merged = statistics.summed_by(np.concatenate(positions), len(keys))
+    merged = stacks[0].concatenated(*stacks[1:]).summed_by(np.concatenate(positions), len(keys))
     return Grouped(keys, merged, types)
 
 

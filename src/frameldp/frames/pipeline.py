@@ -45,6 +45,7 @@ __all__ = [
     "add_statistics",
     "column_context",
     "infer_domain",
+    "named_reports",
     "privatize_columns",
     "privatize_frame",
     "row_content",
@@ -240,9 +241,16 @@ def statistic_of(
 ) -> Statistic:
     """The additive statistic of one batch of the report columns of ``column``, given in the
     order of ``mechanism.report_columns(column)`` (whatever the frame or file names them)."""
+    return mechanism.statistic(named_reports(reports, mechanism, column), column=column)
+
+
+def named_reports(
+    reports: Sequence[pa.Array | pa.ChunkedArray], mechanism: Mechanism, column: str
+) -> dict[str, pa.Array]:
+    """The report columns of ``column`` (given in the order of
+    ``mechanism.report_columns(column)``) under the names the mechanism reads, as storage."""
     names = mechanism.report_columns(column)
-    arrays = {name: combined(storage_of(array)) for name, array in zip(names, reports, strict=True)}
-    return mechanism.statistic(arrays, column=column)
+    return {name: combined(storage_of(array)) for name, array in zip(names, reports, strict=True)}
 
 
 def add_statistics(*partials: _Additive) -> _Additive:

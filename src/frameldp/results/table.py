@@ -323,21 +323,19 @@ class FrequencyTable:
     ) -> tuple[Sequence[tuple[Any, ...]], NDArray[np.float64], NDArray[np.float64], Any]:
         """The frame's blocks of rows (a group's, or the one of an ungrouped table): their
         keys, every count and variance (block after block) and each block's ``n``."""
-        if not self.by:
-            e = self.estimate
-            return [()], _joined([e.counts]), _joined([e.variances]), [e.n]
         groups = self.groups
-        if isinstance(groups, TableGroups) and isinstance(groups.estimates, GroupEstimates):
+        if self.by and isinstance(groups, TableGroups):
             stacked = groups.estimates  # (groups, k) arrays: their rows are the blocks
-            counts = np.asarray(stacked.counts, dtype=np.float64).ravel()
-            variances = np.asarray(stacked.variances, dtype=np.float64).ravel()
-            return groups.keys, counts, variances, stacked.n
-        estimates = [group.estimate for group in groups]
+            if isinstance(stacked, GroupEstimates):
+                counts = np.asarray(stacked.counts, dtype=np.float64).ravel()
+                variances = np.asarray(stacked.variances, dtype=np.float64).ravel()
+                return groups.keys, counts, variances, stacked.n
+        blocks = self._blocks()
         return (
-            [group.key for group in groups],
-            _joined([e.counts for e in estimates]),
-            _joined([e.variances for e in estimates]),
-            [e.n for e in estimates],
+            [key for key, _ in blocks],
+            _joined([e.counts for _, e in blocks]),
+            _joined([e.variances for _, e in blocks]),
+            [e.n for _, e in blocks],
         )
 
     def _arrow(self) -> pa.Table:

@@ -226,9 +226,9 @@ def compare_mechanisms(
     domain: Domain | list[Hashable] | Any,
     n: int | None = None,
     epsilon_infinity: float | None = None,
-    prefer: str = "variance",
-    max_slowdown: float = 20.0,
-    max_report_bytes: float = 4096,
+    prefer: str = _DEFAULTS[0],
+    max_slowdown: float = _DEFAULTS[1],
+    max_report_bytes: float = _DEFAULTS[2],
 ) -> MechanismComparison:
     """Every registered frequency oracle at ``epsilon`` over ``domain``, the chosen first.
 

@@ -46,7 +46,7 @@ from numpy.typing import NDArray
 from frameldp.core.encoding import check_padding
 from frameldp.core.group_counting import group_bincount, group_bit_sums, group_sizes
 from frameldp.core.mechanisms._spec import fingerprint
-from frameldp.errors import ParameterError
+from frameldp.errors import ParameterError, shown
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -192,15 +192,19 @@ class GroupStatistics:
         """The statistics of ``groups``, in that order."""
         return GroupStatistics(tuple(part[groups] for part in self.parts), self.rows[groups])
 
-    def concatenated(self, other: GroupStatistics) -> GroupStatistics:
-        """These groups, then ``other``'s (statistics of one mechanism)."""
-        if len(other.parts) != len(self.parts) or any(
-            a.shape[1:] != b.shape[1:] or _is_float(a) != _is_float(b)
-            for a, b in zip(self.parts, other.parts, strict=True)
-        ):
-            raise ParameterError("statistics of different mechanisms do not add up")
-        parts = tuple(np.concatenate(pair) for pair in zip(self.parts, other.parts, strict=True))
-        return GroupStatistics(parts, np.concatenate([self.rows, other.rows]))
+    def concatenated(self, *others: GroupStatistics) -> GroupStatistics:
+        """These groups, then each of ``others``' (statistics of one mechanism), in one copy."""
+        for other in others:
+            if len(other.parts) != len(self.parts) or any(
+                a.shape[1:] != b.shape[1:] or _is_float(a) != _is_float(b)
+                for a, b in zip(self.parts, other.parts, strict=True)
+            ):
+                raise ParameterError("statistics of different mechanisms do not add up")
+        stacks = (self, *others)
+        parts = tuple(
+            np.concatenate([stack.parts[i] for stack in stacks]) for i in range(len(self.parts))
+        )
+        return GroupStatistics(parts, np.concatenate([stack.rows for stack in stacks]))
 
     def summed_by(self, positions: NDArray[np.int64], size: int) -> GroupStatistics:
         """``size`` groups, group ``g`` the sum of these groups ``i`` with ``positions[i] ==
@@ -301,7 +305,7 @@ class GroupEstimator(Protocol):
     mechanism's *class*, so a wrapper that forwards attributes (a column of a
     ``collect="sample"`` release) keeps its own statistic, group by group. Both must agree
     exactly with :meth:`Estimator.statistic` and :meth:`Estimator.finish` applied to each
-    group on its own (tests/core/test_group_statistics.py checks every mechanism).
+    group on its own (tests/test_mechanism_contract.py checks every mechanism).
     """
 
     def statistics_by_group(
@@ -493,7 +497,7 @@ class OracleCosts:
 def release_size(n: object) -> int:
     """``n``, the reports of a release whose costs are estimated: an integer >= 1."""
     if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
-        raise ParameterError(f"costs: n must be an integer >= 1, got {n!r:.40}", parameter="n")
+        raise ParameterError(f"costs: n must be an integer >= 1, got {shown(n)}", parameter="n")
     return int(n)
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import cached_property
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -61,6 +61,8 @@ from frameldp.core.randomness import PRECISION_BITS, RandomSource, dyadic_at_lea
 from frameldp.errors import ParameterError, shown
 
 __all__ = ["Rappor"]
+
+_Estimates = TypeVar("_Estimates", FrequencyEstimate, GroupEstimates)
 
 _ONE: Final = 1 << PRECISION_BITS
 _HALF: Final = _ONE >> 1
@@ -504,10 +506,7 @@ class Rappor(TwoStage, BitReportsByGroup, FrequencyEstimation):
     def estimates_by_group(self, statistics: GroupStatistics) -> GroupEstimates:
         """:meth:`debias` of every group's bit sums."""
         (bit_sums,) = statistics.parts
-        estimates = debias_unary_groups(bit_sums, statistics.rows, self.flip_probability)
-        if self.max_weight == 1:
-            return estimates
-        return replace(estimates, support=None, items_per_report=self.max_weight)
+        return self._of_sets(debias_unary_groups(bit_sums, statistics.rows, self.flip_probability))
 
     def supports(self, reports: Mapping[str, pa.Array], *, column: str) -> NDArray[np.uint8]:
         """The report bits, one row per report."""
@@ -524,9 +523,12 @@ class Rappor(TwoStage, BitReportsByGroup, FrequencyEstimation):
     def debias(self, statistic: Statistic) -> FrequencyEstimate:
         """Debiased counts from the per-bit sums of ``statistic.rows`` reports."""
         (bit_sums,) = statistic.parts
-        estimate = debias_unary_counts(bit_sums, statistic.rows, self.flip_probability)
+        return self._of_sets(debias_unary_counts(bit_sums, statistic.rows, self.flip_probability))
+
+    def _of_sets(self, estimates: _Estimates) -> _Estimates:
+        """``estimates`` (one, or every group's) of sets of up to ``m = max_weight`` values a
+        row: counts add up to at most ``m n``, and a report is not one value's channel (no
+        iterative Bayesian update)."""
         if self.max_weight == 1:
-            return estimate
-        # A set of up to m values a row: counts add up to at most m n, and a report is not one
-        # value's channel (no iterative Bayesian update).
-        return replace(estimate, support=None, items_per_report=self.max_weight)
+            return estimates
+        return replace(estimates, support=None, items_per_report=self.max_weight)
