@@ -10,7 +10,8 @@ Probabilistic claims: two draws of ``ROWS`` reports under different keys (or str
 compared whole. For every example here, two independent draws of one row's report agree with
 probability at most 0.9 (k-RR at epsilon 1 over 4 labels: 0.32; RAPPOR over 4 bits: 0.08; OUE
 over 4 bits below 0.4; local hashing, a seed of 9 and one of 3 hash values, below 0.2; subset
-selection, 2 of 4 values, below 0.6; Hadamard response, one of 8 columns, below 0.35; the Bloom
+selection, 2 of 4 values, below 0.6; Hadamard response, one of 8 columns, below 0.35; projective
+geometry response, one of 4 points at q = 3 (k-RR over 4 values), 0.32; the Bloom
 and Balcer-Cheu reports less), so two independent draws agree on all ``ROWS`` = 800 rows
 with probability below 0.9**800 < 1e-36, far below ``P_FAIL``.
 """
@@ -101,6 +102,9 @@ EXAMPLES: dict[str, Callable[[], Example]] = {
     "hadamard_response": lambda: Example(
         frameldp.HadamardResponse(1.0, domain=CATEGORIES), _values(), "XX"
     ),
+    "projective_geometry_response": lambda: Example(
+        frameldp.ProjectiveGeometryResponse(1.0, domain=CATEGORIES), _values(), "XX"
+    ),
     "prefix_extending": lambda: Example(
         frameldp.PrefixExtending(1.0, max_length=6), [f"/u/{i % 9}é" for i in range(ROWS)], None
     ),
@@ -135,6 +139,7 @@ LONGITUDINAL_EXAMPLES = {
         "optimized_unary_encoding",
         "local_hashing",
         "subset_selection",
+        "projective_geometry_response",
         "stochastic_rounding",
     )
 }

@@ -80,11 +80,38 @@ def _subset_selection(
     return mech, permanent, instant
 
 
+def _projective(epsilon: float, infinity: float, q: int, k: int) -> tuple[Any, Channel, Channel]:
+    mech = frameldp.ProjectiveGeometryResponse(
+        epsilon, domain=list(range(k)), field_size=q, epsilon_infinity=infinity
+    )
+    # The space's points from its definition (leading 1 first, trailing digits in base q).
+    t = mech.dimension
+    points = [
+        (0,) * j + (1,) + rest
+        for j in range(t)
+        for rest in itertools.product(range(q), repeat=t - 1 - j)
+    ]
+    held = 1 - Fraction(mech._out_numerator, _ONE)
+    redraw = Fraction(mech._redraw_numerator, _ONE)
+
+    def permanent(x: int) -> dict[Any, Fraction]:
+        through = [sum(a * b for a, b in zip(h, points[x], strict=True)) % q == 0 for h in points]
+        inside, outside = held / sum(through), (1 - held) / (len(points) - sum(through))
+        return {h: inside if hit else outside for h, hit in zip(points, through, strict=True)}
+
+    def instant(h: tuple[int, ...]) -> dict[Any, Fraction]:
+        uniform = redraw / len(points)
+        return {g: uniform + (1 - redraw if g == h else 0) for g in points}
+
+    return mech, permanent, instant
+
+
 CASES = {
     "krr-k5": lambda: _randomized_response(1.0, 3.0, 5),
     "krr-k16": lambda: _randomized_response(0.5, 5.0, 16),
     "subset-k5-d2": lambda: _subset_selection(0.5, 4.0, 5, 2),
     "subset-k6-d3": lambda: _subset_selection(0.25, 2.0, 6, 3),
+    "pgr-fano": lambda: _projective(0.5, 3.0, 2, 7),
 }
 # (case, reports): three reports where the enumeration stays small (k^3 or C(k, d)^3 sequences).
 RUNS = [(case, reports) for case in CASES for reports in (1, 2)] + [

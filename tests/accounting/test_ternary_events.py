@@ -7,12 +7,14 @@ the pure epsilon (the largest log ratio), the Rényi divergence (a sum over outp
 (``sup_a RDP(a) / a``, grid then golden section) and the hockey-stick divergence of one and two
 uses (two uses: the product law, enumerated). The library's values come from the guarantee the
 mechanism states (its event's closed forms); each must be an upper bound on the worst pair and,
-for OUE, subset selection and Hadamard response (whose every pair is the worst), within a tight
-relative tolerance of it.
+for OUE, subset selection, Hadamard and projective geometry response (whose every pair is the
+worst), within a tight relative tolerance of it.
 
 * Optimized unary encoding: bits independent, the true value's bit 1 with 1/2, others with q.
 * Subset selection: ``P[S | x] = p / C(k-1, d-1)`` if ``x`` in ``S``, else ``(1-p) / C(k-1, d)``.
 * Hadamard response: ``P[y | x] = 2p/K`` where ``H[x + 1, y] = +1``, else ``2(1-p)/K``.
+* Projective geometry response: ``P[h | x] = p / D`` if ``<h, x> = 0`` over ``F_q``, else
+  ``(1 - p) / (K - D)``, with the points enumerated from the module's numbering.
 * Local hashing: ``P[(s, y) | x] = (p if y = h_s(x) else (1-p)/(g-1)) / g^m`` with the hash
   family written out from its definition (digits of the seed times digits of the value mod g).
 """
@@ -99,6 +101,28 @@ def hashing_law(mech: frameldp.LocalHashing, x: int) -> Law:
     return law
 
 
+def _projective_points(q: int, t: int) -> list[tuple[int, ...]]:
+    """The points of ``P^(t-1)(F_q)`` in the module's numbering, written from its docstring:
+    by the position of the leading 1, then by the trailing coordinates as a base-q number."""
+    return [
+        (0,) * j + (1,) + trailing
+        for j in range(t)
+        for trailing in itertools.product(range(q), repeat=t - 1 - j)
+    ]
+
+
+@mpmath.workdps(oracle.DPS)
+def projective_law(mech: frameldp.ProjectiveGeometryResponse, x: int) -> Law:
+    q = mech.field_size
+    assert q is not None
+    points = _projective_points(q, mech.dimension)
+    through = [sum(a * b for a, b in zip(h, points[x], strict=True)) % q == 0 for h in points]
+    p = 1 - _dyadic(mech._out_numerator)
+    inside = p / sum(through)
+    outside = (1 - p) / (len(points) - sum(through))
+    return {h: inside if hit else outside for h, hit in zip(points, through, strict=True)}
+
+
 def _terms(first: Law, second: Law) -> list[tuple[mpf, mpf, int]]:
     return [(first[y], second[y], 1) for y in first]
 
@@ -137,6 +161,14 @@ LAWS: dict[str, tuple[Callable[[], object], Callable[..., Law]]] = {
     "blh-eps1-k5": (
         lambda: frameldp.LocalHashing(1.0, domain=list("abcde"), num_buckets=2),
         hashing_law,
+    ),
+    "pgr-eps1-fano": (
+        lambda: frameldp.ProjectiveGeometryResponse(1.0, domain=list("abcdefg"), field_size=2),
+        projective_law,
+    ),
+    "pgr-eps2-q3-k10": (
+        lambda: frameldp.ProjectiveGeometryResponse(2.0, domain=list("abcdefghij"), field_size=3),
+        projective_law,
     ),
     "lh-eps2-k6-g5": (
         lambda: frameldp.LocalHashing(2.0, domain=list("abcdef"), num_buckets=5),
@@ -240,6 +272,7 @@ def test_events_round_trip_and_refuse_bad_parameters() -> None:
         frameldp.OptimizedUnaryEncodingEvent(1.5),
         frameldp.HadamardResponseEvent(0.5),
         frameldp.SubsetSelectionEvent(2.0, 10, 3),
+        frameldp.ProjectiveGeometryEvent(2.0, 5, 3),
     ):
         assert event_from_dict(event.to_dict()) == event
     for bad in (
@@ -247,9 +280,19 @@ def test_events_round_trip_and_refuse_bad_parameters() -> None:
         lambda: frameldp.SubsetSelectionEvent(1.0, 5, 0),
         lambda: frameldp.OptimizedUnaryEncodingEvent(-1.0),
         lambda: frameldp.HadamardResponseEvent(math.nan),
+        lambda: frameldp.ProjectiveGeometryEvent(1.0, 4, 3),
+        lambda: frameldp.ProjectiveGeometryEvent(1.0, 3, 1),
     ):
         with pytest.raises(frameldp.ParameterError):
             bad()
+
+
+def test_projective_geometry_over_a_line_is_randomized_response() -> None:
+    """``t = 2``: each hyperplane is one of ``q + 1`` points, the event k-RR's."""
+    pgr = frameldp.ProjectiveGeometryEvent(1.3, 7, 2)
+    rr = frameldp.RandomizedResponseEvent(1.3, 8)
+    for order in ORDERS:
+        assert pgr.rdp(order) == pytest.approx(rr.rdp(order), rel=1e-9)
 
 
 def test_subset_size_one_is_randomized_response() -> None:

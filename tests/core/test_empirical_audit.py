@@ -84,6 +84,7 @@ from frameldp.core import (
     OptimizedUnaryEncoding,
     PiecewiseMechanism,
     PrefixExtending,
+    ProjectiveGeometryResponse,
     RandomizedResponse,
     RandomSource,
     Rappor,
@@ -110,6 +111,7 @@ AUDITED: Final = frozenset(
         "optimized_unary_encoding",
         "subset_selection",
         "hadamard_response",
+        "projective_geometry_response",
         "local_hashing",
         "prefix_extending",
         "duchi",
@@ -350,6 +352,33 @@ def test_hadamard_response_audit(epsilon: float) -> None:
         counts.append(_pattern(half(y, 1), half(y, 2)))
     p = math.exp(epsilon) / (math.exp(epsilon) + 1)
     _assert_audit(counts[0], counts[1], mech.privacy.epsilon, (p / 2, (1 - p) / 2))
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 4.0])
+def test_projective_geometry_response_audit(epsilon: float) -> None:
+    """Projective geometry response is ``ln(p (K - D) / ((1 - p) D))``-LDP (Feldman, Nelson,
+    Nguyen, Talwar, ICML 2022).
+
+    Inputs ``x = 0``, ``x' = 1`` of the 7 points of the Fano plane (``q = 2``: ``D = 3``
+    points a line, ``D_2 = 1``); events: whether the line holds 0 and whether it holds 1
+    (within each event every line has one probability under each input). (holds 0, not 1) is
+    tight: ``p (D - D_2)/D`` under ``x``, ``(1 - p)(D - D_2)/(K - D)`` under ``x'``.
+    """
+    mech = ProjectiveGeometryResponse(epsilon, domain=_domain(7), field_size=2)
+    source = RandomSource.from_seed(SEED)
+    lines = [(1, a, b) for a in range(2) for b in range(2)] + [(0, 1, 0), (0, 1, 1), (0, 0, 1)]
+    holds = np.array(
+        [
+            [sum(h * v for h, v in zip(line, lines[x], strict=True)) % 2 == 0 for line in lines]
+            for x in (0, 1)
+        ]
+    )
+    counts = []
+    for code in (0, 1):
+        h = mech.randomize(np.full(N, code, dtype=np.int64), source=source, label=LABEL)
+        counts.append(_pattern(holds[0][h], holds[1][h]))
+    p = 3 * math.exp(epsilon) / (3 * math.exp(epsilon) + 4)
+    _assert_audit(counts[0], counts[1], mech.privacy.epsilon, (p * 2 / 3, (1 - p) * 2 / 4))
 
 
 @pytest.mark.parametrize("epsilon", [1.0, 4.0])

@@ -70,6 +70,7 @@ from frameldp.accounting.events.ternary import (
     HadamardResponseEvent,
     LocalHashingEvent,
     OptimizedUnaryEncodingEvent,
+    ProjectiveGeometryEvent,
     SubsetSelectionEvent,
     TernaryLossEvent,
 )
@@ -85,6 +86,7 @@ __all__ = [
     "OptimizedUnaryEncodingEvent",
     "PiecewiseDensityEvent",
     "PrivacyEvent",
+    "ProjectiveGeometryEvent",
     "PureDP",
     "RandomizedResponseEvent",
     "RapporEvent",

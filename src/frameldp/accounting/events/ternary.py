@@ -35,6 +35,15 @@ the second, ``k`` the domain size):
   holds ``x'`` but not ``x`` (``(1-p) d / (k-1)``) and 0 otherwise, so
   ``w = e^epsilon (d - 1)/(k - d) + (k - 1 - d)/d`` (``d = 1`` is k-RR: ``w = k - 2``).
 
+* **Projective geometry response** [8]_: ``h`` is a hyperplane of ``P^(t-1)(F_q)`` (``K``
+  points, ``D`` per hyperplane, ``D_2`` through two points), through ``x`` with probability
+  ``p = D e^epsilon / (D e^epsilon + K - D)`` (uniform among those ``D``), else uniform among
+  the ``K - D`` missing ``x``. The loss is ``+epsilon`` on hyperplanes through ``x`` but not
+  ``x'`` (``p (D - D_2)/D``), ``-epsilon`` on those through ``x'`` but not ``x``
+  (``(1-p)(D - D_2)/(K - D)``) and 0 otherwise, so
+  ``w = (e^epsilon D_2 + K - 2D + D_2)/(D - D_2)``; any two points are alike (a linear map
+  takes any pair to any other). ``t = 2`` is k-RR over ``K = q + 1`` values (``w = K - 2``).
+
 * **Local hashing** [4]_: a public seed picks ``h`` from a family in which every pair of values
   collides with probability exactly ``1/g``, then ``y`` is k-ary RR over ``g`` buckets applied
   to ``h(x)`` (``p = e^eps / (e^eps + g - 1)``, ``q = 1 / (e^eps + g - 1)``). Under a colliding
@@ -63,6 +72,8 @@ References
    Differential Privacy", IEEE Trans. Inf. Theory 64(8), 2018.
 .. [7] S. Wang, L. Huang, P. Wang, Y. Nie, H. Xu, W. Yang, X.-Y. Li, C. Qiao, "Mutual
    Information Optimally Local Private Discrete Distribution Estimation", arXiv:1607.08025, 2016.
+.. [8] V. Feldman, J. Nelson, H. Nguyen, K. Talwar, "Private Frequency Estimation via
+   Projective Geometry", ICML 2022.
 """
 
 from __future__ import annotations
@@ -87,6 +98,7 @@ __all__ = [
     "HadamardResponseEvent",
     "LocalHashingEvent",
     "OptimizedUnaryEncodingEvent",
+    "ProjectiveGeometryEvent",
     "SubsetSelectionEvent",
     "TernaryLossEvent",
 ]
@@ -226,6 +238,38 @@ class SubsetSelectionEvent(TernaryLossEvent):
             "num_buckets": self.num_buckets,
             "subset_size": self.subset_size,
         }
+
+
+@dataclass(frozen=True)
+class ProjectiveGeometryEvent(TernaryLossEvent):
+    """Projective geometry response at ``epsilon`` over the hyperplanes of ``P^(t-1)(F_q)``
+    (``field_size = q``, ``dimension = t``): ``K`` points, ``D`` on a hyperplane, ``D_2`` on
+    two points' common hyperplanes, ``w = (e^eps D_2 + K - 2D + D_2) / (D - D_2)``."""
+
+    epsilon: float
+    field_size: int
+    dimension: int
+    kind: ClassVar[str] = "projective_geometry_response"
+
+    def __post_init__(self) -> None:
+        owner = "projective geometry event"
+        object.__setattr__(self, "epsilon", _epsilon(owner, self.epsilon))
+        q = check_count(owner, "field_size", self.field_size, 2)
+        t = check_count(owner, "dimension", self.dimension, 2)
+        if any(q % d == 0 for d in range(2, math.isqrt(q) + 1)):
+            raise ParameterError(f"{owner}: field_size must be a prime, got {q}")
+        object.__setattr__(self, "field_size", q)
+        object.__setattr__(self, "dimension", t)
+
+    @property
+    def _exact_weight(self) -> float:
+        q, t = self.field_size, self.dimension
+        points, d, d2 = (int((q**j - 1) // (q - 1)) for j in (t, t - 1, t - 2))
+        return float(_exp_down(self.epsilon) * d2 + points - 2 * d + d2) / (d - d2)
+
+    def parameters(self) -> dict[str, Any]:
+        """``epsilon``, ``field_size`` and ``dimension``."""
+        return {"epsilon": self.epsilon, "field_size": self.field_size, "dimension": self.dimension}
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from frameldp.core.mechanisms.local_hashing import LocalHashing
 from frameldp.core.mechanisms.optimized_unary_encoding import OptimizedUnaryEncoding
 from frameldp.core.mechanisms.piecewise import PiecewiseMechanism
 from frameldp.core.mechanisms.prefix_extending import PrefixExtending
+from frameldp.core.mechanisms.projective_geometry import ProjectiveGeometryResponse
 from frameldp.core.mechanisms.protocol import (
     OPEN_DOMAIN,
     Capability,
@@ -67,6 +68,7 @@ __all__ = [
     "OracleCosts",
     "PiecewiseMechanism",
     "PrefixExtending",
+    "ProjectiveGeometryResponse",
     "RandomizedResponse",
     "Randomizer",
     "Rappor",

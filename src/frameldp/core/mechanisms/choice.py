@@ -12,12 +12,13 @@ which is exact for every distribution of the values: the expected squared L2 err
 table divided by ``k``. The choice builds every registered frequency oracle at ``epsilon`` over
 the domain (each at its own variance-optimal settings: the hash range of local hashing, the
 subset size of subset selection), computes that variance from the probabilities each one
-*realizes*, and takes the smallest, the shorter report breaking ties. A mechanism added to
+*realizes*, and takes the smallest, the shorter report (then the cheaper) breaking ties. A
+mechanism added to
 ``core/mechanisms`` with the capability joins the candidates with no change here.
 
 Costs. The smallest variance is not worth any price: at ``k = 16384`` a unary report is 2 KB
-and takes 10 to 25 us to draw, where local hashing's takes under 1 us for a variance within a
-few percent. Each oracle estimates its CPU time per report (client and server,
+and takes 10 to 25 us to draw, where projective geometry response's (15 bits) or local
+hashing's takes under 1 us for a variance within a few percent. Each oracle estimates its CPU time per report (client and server,
 :meth:`~.protocol.FrequencyOracle.costs`, a model fitted to the benchmarks), and by default the
 choice is the smallest
 variance among the candidates whose client and server each stay within ``max_slowdown`` (20)
@@ -124,7 +125,7 @@ class MechanismComparison:
     @property
     def best(self) -> FrequencyOracle:
         """The chosen mechanism: by default the smallest variance among the eligible
-        candidates (the shorter report on a tie)."""
+        candidates (the shorter report, then the cheaper, on a tie)."""
         first = self.candidates[0]
         if first.mechanism is None:
             raise ParameterError(
@@ -309,7 +310,7 @@ def compare_mechanisms(
             for c in candidates
         ]
 
-    def rank(candidate: Candidate) -> tuple[bool, float, float, int, str]:
+    def rank(candidate: Candidate) -> tuple[bool, float, float, int, float, str]:
         tied = math.isfinite(best) and candidate.variance <= best * (1 + _TIE)
         by_variance = 0.0 if tied else candidate.variance
         costs = candidate.costs.total if candidate.costs else math.inf
@@ -318,7 +319,9 @@ def compare_mechanisms(
             "speed": (costs, candidate.variance),
             "size": (float(candidate.report_bits), candidate.variance),
         }[prefer]
-        return (not candidate.eligible, first, second, candidate.report_bits, candidate.name)
+        # Equal variances and sizes (k-RR is subset selection's d = 1 and a projective line's
+        # response): the cheaper mechanism.
+        return (not candidate.eligible, first, second, candidate.report_bits, costs, candidate.name)
 
     ordered = tuple(sorted(candidates, key=rank))
     return MechanismComparison(epsilon, k, n, ordered, epsilon_infinity, prefer)
