@@ -1,10 +1,11 @@
-"""Frequency oracles head to head: speed, memory and accuracy of frameldp's six, and of peers.
+"""Frequency oracles head to head: speed, memory and accuracy of frameldp's seven, and of peers.
 
 Three tables.
 
 **1. frameldp** (``--quick``: n = 20,000, k = 16, epsilon = 1). For each of
 ``RandomizedResponse`` (k-RR), ``Rappor``, ``OptimizedUnaryEncoding`` (OUE), ``LocalHashing``
-(OLH), ``SubsetSelection`` (SS) and ``HadamardResponse`` (HR), built as ``cls(epsilon,
+(OLH), ``SubsetSelection`` (SS), ``HadamardResponse`` (HR) and
+``ProjectiveGeometryResponse`` (PGR), built as ``cls(epsilon,
 domain=range(k))`` at their variance-optimal settings, for k in {16, 1024, 16384} and epsilon in
 {1, 4}, on n = 1,000,000 codes drawn from a Zipf law over ``range(k)`` (``P(j) ∝ (j + 1)^-1.1``,
 numpy ``default_rng`` with a fixed seed: test data, not privacy noise):
@@ -21,7 +22,7 @@ numpy ``default_rng`` with a fixed seed: test data, not privacy noise):
     source=RandomSource.fresh(), label="bench")`` (RAPPOR: ``randomize_codes``); then the
     mechanism's own reduction to its
     statistic (``count_bits`` for RAPPOR, OUE and SS, ``support_counts`` for OLH, ``np.bincount``
-    for k-RR and HR) and ``debias``;
+    for k-RR, HR and PGR) and ``debias``;
 ``MSE``
     the empirical mean over the k buckets of the squared error of the debiased counts of the
     protocol path against the true counts, beside ``theory``, the exact mean variance
@@ -156,6 +157,7 @@ MECHANISMS: Final = (
     "local_hashing",
     "subset_selection",
     "hadamard_response",
+    "projective_geometry_response",
 )
 SHORT: Final = {
     "randomized_response": "k-RR",
@@ -164,6 +166,7 @@ SHORT: Final = {
     "local_hashing": "OLH",
     "subset_selection": "SS",
     "hadamard_response": "HR",
+    "projective_geometry_response": "PGR",
 }
 
 PEERS: Final = {
@@ -293,6 +296,8 @@ def _settings(mech: Any) -> str:
         return f"d={mech.subset_size}"
     if name == "hadamard_response":
         return f"K={mech.num_columns}"
+    if name == "projective_geometry_response":
+        return f"q={mech.field_size},t={mech.dimension}"
     return "-"
 
 
@@ -334,8 +339,8 @@ def frameldp_case(spec: dict[str, Any]) -> dict[str, Any]:
             parts = count_bits(kernel_reports, k).astype(np.int64)
         elif name == "local_hashing":
             parts = mech.support_counts(kernel_reports)
-        elif name == "hadamard_response":
-            parts = np.bincount(kernel_reports, minlength=mech.num_columns).astype(np.int64)
+        elif name in ("hadamard_response", "projective_geometry_response"):
+            parts = np.bincount(kernel_reports, minlength=mech.report_range).astype(np.int64)
         else:
             parts = np.bincount(kernel_reports, minlength=k).astype(np.int64)
         return mech.debias(Statistic((parts,), n))

@@ -24,6 +24,7 @@ from frameldp.core import (
     LocalHashing,
     OptimizedUnaryEncoding,
     PrefixExtending,
+    ProjectiveGeometryResponse,
     RandomizedResponse,
     RandomSource,
     Rappor,
@@ -44,6 +45,7 @@ MECHANISMS = {
     "olh": lambda **kw: LocalHashing(1.0, domain=range(32), **kw),
     "subset": lambda **kw: SubsetSelection(1.0, domain=range(32), **kw),
     "hadamard": lambda **kw: HadamardResponse(1.0, domain=range(32), **kw),
+    "pgr": lambda **kw: ProjectiveGeometryResponse(1.0, domain=range(32), **kw),
 }
 
 FROZEN = {
@@ -59,10 +61,13 @@ FROZEN = {
     "subset-seed": "775ddbac33c68b89",
     "hadamard-key": "c6653a688c713a39",
     "hadamard-seed": "56e1798a1ef92517",
+    "pgr-key": "765d38eb7bf57f8f",  # frozen when projective geometry response was added
+    "pgr-seed": "97c9171bad189834",
     "rappor-memo": "01f167d64354a1cb",
     "krr-memo": "60d7c24fc417d491",
     "oue-memo": "f39644c5b9af1748",
     "subset-memo": "bb7b4decd9af18b8",
+    "pgr-memo": "36ae77281a8b5a8f",
 }
 
 
@@ -83,7 +88,7 @@ def test_keyed_reports_are_frozen(name: str, kind: str) -> None:
     assert _digest(reports) == FROZEN[f"{name}-{kind}"]
 
 
-@pytest.mark.parametrize("name", ["rappor", "krr", "oue", "subset"])
+@pytest.mark.parametrize("name", ["rappor", "krr", "oue", "subset", "pgr"])
 def test_memoized_reports_are_frozen(name: str) -> None:
     mechanism = MECHANISMS[name](epsilon_infinity=3.0)
     reports = _randomize(

@@ -18,9 +18,9 @@ mechanism added to
 
 Costs. The smallest variance is not worth any price: at ``k = 16384`` a unary report is 2 KB
 and takes 10 to 25 us to draw, where projective geometry response's (15 bits) or local
-hashing's takes under 1 us for a variance within a few percent. Each oracle estimates its CPU time per report (client and server,
-:meth:`~.protocol.FrequencyOracle.costs`, a model fitted to the benchmarks), and by default the
-choice is the smallest
+hashing's takes under 1 us for a variance within a few percent. Each oracle estimates its CPU
+time per report (client and server, :meth:`~.protocol.FrequencyOracle.costs`, a model fitted
+to the benchmarks), and by default the choice is the smallest
 variance among the candidates whose client and server each stay within ``max_slowdown`` (20)
 times the fastest client's and server's, or under 5 us a report (or a second for the whole
 release), and whose reports fit ``max_report_bytes`` (4096). ``prefer="speed"`` takes the
@@ -183,17 +183,18 @@ class MechanismComparison:
             if rows[0]["chosen"]
             else "no candidate is fast and small enough (raise max_slowdown= or max_report_bytes=)"
         )
+        width = max(len(str(row["mechanism"])) for row in rows)
         lines = [
             f"At epsilon = {self.epsilon:g}{memoized} over k = {self.num_buckets} buckets, "
             f"{chosen}.",
             "",
-            f"{'mechanism':<26} {'settings':<22} {'variance':>12} {'x best':>8} "
+            f"{'mechanism':<{width}} {'settings':<22} {'variance':>12} {'x best':>8} "
             f"{'freq. s.e.':>11} {'bits':>8} {'client us':>10} {'server us':>10}",
         ]
         for row in rows:
             variance = f"{row['variance']:.4g}" if math.isfinite(row["variance"]) else "-"
             lines.append(
-                f"{row['mechanism']:<26} {row['settings'][:22]:<22} {variance:>12} "
+                f"{row['mechanism']:<{width}} {row['settings'][:22]:<22} {variance:>12} "
                 f"{row['relative_variance']:>8.3f} {row['std_error']:>11.3g} "
                 f"{row['report_bits']:>8} {_us(row['client_us']):>10} {_us(row['server_us']):>10}"
             )

@@ -32,15 +32,20 @@ uniform integer in ``[1, q^(t-1))`` or ``[0, q^(t-1))``.
 The server
 ----------
 ``C_v``, the reports whose hyperplane holds ``v``, is ``sum_h N[h] [<h, v> = 0]`` for the
-report histogram ``N``. Writing the indicator as ``(1/q) sum_a w^(a <h, v>)``
-(``w = e^(2 pi i / q)``) gives ``C_v = (1/q) sum_{a in F_q} F[a v]`` with ``F`` the
-``t``-dimensional discrete Fourier transform of ``N`` placed on ``F_q^t``: ``O(q^t t log q)``
-for the transform and ``O(k q t)`` for the sums, ``O(n + k e^eps log k)`` as the authors'
-dynamic programme [1]_. The sums are integers below ``2**40`` and the rounding error is far
-below 1/2, so they are exact. The real transform halves the cells (``F[-w]`` is ``F[w]``'s
-conjugate); it runs while the ``q^t`` cells are at most ``2**24`` (about 200 MiB of work
-space). Beyond that the server looks every value up against every distinct report,
-``O(min(n, K) k t)``, and :meth:`ProjectiveGeometryResponse.costs` says so.
+report histogram ``N``: ``O(K k)`` directly. The hyperplanes whose leading 1 is at position
+``j`` have ``<h, v> = v_j + <h', v'>`` over their ``m = t - 1 - j`` trailing coordinates
+``h'``, and ``v' = a u`` for the canonical vector ``u`` of ``v'``'s line; so they hold ``v``
+when ``<h', u> = -v_j / a``, and each block needs only, for every line ``u`` of ``F_q^m``,
+the histogram ``P_u`` of ``<h', u>`` over its reports. That is a Radon transform over
+``F_q^m``: writing the indicator as ``(1/q) sum_a w^(a (<h', u> - s))`` gives
+``P_u[s] = (1/q) sum_a w^(-a s) F[a u]`` (``w = e^(2 pi i / q)``), the inverse transform
+along the line of the block's ``m``-dimensional transform ``F``. Then every value looks up
+one count per block: ``O(q^(t-1) t log q + k t)`` in all, against ``O(n + k e^eps log k)``
+for the authors' dynamic programme [1]_. The counts are integers below ``2**40`` and the
+rounding error is far below 1/2, so they are exact. The transforms run while the largest
+block's ``q^(t-1)`` cells are at most ``2**23`` (128 MiB); beyond that the server looks every
+value up against every distinct report, ``O(min(n, K) k t)``, and
+:meth:`ProjectiveGeometryResponse.costs` says so.
 
 The field is chosen, unless given, as the prime ``q`` with the smallest variance averaged over
 the buckets (exact: :func:`~frameldp.core.estimation.mean_direct_variance`) among those whose
@@ -103,8 +108,8 @@ from frameldp.errors import ParameterError, shown
 __all__ = ["ProjectiveGeometryResponse", "ProjectiveSpace", "optimal_field"]
 
 _ONE: Final = 1 << PRECISION_BITS
-# The transform's grid: at most this many cells (its float input and half-size complex output).
-_TRANSFORM_CELLS: Final = 1 << 24
+# A block's transform: at most this many complex cells (128 MiB), and as many along its lines.
+_TRANSFORM_CELLS: Final = 1 << 23
 # Above this many reports the transform's float sums could lose the exact integer.
 _TRANSFORM_REPORTS: Final = 1 << 40
 # Reports' hyperplane numbers are stored as uint32; a uniform digit draw takes at most 2**32.
