@@ -11,7 +11,8 @@ compared whole. For every example here, two independent draws of one row's repor
 probability at most 0.9 (k-RR at epsilon 1 over 4 labels: 0.32; RAPPOR over 4 bits: 0.08; OUE
 over 4 bits below 0.4; local hashing, a seed of 9 and one of 3 hash values, below 0.2; subset
 selection, 2 of 4 values, below 0.6; Hadamard response, one of 8 columns, below 0.35; projective
-geometry response, one of 4 points at q = 3 (k-RR over 4 values), 0.32; the Bloom
+geometry response, one of 4 points at q = 3 (k-RR over 4 values), 0.32; block Hadamard response,
+one of 8 outputs in blocks of 2, below 0.3; the Bloom
 and Balcer-Cheu reports less), so two independent draws agree on all ``ROWS`` = 800 rows
 with probability below 0.9**800 < 1e-36, far below ``P_FAIL``.
 """
@@ -101,6 +102,9 @@ EXAMPLES: dict[str, Callable[[], Example]] = {
     ),
     "hadamard_response": lambda: Example(
         frameldp.HadamardResponse(1.0, domain=CATEGORIES), _values(), "XX"
+    ),
+    "block_hadamard_response": lambda: Example(
+        frameldp.BlockHadamardResponse(1.0, domain=CATEGORIES, block_size=2), _values(), "XX"
     ),
     "projective_geometry_response": lambda: Example(
         frameldp.ProjectiveGeometryResponse(1.0, domain=CATEGORIES), _values(), "XX"

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from frameldp.accounting import (
         Accountant,
         BinomialCountsEvent,
+        BlockHadamardResponseEvent,
         BloomRapporEvent,
         GaussianEvent,
         HadamardResponseEvent,
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
     from frameldp.core import (
         OTHER,
         BalcerCheu,
+        BlockHadamardResponse,
         BloomDecoding,
         BloomEncoder,
         BloomRappor,
@@ -105,6 +107,7 @@ _LAZY: dict[str, str] = {
         [
             "Accountant",
             "BinomialCountsEvent",
+            "BlockHadamardResponseEvent",
             "BloomRapporEvent",
             "GaussianEvent",
             "HadamardResponseEvent",
@@ -131,6 +134,7 @@ _LAZY: dict[str, str] = {
         [
             "OTHER",
             "BalcerCheu",
+            "BlockHadamardResponse",
             "BloomDecoding",
             "BloomEncoder",
             "BloomRappor",
@@ -176,6 +180,8 @@ __all__ = [
     "Accountant",
     "BalcerCheu",
     "BinomialCountsEvent",
+    "BlockHadamardResponse",
+    "BlockHadamardResponseEvent",
     "BloomDecoding",
     "BloomEncoder",
     "BloomRappor",

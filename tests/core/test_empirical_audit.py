@@ -75,6 +75,7 @@ from _stats import P_FAIL
 from frameldp.accounting import PrivacyGuarantee
 from frameldp.core import (
     BalcerCheu,
+    BlockHadamardResponse,
     BloomRappor,
     Domain,
     DuchiMechanism,
@@ -111,6 +112,7 @@ AUDITED: Final = frozenset(
         "optimized_unary_encoding",
         "subset_selection",
         "hadamard_response",
+        "block_hadamard_response",
         "projective_geometry_response",
         "local_hashing",
         "prefix_extending",
@@ -352,6 +354,30 @@ def test_hadamard_response_audit(epsilon: float) -> None:
         counts.append(_pattern(half(y, 1), half(y, 2)))
     p = math.exp(epsilon) / (math.exp(epsilon) + 1)
     _assert_audit(counts[0], counts[1], mech.privacy.epsilon, (p / 2, (1 - p) / 2))
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 4.0])
+def test_block_hadamard_response_audit(epsilon: float) -> None:
+    """Block Hadamard response is ``ln(p (B b - s) / ((1 - p) s))``-LDP (Acharya, Sun, Zhang,
+    AISTATS 2019, Sec. 5).
+
+    Inputs ``x = 0`` (block 0) and ``x' = 3`` (block 1) of 6 values in 2 blocks of ``b = 4``
+    outputs; events: whether ``y`` is in ``C_0`` and whether in ``C_3`` (disjoint; within each
+    event every output has one probability under each input). ``y`` in ``C_0`` is tight: ``p``
+    under ``x``, ``(1 - p) s/(B b - s)`` under ``x'``.
+    """
+    mech = BlockHadamardResponse(epsilon, domain=_domain(6), block_size=4)
+    assert (mech.blocks, mech.report_range) == (2, 8)
+    source = RandomSource.from_seed(SEED)
+    # C_0: block 0, row 1 (+1 where popcount(1 & c) is even: c = 0, 2); C_3: block 1, row 1.
+    in_first = np.isin(np.arange(8), [0, 2])
+    in_second = np.isin(np.arange(8), [4, 6])
+    counts = []
+    for code in (0, 3):
+        y = mech.randomize(np.full(N, code, dtype=np.int64), source=source, label=LABEL)
+        counts.append(_pattern(in_first[y], in_second[y]))
+    p = 2 * math.exp(epsilon) / (2 * math.exp(epsilon) + 6)
+    _assert_audit(counts[0], counts[1], mech.privacy.epsilon, (p, (1 - p) * 2 / 6))
 
 
 @pytest.mark.parametrize("epsilon", [1.0, 4.0])

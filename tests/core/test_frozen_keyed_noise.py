@@ -19,6 +19,7 @@ import pytest
 
 from frameldp.core import (
     BalcerCheu,
+    BlockHadamardResponse,
     BloomRappor,
     HadamardResponse,
     LocalHashing,
@@ -46,6 +47,7 @@ MECHANISMS = {
     "subset": lambda **kw: SubsetSelection(1.0, domain=range(32), **kw),
     "hadamard": lambda **kw: HadamardResponse(1.0, domain=range(32), **kw),
     "pgr": lambda **kw: ProjectiveGeometryResponse(1.0, domain=range(32), **kw),
+    "block-hadamard": lambda **kw: BlockHadamardResponse(2.0, domain=range(32), block_size=8, **kw),
 }
 
 FROZEN = {
@@ -63,6 +65,8 @@ FROZEN = {
     "hadamard-seed": "56e1798a1ef92517",
     "pgr-key": "765d38eb7bf57f8f",  # frozen when projective geometry response was added
     "pgr-seed": "97c9171bad189834",
+    "block-hadamard-key": "a62077fe023e598c",  # frozen when block Hadamard response was added
+    "block-hadamard-seed": "fac0f41608dd64dd",
     "rappor-memo": "01f167d64354a1cb",
     "krr-memo": "60d7c24fc417d491",
     "oue-memo": "f39644c5b9af1748",

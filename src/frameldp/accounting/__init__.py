@@ -6,6 +6,7 @@ numpy / scipy / the standard library only (no dataframe import).
 from frameldp.accounting.accountant import Accountant, Conversion, DeltaExplanation, Explanation
 from frameldp.accounting.events import (
     BinomialCountsEvent,
+    BlockHadamardResponseEvent,
     BloomRapporEvent,
     GaussianEvent,
     HadamardResponseEvent,
@@ -32,6 +33,7 @@ from frameldp.accounting.shuffling import amplify_by_shuffling
 __all__ = [
     "Accountant",
     "BinomialCountsEvent",
+    "BlockHadamardResponseEvent",
     "BloomRapporEvent",
     "BudgetStatus",
     "Conversion",

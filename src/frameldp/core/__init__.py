@@ -5,6 +5,7 @@ from frameldp.core.encoding import OTHER, BloomEncoder, Domain
 from frameldp.core.estimation import BloomDecoding, FrequencyEstimate
 from frameldp.core.mechanisms import (
     BalcerCheu,
+    BlockHadamardResponse,
     BloomRappor,
     DuchiMechanism,
     HadamardResponse,
@@ -34,6 +35,7 @@ from frameldp.core.randomness import RandomSource
 __all__ = [
     "OTHER",
     "BalcerCheu",
+    "BlockHadamardResponse",
     "BloomDecoding",
     "BloomEncoder",
     "BloomRappor",

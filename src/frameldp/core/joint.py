@@ -2,7 +2,8 @@
 alternative over their product domain.
 
 Two columns ``X`` and ``Y`` of the same people, each privatized on its own by a frequency
-oracle (any two: k-RR, RAPPOR, OUE, local hashing, subset selection, Hadamard response), give
+oracle (any two: k-RR, RAPPOR, OUE, local hashing, subset selection, Hadamard or projective
+geometry response), give
 their joint counts ``N_ab = #{i : x_i = a, y_i = b}`` without bias. A report ``r`` of ``X``
 supports bucket ``a`` (``s_a(r) = 1``) with probability ``p`` when ``x = a`` and ``q``
 otherwise, so ``e_a(r) = (s_a(r) - q) / (p - q)`` has expectation ``[x = a]``. The two columns'

@@ -283,7 +283,8 @@ def joint_reduction(
         if Capability.FREQUENCY_ORACLE not in mechanism.capabilities:
             raise ParameterError(
                 f"column {shown(column)}: a joint table needs frequency-oracle reports "
-                f"(k-RR, RAPPOR, OUE, local hashing, subset selection, Hadamard response), "
+                f"(k-RR, RAPPOR, OUE, local hashing, subset selection, Hadamard or projective "
+                f"geometry response), "
                 f"not {mechanism.title}",
                 column=column,
             )

@@ -67,6 +67,7 @@ from frameldp.accounting.events.numeric import PiecewiseDensityEvent
 from frameldp.accounting.events.sampled import SampledEvent
 from frameldp.accounting.events.shuffle import ShuffleEvent
 from frameldp.accounting.events.ternary import (
+    BlockHadamardResponseEvent,
     HadamardResponseEvent,
     LocalHashingEvent,
     OptimizedUnaryEncodingEvent,
@@ -77,6 +78,7 @@ from frameldp.accounting.events.ternary import (
 
 __all__ = [
     "BinomialCountsEvent",
+    "BlockHadamardResponseEvent",
     "BloomRapporEvent",
     "GaussianEvent",
     "HadamardResponseEvent",

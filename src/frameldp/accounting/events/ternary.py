@@ -29,6 +29,12 @@ the second, ``k`` the domain size):
   columns, so ``|C_x ∩ C_x'| = K/4``: the loss is ``+epsilon`` on ``C_x \ C_x'`` (probability
   ``p/2``), ``-epsilon`` on ``C_x' \ C_x`` (``(1-p)/2``) and 0 elsewhere (``1/2``):
   ``w = e^epsilon + 1``, the loss of OUE.
+* **Block Hadamard response** [5]_ (their Sec. 5): ``B`` blocks of ``b`` outputs, ``C_x`` the
+  ``s = b/2`` outputs of ``x``'s block where its Hadamard row is +1, ``P[y in C_x] = p``. Two
+  values of different blocks have disjoint ``C``: ``+epsilon`` with probability ``p``,
+  ``-epsilon`` with ``(1-p) s/(B b - s)``, so ``w = (B b - 2s)/s = 2B - 2``. Two values of one
+  block share ``s/2`` outputs, ``w = e^epsilon + 4B - 3``: that pair is the first mixed with a
+  common part (a garbling), so the first is the worst case. ``B = 1`` is Hadamard response.
 * **Subset selection** [6]_ [7]_: a subset of ``d`` of the ``k`` values contains ``x`` with
   probability ``p = d e^epsilon / (d e^epsilon + k - d)`` and is otherwise uniform. The loss is
   ``+epsilon`` when it holds ``x`` but not ``x'`` (``p (k-d)/(k-1)``), ``-epsilon`` when it
@@ -95,6 +101,7 @@ from frameldp.accounting.rounding import pad_up
 from frameldp.errors import ParameterError
 
 __all__ = [
+    "BlockHadamardResponseEvent",
     "HadamardResponseEvent",
     "LocalHashingEvent",
     "OptimizedUnaryEncodingEvent",
@@ -204,6 +211,32 @@ class HadamardResponseEvent(TernaryLossEvent):
     def parameters(self) -> dict[str, Any]:
         """``epsilon``."""
         return {"epsilon": self.epsilon}
+
+
+@dataclass(frozen=True)
+class BlockHadamardResponseEvent(TernaryLossEvent):
+    """Block Hadamard response at ``epsilon`` over ``blocks`` blocks: values of two blocks have
+    disjoint supports (``w = 2 blocks - 2``), the worst pair; one block is Hadamard response
+    (``w = e^eps + 1``)."""
+
+    epsilon: float
+    blocks: int
+    kind: ClassVar[str] = "block_hadamard_response"
+
+    def __post_init__(self) -> None:
+        owner = "block Hadamard response event"
+        object.__setattr__(self, "epsilon", _epsilon(owner, self.epsilon))
+        object.__setattr__(self, "blocks", check_count(owner, "blocks", self.blocks, 1))
+
+    @property
+    def _exact_weight(self) -> float:
+        if self.blocks == 1:
+            return _exp_down(self.epsilon) + 1.0
+        return 2.0 * self.blocks - 2.0
+
+    def parameters(self) -> dict[str, Any]:
+        """``epsilon`` and ``blocks``."""
+        return {"epsilon": self.epsilon, "blocks": self.blocks}
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from frameldp.core.mechanisms._numeric import MeanMechanism, NumericMechanism
 from frameldp.core.mechanisms.balcer_cheu import BalcerCheu
+from frameldp.core.mechanisms.block_hadamard_response import BlockHadamardResponse
 from frameldp.core.mechanisms.bloom_rappor import BloomRappor
 from frameldp.core.mechanisms.duchi import DuchiMechanism
 from frameldp.core.mechanisms.hadamard_response import HadamardResponse
@@ -45,6 +46,7 @@ from frameldp.core.mechanisms.subset_selection import SubsetSelection
 __all__ = [
     "OPEN_DOMAIN",
     "BalcerCheu",
+    "BlockHadamardResponse",
     "BloomRappor",
     "Capability",
     "Decoder",
