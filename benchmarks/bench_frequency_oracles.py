@@ -12,7 +12,8 @@ numpy ``default_rng`` with a fixed seed: test data, not privacy noise):
 
 ``client``
     the protocol path the frame adapters take: ``mech.privatize_column(pa.array(codes),
-    column="c", source=RandomSource.from_seed(1))``, Arrow values in, Arrow report columns out;
+    column="c", source=RandomSource.fresh())``, Arrow values in, Arrow report columns out,
+    under a release's default key (``--seeded``: ``RandomSource.from_seed(1)``);
 ``server``
     ``mech.debias(mech.statistic(reports, column="c"))``: from the report columns to the debiased
     ``FrequencyEstimate``;
@@ -34,7 +35,9 @@ numpy ``default_rng`` with a fixed seed: test data, not privacy noise):
 
 A seeded source addresses its noise by row *and* value (a CBC-MAC address per row), which costs
 more than a fresh key's position-addressed AES-CTR stream (``bench_foundation.py``'s
-``rappor_client`` vs ``rappor_client_keyed``).
+``rappor_client`` vs ``rappor_client_keyed``), and subset selection's keyed noise keeps Floyd's
+algorithm, ``O(n d)``: at k = 16384 (d = 4406) that is hours for 10^6 rows, so ``--seeded``
+skips it there.
 
 **2. Peers** on the same codes, only if importable by the interpreter given by ``--peer-python``
 (default: this one): multi-freq-ldpy (``multi_freq_ldpy.pure_frequency_oracles``: ``GRR``,
@@ -318,7 +321,7 @@ def frameldp_case(spec: dict[str, Any]) -> dict[str, Any]:
     values = pa.array(codes)
 
     def client() -> Any:
-        source = RandomSource.from_seed(NOISE_SEED)
+        source = RandomSource.from_seed(NOISE_SEED) if spec.get("seeded") else RandomSource.fresh()
         return mech.privatize_column(values, column="c", source=source, row_start=0)
 
     held: dict[str, Any] = {}
@@ -960,6 +963,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--parts", nargs="+", type=int, choices=(1, 2, 3), default=[1, 2, 3], metavar="N"
     )
     parser.add_argument("--seeds", type=int, default=3, help="flights noise seeds (default 3)")
+    parser.add_argument(
+        "--seeded", action="store_true", help="table 1's client under a seed, not a fresh key"
+    )
     parser.add_argument("--case", metavar="JSON", help="worker mode: measure one case")
     parser.add_argument("--probe", metavar="PEER", help="worker mode: can this peer be imported")
     args = parser.parse_args(argv)
@@ -990,8 +996,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if 1 in args.parts or 2 in args.parts:
             for k, epsilon in cases:
                 for name in MECHANISMS:
+                    if args.seeded and name == "subset_selection" and k > 1024:
+                        continue  # Floyd's algorithm under a keyed source: O(n d) (docstring)
                     print(f"  frameldp {SHORT[name]} k={k} eps={epsilon:g}", file=sys.stderr)
                     spec = {"mechanism": name, "k": k, "epsilon": epsilon, "codes": codes_path[k]}
+                    spec["seeded"] = args.seeded
                     # The smoke run measures in this process (a fresh one per case isolates
                     # the full run's memory peaks; it adds an interpreter start per case).
                     ours.append(

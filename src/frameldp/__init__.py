@@ -89,6 +89,7 @@ if TYPE_CHECKING:
         choose_mechanism,
         compare_mechanisms,
         mechanism_from_spec,
+        new_memo_key,
     )
     from frameldp.core.joint import product_domain
     from frameldp.core.parallel import set_threads, threads
@@ -158,6 +159,7 @@ _LAZY: dict[str, str] = {
             "choose_mechanism",
             "compare_mechanisms",
             "mechanism_from_spec",
+            "new_memo_key",
         ],
         "frameldp.core",
     ),
@@ -247,6 +249,7 @@ __all__ = [
     "io",
     "ldp",
     "mechanism_from_spec",
+    "new_memo_key",
     "plan",
     "plot",
     "product_domain",

@@ -283,3 +283,37 @@ def test_a_memoized_numeric_release_is_the_in_memory_release(
     refused = invoke("privatize", source, tmp_path / "d.parquet", "--mechanism", "duchi", *common)
     assert refused.exit_code != 0
     assert "epsilon-infinity" in refused.stderr
+
+
+def test_a_scheme_3_memo_key_file_made_by_the_command_line_is_the_in_memory_release(
+    make_input: MakeInput, domains: dict[str, Path], tmp_path: Path
+) -> None:
+    """``frameldp memo-key`` writes a new key (owner-only, never over an existing file); a
+    release under it is the pandas release under the same key, and differs from the release
+    under the same 32 bytes as a scheme-2 key (other permanent responses)."""
+    key_file = tmp_path / "memo3.key"
+    made = invoke("memo-key", key_file)
+    assert made.exit_code == 0, made.stderr
+    assert key_file.stat().st_mode & 0o777 == 0o600
+    again = invoke("memo-key", key_file)
+    assert_user_error(again, "the file exists")
+    key = key_file.read_bytes()
+    assert key.startswith(frameldp.core.randomness.MEMO_KEY_PREFIX)
+    source, target = make_input("parquet", rows=300), tmp_path / "release.parquet"
+    run = invoke(
+        "privatize",
+        source,
+        target,
+        *("--column", "carrier", "--mechanism", "krr", "--epsilon", 1),
+        *("--domain-file", domains["carrier"], "--epsilon-infinity", 1),
+        *("--user", "passenger_id", "--memo-key-file", key_file, "--seed", SEED),
+    )
+    assert run.exit_code == 0, run.stderr
+    mechanism = frameldp.RandomizedResponse(
+        1.0, domain=FLIGHTS_DOMAINS["carrier"], epsilon_infinity=1.0
+    )
+    frame = flights(300)
+    reference = in_memory(frame, {"carrier": mechanism}, user="passenger_id", memo_key=key)
+    assert released(target, "carrier") == expected(reference, "carrier")
+    raw = in_memory(frame, {"carrier": mechanism}, user="passenger_id", memo_key=key[-32:])
+    assert expected(raw, "carrier") != expected(reference, "carrier")

@@ -31,6 +31,7 @@ from frameldp.core import (
     Rappor,
     SubsetSelection,
 )
+from frameldp.core.randomness import MEMO_KEY_PREFIX
 
 KEY = bytes(range(32))
 CODES = (np.arange(5000, dtype=np.int64) * 7919) % 32
@@ -149,6 +150,10 @@ FROZEN_COLUMNS = {
     "prefix-seed": "e18ca0c7482b808b",
     "balcer-key": "5042596e628cc6e3",
     "balcer-seed": "3e48d145be216a9c",
+    # Memo scheme 3 (a key of frameldp.new_memo_key()): frozen when it was added.
+    "bloom-memo-v3": "46135ff816385dec",
+    "krr-memo-v3": "b0bde09a49c9bd68",
+    "olh-memo-v3": "3522de89c233fe39",
 }
 
 
@@ -188,6 +193,21 @@ def test_memoized_columns_are_frozen(name: str) -> None:
             values, column="c", source=RandomSource.from_key(KEY), row_start=5
         )
         assert _column_digest(two) == FROZEN_COLUMNS[f"{name}-two-stage"]
+
+
+@pytest.mark.parametrize("name", sorted(MEMOIZED))
+def test_memoized_columns_under_a_scheme_3_memo_key_are_frozen(name: str) -> None:
+    make, values = COLUMNS[name]
+    memoized = make(epsilon_infinity=MEMOIZED[name]).privatize_column(
+        values,
+        column="c",
+        source=RandomSource.from_seed(3),
+        row_start=5,
+        users=USER_IDS[: len(values)],
+        user_column="u",
+        memo=RandomSource.from_memo_key(MEMO_KEY_PREFIX + MEMO),
+    )
+    assert _column_digest(memoized) == FROZEN_COLUMNS[f"{name}-memo-v3"]
 
 
 @pytest.mark.filterwarnings("ignore::frameldp.InsecureSeedWarning")

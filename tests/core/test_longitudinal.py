@@ -26,7 +26,8 @@ _ONE = 1 << 64
 
 
 def _users(count: int, repeats: int = 1) -> np.ndarray:
-    return row_digests(pa.array([f"u{i // repeats}" for i in range(count)]), "c", "uid", 0)
+    ids = pa.array([f"u{i // repeats}" for i in range(count)])
+    return row_digests(ids, "c", "uid", 0, RandomSource.from_key(MEMO))
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from frameldp._atomic import check_target
-from frameldp.core.randomness import KEY_BYTES
+from frameldp.core.randomness import KEY_BYTES, MEMO_KEY_PREFIX
 from frameldp.errors import FrameLDPError, ParameterError, shown
 from frameldp.frames.inputs import require_column
 
@@ -39,8 +39,9 @@ def sidecar(path: Path) -> Path:
 
 
 def read_key(key_file: Path | None, option: str = "--key-file") -> bytes | None:
-    """The 32-byte secret key held in ``key_file`` (None when no file is given). Errors name
-    the option and the file, never the file's contents."""
+    """The 32-byte secret key held in ``key_file`` (None when no file is given); for
+    ``--memo-key-file`` also a key of ``frameldp.new_memo_key()``. Errors name the option and
+    the file, never the file's contents."""
     if key_file is None:
         return None
     try:
@@ -48,6 +49,13 @@ def read_key(key_file: Path | None, option: str = "--key-file") -> bytes | None:
     except OSError as error:
         reason = error.strerror or type(error).__name__
         raise ParameterError(f"{option} {str(key_file)!r}: cannot read it: {reason}") from None
+    if option == "--memo-key-file" and key.startswith(MEMO_KEY_PREFIX):
+        if len(key) != len(MEMO_KEY_PREFIX) + KEY_BYTES:
+            raise ParameterError(
+                f"{option} {str(key_file)!r}: a key of frameldp.new_memo_key() is "
+                f"{len(MEMO_KEY_PREFIX) + KEY_BYTES} bytes, got {len(key)}"
+            )
+        return key
     if len(key) != KEY_BYTES:
         raise ParameterError(
             f"{option} {str(key_file)!r}: a key is {KEY_BYTES} bytes, got {len(key)}"

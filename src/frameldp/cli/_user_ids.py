@@ -66,7 +66,7 @@ def read_user_type(
     own = user_id_type(given, user)
     if memo_key is None or ledger is None or budget is None or not ledger.is_file():
         return own
-    memo = RandomSource.from_key(memo_key)
+    memo = RandomSource.from_memo_key(memo_key)
     charged = _charged_memos(ledger, budget)
     recorded = {
         kind

@@ -483,3 +483,15 @@ def plan(
         std_error=std_error,
         plot=plot,
     )
+
+
+@app.command("memo-key")
+def memo_key(
+    path: Annotated[Path, typer.Argument(help="The file to create (it must not exist).")],
+) -> None:
+    """Write a new memo key (scheme 3: memoized releases at a few times the cost of one-stage
+    ones) to a new file readable by its owner only. Keep it as a persistent secret and pass it
+    as --memo-key-file to every collection of the same people."""
+    from frameldp.cli.commands import run_memo_key
+
+    run_memo_key(path)

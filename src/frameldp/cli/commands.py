@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -465,3 +466,31 @@ def run_plan(
     typer.echo(repr(chosen))
     if plot is not None:
         typer.echo(f"wrote the plot to {plot}")
+
+
+def run_memo_key(path: Path) -> None:
+    """The ``memo-key`` command: a key of :func:`frameldp.core.randomness.new_memo_key`
+    written to a new file (mode 0600), whole or not at all; an existing file is never
+    overwritten (it may hold the memo key of years of collections)."""
+    from frameldp.core.randomness import new_memo_key
+
+    with user_errors():
+        try:
+            handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            raise ParameterError(
+                f"memo-key {str(path)!r}: the file exists; a memo key is never overwritten "
+                "(the people it collected keep their permanent responses under it)"
+            ) from None
+        except OSError as error:
+            reason = error.strerror or type(error).__name__
+            raise ParameterError(f"memo-key {str(path)!r}: cannot create it: {reason}") from None
+        try:
+            with os.fdopen(handle, "wb") as file:
+                file.write(new_memo_key())
+                file.flush()
+                os.fsync(file.fileno())
+        except BaseException:
+            path.unlink(missing_ok=True)
+            raise
+        typer.echo(f"wrote a new memo key (scheme 3) to {path}; keep it secret and keep it")

@@ -30,7 +30,7 @@ from frameldp.core.mechanisms.choice import (
 )
 from frameldp.core.numeric import Bounds
 from frameldp.core.numeric_estimates import Mean
-from frameldp.core.randomness import RandomSource
+from frameldp.core.randomness import RandomSource, new_memo_key
 
 __all__ = [
     "OTHER",
@@ -63,4 +63,5 @@ __all__ = [
     "choose_mechanism",
     "compare_mechanisms",
     "mechanism_from_spec",
+    "new_memo_key",
 ]

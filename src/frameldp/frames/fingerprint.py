@@ -46,6 +46,7 @@ from frameldp.frames.report_type import RELEASE_SEPARATOR, storage_of
 
 __all__ = [
     "Fingerprint",
+    "cell_hashes",
     "drawn_fingerprint",
     "fingerprint_of",
     "record_drawn",
@@ -120,15 +121,15 @@ def _bytes_hash(array: pa.Array, kind: bytes) -> NDArray[np.uint64]:
     return out
 
 
-def _cell_hash(array: pa.Array) -> NDArray[np.uint64]:
+def cell_hashes(array: pa.Array) -> NDArray[np.uint64]:
     """One hash per row naming the cell of one (storage) column by its value (nulls: one
     constant)."""
     kind = array.type
     if pa.types.is_dictionary(kind):
-        return _cell_hash(array.dictionary_decode())
+        return cell_hashes(array.dictionary_decode())
     if pa.types.is_string_view(kind) or pa.types.is_binary_view(kind):  # polars' own layout
         wide = pa.large_string() if pa.types.is_string_view(kind) else pa.large_binary()
-        return _cell_hash(array.cast(wide))
+        return cell_hashes(array.cast(wide))
     if pa.types.is_integer(kind):
         values = pc.cast(array, pa.int64(), safe=False) if kind != pa.uint64() else array
         words = values.fill_null(0).to_numpy(zero_copy_only=False).astype(np.uint64, copy=False)
@@ -165,11 +166,11 @@ def _row_hashes(arrays: list[pa.Array]) -> NDArray[np.uint64]:
     """One 64-bit hash per row of the cells of ``arrays`` (one chunk each, equal lengths):
     the cell's own hash for one column, else the mix of their weighted sum."""
     if len(arrays) == 1:
-        return _cell_hash(storage_of(arrays[0]))
+        return cell_hashes(storage_of(arrays[0]))
     total = np.zeros(len(arrays[0]) if arrays else 0, dtype=np.uint64)
     with np.errstate(over="ignore"):
         for j, array in enumerate(arrays):
-            total += _cell_hash(storage_of(array)) * _multiplier(j)
+            total += cell_hashes(storage_of(array)) * _multiplier(j)
     return _mix(total)
 
 
@@ -190,7 +191,7 @@ class Fingerprint:
             # Labels (k-RR): each distinct value hashed once, weighted by its count; the same
             # sums as hashing every row, eight times faster for text of several widths.
             counted = pc.value_counts(storage_of(whole[0]))
-            hashes = _cell_hash(counted.field("values"))
+            hashes = cell_hashes(counted.field("values"))
             weights = counted.field("counts").to_numpy(zero_copy_only=False).astype(np.uint64)
         else:
             hashes = _row_hashes(whole)

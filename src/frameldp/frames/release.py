@@ -150,7 +150,7 @@ def plan_release(
             f"user={shown(user)} {where} needs memo_key= (or key=): {unit} draws its own fresh "
             "key, and a person's memoized permanent responses must be the same in all of them"
         )
-    memo = RandomSource.from_key(memo_key) if memo_key is not None else None
+    memo = RandomSource.from_memo_key(memo_key) if memo_key is not None else None
     if memoized and memo is None and not source.seeded:
         warnings.warn(
             "permanent responses are memoized under this call's key only; pass "

@@ -1,35 +1,63 @@
 """Memoization's public names and user digests: the permanent responses of one (user, value)
-are drawn from a stream named by an HMAC of the memo key, never the key itself."""
+are drawn from a stream named by an HMAC of the memo key, never the key itself.
+
+A memo key of 32 bytes digests user ids with BLAKE2b, each distinct id once (scheme 2, frozen);
+a key of :func:`~frameldp.core.randomness.new_memo_key` with a PRF keyed by it over the whole
+column, in batches (scheme 3, :mod:`~frameldp.core.randomness.keyed_ids`). The two schemes
+give one person independent permanent responses, so their memo names differ too: a ledger
+composes their releases instead of folding them."""
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from frameldp.core.columns import distinct_codes
+from frameldp.core.columns import combined, distinct_codes
 from frameldp.core.randomness import RandomSource, digests, label_bytes
+from frameldp.core.randomness.keyed_ids import (
+    STREAM,
+    id_messages,
+    keyed_digests,
+    keyed_digests_of,
+)
 from frameldp.errors import shown
 
-__all__ = ["memo_name", "row_digests"]
+__all__ = ["memo_name", "row_digests", "user_digests"]
 
 
 def memo_name(memo: RandomSource, label: tuple[object, ...]) -> str:
     """Public name of the permanent responses under the memo key ``memo`` for the stream
     ``label`` (an HMAC: it names them without revealing the key)."""
-    message = b"frameldp.v2.memo-id:" + label_bytes(label)
+    version = b"frameldp.v3.memo-id:" if memo.memo_scheme == 3 else b"frameldp.v2.memo-id:"
+    message = version + label_bytes(label)
     return hmac.new(memo.key, message, hashlib.sha256).hexdigest()[:32]
 
 
 def row_digests(
-    users: pa.Array | pa.ChunkedArray, column: str, user_column: str | None, row_start: int
+    users: pa.Array | pa.ChunkedArray,
+    column: str,
+    user_column: str | None,
+    row_start: int,
+    memo: RandomSource,
 ) -> NDArray[np.uint8]:
-    """``(n, 16)``: a digest of each row's user id (each distinct id hashed once); a null id is
-    refused, naming the row."""
-    codes, ids = distinct_codes(
-        users, column, f"user id (user column {shown(user_column)})", row_start
-    )
+    """``(n, 16)``: a digest of each row's user id under the memo key ``memo``'s scheme
+    (module docstring); a null id is refused, naming the row."""
+    what = f"user id (user column {shown(user_column)})"
+    if memo.memo_scheme == 3:
+        tag, data, offsets = id_messages(combined(users), column, what, row_start)
+        return keyed_digests(memo.stream(*STREAM), tag, data, offsets)
+    codes, ids = distinct_codes(users, column, what, row_start)
     return digests(ids)[codes]
+
+
+def user_digests(ids: Sequence[object], memo: RandomSource) -> NDArray[np.uint8]:
+    """``(n, 16)``: the digest of each of a list of distinct user ids under ``memo``'s scheme:
+    the same as :func:`row_digests` gives them in a column."""
+    if memo.memo_scheme == 3:
+        return keyed_digests_of(memo.stream(*STREAM), ids)
+    return digests(ids)

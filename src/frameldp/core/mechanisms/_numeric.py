@@ -171,7 +171,7 @@ class NumericMechanism:
         rows = source.rows(label, row_start, unit.size, encoded)
         held = None
         if users is not None:  # memoized per (user, value): checked above
-            digests = row_digests(users, column, user_column, row_start)
+            digests = row_digests(users, column, user_column, row_start, memo or source)
             held = permanent_rows(
                 rows,
                 source=source,

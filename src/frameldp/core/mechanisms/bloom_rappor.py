@@ -37,6 +37,7 @@ from frameldp.core.estimation import (
     decode_bloom,
 )
 from frameldp.core.mechanisms._memo import memo_name
+from frameldp.core.mechanisms._memo import user_digests as digests_of_users
 from frameldp.core.mechanisms._noise import FLOAT_MARGIN
 from frameldp.core.mechanisms._spec import fingerprint
 from frameldp.core.mechanisms.protocol import Capability, FrequencyEstimation, Statistic
@@ -429,7 +430,7 @@ class BloomRappor(FrequencyEstimation):
                     f"[{user_codes.min()}, {user_codes.max()}]"
                 )
             keyed = memo or source
-            user_digests = digests(user_ids)
+            user_digests = digests_of_users(user_ids, keyed)
             # 64 uniform bits modulo the cohort count: bias below num_cohorts / 2**64.
             words = keyed.stream(*base, "cohort").encrypt(user_digests)[:, :8].copy()
             cohorts = (words.view("<u8").ravel() % np.uint64(self.num_cohorts)).astype(np.int64)

@@ -562,7 +562,11 @@ class LocalHashing(TwoStage, FrequencyEstimation):
         ``epsilon_infinity``, a seed per user and permanent responses memoized per (user, hash
         value) under ``memo``."""
         codes = single_codes(values, self.domain, column, row_start, self.title)
-        digests = None if users is None else row_digests(users, column, user_column, row_start)
+        digests = (
+            None
+            if users is None
+            else row_digests(users, column, user_column, row_start, memo or source)
+        )
         reports = self.randomize(
             codes, source=source, label=column, row_start=row_start, users=digests, memo=memo
         )

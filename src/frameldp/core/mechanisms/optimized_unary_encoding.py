@@ -309,7 +309,11 @@ class OptimizedUnaryEncoding(TwoStage, BitReportsByGroup, FrequencyEstimation):
         """Reports of one value per row; with ``users`` (the ids of ``user_column``) and
         ``epsilon_infinity``, permanent responses memoized per (user, value) under ``memo``."""
         codes = single_codes(values, self.domain, column, row_start, self.title)
-        digests = None if users is None else row_digests(users, column, user_column, row_start)
+        digests = (
+            None
+            if users is None
+            else row_digests(users, column, user_column, row_start, memo or source)
+        )
         reports = self.randomize(
             codes, source=source, label=column, row_start=row_start, users=digests, memo=memo
         )

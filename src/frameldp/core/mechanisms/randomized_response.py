@@ -348,7 +348,7 @@ class RandomizedResponse(TwoStage, CodeReportsByGroup, FrequencyEstimation):
         owner = "k-ary randomized response"
         if users is not None:  # values, then user ids, checked whole first (errors in order)
             codes = single_codes(values, self.domain, column, row_start, owner)
-            digests = row_digests(users, column, user_column, row_start)
+            digests = row_digests(users, column, user_column, row_start, memo or source)
             memoized = self.randomize(
                 codes, source=source, label=column, row_start=row_start, users=digests, memo=memo
             )

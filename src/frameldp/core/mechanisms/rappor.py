@@ -478,7 +478,11 @@ class Rappor(TwoStage, BitReportsByGroup, FrequencyEstimation):
         (the ids of ``user_column``) and ``epsilon_infinity``, permanent responses memoized per
         (user, value) under ``memo``."""
         array = combined(values)
-        digests = None if users is None else row_digests(users, column, user_column, row_start)
+        digests = (
+            None
+            if users is None
+            else row_digests(users, column, user_column, row_start, memo or source)
+        )
         if is_list(array):
             offsets, codes = set_codes(array, self.domain, column, row_start)
             bits = self.encode_sets(offsets, codes, column=column, row_offset=row_start)

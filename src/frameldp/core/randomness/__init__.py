@@ -60,7 +60,13 @@ References
 
 from frameldp.core.randomness.addresses import code_bytes, row_addresses
 from frameldp.core.randomness.digests import digests
-from frameldp.core.randomness.keys import KEY_BYTES, RandomSource, resolve_source
+from frameldp.core.randomness.keys import (
+    KEY_BYTES,
+    MEMO_KEY_PREFIX,
+    RandomSource,
+    new_memo_key,
+    resolve_source,
+)
 from frameldp.core.randomness.labels import STREAM_VERSION, label_bytes
 from frameldp.core.randomness.rows import Rows
 from frameldp.core.randomness.samplers import (
@@ -84,6 +90,7 @@ from frameldp.core.randomness.streams import KeyedStream
 
 __all__ = [
     "KEY_BYTES",
+    "MEMO_KEY_PREFIX",
     "PLANES",
     "PRECISION_BITS",
     "STREAM_VERSION",
@@ -99,6 +106,7 @@ __all__ = [
     "dyadic_at_least",
     "dyadic_at_most",
     "label_bytes",
+    "new_memo_key",
     "permutation",
     "permutation_from_keys",
     "resolve_source",

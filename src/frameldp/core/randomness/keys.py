@@ -21,13 +21,29 @@ from frameldp.core.randomness.samplers import is_int
 from frameldp.core.randomness.streams import KeyedStream
 from frameldp.errors import NoiseReuseError, ParameterError, shown
 
-__all__ = ["KEY_BYTES", "Kind", "RandomSource", "resolve_source"]
+__all__ = ["KEY_BYTES", "MEMO_KEY_PREFIX", "Kind", "RandomSource", "new_memo_key", "resolve_source"]
 
 
 KEY_BYTES: Final = 32
 _SEED_PREFIX: Final = b"frameldp.v1.insecure-seed:"
 
-Kind = Literal["fresh", "key", "seed"]
+Kind = Literal["fresh", "key", "seed", "memo"]
+"""``memo``: a memo key of scheme 3 (:func:`new_memo_key`), otherwise a caller's key."""
+
+MEMO_KEY_PREFIX: Final = b"frameldp-memo-v3:"
+
+
+def new_memo_key() -> bytes:
+    """A new memo key (keep it as a persistent secret): the prefix ``frameldp-memo-v3:`` and
+    32 bytes from the operating system's CSPRNG.
+
+    Its user ids are digested by a PRF keyed with it, in batches (scheme 3,
+    :mod:`frameldp.core.randomness.keyed_ids`): memoized releases cost a few times the
+    one-stage release. A plain 32-byte memo key keeps scheme 2 (BLAKE2b per id), whose
+    permanent responses are frozen: changing its scheme would draw every person a second,
+    independent permanent response.
+    """
+    return MEMO_KEY_PREFIX + secrets.token_bytes(KEY_BYTES)
 
 
 class _KeyRegistry:
@@ -104,6 +120,33 @@ class RandomSource:
     def from_key(cls, key: bytes | bytearray | memoryview) -> RandomSource:
         """Use a caller-held secret key (exactly 32 bytes)."""
         return cls(bytes(key) if isinstance(key, bytearray | memoryview) else key, kind="key")
+
+    @classmethod
+    def from_memo_key(cls, key: bytes | bytearray | memoryview) -> RandomSource:
+        """A memo key: 32 bytes (scheme 2) or a key of :func:`new_memo_key` (scheme 3)."""
+        key = bytes(key) if isinstance(key, bytearray | memoryview) else key
+        if isinstance(key, bytes) and key.startswith(MEMO_KEY_PREFIX):
+            if len(key) != len(MEMO_KEY_PREFIX) + KEY_BYTES:
+                raise ParameterError(
+                    f"memo_key: a scheme-3 memo key is {len(MEMO_KEY_PREFIX)} + {KEY_BYTES} "
+                    f"bytes, got {len(key)} bytes",
+                    parameter="memo_key",
+                )
+            return cls(key[len(MEMO_KEY_PREFIX) :], kind="memo")
+        if not isinstance(key, bytes) or len(key) != KEY_BYTES:
+            shown_key = f"{len(key)} bytes" if isinstance(key, bytes) else f"a {type(key).__name__}"
+            raise ParameterError(
+                f"memo_key must be {KEY_BYTES} bytes or a key of frameldp.new_memo_key(), got "
+                f"{shown_key}",
+                parameter="memo_key",
+            )
+        return cls(key, kind="key")
+
+    @property
+    def memo_scheme(self) -> int:
+        """How user ids are digested when this source is a memo key: 3 for a key of
+        :func:`new_memo_key` (a keyed PRF), 2 otherwise (BLAKE2b)."""
+        return 3 if self.kind == "memo" else 2
 
     @classmethod
     def from_seed(cls, seed: int) -> RandomSource:
