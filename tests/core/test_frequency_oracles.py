@@ -66,8 +66,9 @@ def test_oue_bits_have_their_probabilities() -> None:
 )
 def test_subset_selection_draws_every_subset_with_its_probability(k: int, d: int, key: str) -> None:
     """``P[S | x] = p / C(k-1, d-1)`` on subsets holding ``x``, ``(1-p) / C(k-1, d)`` else,
-    by both samplers: Floyd's (noise bound to values: a seed) and the size-corrected Bernoulli
-    sets of a fresh key (:func:`~frameldp.core.mechanisms.subset_selection.fixed_size_subsets`).
+    by both samplers: Floyd's (noise bound to values: a seed) and a fresh key's (position by
+    position at these sizes, :func:`~frameldp.core.mechanisms.subset_selection.sparse_subsets`;
+    both fresh-key samplers are tested directly below).
 
     n = 200,000 reports of value 1, a chi-square test over all ``C(k, d)`` subsets at
     ``P_FAIL`` (split over the cases): it detects, with probability 0.99, a sampler favouring
@@ -391,6 +392,37 @@ def test_local_hashing_at_huge_epsilon_and_its_server_memory() -> None:
         estimate = mech.debias(Statistic((mech.support_counts(reports),), 6000))
         z = (estimate.counts - 2000) / estimate.std_errors
         assert np.abs(z).max() < z_bound(P_FAIL / 9)
+
+
+@pytest.mark.parametrize("sampler", ["sparse", "bernoulli"])
+@pytest.mark.parametrize(("k", "size", "barred"), [(6, 2, 1), (7, 3, 7), (8, 3, 0)])
+def test_both_fresh_key_samplers_draw_every_subset_equally(
+    sampler: str, k: int, size: int, barred: int
+) -> None:
+    """Subset selection's two samplers under a fresh key (position by position, and Bernoulli
+    bits with size corrections) draw every ``size``-subset of ``[0, k)`` without ``barred``
+    (``k``: none) equally often: a chi-square test over all of them, n = 100,000 rows, at
+    ``P_FAIL / 6`` each (k = 6 and 7 are no power of two: candidates past ``k`` rejected)."""
+    from frameldp.core.mechanisms.subset_selection import fixed_size_subsets, sparse_subsets
+
+    n = 100_000
+    source = RandomSource(bytes(range(32)), kind="fresh")
+    rows = source.rows((LABEL, sampler, k), 0, n, lambda: np.zeros((n, 1), np.uint8))
+    excluded = np.full(n, barred, dtype=np.int64)
+    sizes = np.full(n, size, dtype=np.int64)
+    if sampler == "sparse":
+        bits = sparse_subsets(rows, "", excluded, sizes, k)
+    else:
+        bits = fixed_size_subsets(rows, "", excluded, sizes, k, (size << 64) // k)
+    unpacked = unpack_bits(bits, k)
+    assert (unpacked.sum(axis=1) == size).all()
+    allowed = [j for j in range(k) if j != barred]
+    subsets = list(itertools.combinations(allowed, size))
+    index = {s: i for i, s in enumerate(subsets)}
+    observed = np.bincount(
+        [index[tuple(np.flatnonzero(row))] for row in unpacked], minlength=len(subsets)
+    )
+    assert_chisquare(observed, [1 / len(subsets)] * len(subsets), p_fail=P_FAIL / 6)
 
 
 @pytest.mark.parametrize("k", [24, 40, 1618])

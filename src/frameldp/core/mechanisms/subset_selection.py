@@ -171,6 +171,68 @@ def fixed_size_subsets(
     return bits
 
 
+# A subset of at most 8 + k / _SPARSE positions is drawn position by position, not as k bits
+# (about 0.04 us a position against 0.35 + 0.001 k us for the bits and their corrections).
+_SPARSE: Final = 56
+
+
+def sparse_subsets(
+    rows: Rows,
+    purpose: str,
+    excluded: NDArray[np.int64],
+    sizes: NDArray[np.int64],
+    k: int,
+) -> NDArray[np.uint8]:
+    """Packed ``(n, ceil(k / 8))``: for each row ``r``, a uniformly random subset of
+    ``sizes[r]`` of the positions ``[0, k)`` other than ``excluded[r]``, drawn one position at
+    a time: candidates of ``b = ceil(log2 k)`` bits of uniform 64-bit words (streams ``purpose
+    + "draw j"``, pools of :data:`_CANDIDATE_WORDS` words per row, pool ``j + 1`` only for the
+    rows pool ``j`` left short), read in order and accepted when below ``k``, allowed and not
+    drawn yet. Each accepted position is uniform over the allowed positions not drawn yet
+    (sequential sampling without replacement), so the subset is uniform among those of its
+    size. About ``sizes[r]`` candidates a row: for ``d << k`` far cheaper than ``k`` Bernoulli
+    bits (:func:`fixed_size_subsets`)."""
+    width = packed_width(k)
+    bits = np.zeros((excluded.size, width), dtype=np.uint8)
+    flat = bits.reshape(-1)
+    b = max(1, (k - 1).bit_length())
+    low = np.uint64((1 << b) - 1)
+    fields = [np.uint64(shift) for shift in range(0, 64 - b + 1, b)]
+    exact_range = k == 1 << b  # every b-bit candidate is a position
+    left = sizes.astype(np.int64).copy()
+    active = np.flatnonzero(left)
+    pool = 0
+    while active.size:
+        words = rows.words_of(f"{purpose}draw {pool}", _CANDIDATE_WORDS, active)
+        going, place = active, np.arange(active.size)
+        base, barred, needed = going * width, excluded[going], left[going]
+        tried = 0
+        for column in range(_CANDIDATE_WORDS):
+            word = words[place, column]
+            for shift in fields:
+                position = ((word >> shift) & low).astype(np.intp)
+                accepted = (position != barred) & (needed != 0)
+                if not exact_range:
+                    accepted &= position < k
+                    position[~accepted] = 0  # a position inside the row, for the lookup only
+                at = base + (position >> 3)
+                mask = _MASKS[position & 7]
+                accepted &= (flat[at] & mask) == 0
+                flat[at[accepted]] |= mask[accepted]
+                needed -= accepted
+                tried += 1
+                if tried % 4 == 0:  # compact: rows done try nothing more
+                    still = needed != 0
+                    going, place, base = going[still], place[still], base[still]
+                    barred, needed, word = barred[still], needed[still], word[still]
+            if not going.size:
+                break
+        left[going] = needed
+        active = going[needed != 0]
+        pool += 1
+    return bits
+
+
 def _correct_sizes(
     bits: NDArray[np.uint8],
     excluded: NDArray[np.int64],
@@ -552,7 +614,10 @@ class SubsetSelection(TwoStage, BitReportsByGroup, FrequencyEstimation):
             _floyd(reports, rows, stage, codes, self._d, self.num_bits - 1, np.flatnonzero(out))
             return reports
         sizes = np.where(out, self._d, self._d - 1).astype(np.int64)
-        reports = fixed_size_subsets(rows, stage, codes, sizes, self.num_bits, self._rate)
+        if self._d <= 8 + self.num_bits // _SPARSE:
+            reports = sparse_subsets(rows, stage, codes, sizes, self.num_bits)
+        else:
+            reports = fixed_size_subsets(rows, stage, codes, sizes, self.num_bits, self._rate)
         _set_bits(reports, np.flatnonzero(~out), codes)
         return reports
 
