@@ -159,3 +159,30 @@ def test_a_scheme_3_memo_key_gives_a_person_the_same_permanent_responses_every_t
     pd.testing.assert_series_equal(first, reports(MEMO, frame.iloc[::-1]))
     assert (first != reports(MEMO[len(MEMO_KEY_PREFIX) :])).any()
     assert (first != reports(new_memo_key())).any()
+
+
+def test_a_scheme_3_memo_source_prints_without_its_key() -> None:
+    """(Attack review) ``repr`` of a scheme-3 memo source raised KeyError."""
+    source = RandomSource.from_memo_key(MEMO)
+    assert repr(source) == "RandomSource(<memo key, scheme 3>)"
+    assert bytes(range(32)).hex() not in repr(source)
+
+
+def test_rows_per_person_are_counted_alike_in_every_batch_type() -> None:
+    """Text ids are counted by a 64-bit hash of their value, integers by value: one person
+    whose id comes as string, large_string, dictionary or string_view, or as 32-bit, 64-bit and
+    unsigned integers, in different batches, is one person with all their rows. Integers in one
+    batch and text in another are refused (frameldp cannot tell whether "7" is 7)."""
+    from frameldp.frames.persons import rows_per_user
+
+    text = [
+        pa.array(["p", "q"]),
+        pa.array(["p"], pa.large_string()),
+        pa.array(["p", "q"]).dictionary_encode(),
+        pa.array(["p"], pa.string_view()),
+    ]
+    assert rows_per_user(text, "user") == 4
+    numbers = [pa.array([7, 8], pa.int32()), pa.array([7], pa.int64()), pa.array([7], pa.uint8())]
+    assert rows_per_user(numbers, "user") == 3
+    with pytest.raises(frameldp.DomainError, match="different kinds"):
+        rows_per_user([pa.array([7]), pa.array(["7"])], "user")

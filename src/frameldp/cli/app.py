@@ -152,7 +152,8 @@ def privatize(
         typer.Option(
             "--mechanism",
             help="auto (smallest variance), rappor, krr, optimized_unary_encoding, local_hashing, "
-            "subset_selection, hadamard_response, bloom, pem (prefix extending), or for numbers "
+            "subset_selection, hadamard_response, projective_geometry_response, bloom, pem "
+            "(prefix extending), or for numbers "
             "(with --bounds) duchi, piecewise, hybrid, rounding or squarewave: once for all "
             "columns, or once per column.",
         ),

@@ -155,6 +155,11 @@ def rows_per_user(
             continue
         part = _counts(array)
         if counts is not None:
+            if counts.schema != part.schema:  # integers in one batch, text in another
+                raise DomainError(
+                    f"user column {shown(user)}: its batches hold user ids of different kinds "
+                    f"(integers and text, or integers beyond 2**63); give every batch one type"
+                )
             merged = pa.concat_tables([counts, part]).group_by("id").aggregate([("rows", "sum")])
             part = pa.table({"id": merged["id"], "rows": merged["rows_sum"]})
         counts = part
@@ -170,9 +175,13 @@ def _counts(array: pa.Array) -> pa.Table:
     times faster than Arrow's hash count (0.43 s for 10^6 distinct strings). Two ids whose
     hashes collide are counted as one person: the count can only grow, so the rows per person
     a release states are never fewer than the truth."""
-    if pa.types.is_integer(array.type):
-        ids, rows = np.unique(array.to_numpy(), return_counts=True)
-        return pa.table({"id": pa.array(ids, array.type), "rows": pa.array(rows, pa.int64())})
+    if pa.types.is_integer(
+        array.type
+    ):  # every width alike: 32-bit ids in one batch, 64 in the next
+        large = pa.types.is_unsigned_integer(array.type) and pc.max(array).as_py() >= 1 << 63
+        kind = pa.uint64() if large else pa.int64()
+        ids, rows = np.unique(array.cast(kind).to_numpy(), return_counts=True)
+        return pa.table({"id": pa.array(ids, kind), "rows": pa.array(rows, pa.int64())})
     hashes, rows = np.unique(cell_hashes(array), return_counts=True)
     return pa.table({"id": pa.array(hashes, pa.uint64()), "rows": pa.array(rows, pa.int64())})
 

@@ -289,8 +289,11 @@ class ProjectiveGeometryEvent(TernaryLossEvent):
         object.__setattr__(self, "epsilon", _epsilon(owner, self.epsilon))
         q = check_count(owner, "field_size", self.field_size, 2)
         t = check_count(owner, "dimension", self.dimension, 2)
-        if any(q % d == 0 for d in range(2, math.isqrt(q) + 1)):
-            raise ParameterError(f"{owner}: field_size must be a prime, got {q}")
+        if q > 1 << 20 or t > 64 or any(q % d == 0 for d in range(2, math.isqrt(q) + 1)):
+            raise ParameterError(
+                f"{owner}: field_size must be a prime up to 2**20 and dimension at most 64, "
+                f"got {q} and {t}"
+            )
         object.__setattr__(self, "field_size", q)
         object.__setattr__(self, "dimension", t)
 

@@ -105,13 +105,16 @@ from frameldp.core.mechanisms.registry import register
 from frameldp.core.randomness import PRECISION_BITS, RandomSource, Rows
 from frameldp.errors import ParameterError, shown
 
-__all__ = ["ProjectiveGeometryResponse", "ProjectiveSpace", "optimal_field"]
+__all__ = ["MAX_FIELD_SIZE", "ProjectiveGeometryResponse", "ProjectiveSpace", "optimal_field"]
 
 _ONE: Final = 1 << PRECISION_BITS
 # A block's transform: at most this many complex cells (128 MiB), and as many along its lines.
 _TRANSFORM_CELLS: Final = 1 << 23
 # Above this many reports the transform's float sums could lose the exact integer.
 _TRANSFORM_REPORTS: Final = 1 << 40
+# The largest field: products of coordinates (t q^2) stay exact in int64 and float64, and the
+# tables of inverses stay small. The variance-optimal field is near e^eps + 1, far below.
+MAX_FIELD_SIZE: Final = 1 << 20
 # Reports' hyperplane numbers are stored as uint32; a uniform digit draw takes at most 2**32.
 _MAX_POINTS: Final = 1 << 32
 # Values whose sums the server forms at once (an (block, t) array per field element).
@@ -165,9 +168,7 @@ class ProjectiveSpace:
     @cached_property
     def _inverses(self) -> NDArray[np.int64]:
         """``a^-1 mod q`` for ``a`` in ``[1, q)`` (index 0 unused)."""
-        inverses = np.zeros(self.q, dtype=np.int64)
-        inverses[1:] = [pow(a, -1, self.q) for a in range(1, self.q)]
-        return inverses
+        return _field_inverses(self.q)
 
     def coordinates(self, numbers: NDArray[np.int64]) -> NDArray[np.int64]:
         """``(n, t)`` canonical vectors of point numbers in ``[0, K)``."""
@@ -274,6 +275,21 @@ class ProjectiveSpace:
         return np.rint(totals).astype(np.int64)
 
 
+def _field_inverses(q: int) -> NDArray[np.int64]:
+    """``a^-1 = a^(q-2) mod q`` for every ``a`` of ``F_q`` (0 for ``a = 0``), by square and
+    multiply over the whole field at once (products below ``q^2 <= 2**40``)."""
+    base = np.arange(q, dtype=np.int64)
+    result = np.ones(q, dtype=np.int64)
+    exponent = q - 2
+    while exponent > 0:
+        if exponent & 1:
+            result = result * base % q
+        base = base * base % q
+        exponent >>= 1
+    result[0] = 0
+    return result
+
+
 def _scaled_values(q: int, width: int) -> NDArray[np.int64]:
     """``M[e, w]``: the base-``q`` value of ``e w`` (coordinates times ``e`` mod ``q``) for
     every vector ``w`` of ``F_q^width`` by its value, ``(q, q^width)``: digit by digit,
@@ -300,8 +316,7 @@ class _Lines:
         if width == 0:
             return
         scaled = _scaled_values(q, width - 1)
-        inverses = np.zeros(q, dtype=np.int64)
-        inverses[1:] = [pow(a, -1, q) for a in range(1, q)]
+        inverses = _field_inverses(q)
         first = 0  # the number of the first line whose leading 1 is at `position`
         for position in range(width):
             place = q ** (width - 1 - position)
@@ -392,7 +407,7 @@ def optimal_field(epsilon: float, k: int) -> ProjectiveSpace:
     best: tuple[bool, float, int, ProjectiveSpace] | None = None
     # Past 4 (e^eps + 1) the variance only grows, and past 2k + 16 every q gives a line
     # (t = 2) padded further: the best is below both.
-    for q in _primes(max(8, min(math.ceil(4 * (e + 1)), 2 * k + 16))):
+    for q in _primes(min(MAX_FIELD_SIZE, max(8, min(math.ceil(4 * (e + 1)), 2 * k + 16)))):
         t = _dimension(q, k)
         space = ProjectiveSpace(q, t)
         if space.points >= _MAX_POINTS:
@@ -504,9 +519,15 @@ class ProjectiveGeometryResponse(TwoStage, CodeReportsByGroup, FrequencyEstimati
         q = self.field_size
         if q is None:
             space = optimal_field(epsilon, k)
-        elif isinstance(q, bool) or not isinstance(q, int | np.integer) or not is_prime(int(q)):
+        elif (
+            isinstance(q, bool)
+            or not isinstance(q, int | np.integer)
+            or not 2 <= q <= MAX_FIELD_SIZE
+            or not is_prime(int(q))
+        ):
             raise ParameterError(
-                f"{owner}: field_size must be a prime or None, got {shown(q)}",
+                f"{owner}: field_size must be a prime in [2, {MAX_FIELD_SIZE}] or None, got "
+                f"{shown(q)}",
                 parameter="field_size",
             )
         else:

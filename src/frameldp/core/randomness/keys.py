@@ -240,7 +240,12 @@ class RandomSource:
         return self
 
     def __repr__(self) -> str:
-        shown_kind = {"fresh": "fresh key", "key": "caller's key", "seed": "seeded, insecure"}
+        shown_kind = {
+            "fresh": "fresh key",
+            "key": "caller's key",
+            "seed": "seeded, insecure",
+            "memo": "memo key, scheme 3",
+        }
         return f"RandomSource(<{shown_kind[self.kind]}>)"
 
 
