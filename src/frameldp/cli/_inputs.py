@@ -57,8 +57,12 @@ def read_key(key_file: Path | None, option: str = "--key-file") -> bytes | None:
             )
         return key
     if len(key) != KEY_BYTES:
+        also = ""
+        if option == "--memo-key-file":
+            also = f" (or {len(MEMO_KEY_PREFIX) + KEY_BYTES} from frameldp memo-key)"
         raise ParameterError(
-            f"{option} {str(key_file)!r}: a key is {KEY_BYTES} bytes, got {len(key)}"
+            f"{option} {str(key_file)!r}: a key is {KEY_BYTES} bytes{also}, got {len(key)} "
+            "(raw bytes, no newline)"
         )
     return key
 

@@ -185,8 +185,8 @@ class BlockHadamardResponse(CodeReportsByGroup, FrequencyEstimation):
         The public domain (list, categorical dtype or :class:`~frameldp.core.encoding.Domain`).
     block_size
         ``b``, a power of two >= 2 (each block holds ``b - 1`` values); ``None`` (default)
-        picks the one with the smallest worst-case mean variance (:func:`optimal_block_size`),
-        near ``e^epsilon``.
+        picks the one with the smallest worst-case mean variance (:func:`optimal_block_size`;
+        about ``e^epsilon / 1.6`` blocks).
 
     Privacy
     -------

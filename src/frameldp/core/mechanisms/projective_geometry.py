@@ -525,9 +525,15 @@ class ProjectiveGeometryResponse(TwoStage, CodeReportsByGroup, FrequencyEstimati
             or not 2 <= q <= MAX_FIELD_SIZE
             or not is_prime(int(q))
         ):
+            near = ""
+            if isinstance(q, int | np.integer) and 2 < q <= MAX_FIELD_SIZE:
+                below = next(p for p in range(int(q) - 1, 1, -1) if is_prime(p))
+                above = next(p for p in range(int(q) + 1, 2 * int(q) + 2) if is_prime(p))
+                near = f" (the primes on either side are {below} and {above}; prime powers such "
+                near += "as 4 or 9 are not supported)"
             raise ParameterError(
                 f"{owner}: field_size must be a prime in [2, {MAX_FIELD_SIZE}] or None, got "
-                f"{shown(q)}",
+                f"{shown(q)}{near}",
                 parameter="field_size",
             )
         else:
