@@ -38,28 +38,25 @@ References
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
 from typing import Any, ClassVar, Final
 
 import numpy as np
-import pyarrow as pa
 from numpy.typing import NDArray
 
 from frameldp.accounting import BlockHadamardResponseEvent, PrivacyGuarantee
 from frameldp.accounting.rounding import log_upper
 from frameldp.arguments import check_codes, check_epsilon
-from frameldp.core.columns import integer_reports, single_codes
 from frameldp.core.encoding import Domain
 from frameldp.core.estimation import FrequencyEstimate, GroupEstimates
+from frameldp.core.mechanisms._codes import CodeReports
 from frameldp.core.mechanisms._noise import noise_numerator
 from frameldp.core.mechanisms._spec import fingerprint
-from frameldp.core.mechanisms.hadamard_response import walsh_hadamard
+from frameldp.core.mechanisms.hadamard_response import parity, walsh_hadamard
 from frameldp.core.mechanisms.protocol import (
     Capability,
-    CodeReportsByGroup,
     FrequencyEstimation,
     GroupStatistics,
     Statistic,
@@ -71,14 +68,6 @@ from frameldp.errors import ParameterError, shown
 __all__ = ["BlockHadamardResponse", "optimal_block_size"]
 
 _ONE: Final = 1 << PRECISION_BITS
-
-
-def _parity(values: NDArray[np.int64]) -> NDArray[np.int64]:
-    """Parity of the set bits of each (non-negative, < 2**32) integer."""
-    v = values.copy()
-    for shift in (16, 8, 4, 2, 1):
-        v ^= v >> shift
-    return v & 1
 
 
 @dataclass(frozen=True)
@@ -174,7 +163,7 @@ def optimal_block_size(epsilon: float, k: int) -> int:
 
 @register("block_hadamard_response")
 @dataclass(frozen=True)
-class BlockHadamardResponse(CodeReportsByGroup, FrequencyEstimation):
+class BlockHadamardResponse(CodeReports, FrequencyEstimation):
     r"""Block Hadamard response over a public domain of ``k`` buckets (module docstring).
 
     Parameters
@@ -364,14 +353,14 @@ class BlockHadamardResponse(CodeReportsByGroup, FrequencyEstimation):
         row += 1
         low = row & -row
         # Inside: the column, or its partner across bit `low`, whichever is in the +1 half.
-        inside = np.where(_parity(row & column) != 0, column ^ low, column)
+        inside = np.where(parity(row & column) != 0, column ^ low, column)
         # Outside: another block's output, or the -1 half of the value's own block.
         elsewhere = other < (blocks - 1) * b
         other_block = other // b
         other_block += other_block >= block
         half = other - (blocks - 1) * b  # in [0, b/2) where not elsewhere
         spread = ((half & ~(low - 1)) << 1) | (half & (low - 1))  # a 0 inserted at bit `low`
-        minus = np.where(_parity(row & spread) == 0, spread ^ low, spread)
+        minus = np.where(parity(row & spread) == 0, spread ^ low, spread)
         outside = np.where(elsewhere, other_block * b + other % b, block * b + minus)
         return np.where(out, outside, block * b + inside)
 
@@ -402,43 +391,6 @@ class BlockHadamardResponse(CodeReportsByGroup, FrequencyEstimation):
         return counts, variances
 
     # ------------------------------------------------------------------ the protocol
-
-    @property
-    def categories(self) -> list[Hashable]:
-        """Bucket labels."""
-        return list(self.domain.labels)
-
-    def report_columns(self, column: str) -> dict[str, pa.DataType]:
-        """One column of ``y`` (unsigned 32-bit integers)."""
-        return {column: pa.uint32()}
-
-    def privatize_column(
-        self,
-        values: pa.Array,
-        *,
-        column: str,
-        source: RandomSource,
-        row_start: int = 0,
-        users: pa.Array | None = None,
-        user_column: str | None = None,
-        memo: RandomSource | None = None,
-    ) -> dict[str, pa.Array]:
-        """Reports of one value per row."""
-        codes = single_codes(values, self.domain, column, row_start, self.title)
-        reports = self.randomize(codes, source=source, label=column, row_start=row_start)
-        return {column: pa.array(reports.astype(np.uint32), type=pa.uint32())}
-
-    def statistic(self, reports: Mapping[str, pa.Array], *, column: str) -> Statistic:
-        """Reports per output ``y`` of ``[0, B b)``."""
-        values, size = self.report_codes(reports, column)
-        return Statistic((np.bincount(values, minlength=size).astype(np.int64),), values.size)
-
-    def report_codes(
-        self, reports: Mapping[str, pa.Array], column: str
-    ) -> tuple[NDArray[np.int64], int]:
-        """The reported outputs of ``[0, B b)``."""
-        values = integer_reports(reports[column], self.report_range, column, self.title)
-        return values, self.report_range
 
     def estimates_by_group(self, statistics: GroupStatistics) -> GroupEstimates:
         """:meth:`debias` of every group's histogram."""

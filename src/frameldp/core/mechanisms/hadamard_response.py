@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 from frameldp.accounting import HadamardResponseEvent, PrivacyGuarantee
 from frameldp.accounting.rounding import log_upper
 from frameldp.arguments import check_codes, check_epsilon
-from frameldp.core.columns import integer_reports, single_codes
+from frameldp.core.columns import integer_reports
 from frameldp.core.encoding import Domain
 from frameldp.core.estimation import (
     FrequencyEstimate,
@@ -23,11 +23,11 @@ from frameldp.core.estimation import (
     debias_direct_counts,
     debias_direct_groups,
 )
+from frameldp.core.mechanisms._codes import CodeReports
 from frameldp.core.mechanisms._noise import noise_numerator
 from frameldp.core.mechanisms._spec import fingerprint
 from frameldp.core.mechanisms.protocol import (
     Capability,
-    CodeReportsByGroup,
     FrequencyEstimation,
     GroupStatistics,
     OracleCosts,
@@ -38,13 +38,13 @@ from frameldp.core.mechanisms.registry import register
 from frameldp.core.randomness import PRECISION_BITS, RandomSource, code_bytes
 from frameldp.errors import ParameterError, shown
 
-__all__ = ["HadamardResponse", "walsh_hadamard"]
+__all__ = ["HadamardResponse", "parity", "walsh_hadamard"]
 
 _ONE: Final = 1 << PRECISION_BITS
 _HALF: Final = _ONE >> 1
 
 
-def _parity(values: NDArray[np.int64]) -> NDArray[np.int64]:
+def parity(values: NDArray[np.int64]) -> NDArray[np.int64]:
     """Parity of the set bits of each (non-negative, < 2**32) integer."""
     v = values.copy()
     for shift in (16, 8, 4, 2, 1):
@@ -70,7 +70,7 @@ def walsh_hadamard(values: NDArray[np.int64]) -> NDArray[np.int64]:
 
 @register("hadamard_response")
 @dataclass(frozen=True)
-class HadamardResponse(CodeReportsByGroup, FrequencyEstimation):
+class HadamardResponse(CodeReports, FrequencyEstimation):
     r"""Hadamard response over a public domain of ``k`` buckets.
 
     ``K`` is the smallest power of two above ``k``; value ``x`` owns row ``x + 1`` of the
@@ -231,7 +231,7 @@ class HadamardResponse(CodeReportsByGroup, FrequencyEstimation):
         y = rows.uniform("column", self.num_columns)
         index = codes + 1
         # H[index, y] = +1 exactly when popcount(index & y) is even: in the half when parity 0.
-        wrong = _parity(index & y) != off
+        wrong = parity(index & y) != off
         return np.where(wrong, y ^ (index & -index), y)
 
     def column_counts(
@@ -245,44 +245,6 @@ class HadamardResponse(CodeReportsByGroup, FrequencyEstimation):
 
     # ------------------------------------------------------------------ the protocol
 
-    @property
-    def categories(self) -> list[Hashable]:
-        """Bucket labels."""
-        return list(self.domain.labels)
-
-    def report_columns(self, column: str) -> dict[str, pa.DataType]:
-        """One column of ``y`` (unsigned 32-bit integers)."""
-        return {column: pa.uint32()}
-
-    def privatize_column(
-        self,
-        values: pa.Array,
-        *,
-        column: str,
-        source: RandomSource,
-        row_start: int = 0,
-        users: pa.Array | None = None,
-        user_column: str | None = None,
-        memo: RandomSource | None = None,
-    ) -> dict[str, pa.Array]:
-        """Reports of one value per row."""
-        codes = single_codes(values, self.domain, column, row_start, self.title)
-        reports = self.randomize(codes, source=source, label=column, row_start=row_start)
-        return {column: pa.array(reports.astype(np.uint32), type=pa.uint32())}
-
-    def statistic(self, reports: Mapping[str, pa.Array], *, column: str) -> Statistic:
-        """Reports per column ``y`` of ``[0, K)``."""
-        values = integer_reports(reports[column], self.num_columns, column, self.title)
-        histogram = np.bincount(values, minlength=self.num_columns).astype(np.int64)
-        return Statistic((histogram,), values.size)
-
-    def report_codes(
-        self, reports: Mapping[str, pa.Array], column: str
-    ) -> tuple[NDArray[np.int64], int]:
-        """The reported columns ``y`` of ``[0, K)``."""
-        values = integer_reports(reports[column], self.num_columns, column, self.title)
-        return values, self.num_columns
-
     def estimates_by_group(self, statistics: GroupStatistics) -> GroupEstimates:
         """:meth:`debias` of every group's histogram."""
         (histograms,) = statistics.parts
@@ -294,7 +256,7 @@ class HadamardResponse(CodeReportsByGroup, FrequencyEstimation):
         """Whether each report ``y`` lies in each value's half (``H[x + 1, y] = +1``)."""
         values = integer_reports(reports[column], self.num_columns, column, self.title)
         rows = np.arange(1, self.domain.size + 1, dtype=np.int64)
-        inside: NDArray[np.uint8] = (_parity(values[:, None] & rows[None, :]) == 0).astype(np.uint8)
+        inside: NDArray[np.uint8] = (parity(values[:, None] & rows[None, :]) == 0).astype(np.uint8)
         return inside
 
     def debias(self, statistic: Statistic) -> FrequencyEstimate:

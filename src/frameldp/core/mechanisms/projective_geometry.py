@@ -63,7 +63,7 @@ References
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
@@ -85,6 +85,7 @@ from frameldp.core.estimation import (
     debias_direct_groups,
     mean_direct_variance,
 )
+from frameldp.core.mechanisms._codes import CodeReports, codes_array
 from frameldp.core.mechanisms._longitudinal import (
     TwoStage,
     check_epsilon_infinity,
@@ -94,7 +95,6 @@ from frameldp.core.mechanisms._memo import row_digests
 from frameldp.core.mechanisms._noise import is_prime, noise_numerator
 from frameldp.core.mechanisms.protocol import (
     Capability,
-    CodeReportsByGroup,
     FrequencyEstimation,
     GroupStatistics,
     OracleCosts,
@@ -426,7 +426,7 @@ def optimal_field(epsilon: float, k: int) -> ProjectiveSpace:
 
 @register("projective_geometry_response")
 @dataclass(frozen=True)
-class ProjectiveGeometryResponse(TwoStage, CodeReportsByGroup, FrequencyEstimation):
+class ProjectiveGeometryResponse(TwoStage, CodeReports, FrequencyEstimation):
     r"""Projective geometry response over a public domain of ``k`` buckets.
 
     A report is the number of one hyperplane of ``P^(t-1)(F_q)`` (``K >= k`` points, value
@@ -720,15 +720,6 @@ class ProjectiveGeometryResponse(TwoStage, CodeReportsByGroup, FrequencyEstimati
 
     # ------------------------------------------------------------------ the protocol
 
-    @property
-    def categories(self) -> list[Hashable]:
-        """Bucket labels."""
-        return list(self.domain.labels)
-
-    def report_columns(self, column: str) -> dict[str, pa.DataType]:
-        """One column of hyperplane numbers (unsigned 32-bit integers)."""
-        return {column: pa.uint32()}
-
     def privatize_column(
         self,
         values: pa.Array,
@@ -751,20 +742,7 @@ class ProjectiveGeometryResponse(TwoStage, CodeReportsByGroup, FrequencyEstimati
         reports = self.randomize(
             codes, source=source, label=column, row_start=row_start, users=digests, memo=memo
         )
-        return {column: pa.array(reports.astype(np.uint32), type=pa.uint32())}
-
-    def statistic(self, reports: Mapping[str, pa.Array], *, column: str) -> Statistic:
-        """Reports per hyperplane of ``[0, K)``."""
-        values = integer_reports(reports[column], self.num_points, column, self.title)
-        histogram = np.bincount(values, minlength=self.num_points).astype(np.int64)
-        return Statistic((histogram,), values.size)
-
-    def report_codes(
-        self, reports: Mapping[str, pa.Array], column: str
-    ) -> tuple[NDArray[np.int64], int]:
-        """The reported hyperplanes of ``[0, K)``."""
-        values = integer_reports(reports[column], self.num_points, column, self.title)
-        return values, self.num_points
+        return {column: codes_array(reports)}
 
     def estimates_by_group(self, statistics: GroupStatistics) -> GroupEstimates:
         """:meth:`debias` of every group's histogram."""
