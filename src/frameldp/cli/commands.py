@@ -470,18 +470,22 @@ def run_plan(
 
 def run_memo_key(path: Path) -> None:
     """The ``memo-key`` command: a key of :func:`frameldp.core.randomness.new_memo_key`
-    written to a new file (mode 0600), whole or not at all; an existing file is never
-    overwritten (it may hold the memo key of years of collections)."""
+    written to a new file (mode 0600), whole or not at all: it is written and synced under a
+    temporary name beside ``path``, then linked to ``path``, which fails if ``path`` exists (an
+    existing file is never overwritten: it may hold the memo key of years of collections)."""
+    import secrets
+
     from frameldp.core.randomness import new_memo_key
 
     with user_errors():
-        try:
-            handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
+        if path.exists() or path.is_symlink():
             raise ParameterError(
                 f"memo-key {str(path)!r}: the file exists; a memo key is never overwritten "
                 "(the people it collected keep their permanent responses under it)"
-            ) from None
+            )
+        temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.partial")
+        try:
+            handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except OSError as error:
             reason = error.strerror or type(error).__name__
             raise ParameterError(f"memo-key {str(path)!r}: cannot create it: {reason}") from None
@@ -490,7 +494,17 @@ def run_memo_key(path: Path) -> None:
                 file.write(new_memo_key())
                 file.flush()
                 os.fsync(file.fileno())
-        except BaseException:
-            path.unlink(missing_ok=True)
-            raise
+            try:
+                os.link(temporary, path)  # atomic, and refuses an existing path
+            except FileExistsError:
+                raise ParameterError(
+                    f"memo-key {str(path)!r}: the file exists; a memo key is never overwritten"
+                ) from None
+            except OSError as error:
+                reason = error.strerror or type(error).__name__
+                raise ParameterError(
+                    f"memo-key {str(path)!r}: cannot create it: {reason}"
+                ) from None
+        finally:
+            temporary.unlink(missing_ok=True)
         typer.echo(f"wrote a new memo key (scheme 3) to {path}; keep it secret and keep it")
