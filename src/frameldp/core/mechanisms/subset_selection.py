@@ -279,42 +279,46 @@ def _correct_rows(
     k: int,
 ) -> NDArray[np.int64]:
     """One pool of candidates (``words``: line ``j`` holds word ``j`` of each row of
-    ``active``) tried on the rows ``active``; returns those still short of their size."""
+    ``active``) tried on the rows ``active``; returns those still short of their size.
+
+    Each step tries one candidate of every row still short: accepted when it is a position
+    (below ``k``), not the excluded one, and a member (removing) or a non-member (adding). An
+    accepted candidate toggles its bit: rows are distinct, so one step touches each byte at
+    most once, and a rejected candidate toggles nothing (its mask is 0)."""
     low = np.uint64((1 << b) - 1)
-    fields = [np.uint64(shift) for shift in range(0, 64 - b + 1, b)]
+    shifts = np.arange(0, 64 - b + 1, b, dtype=np.uint64)
     exact_range = k == 1 << b  # every b-bit candidate is a position
     rows_: NDArray[np.int64] = active
-    base, barred, left = rows_ * width, excluded[rows_], need[rows_]
-    removing = left > 0
-    step = np.where(removing, 1, -1)
+    base, barred = rows_ * width, excluded[rows_]
+    removing = need[rows_] > 0
+    left = np.abs(need[rows_])
     place = np.arange(active.size)  # each going row's line in ``words``
     tried = 0
     for column in range(_CANDIDATE_WORDS):
-        word = words[column, place]
-        for shift in fields:
-            position = ((word >> shift) & low).astype(np.intp)
-            accepted = np.ones(position.size, dtype=bool)
+        # Every field of this word of every going row at once: (rows, fields).
+        fields = ((words[column, place][:, None] >> shifts[None, :]) & low).astype(np.intp)
+        for slot in range(shifts.size):
+            position = fields[:, slot]
+            accepted = (position != barred) & (left != 0)
             if not exact_range:
-                outside = position >= k
-                position[outside] = 0  # a position inside the row, for the lookup only
-                accepted &= ~outside
+                inside = position < k
+                accepted &= inside
+                position = np.where(inside, position, 0)  # inside the row, for the lookup only
             at = base + (position >> 3)
             mask = _MASKS[position & 7]
-            accepted &= ((flat[at] & mask) != 0) == removing
-            accepted &= position != barred
-            accepted &= left != 0  # rows done since the last compaction try nothing
-            flat[at[accepted]] ^= mask[accepted]
-            left -= step * accepted
+            current = flat[at]
+            accepted &= ((current & mask) != 0) == removing
+            flat[at] = current ^ (mask * accepted)
+            left -= accepted
             tried += 1
             if tried % 3 == 0:
                 going = left != 0
                 rows_ = np.asarray(rows_[going], dtype=np.int64)
                 base, barred, left = base[going], barred[going], left[going]
-                removing, step, word = removing[going], step[going], word[going]
-                place = place[going]
+                removing, fields, place = removing[going], fields[going], place[going]
                 if not rows_.size:
                     return rows_
-    need[rows_] = left
+    need[rows_] = np.where(removing, left, -left)
     return np.asarray(rows_[left != 0], dtype=np.int64)
 
 
