@@ -390,3 +390,26 @@ def test_dyadic_rounding_against_fractions(probability: float | Fraction) -> Non
     assert Fraction(down, ONE) <= exact < Fraction(down + 1, ONE)
     on_grid = (exact * ONE).denominator == 1
     assert up - down == (0 if on_grid else 1)
+
+
+@pytest.mark.parametrize("bits", [9, 16, 33, 64])
+def test_addressed_narrow_rows_read_their_blocks_lazily_and_draw_the_same_bits(bits: int) -> None:
+    """Rows of at most 64 bits compute each keystream block only while a bit is undecided:
+    the bits equal those of every plane computed at once (the layout frozen for keyed and
+    memoized noise), for thresholds of every shape."""
+    from frameldp.core.randomness import samplers
+    from frameldp.core.randomness.streams import KeyedStream
+
+    stream = KeyedStream(bytes(range(32)))
+    rng = np.random.default_rng(bits)
+    addresses = rng.integers(0, 256, (3000, 16), dtype=np.uint8)
+    for numerator in (1, 3, 1 << 60, (1 << 63) + 12345, (1 << 64) - 7, 4961947078051289661):
+        lazy = samplers.bernoulli_packed_at(stream, numerator, addresses, bits_per_row=bits)
+        planes = min(samplers.PLANES, 64 - samplers._trailing_zeros(numerator))
+        keystream = samplers._tweaked(stream, addresses, samplers._PLANE_LANE, -(-planes // 2))
+        words = keystream.view(np.uint64).reshape(addresses.shape[0], -1)[:, :planes]
+        compared = samplers._compare_rows(numerator, words.reshape(-1, planes, 1))
+        eager = compared[0].view(np.uint8)
+        samplers._decide_rows_tail(compared, eager, bits, stream, addresses)
+        expected = samplers._clear_padding(eager[:, : -(-bits // 8)].copy(), bits)
+        np.testing.assert_array_equal(lazy, expected)
