@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -27,7 +28,7 @@ from frameldp.core.randomness.keyed_ids import (
 )
 from frameldp.errors import shown
 
-__all__ = ["memo_name", "row_digests", "user_digests"]
+__all__ = ["memo_name", "randomize_with_users", "row_digests", "user_digests"]
 
 
 def memo_name(memo: RandomSource, label: tuple[object, ...]) -> str:
@@ -53,6 +54,30 @@ def row_digests(
         return keyed_digests(memo.stream(*STREAM), tag, data, offsets)
     codes, ids = distinct_codes(users, column, what, row_start)
     return digests(ids)[codes]
+
+
+def randomize_with_users(
+    randomize: Callable[..., NDArray[Any]],
+    inputs: NDArray[Any],
+    *,
+    column: str,
+    source: RandomSource,
+    row_start: int,
+    users: pa.Array | pa.ChunkedArray | None,
+    user_column: str | None,
+    memo: RandomSource | None,
+) -> NDArray[Any]:
+    """``randomize(inputs, ...)`` of a memoizing mechanism for the column ``column``: with
+    ``users`` (the ids of ``user_column``), each row's user digested under the scheme of the
+    key that memoizes (``memo``, default ``source``: :func:`row_digests`)."""
+    digests = (
+        None
+        if users is None
+        else row_digests(users, column, user_column, row_start, memo or source)
+    )
+    return randomize(
+        inputs, source=source, label=column, row_start=row_start, users=digests, memo=memo
+    )
 
 
 def user_digests(ids: Sequence[object], memo: RandomSource) -> NDArray[np.uint8]:

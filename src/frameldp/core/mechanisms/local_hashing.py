@@ -66,7 +66,7 @@ from frameldp.core.mechanisms._longitudinal import (
     permanent_rows,
     value_digests,
 )
-from frameldp.core.mechanisms._memo import row_digests
+from frameldp.core.mechanisms._memo import randomize_with_users
 from frameldp.core.mechanisms._noise import is_prime, noise_numerator
 from frameldp.core.mechanisms.protocol import (
     Capability,
@@ -562,13 +562,15 @@ class LocalHashing(TwoStage, FrequencyEstimation):
         ``epsilon_infinity``, a seed per user and permanent responses memoized per (user, hash
         value) under ``memo``."""
         codes = single_codes(values, self.domain, column, row_start, self.title)
-        digests = (
-            None
-            if users is None
-            else row_digests(users, column, user_column, row_start, memo or source)
-        )
-        reports = self.randomize(
-            codes, source=source, label=column, row_start=row_start, users=digests, memo=memo
+        reports = randomize_with_users(
+            self.randomize,
+            codes,
+            column=column,
+            source=source,
+            row_start=row_start,
+            users=users,
+            user_column=user_column,
+            memo=memo,
         )
         return {column: pa.array(reports, type=pa.uint64())}
 

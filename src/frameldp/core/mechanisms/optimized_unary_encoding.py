@@ -40,7 +40,7 @@ from frameldp.core.mechanisms._longitudinal import (
     chained_move,
     check_epsilon_infinity,
 )
-from frameldp.core.mechanisms._memo import row_digests
+from frameldp.core.mechanisms._memo import randomize_with_users
 from frameldp.core.mechanisms._noise import noise_numerator
 from frameldp.core.mechanisms.protocol import (
     BitReportsByGroup,
@@ -309,13 +309,15 @@ class OptimizedUnaryEncoding(TwoStage, BitReportsByGroup, FrequencyEstimation):
         """Reports of one value per row; with ``users`` (the ids of ``user_column``) and
         ``epsilon_infinity``, permanent responses memoized per (user, value) under ``memo``."""
         codes = single_codes(values, self.domain, column, row_start, self.title)
-        digests = (
-            None
-            if users is None
-            else row_digests(users, column, user_column, row_start, memo or source)
-        )
-        reports = self.randomize(
-            codes, source=source, label=column, row_start=row_start, users=digests, memo=memo
+        reports = randomize_with_users(
+            self.randomize,
+            codes,
+            column=column,
+            source=source,
+            row_start=row_start,
+            users=users,
+            user_column=user_column,
+            memo=memo,
         )
         return {column: bits_array(reports)}
 

@@ -67,7 +67,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -91,7 +91,7 @@ from frameldp.core.mechanisms._longitudinal import (
     check_epsilon_infinity,
     mixed_inclusion,
 )
-from frameldp.core.mechanisms._memo import row_digests
+from frameldp.core.mechanisms._memo import randomize_with_users
 from frameldp.core.mechanisms._noise import is_prime, noise_numerator
 from frameldp.core.mechanisms.protocol import (
     Capability,
@@ -172,10 +172,7 @@ class ProjectiveSpace:
 
     def coordinates(self, numbers: NDArray[np.int64]) -> NDArray[np.int64]:
         """``(n, t)`` canonical vectors of point numbers in ``[0, K)``."""
-        numbers = np.asarray(numbers, dtype=np.int64)
-        lead = np.searchsorted(self._offsets, numbers, side="right") - 1
-        # The base-q value of the whole vector: its leading 1 then its trailing digits.
-        value = numbers - self._offsets[lead] + self._powers[lead]
+        value = self.cell_numbers(numbers)
         digits: NDArray[np.int64] = (value[:, None] // self._powers[None, :]) % self.q
         return digits
 
@@ -189,7 +186,8 @@ class ProjectiveSpace:
         return np.asarray(value + self._offsets[lead] - self._powers[lead], dtype=np.int64)
 
     def cell_numbers(self, numbers: NDArray[np.int64]) -> NDArray[np.int64]:
-        """The base-``q`` value of each point's canonical vector: its cell of ``F_q^t``."""
+        """The base-``q`` value of each point's canonical vector (its leading 1, then its
+        trailing digits): its cell of ``F_q^t``."""
         numbers = np.asarray(numbers, dtype=np.int64)
         lead = np.searchsorted(self._offsets, numbers, side="right") - 1
         return np.asarray(numbers - self._offsets[lead] + self._powers[lead], dtype=np.int64)
@@ -239,7 +237,7 @@ class ProjectiveSpace:
         1 at ``j`` have ``<h, v> = v_j + <h', v'>`` over the ``m = t - 1 - j`` trailing
         coordinates, so they hold ``v`` when ``<h', u> = -v_j / a`` for ``v' = a u``, ``u`` the
         canonical vector of ``v'``'s line. Each line's histogram of ``<h', u>``
-        (:func:`_line_counts`) is looked up once per value and block."""
+        (:meth:`_Lines.counts`) is looked up once per value and block."""
         q, t = self.q, self.t
         groups = histograms.shape[0]
         totals = np.zeros((groups, k), dtype=np.int64)
@@ -250,7 +248,7 @@ class ProjectiveSpace:
             if not block.any():
                 continue
             width = t - 1 - j
-            lines = _Lines(q, width)
+            lines = _Lines(q, width, self._inverses)
             # v' is the low `width` base-q digits of v's cell, v_j the next one.
             head, suffix = np.divmod(cells, q**width)
             line = lines.line_of[suffix]
@@ -307,7 +305,7 @@ class _Lines:
     numbered as the points of ``P^(width-1)`` and, last, ``u = 0``; ``line_of[w]`` and
     ``scale_of[w]`` give each vector (by its base-``q`` value) as ``w = scale * u``."""
 
-    def __init__(self, q: int, width: int) -> None:
+    def __init__(self, q: int, width: int, inverses: NDArray[np.int64]) -> None:
         self.q, self.width = q, width
         self.size = _points(q, width)  # lines; u = 0 is number `size`
         self.line_of = np.full(q**width, self.size, dtype=np.int64)
@@ -316,7 +314,6 @@ class _Lines:
         if width == 0:
             return
         scaled = _scaled_values(q, width - 1)
-        inverses = _field_inverses(q)
         first = 0  # the number of the first line whose leading 1 is at `position`
         for position in range(width):
             place = q ** (width - 1 - position)
@@ -391,10 +388,13 @@ def _out_numerator(epsilon: float, space: ProjectiveSpace) -> int:
     return noise_numerator((space.points - d) / d, epsilon)
 
 
-def _supports(p: Fraction, space: ProjectiveSpace) -> tuple[Fraction, Fraction]:
+_P = TypeVar("_P", Fraction, float)
+
+
+def _supports(p: _P, space: ProjectiveSpace) -> tuple[_P, _P]:
     """``(p, b)``: a value's point in a report of it, and in a report of another value
     (``D_2 / D`` of the hyperplanes through the true point, ``(D - D_2)/(K - D)`` of the
-    others)."""
+    others); exact for a realized ``p``, in floating point for a nominal one."""
     d, d2, points = space.per_hyperplane, space.per_pair, space.points
     return p, p * Fraction(d2, d) + (1 - p) * Fraction(d - d2, points - d)
 
@@ -412,9 +412,8 @@ def optimal_field(epsilon: float, k: int) -> ProjectiveSpace:
         space = ProjectiveSpace(q, t)
         if space.points >= _MAX_POINTS:
             continue
-        d, d2, points = space.per_hyperplane, space.per_pair, space.points
-        p = d * e / (d * e + points - d)
-        other = p * d2 / d + (1 - p) * (d - d2) / (points - d)
+        d, points = space.per_hyperplane, space.points
+        p, other = _supports(d * e / (d * e + points - d), space)
         variance = float(mean_direct_variance(p, other, k)) if p > other else math.inf
         rank = (space.block_cells > _TRANSFORM_CELLS, variance, space.cells, space)
         if best is None or _better(rank, best):
@@ -734,13 +733,15 @@ class ProjectiveGeometryResponse(TwoStage, CodeReports, FrequencyEstimation):
         """Reports of one value per row; with ``users`` (the ids of ``user_column``) and
         ``epsilon_infinity``, permanent hyperplanes memoized per (user, value) under ``memo``."""
         codes = single_codes(values, self.domain, column, row_start, self.title)
-        digests = (
-            None
-            if users is None
-            else row_digests(users, column, user_column, row_start, memo or source)
-        )
-        reports = self.randomize(
-            codes, source=source, label=column, row_start=row_start, users=digests, memo=memo
+        reports = randomize_with_users(
+            self.randomize,
+            codes,
+            column=column,
+            source=source,
+            row_start=row_start,
+            users=users,
+            user_column=user_column,
+            memo=memo,
         )
         return {column: codes_array(reports)}
 

@@ -165,35 +165,26 @@ def _padded(
 def keyed_digests_of(stream: KeyedStream, items: Sequence[object]) -> NDArray[np.uint8]:
     """:func:`keyed_digests` of Python ids (strings, bytes or integers): the same digest as
     the id in an Arrow column gets."""
-    tags = set()
-    bodies: list[bytes] = []
-    for item in items:
+    groups: dict[str, tuple[list[int], list[bytes]]] = {}
+    for i, item in enumerate(items):
         if isinstance(item, str):
-            tags.add("string")
-            bodies.append(item.encode("utf-8"))
+            kind, body = "string", item.encode("utf-8")
         elif isinstance(item, bytes):
-            tags.add("binary")
-            bodies.append(item)
+            kind, body = "binary", item
         elif isinstance(item, int | np.integer) and not isinstance(item, bool):
-            tags.add("integer")
-            bodies.append(str(int(item)).encode("ascii"))
+            kind, body = "integer", str(int(item)).encode("ascii")
         else:
             raise ParameterError(
                 f"identifiers must be strings, bytes or integers, got {shown(item)} of type "
                 f"{type(item).__name__}"
             )
-    out = np.zeros((len(bodies), BLOCK), dtype=np.uint8)
-    for kind in tags:
-        rows = [
-            i
-            for i, item in enumerate(items)
-            if (kind == "string" and isinstance(item, str))
-            or (kind == "binary" and isinstance(item, bytes))
-            or (kind == "integer" and not isinstance(item, str | bytes))
-        ]
-        chosen = [bodies[i] for i in rows]
-        offsets = np.zeros(len(chosen) + 1, dtype=np.int64)
-        np.cumsum([len(b) for b in chosen], out=offsets[1:])
-        data = np.frombuffer(b"".join(chosen), dtype=np.uint8)
+        rows, bodies = groups.setdefault(kind, ([], []))
+        rows.append(i)
+        bodies.append(body)
+    out = np.zeros((len(items), BLOCK), dtype=np.uint8)
+    for kind, (rows, bodies) in groups.items():
+        offsets = np.zeros(len(bodies) + 1, dtype=np.int64)
+        np.cumsum([len(body) for body in bodies], out=offsets[1:])
+        data = np.frombuffer(b"".join(bodies), dtype=np.uint8)
         out[rows] = keyed_digests(stream, _TAGS[kind], data, offsets)
     return out
