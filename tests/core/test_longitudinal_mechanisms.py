@@ -129,7 +129,7 @@ def _reports(
         source=RandomSource.from_key(key),
         users=pa.array(users),
         user_column="uid",
-        memo=None if memo is None else RandomSource.from_key(memo),
+        memo=None if memo is None else RandomSource.from_memo_key(memo),
     )[column]
 
 
@@ -321,3 +321,38 @@ def test_the_automatic_choice_checks_epsilon_infinity_first() -> None:
     chosen = frameldp.choose_mechanism(1.0, domain=list(range(64)), epsilon_infinity=3.0)
     assert chosen.longitudinal
     assert chosen.guarantee("m").parameters["epsilon_infinity"] <= 3.0
+
+
+MEMOIZING: dict[str, Build] = {
+    **MECHANISMS,
+    "randomized_response": lambda e, inf: frameldp.RandomizedResponse(
+        e, domain=list(range(K)), epsilon_infinity=inf
+    ),
+    "projective_geometry": lambda e, inf: frameldp.ProjectiveGeometryResponse(
+        e, domain=list(range(K)), epsilon_infinity=inf
+    ),
+}
+
+
+@pytest.mark.parametrize("name", MEMOIZING)
+@pytest.mark.parametrize("scheme", [2, 3])
+def test_a_memoized_release_drawn_in_runs_is_the_release_drawn_at_once(
+    name: str, scheme: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A memoized release digests its users and draws its reports a run of rows at a time, on
+    every thread: permanent responses are addressed by (user, value) and instantaneous ones by
+    row position, so runs of 7 rows on two threads give the reports of one run over all 300
+    rows (120 people holding several rows each), under either memo scheme."""
+    from frameldp.core import parallel
+    from frameldp.core.mechanisms import _memo
+
+    mech = MEMOIZING[name](1.0, 3.0)
+    memo = MEMO if scheme == 2 else frameldp.core.randomness.MEMO_KEY_PREFIX + MEMO
+    users = [f"person {i % 120}" for i in range(300)]
+    codes = (np.arange(300, dtype=np.int64) * 7) % K
+    once = MEMOIZING[name](1.0, 3.0)  # a fresh instance: no cached state shared
+    expected = _reports(once, name, codes, users, memo=memo)
+    monkeypatch.setattr(_memo, "MEMO_ROWS", 7)
+    with parallel.threads(2):
+        got = _reports(mech, name, codes, users, memo=memo)
+    assert got.equals(expected)

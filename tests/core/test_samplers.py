@@ -393,9 +393,11 @@ def test_dyadic_rounding_against_fractions(probability: float | Fraction) -> Non
 
 
 @pytest.mark.parametrize("bits", [9, 16, 33, 64])
-def test_addressed_narrow_rows_read_their_blocks_lazily_and_draw_the_same_bits(bits: int) -> None:
-    """Rows of at most 64 bits compute each keystream block only while a bit is undecided:
-    the bits equal those of every plane computed at once (the layout frozen for keyed and
+def test_addressed_narrow_rows_read_late_planes_only_when_undecided_and_draw_the_same_bits(
+    bits: int,
+) -> None:
+    """Rows of at most 64 bits compute their late planes only while a bit is undecided: the
+    bits equal those of every plane computed at once (the layout frozen for keyed and
     memoized noise), for thresholds of every shape."""
     from frameldp.core.randomness import samplers
     from frameldp.core.randomness.streams import KeyedStream

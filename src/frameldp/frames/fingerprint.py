@@ -75,9 +75,9 @@ def _multiplier(j: int) -> np.uint64:
     return np.uint64(_mix(np.array([j + 1], dtype=np.uint64))[0] | np.uint64(1))
 
 
-def _words_hash(tag: int, rows: NDArray[np.uint8]) -> NDArray[np.uint64]:
+def _words_hash(tag: int | NDArray[np.uint64], rows: NDArray[np.uint8]) -> NDArray[np.uint64]:
     """One hash per row of bytes of one width: the mix of a weighted sum of its 64-bit words
-    and of its tag (kind and width)."""
+    and of its tag (kind and width: one for every row, or one per row)."""
     count, width = rows.shape
     if width % 8 == 0 and rows.flags.c_contiguous:
         words = rows.view("<u8")
@@ -85,16 +85,26 @@ def _words_hash(tag: int, rows: NDArray[np.uint8]) -> NDArray[np.uint64]:
         padded = np.zeros((count, -(-width // 8) * 8), dtype=np.uint8)
         padded[:, :width] = rows
         words = padded.view("<u8")
-    total = np.full(count, (tag * int(_multiplier(0))) & _MASK, dtype=np.uint64)
+    total = np.empty(count, dtype=np.uint64)
     with np.errstate(over="ignore"):
+        np.multiply(tag, _multiplier(0), out=total, casting="unsafe")
         for j in range(words.shape[1]):
             total += words[:, j] * _multiplier(j + 1)
     return _mix(total)
 
 
+# Rows of at most this many 64-bit words are hashed from words read at their offsets, every
+# width at once, a run of rows at a time (temporaries in cache); longer ones (rare for ids)
+# width by width.
+_SHORT_WORDS = 4
+_SHORT_ROWS = 1 << 16
+_LOW_BYTES = np.array([(1 << (8 * b)) - 1 for b in range(9)], dtype=np.uint64)
+
+
 def _bytes_hash(array: pa.Array, kind: bytes) -> NDArray[np.uint64]:
-    """One hash per row of a text or binary column (any offset width, fixed or not), by its
-    bytes: rows are grouped by width, each group hashed as one block of words."""
+    """One hash per row of a text or binary column (any offset width, fixed or not): its
+    bytes zero-padded to whole 64-bit words (:func:`_words_hash`), tagged by its kind and
+    width."""
     if pa.types.is_fixed_size_binary(array.type):
         width = array.type.byte_width
         data = np.frombuffer(array.buffers()[1], dtype=np.uint8)
@@ -112,12 +122,33 @@ def _bytes_hash(array: pa.Array, kind: bytes) -> NDArray[np.uint64]:
         return _words_hash(
             _blake(kind, width.to_bytes(8, "little")), rows.reshape(len(array), width)
         )
+    present = np.flatnonzero(np.bincount(widths))
+    tags = np.zeros(int(present[-1]) + 1, dtype=np.uint64)
+    tags[present] = [_blake(kind, int(width).to_bytes(8, "little")) for width in present]
     out = np.empty(len(array), dtype=np.uint64)
-    for width in np.flatnonzero(np.bincount(widths)):
-        chosen = np.flatnonzero(widths == width)
-        starts = np.asarray(offsets[:-1][chosen], dtype=np.int64)
-        rows = data[starts[:, None] + np.arange(int(width), dtype=np.int64)]
-        out[chosen] = _words_hash(_blake(kind, int(width).to_bytes(8, "little")), rows)
+    # Word j of a row: the eight data bytes at its offset + 8 j (unaligned reads of a padded
+    # copy), those past its width cleared: the row's own words, zero-padded.
+    tail = np.concatenate([data, np.zeros(8, dtype=np.uint8)])
+    at = np.ndarray(buffer=tail, dtype="<u8", shape=(tail.size - 7,), strides=(1,))
+    last = at.size - 1
+    used = -(-min(int(widths.max()), 8 * _SHORT_WORDS) // 8)
+    long = np.flatnonzero(widths > 8 * _SHORT_WORDS)
+    for begin in range(0, len(array), _SHORT_ROWS):
+        starts = offsets[begin : begin + _SHORT_ROWS + 1]
+        width = np.diff(starts)
+        total = np.empty(width.size, dtype=np.uint64)
+        with np.errstate(over="ignore"):
+            np.multiply(tags[width], _multiplier(0), out=total)
+            for j in range(used):
+                word = at[np.minimum(starts[:-1] + 8 * j, last)]
+                word &= _LOW_BYTES[np.clip(width - 8 * j, 0, 8)]
+                word *= _multiplier(j + 1)
+                total += word
+        out[begin : begin + width.size] = _mix(total)
+    for width in np.unique(widths[long]):  # long rows: width by width
+        chosen = long[widths[long] == width]
+        rows = data[offsets[:-1][chosen][:, None] + np.arange(int(width), dtype=np.int64)]
+        out[chosen] = _words_hash(tags[width], rows)
     return out
 
 

@@ -19,6 +19,7 @@ import pyarrow as pa
 from numpy.typing import NDArray
 
 from frameldp.core.columns import combined, distinct_codes
+from frameldp.core.parallel import map_ranges
 from frameldp.core.randomness import RandomSource, digests, label_bytes
 from frameldp.core.randomness.keyed_ids import (
     STREAM,
@@ -28,7 +29,15 @@ from frameldp.core.randomness.keyed_ids import (
 )
 from frameldp.errors import shown
 
-__all__ = ["memo_name", "randomize_with_users", "row_digests", "user_digests"]
+__all__ = [
+    "MEMO_ROWS",
+    "UserDigests",
+    "memo_name",
+    "randomize_in_runs",
+    "randomize_with_users",
+    "row_digests",
+    "user_digests",
+]
 
 
 def memo_name(memo: RandomSource, label: tuple[object, ...]) -> str:
@@ -37,6 +46,41 @@ def memo_name(memo: RandomSource, label: tuple[object, ...]) -> str:
     version = b"frameldp.v3.memo-id:" if memo.memo_scheme == 3 else b"frameldp.v2.memo-id:"
     message = version + label_bytes(label)
     return hmac.new(memo.key, message, hashlib.sha256).hexdigest()[:32]
+
+
+class UserDigests:
+    """The user ids of one column, checked whole when made (a null id, a column that is not of
+    ids, text that is not UTF-8: refused naming the column and the row), digested run by run
+    under the memo key ``memo``'s scheme (module docstring): scheme 3 keys each row's id by
+    the PRF, scheme 2 hashes each distinct id once."""
+
+    def __init__(
+        self,
+        users: pa.Array | pa.ChunkedArray,
+        column: str,
+        user_column: str | None,
+        row_start: int,
+        memo: RandomSource,
+    ) -> None:
+        what = f"user id (user column {shown(user_column)})"
+        self.rows = len(users)
+        self._table: NDArray[np.uint8] | None = None
+        if memo.memo_scheme == 3:
+            self._tag, self._data, self._offsets = id_messages(
+                combined(users), column, what, row_start
+            )
+            self._stream = memo.stream(*STREAM)
+        else:
+            self._codes, ids = distinct_codes(users, column, what, row_start)
+            self._table = digests(ids)
+
+    def of(self, start: int, stop: int) -> NDArray[np.uint8]:
+        """``(stop - start, 16)``: the digests of rows ``[start, stop)``."""
+        if self._table is not None:
+            return np.take(self._table, self._codes[start:stop], axis=0)
+        offsets = self._offsets[start : stop + 1]
+        data = self._data[offsets[0] : offsets[-1]]  # this run's bytes only
+        return keyed_digests(self._stream, self._tag, data, offsets - offsets[0])
 
 
 def row_digests(
@@ -48,12 +92,50 @@ def row_digests(
 ) -> NDArray[np.uint8]:
     """``(n, 16)``: a digest of each row's user id under the memo key ``memo``'s scheme
     (module docstring); a null id is refused, naming the row."""
-    what = f"user id (user column {shown(user_column)})"
-    if memo.memo_scheme == 3:
-        tag, data, offsets = id_messages(combined(users), column, what, row_start)
-        return keyed_digests(memo.stream(*STREAM), tag, data, offsets)
-    codes, ids = distinct_codes(users, column, what, row_start)
-    return digests(ids)[codes]
+    users_ = UserDigests(users, column, user_column, row_start, memo)
+    return users_.of(0, users_.rows)
+
+
+MEMO_ROWS = 1 << 16
+"""Rows a memoized release draws at once (their digests, addresses and draws stay in cache)."""
+
+
+def randomize_in_runs(
+    randomize: Callable[..., NDArray[Any]],
+    inputs: NDArray[Any],
+    users: UserDigests,
+    *,
+    column: str,
+    source: RandomSource,
+    row_start: int,
+    memo: RandomSource | None,
+) -> NDArray[Any]:
+    """``randomize(inputs, users=...)`` of a memoizing mechanism, :data:`MEMO_ROWS` rows at a
+    time on the threads of :func:`~frameldp.core.parallel.map_ranges`: the same reports as one
+    call over every row, since permanent responses are addressed by (user, value) and
+    instantaneous ones by row position (each run from ``row_start`` plus its start)."""
+
+    def run(start: int, stop: int) -> NDArray[Any]:
+        return randomize(
+            inputs[start:stop],
+            source=source,
+            label=column,
+            row_start=row_start + start,
+            users=users.of(start, stop),
+            memo=memo,
+        )
+
+    first = run(0, min(users.rows, MEMO_ROWS))
+    if users.rows <= MEMO_ROWS:
+        return first
+    out = np.empty((users.rows, *first.shape[1:]), dtype=first.dtype)
+    out[:MEMO_ROWS] = first
+
+    def rest(start: int, stop: int) -> None:
+        out[MEMO_ROWS + start : MEMO_ROWS + stop] = run(MEMO_ROWS + start, MEMO_ROWS + stop)
+
+    map_ranges(users.rows - MEMO_ROWS, MEMO_ROWS, rest)
+    return out
 
 
 def randomize_with_users(
@@ -69,14 +151,15 @@ def randomize_with_users(
 ) -> NDArray[Any]:
     """``randomize(inputs, ...)`` of a memoizing mechanism for the column ``column``: with
     ``users`` (the ids of ``user_column``), each row's user digested under the scheme of the
-    key that memoizes (``memo``, default ``source``: :func:`row_digests`)."""
-    digests = (
-        None
-        if users is None
-        else row_digests(users, column, user_column, row_start, memo or source)
-    )
-    return randomize(
-        inputs, source=source, label=column, row_start=row_start, users=digests, memo=memo
+    key that memoizes (``memo``, default ``source``: :class:`UserDigests`), run by run
+    (:func:`randomize_in_runs`)."""
+    if users is None:
+        return randomize(
+            inputs, source=source, label=column, row_start=row_start, users=None, memo=memo
+        )
+    digested = UserDigests(users, column, user_column, row_start, memo or source)
+    return randomize_in_runs(
+        randomize, inputs, digested, column=column, source=source, row_start=row_start, memo=memo
     )
 
 

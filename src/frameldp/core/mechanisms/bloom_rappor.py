@@ -436,7 +436,7 @@ class BloomRappor(FrequencyEstimation):
             cohorts = (words.view("<u8").ravel() % np.uint64(self.num_cohorts)).astype(np.int64)
             cohorts = cohorts[user_codes]
             pairs = np.stack([user_digests[user_codes], value_digests[codes]], axis=1)
-            held = Rows.memoized(keyed, base, pairs)
+            held = Rows.memoized(keyed, base, pairs[:, 0], pairs[:, 1])
             flips = held.bernoulli("permanent", self._flip, self.num_bits)
             rows = source.rows(base, row_start, n, lambda: pairs.reshape(n, 2 * 16))
         elif user_codes is None and user_ids is None:

@@ -37,7 +37,7 @@ from frameldp.core.mechanisms._longitudinal import (
     chained_move,
     check_epsilon_infinity,
 )
-from frameldp.core.mechanisms._memo import row_digests
+from frameldp.core.mechanisms._memo import UserDigests, randomize_in_runs
 from frameldp.core.mechanisms._noise import noise_numerator
 from frameldp.core.mechanisms.protocol import (
     Capability,
@@ -348,9 +348,15 @@ class RandomizedResponse(TwoStage, CodeReportsByGroup, FrequencyEstimation):
         owner = "k-ary randomized response"
         if users is not None:  # values, then user ids, checked whole first (errors in order)
             codes = single_codes(values, self.domain, column, row_start, owner)
-            digests = row_digests(users, column, user_column, row_start, memo or source)
-            memoized = self.randomize(
-                codes, source=source, label=column, row_start=row_start, users=digests, memo=memo
+            digests = UserDigests(users, column, user_column, row_start, memo or source)
+            memoized = randomize_in_runs(
+                self.randomize,
+                codes,
+                digests,
+                column=column,
+                source=source,
+                row_start=row_start,
+                memo=memo,
             )
             return {column: label_array(memoized, self.domain)}
         reports = np.empty(len(values), dtype=np.int32)

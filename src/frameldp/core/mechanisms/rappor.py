@@ -21,7 +21,7 @@ from frameldp.accounting import (
 )
 from frameldp.accounting.rounding import log_upper
 from frameldp.accounting.unary_memo import unary_memo_losses
-from frameldp.arguments import check_epsilon, check_number
+from frameldp.arguments import check_codes, check_epsilon, check_number
 from frameldp.core.columns import bits_array, combined, is_list, packed_bits, set_codes, value_codes
 from frameldp.core.encoding import (
     Domain,
@@ -45,7 +45,7 @@ from frameldp.core.mechanisms._longitudinal import (
     permanent_rows,
     value_digests,
 )
-from frameldp.core.mechanisms._memo import row_digests
+from frameldp.core.mechanisms._memo import UserDigests, randomize_in_runs
 from frameldp.core.mechanisms._noise import FLOAT_MARGIN
 from frameldp.core.mechanisms.protocol import (
     BitReportsByGroup,
@@ -399,11 +399,13 @@ class Rappor(TwoStage, BitReportsByGroup, FrequencyEstimation):
         reports are ``out`` itself, so copy them (or finish with them) before the next call
         reuses it; if the call raises, what ``out`` holds is unspecified.
         """
-        codes = np.asarray(codes, dtype=np.int64)
+        codes = check_codes(self.title, "codes", codes, self.num_bits)
 
         def values() -> NDArray[np.uint8]:  # digests of the one-hot rows, each hashed once
-            distinct, inverse = np.unique(codes, return_inverse=True)
-            return value_digests(self.encode(distinct))[inverse.ravel()]
+            present = np.bincount(codes, minlength=self.num_bits) != 0
+            distinct = np.flatnonzero(present)
+            position = np.cumsum(present) - 1  # each code's place among the distinct ones
+            return np.take(value_digests(self.encode(distinct)), position[codes], axis=0)
 
         noise = self._noise(
             source,
@@ -478,21 +480,32 @@ class Rappor(TwoStage, BitReportsByGroup, FrequencyEstimation):
         (the ids of ``user_column``) and ``epsilon_infinity``, permanent responses memoized per
         (user, value) under ``memo``."""
         array = combined(values)
-        digests = (
+        digests = (  # user ids checked before values
             None
             if users is None
-            else row_digests(users, column, user_column, row_start, memo or source)
+            else UserDigests(users, column, user_column, row_start, memo or source)
         )
+        inputs: NDArray[Any]
         if is_list(array):
             offsets, codes = set_codes(array, self.domain, column, row_start)
-            bits = self.encode_sets(offsets, codes, column=column, row_offset=row_start)
-            reports = self.randomize(
-                bits, source=source, label=column, row_start=row_start, users=digests, memo=memo
+            inputs = self.encode_sets(offsets, codes, column=column, row_offset=row_start)
+            randomize: Callable[..., NDArray[np.uint8]] = self.randomize
+        else:
+            inputs = value_codes(array, self.domain, column, lambda row: row_start + row)
+            randomize = self.randomize_codes
+        if digests is None:
+            reports = randomize(
+                inputs, source=source, label=column, row_start=row_start, users=None, memo=memo
             )
         else:
-            codes = value_codes(array, self.domain, column, lambda row: row_start + row)
-            reports = self.randomize_codes(
-                codes, source=source, label=column, row_start=row_start, users=digests, memo=memo
+            reports = randomize_in_runs(
+                randomize,
+                inputs,
+                digests,
+                column=column,
+                source=source,
+                row_start=row_start,
+                memo=memo,
             )
         return {column: bits_array(reports)}
 

@@ -63,15 +63,19 @@ class Rows:
 
     @classmethod
     def memoized(
-        cls, source: RandomSource, label: tuple[object, ...], pairs: NDArray[np.uint8]
+        cls,
+        source: RandomSource,
+        label: tuple[object, ...],
+        users: NDArray[np.uint8],
+        values: NDArray[np.uint8],
     ) -> Rows:
         """The noise of memoized permanent responses: row ``i`` is addressed by a keyed PRF of
-        its ``(user digest, value digest)`` pair (``pairs`` of shape ``(n, 2, 16)``) under the
-        stream ``(*label, "memo")``, not by its position. The same person holding the same
-        value gets the same noise wherever and whenever the row sits, under the same ``source``
-        (the memo key) and ``label``; any other pair gets independent noise."""
-        rows = cls(source, label, 0, pairs.shape[0], None)
-        rows._addresses = source.stream(*label, "memo").prf(pairs)
+        its ``(users[i], values[i])`` pair of 16-byte digests under the stream ``(*label,
+        "memo")``, not by its position. The same person holding the same value gets the same
+        noise wherever and whenever the row sits, under the same ``source`` (the memo key) and
+        ``label``; any other pair gets independent noise."""
+        rows = cls(source, label, 0, users.shape[0], None)
+        rows._addresses = source.stream(*label, "memo").prf(users, values)
         return rows
 
     @property

@@ -180,7 +180,7 @@ def bernoulli_packed_at(
         for first in range(0, num_rows, step):
             chunk = addresses[first : first + step]
             if words == 1:  # narrow rows: most are decided after a few planes
-                decided = _compare_rows_at(numerator, stream, chunk, planes)
+                decided = _compare_rows_at(numerator, stream, chunk, planes, bits_per_row)
             else:
                 keystream = _tweaked(stream, chunk, _PLANE_LANE, -(-planes * words // 2))
                 keystream_words = keystream.view(np.uint64).reshape(chunk.shape[0], -1)
@@ -209,36 +209,58 @@ def _compare_rows(
 
 
 def _compare_rows_at(
-    numerator: int, stream: KeyedStream, addresses: NDArray[np.uint8], planes: int
+    numerator: int,
+    stream: KeyedStream,
+    addresses: NDArray[np.uint8],
+    planes: int,
+    bits_per_row: int,
 ) -> tuple[NDArray[np.uint64], NDArray[np.uint64], int]:
     """:func:`_compare_rows` on the plane layout of :func:`bernoulli_packed_at` for rows of at
-    most 64 bits (one word a plane, two planes a block), each block of a row's keystream
-    computed only while the row still has an undecided bit: the same keystream words wherever
-    they are read, so the same bits, for about half the AES work (a row of 16 bits is decided
-    after 4 planes two times in three)."""
+    most 64 bits (one word a plane, two planes a block): the first :data:`_EARLY_PLANES`
+    planes of every row at once, the others only for the rows still undecided (about one in
+    sixteen for 16 bits), compared plane by plane over contiguous words. A row's padding bits
+    start decided, so they are never read. The same keystream words wherever they are read,
+    so the same bits."""
     rows = addresses.shape[0]
+    used = np.zeros(8, dtype=np.uint8)  # the row's bits in its word (bytes little-endian)
+    used[: bits_per_row // 8] = 0xFF
+    if bits_per_row % 8:
+        used[bits_per_row // 8] = (0xFF << (8 - bits_per_row % 8)) & 0xFF
     decided = np.zeros((rows, 1), dtype=np.uint64)
-    undecided = np.full((rows, 1), np.iinfo(np.uint64).max, dtype=np.uint64)
-    active = np.arange(rows)
-    done, left = decided, undecided  # the active rows' state (all rows at first)
+    undecided = np.full((rows, 1), used.view("<u8")[0], dtype=np.uint64)
     remainder = numerator
-    first = 0
-    while first < planes:
-        count = min(planes, first + (4 if first == 0 else 2)) - first  # planes of this fetch
-        if active.size:
-            blocks = _tweaked(stream, addresses[active], _PLANE_LANE, -(-count // 2), first // 2)
-            keystream = blocks.view(np.uint64).reshape(active.size, -1)
+
+    def compare(begin: int, end: int, which: NDArray[np.int64] | None) -> int:
+        """Planes ``[begin, end)`` of the rows ``which`` (None: every row), in place."""
+        chosen = addresses if which is None else np.take(addresses, which, axis=0)
+        blocks = _tweaked(stream, chosen, _PLANE_LANE, -(-(end - begin) // 2), begin // 2)
+        keystream = blocks.view(np.uint64).reshape(chosen.shape[0], -1)[:, : end - begin]
+        keystream = np.ascontiguousarray(keystream.T)
+        done, left = (decided, undecided) if which is None else (decided[which], undecided[which])
         newly = np.empty_like(done)
-        for t in range(first, first + count):
-            word = keystream[:, t - first : t - first + 1] if active.size else done
-            remainder = _compare_plane(numerator, t, word, done, left, newly)
-        first += count
-        going = left[:, 0] != 0
-        if going.sum() < 0.75 * going.size:  # rows fully decided: their state is final
-            decided[active], undecided[active] = done, left
-            active, done, left = active[going], done[going], left[going]
-    decided[active], undecided[active] = done, left
+        rest = numerator
+        for t in range(begin, end):
+            rest = _compare_plane(numerator, t, keystream[t - begin][:, None], done, left, newly)
+        if which is not None:
+            decided[which], undecided[which] = done, left
+        return rest
+
+    first = min(planes, _EARLY_PLANES)
+    remainder = compare(0, first, None) if rows else _remainder_after(numerator, first)
+    if planes > first:
+        late = np.flatnonzero(undecided[:, 0])
+        remainder = (
+            compare(first, planes, late) if late.size else _remainder_after(numerator, planes)
+        )
     return decided, undecided, remainder
+
+
+_EARLY_PLANES: Final = 8  # planes drawn for every row of :func:`_compare_rows_at`
+
+
+def _remainder_after(numerator: int, planes: int) -> int:
+    """The threshold bits still to compare after ``planes`` planes."""
+    return numerator & ((1 << (PRECISION_BITS - planes)) - 1)
 
 
 def _compare_plane(
@@ -329,8 +351,16 @@ def uniform_integers_at(
         raise ParameterError(f"k must be an integer in [1, 2**32], got {shown(k)}")
     addresses = np.ascontiguousarray(addresses, dtype=np.uint8).reshape(-1, BLOCK)
     limit = (1 << 32) - (1 << 32) % k
-    result = np.zeros(addresses.shape[0], dtype=np.int64)
-    pending = np.arange(addresses.shape[0])
+    # Round 0 for every row at once: its first word decides all but a fraction k / 2**32.
+    tweak = np.zeros((1, 2), dtype=">u8")
+    tweak[0, 0] = np.uint64(_UNIFORM_LANE) << np.uint64(32)
+    words = stream.encrypt(addresses ^ tweak.view(np.uint8)).view("<u4")
+    first_word = words[:, 0].astype(np.int64)
+    result = first_word % k
+    if limit == 1 << 32:  # k divides 2**32: every word is accepted
+        return result
+    pending = np.flatnonzero(first_word >= limit)
+    result[pending] = 0
     round_ = 0
     while pending.size:
         tweak = np.zeros((1, 2), dtype=">u8")

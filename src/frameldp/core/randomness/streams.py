@@ -65,14 +65,16 @@ class KeyedStream:
         check_written(written, data.size)
         return np.frombuffer(out, dtype=np.uint8, count=written).reshape(-1, BLOCK)
 
-    def prf(self, digests: NDArray[np.uint8]) -> NDArray[np.uint8]:
+    def prf(self, first: NDArray[np.uint8], second: NDArray[np.uint8]) -> NDArray[np.uint8]:
         """A keyed pseudorandom function of pairs of 16-byte blocks: ``E(E(x) XOR y)``.
 
-        ``digests`` has shape ``(n, 2, 16)``; row ``i`` is the message ``x_i || y_i``. This is
-        CBC-MAC on two-block messages, a secure PRF for messages of one fixed length [3]_.
+        ``first`` and ``second`` have shape ``(n, 16)``; row ``i`` is the message ``x_i ||
+        y_i`` (``x_i = first[i]``). This is CBC-MAC on two-block messages, a secure PRF for
+        messages of one fixed length [3]_.
         """
-        first = self.encrypt(digests[:, 0, :])
-        return self.encrypt(np.bitwise_xor(first, digests[:, 1, :]))
+        state = self.encrypt(first)
+        np.bitwise_xor(state, second, out=state)
+        return self.encrypt(state)
 
 
 _ZEROS = bytes(0)
