@@ -118,7 +118,7 @@ def _floyd(
 
 
 # 64-bit words of candidate positions per row drawn at once for the size corrections.
-_CANDIDATE_WORDS: Final = 8
+_CANDIDATE_WORDS: Final = 6
 # Rows whose size corrections run together (their state arrays stay in the CPU's cache).
 _CORRECTION_ROWS: Final = 1 << 16
 
@@ -244,6 +244,9 @@ def _correct_sizes(
     """Step (2) of :func:`fixed_size_subsets`, in place: row ``r`` loses ``need[r] > 0``
     uniformly random members or gains ``-need[r]`` uniformly random allowed non-members.
 
+    A row that gains has its excluded position set to 1 meanwhile (as if a member), so for
+    every row a candidate is accepted when its bit is the one the row flips (1 for a row that
+    loses, 0 for one that gains); the excluded position is cleared again at the end.
     Candidates come from pools of :data:`_CANDIDATE_WORDS` words per row (stream ``purpose +
     "fix j"``, addressed as the row's other noise; pool ``j + 1`` drawn only for the rows that
     pool ``j`` left short), ``b`` bits each, read in order; each step tries the next candidate
@@ -252,6 +255,9 @@ def _correct_sizes(
     width = bits.shape[1]
     flat = bits.reshape(-1)
     b = max(1, (k - 1).bit_length())
+    gaining = np.flatnonzero((need < 0) & (excluded < k))
+    barred = gaining * width + (excluded[gaining] >> 3)
+    flat[barred] |= _MASKS[excluded[gaining] & 7]
     active = np.flatnonzero(need)
     pool = 0
     while active.size:
@@ -260,12 +266,11 @@ def _correct_sizes(
             chunk = active[start : start + _CORRECTION_ROWS]
             words = rows.words_of(f"{purpose}fix {pool}", _CANDIDATE_WORDS, chunk)
             remaining.append(
-                _correct_rows(
-                    flat, np.ascontiguousarray(words.T), chunk, need, excluded, width, b, k
-                )
+                _correct_rows(flat, np.ascontiguousarray(words.T), chunk, need, width, b, k)
             )
         active = np.concatenate(remaining)
         pool += 1
+    flat[barred] &= ~_MASKS[excluded[gaining] & 7]
 
 
 def _correct_rows(
@@ -273,7 +278,6 @@ def _correct_rows(
     words: NDArray[np.uint64],
     active: NDArray[np.int64],
     need: NDArray[np.int64],
-    excluded: NDArray[np.int64],
     width: int,
     b: int,
     k: int,
@@ -282,43 +286,44 @@ def _correct_rows(
     ``active``) tried on the rows ``active``; returns those still short of their size.
 
     Each step tries one candidate of every row still short: accepted when it is a position
-    (below ``k``), not the excluded one, and a member (removing) or a non-member (adding). An
-    accepted candidate toggles its bit: rows are distinct, so one step touches each byte at
-    most once, and a rejected candidate toggles nothing (its mask is 0)."""
+    (below ``k``) holding the bit its row flips (1 when removing, 0 when adding), which it
+    toggles: rows are distinct, so one step touches each byte at most once, and a rejected
+    candidate toggles nothing (its mask is 0). Each step costs a dozen passes over the rows
+    still short, kept compacted every third step."""
     low = np.uint64((1 << b) - 1)
-    shifts = np.arange(0, 64 - b + 1, b, dtype=np.uint64)
+    shifts = [np.uint64(shift) for shift in range(0, 64 - b + 1, b)]
     exact_range = k == 1 << b  # every b-bit candidate is a position
-    rows_: NDArray[np.int64] = active
-    base, barred = rows_ * width, excluded[rows_]
-    removing = need[rows_] > 0
-    left = np.abs(need[rows_])
-    place = np.arange(active.size)  # each going row's line in ``words``
+    base = active * width
+    # XORed with a byte, the bits a row flips become 1: 0x00 for a row removing members (its
+    # 1 bits), 0xFF for a row adding non-members (its 0 bits).
+    key = np.where(need[active] > 0, np.uint8(0), np.uint8(0xFF))
+    left = np.abs(need[active])
+    place = np.arange(active.size)  # each going row's line in ``words`` and ``active``
     tried = 0
     for column in range(_CANDIDATE_WORDS):
-        # Every field of this word of every going row at once: (rows, fields).
-        fields = ((words[column, place][:, None] >> shifts[None, :]) & low).astype(np.intp)
-        for slot in range(shifts.size):
-            position = fields[:, slot]
-            accepted = (position != barred) & (left != 0)
+        word = words[column, place]
+        for shift in shifts:
+            position = np.bitwise_and(word >> shift, low).view(np.intp)  # below 2**63
+            accepted = left != 0
             if not exact_range:
                 inside = position < k
                 accepted &= inside
-                position = np.where(inside, position, 0)  # inside the row, for the lookup only
+                position *= inside  # outside: read position 0, never accepted
             at = base + (position >> 3)
             mask = _MASKS[position & 7]
             current = flat[at]
-            accepted &= ((current & mask) != 0) == removing
+            accepted &= ((current ^ key) & mask) != 0
             flat[at] = current ^ (mask * accepted)
             left -= accepted
             tried += 1
             if tried % 3 == 0:
                 going = left != 0
-                rows_ = np.asarray(rows_[going], dtype=np.int64)
-                base, barred, left = base[going], barred[going], left[going]
-                removing, fields, place = removing[going], fields[going], place[going]
-                if not rows_.size:
-                    return rows_
-    need[rows_] = np.where(removing, left, -left)
+                base, key, left = base[going], key[going], left[going]
+                word, place = word[going], place[going]
+                if not place.size:
+                    return np.zeros(0, dtype=np.int64)
+    rows_ = active[place]
+    need[rows_] = np.where(key == 0, left, -left)
     return np.asarray(rows_[left != 0], dtype=np.int64)
 
 
