@@ -13,6 +13,7 @@ import pytest
 from frameldp.frames.fingerprint import (
     Fingerprint,
     _row_hashes,
+    cell_hashes,
     drawn_fingerprint,
     fingerprint_of,
     record_drawn,
@@ -126,3 +127,27 @@ def test_labels_hashed_by_distinct_value_give_the_row_by_row_sums(kind: str) -> 
             first = int(rows.sum(dtype=np.uint64))
             second = int((rows * (rows | np.uint64(1))).sum(dtype=np.uint64))
         assert fingerprint_of([array]) == f"{len(array)}:{first:016x}:{second:016x}"
+
+
+def test_cell_hashes_of_text_of_many_widths_are_frozen() -> None:
+    """Fingerprints are stored in report types and files and recomputed by later versions, so
+    the hashes of text and bytes of every width are frozen: these values were computed by the
+    width-by-width hash this one replaced (words read at each row's offset, every width at
+    once), for short, word-sized, multi-word and long cells, UTF-8 included."""
+    values = ["", "a", "user-7", "exactly8", "nine char", "x" * 16, "y" * 33, "é", "user-1234567"]
+    text = [
+        0xB583C4659B177A57, 0xA9ADD8FE16E26D1F, 0xD127B934A29F32F4, 0xE8996C17214FE894,
+        0x212A5057FA395972, 0xCB884B15D535594F, 0x211F2B6D5087DD1B, 0x06426F4469C218EA,
+        0xB9E253CF0693179D,
+    ]  # fmt: skip
+    binary = [
+        0x9363AA5FA7F2E367, 0x8144D629EBEAA8C3, 0xDDB48461905A57EF, 0xA367D18CA467BA1F,
+        0x9ACA4A5CC163027C, 0x8268C1F401B13BE1, 0x576161DBBBF12408, 0x3C9EA88AEFE68F8C,
+        0x00B287EA9646EF30,
+    ]  # fmt: skip
+    for kind in (pa.string(), pa.large_string()):
+        assert cell_hashes(pa.array(values, kind)).tolist() == text
+        assert cell_hashes(pa.array(values[::-1], kind)).tolist() == text[::-1]
+        assert cell_hashes(pa.array(["pad", *values], kind).slice(1)).tolist() == text
+    encoded = [value.encode() for value in values]
+    assert cell_hashes(pa.array(encoded, pa.large_binary())).tolist() == binary

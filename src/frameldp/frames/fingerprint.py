@@ -128,20 +128,23 @@ def _bytes_hash(array: pa.Array, kind: bytes) -> NDArray[np.uint64]:
     out = np.empty(len(array), dtype=np.uint64)
     # Word j of a row: the eight data bytes at its offset + 8 j (unaligned reads of a padded
     # copy), those past its width cleared: the row's own words, zero-padded.
-    tail = np.concatenate([data, np.zeros(8, dtype=np.uint8)])
-    at = np.ndarray(buffer=tail, dtype="<u8", shape=(tail.size - 7,), strides=(1,))
-    last = at.size - 1
     used = -(-min(int(widths.max()), 8 * _SHORT_WORDS) // 8)
+    tail = np.concatenate([data, np.zeros(8 * used, dtype=np.uint8)])
+    at = np.ndarray(buffer=tail, dtype="<u8", shape=(tail.size - 7,), strides=(1,))
+    # kept[j][w]: the bytes of word j a row of width w keeps (past its width: none); a long
+    # row (its width capped here) is hashed again below.
+    kept = [_LOW_BYTES[np.clip(np.arange(8 * used + 1) - 8 * j, 0, 8)] for j in range(used)]
     long = np.flatnonzero(widths > 8 * _SHORT_WORDS)
     for begin in range(0, len(array), _SHORT_ROWS):
         starts = offsets[begin : begin + _SHORT_ROWS + 1]
         width = np.diff(starts)
+        capped = np.minimum(width, 8 * used)
         total = np.empty(width.size, dtype=np.uint64)
         with np.errstate(over="ignore"):
             np.multiply(tags[width], _multiplier(0), out=total)
             for j in range(used):
-                word = at[np.minimum(starts[:-1] + 8 * j, last)]
-                word &= _LOW_BYTES[np.clip(width - 8 * j, 0, 8)]
+                word = at[starts[:-1] + 8 * j]
+                word &= kept[j][capped]
                 word *= _multiplier(j + 1)
                 total += word
         out[begin : begin + width.size] = _mix(total)

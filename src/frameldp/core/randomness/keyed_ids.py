@@ -178,17 +178,17 @@ def _padded_short(
     words: word ``j`` holds message bytes ``8j`` to ``8j + 7``, read from the data eight bytes
     at a time at any byte offset, the bytes past each body cleared."""
     m = starts.size
-    words = np.zeros((m, 2 * count), dtype="<u8")
-    tail = np.concatenate([data, np.zeros(8, dtype=np.uint8)])
+    words = np.empty((m, 2 * count), dtype="<u8")
+    tail = np.concatenate([data, np.zeros(16 * count, dtype=np.uint8)])
     # Every 8 bytes of the data, at each byte offset (unaligned reads).
     at = np.ndarray(buffer=tail, dtype="<u8", shape=(tail.size - 7,), strides=(1,))
-    last = at.size - 1
-    first = at[np.minimum(starts, last)] & _LOW_BYTES[np.minimum(body, 6)]
+    longest = int(body.max()) if m else 0
+    lengths = np.arange(longest + 1)
+    first = at[starts] & _LOW_BYTES[np.minimum(lengths, 6)][body]
     words[:, 0] = (body + 1).astype(np.uint64) | np.uint64(tag << 8) | (first << np.uint64(16))
     for j in range(1, 2 * count):
         offset = 8 * j - 2  # the body byte at the start of word j
-        take = np.clip(body - offset, 0, 8)
-        words[:, j] = at[np.minimum(starts + offset, last)] & _LOW_BYTES[take]
+        words[:, j] = at[starts + offset] & _LOW_BYTES[np.clip(lengths - offset, 0, 8)][body]
     return words.view(np.uint8)
 
 

@@ -233,14 +233,16 @@ def _compare_rows_at(
     def compare(begin: int, end: int, which: NDArray[np.int64] | None) -> int:
         """Planes ``[begin, end)`` of the rows ``which`` (None: every row), in place."""
         chosen = addresses if which is None else np.take(addresses, which, axis=0)
-        blocks = _tweaked(stream, chosen, _PLANE_LANE, -(-(end - begin) // 2), begin // 2)
-        keystream = blocks.view(np.uint64).reshape(chosen.shape[0], -1)[:, : end - begin]
-        keystream = np.ascontiguousarray(keystream.T)
+        count = -(-(end - begin) // 2)
+        # Block-major: plane begin + 2j + h is word h of every row's block j.
+        keystream = _tweaked_by_block(stream, chosen, _PLANE_LANE, count, begin // 2)
+        words = keystream.view(np.uint64).reshape(count, chosen.shape[0], 2)
         done, left = (decided, undecided) if which is None else (decided[which], undecided[which])
         newly = np.empty_like(done)
         rest = numerator
         for t in range(begin, end):
-            rest = _compare_plane(numerator, t, keystream[t - begin][:, None], done, left, newly)
+            plane = words[(t - begin) // 2, :, (t - begin) % 2]
+            rest = _compare_plane(numerator, t, plane[:, None], done, left, newly)
         if which is not None:
             decided[which], undecided[which] = done, left
         return rest
@@ -336,6 +338,24 @@ def _tweaked(
     words = inputs.view(np.uint64).reshape(addresses.shape[0], 2 * count)
     words ^= tweaks.view(np.uint8).view(np.uint64).ravel()
     return stream.encrypt(inputs.view(np.uint8).reshape(-1, BLOCK)).reshape(-1, count, BLOCK)
+
+
+def _tweaked_by_block(
+    stream: KeyedStream, addresses: NDArray[np.uint8], lane: int, count: int, start: int = 0
+) -> NDArray[np.uint8]:
+    """:func:`_tweaked` laid out block by block: ``(count, n, 16)``, the same AES outputs
+    (ECB encrypts each block alone), so that one block of every row is contiguous."""
+    tweaks = np.zeros((count, 2), dtype=">u8")
+    tweaks[:, 0] = np.uint64(lane) << np.uint64(32)
+    tweaks[:, 1] = np.arange(start, start + count, dtype=np.uint64)
+    rows = addresses.shape[0]
+    inputs = np.empty((count, rows), dtype=np.complex128)  # 16-byte carriers, as _tweaked
+    inputs[:] = np.ascontiguousarray(addresses).view(np.complex128)[:, 0]
+    words = inputs.view(np.uint64).reshape(count, rows, 2)
+    for block, (high, low) in enumerate(tweaks.view(np.uint8).view(np.uint64).reshape(-1, 2)):
+        words[block, :, 0] ^= high
+        words[block, :, 1] ^= low
+    return stream.encrypt(inputs.view(np.uint8).reshape(-1, BLOCK)).reshape(count, rows, BLOCK)
 
 
 def uniform_integers_at(
