@@ -392,7 +392,7 @@ def test_dyadic_rounding_against_fractions(probability: float | Fraction) -> Non
     assert up - down == (0 if on_grid else 1)
 
 
-@pytest.mark.parametrize("bits", [9, 16, 33, 64])
+@pytest.mark.parametrize("bits", [9, 16, 20, 33, 64])
 def test_addressed_narrow_rows_read_late_planes_only_when_undecided_and_draw_the_same_bits(
     bits: int,
 ) -> None:

@@ -216,11 +216,11 @@ def _compare_rows_at(
     bits_per_row: int,
 ) -> tuple[NDArray[np.uint64], NDArray[np.uint64], int]:
     """:func:`_compare_rows` on the plane layout of :func:`bernoulli_packed_at` for rows of at
-    most 64 bits (one word a plane, two planes a block): the first :data:`_EARLY_PLANES`
-    planes of every row at once, the others only for the rows still undecided (about one in
-    sixteen for 16 bits), compared plane by plane over contiguous words. A row's padding bits
-    start decided, so they are never read. The same keystream words wherever they are read,
-    so the same bits."""
+    most 64 bits (one word a plane, two planes a block): the first ``log2(bits) + 2`` planes
+    of every row at once, the others only for the rows still undecided (about one in five),
+    compared plane by plane over contiguous words. A row's padding bits start decided, so
+    they are never read. The same keystream words wherever they are read, so the same
+    bits."""
     rows = addresses.shape[0]
     used = np.zeros(8, dtype=np.uint8)  # the row's bits in its word (bytes little-endian)
     used[: bits_per_row // 8] = 0xFF
@@ -247,7 +247,11 @@ def _compare_rows_at(
             decided[which], undecided[which] = done, left
         return rest
 
-    first = min(planes, _EARLY_PLANES)
+    # Each plane decides half the undecided bits: after log2(bits) + 2 planes a row has an
+    # undecided bit with probability about 1 - exp(-1/4) (a fifth). Whole blocks: an even
+    # count, so the late planes start on a block.
+    early = (bits_per_row - 1).bit_length() + 2
+    first = min(planes, early + early % 2)
     remainder = compare(0, first, None) if rows else _remainder_after(numerator, first)
     if planes > first:
         late = np.flatnonzero(undecided[:, 0])
@@ -255,9 +259,6 @@ def _compare_rows_at(
             compare(first, planes, late) if late.size else _remainder_after(numerator, planes)
         )
     return decided, undecided, remainder
-
-
-_EARLY_PLANES: Final = 8  # planes drawn for every row of :func:`_compare_rows_at`
 
 
 def _remainder_after(numerator: int, planes: int) -> int:
