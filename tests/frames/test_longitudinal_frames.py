@@ -211,3 +211,59 @@ def test_the_memo_name_binds_the_user_ids_type(backend: Backend) -> None:
                 "carrier", 1.0, domain=DOMAIN, epsilon_infinity=3.0, user="uid", memo_key=MEMO
             )
         )
+
+
+@pytest.mark.parametrize("scheme", [2, 3])
+@pytest.mark.parametrize("ids", ["text", "integer"])
+def test_an_in_memory_release_digests_its_users_once_for_counting_and_every_column(
+    scheme: int, ids: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pandas release with two memoized columns digests its user ids once: the rows of each
+    person are counted from those digests (person 0 holds 3 rows: the release states 3) and
+    both columns reuse them. Its reports are what each column's mechanism draws alone from the
+    raw ids under the same key and memo key, so sharing changes no report."""
+    import pandas as pd
+    import pyarrow as pa
+
+    from frameldp.core.mechanisms import _memo
+    from frameldp.core.randomness import RandomSource
+
+    memo = MEMO if scheme == 2 else frameldp.core.randomness.MEMO_KEY_PREFIX + MEMO
+    n = 400
+    people = [0, 0, 0, *range(1, n - 2)]  # person 0 holds three rows
+    uid = [f"p{i}" for i in people] if ids == "text" else people
+    frame = pd.DataFrame(
+        {
+            "uid": uid,
+            "a": [DOMAIN[i % 5] for i in range(n)],
+            "b": [DOMAIN[(7 * i) % 5] for i in range(n)],
+        }
+    )
+    mechanisms = {
+        "a": frameldp.RandomizedResponse(1.0, domain=DOMAIN, epsilon_infinity=3.0),
+        "b": frameldp.OptimizedUnaryEncoding(1.0, domain=DOMAIN, epsilon_infinity=3.0),
+    }
+    made = []
+    original = _memo.UserDigests.__init__
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> None:
+        made.append(args[0])
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(_memo.UserDigests, "__init__", counted)
+    reports = ldp(frame).privatize(mechanisms, user="uid", memo_key=memo, key=KEY)
+    assert len(made) == 1
+    specs = ldp(reports).specs
+    assert specs["a"]["rows_per_user"] == specs["b"]["rows_per_user"] == 3
+    storage = ldp(reports).plain()
+    for column, mechanism in mechanisms.items():
+        alone = mechanism.privatize_column(
+            pa.array(frame[column]),
+            column=column,
+            source=RandomSource.from_key(KEY),
+            users=pa.array(frame["uid"]),
+            user_column="uid",
+            memo=RandomSource.from_memo_key(memo),
+        )[column]
+        assert list(storage[column]) == alone.to_pylist()
+    assert len(made) == 3  # the two columns drawn alone: no shared digests outside a release

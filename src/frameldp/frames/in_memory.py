@@ -16,21 +16,29 @@ import numpy as np
 import pyarrow as pa
 
 from frameldp.core.columns import combined
-from frameldp.core.mechanisms import Mechanism, Statistic
+from frameldp.core.mechanisms import (
+    Mechanism,
+    Statistic,
+    UserDigests,
+    memoizes,
+    shared_user_digests,
+)
 from frameldp.core.randomness import RandomSource, content_sort_keys, resolve_source
 from frameldp.frames.adapters import InMemoryAdapter
 from frameldp.frames.engine import Gather, LocalFrame, Privatization
 from frameldp.frames.grouping import Grouped, Reduction, grouped_statistics, merge_grouped
-from frameldp.frames.inputs import check_columns, require_column
+from frameldp.frames.inputs import check_columns, require_column, user_id_type
 from frameldp.frames.persons import (
     check_contributions,
+    checked_ids,
     one_row_per_user,
+    rows_per_key,
     rows_per_user,
     stated_people,
 )
 from frameldp.frames.pipeline import privatize_frame, row_content
 from frameldp.frames.release import charging, memo_user_type, plan_release
-from frameldp.frames.report_type import ReportMetadata
+from frameldp.frames.report_type import ReportMetadata, storage_of
 from frameldp.results.native import Backend
 
 __all__ = ["InMemoryEngine"]
@@ -88,9 +96,26 @@ class InMemoryEngine:
         if sampled and user is not None:  # check_contributions refused sampling without user
             require_column(columns, user)
             frame = self._one_row_per_user(mechanisms, user, source)
-        counted = stated_people(
-            user, max_rows, columns, lambda: rows_per_user([adapter.to_arrow(frame, user)], user)
-        )
+        ids: pa.Array | None = None
+        digests: list[UserDigests] = []  # the release's user digests, once made
+
+        def count() -> int:
+            nonlocal ids
+            ids = combined(storage_of(adapter.to_arrow(frame, user)))
+            memoized = [column for column, m in mechanisms.items() if memoizes(m)]
+            if not memoized:
+                return rows_per_user([ids], user)
+            # Digested once: each person's rows counted from the digests, which every memoized
+            # column then reuses (shared_user_digests below).
+            checked_ids(ids, user)
+            user_id_type(ids.type, user)  # floats and others refused, as the plan does
+            memo = (
+                source if request.memo_key is None else RandomSource.from_memo_key(request.memo_key)
+            )
+            digests.append(UserDigests(ids, str(memoized[0]), user, 0, memo))
+            return rows_per_key(digests[0].person_keys())
+
+        counted = stated_people(user, max_rows, columns, count)
         user_type = memo_user_type(
             mechanisms, user, columns, lambda name: adapter.to_arrow(frame, name).type
         )
@@ -104,7 +129,10 @@ class InMemoryEngine:
             num_rows=adapter.num_rows(frame),
             user_type=user_type,
         )
-        with charging(request.ledger, request.budget, release):
+        with (
+            charging(request.ledger, request.budget, release),
+            shared_user_digests(digests[0] if digests else None),
+        ):
             return privatize_frame(
                 frame,
                 mechanisms,
@@ -112,6 +140,7 @@ class InMemoryEngine:
                 source=source,
                 user=user,
                 memo=release.memo,
+                user_ids=ids,
             )
 
     def _one_row_per_user(

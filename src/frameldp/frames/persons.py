@@ -36,10 +36,12 @@ __all__ = [
     "People",
     "check_contributions",
     "check_max_rows",
+    "checked_ids",
     "counted_rows",
     "one_row_per_user",
     "refuse_other_ids",
     "refuse_sampling",
+    "rows_per_key",
     "rows_per_user",
     "stated_people",
     "stated_rows",
@@ -143,14 +145,8 @@ def rows_per_user(
     for batch in batches:
         if people is not None:
             people.add(batch)
-        array = combined(storage_of(batch))
-        if pa.types.is_dictionary(array.type):
-            array = array.dictionary_decode()
-        if array.null_count:
-            row = start + int(pc.index(array.is_null(), True).as_py())
-            counted_rows(None, array.null_count, user, first_null=row)
+        array = checked_ids(batch, user, start)
         start += len(array)
-        _refuse_nested(array.type, user)
         if not len(array):
             continue
         part = _counts(array)
@@ -166,6 +162,30 @@ def rows_per_user(
     if counts is None or not counts.num_rows:
         return 1
     return int(pc.max(counts["rows"]).as_py())
+
+
+def checked_ids(batch: pa.Array | pa.ChunkedArray, user: Any, start: int = 0) -> pa.Array:
+    """One batch of user ids (its first row being row ``start``), decoded; a null id (named by
+    its row) or a nested type is refused: frameldp cannot tell whose row it is."""
+    array = combined(storage_of(batch))
+    if pa.types.is_dictionary(array.type):
+        array = array.dictionary_decode()
+    if array.null_count:
+        row = start + int(pc.index(array.is_null(), True).as_py())
+        counted_rows(None, array.null_count, user, first_null=row)
+    _refuse_nested(array.type, user)
+    return array
+
+
+def rows_per_key(keys: NDArray[np.int64] | NDArray[np.uint64]) -> int:
+    """The most rows holding one key (1 for no rows): each person's rows counted from one key
+    per row that is equal for the rows of one id (keys that merge two ids can only count
+    more)."""
+    if not keys.size:
+        return 1
+    if keys.dtype == np.int64 and keys.min() >= 0 and keys.max() < 8 * keys.size:  # codes
+        return int(np.bincount(keys).max())
+    return int(np.unique(keys, return_counts=True)[1].max())
 
 
 def _counts(array: pa.Array) -> pa.Table:

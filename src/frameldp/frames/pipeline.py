@@ -217,15 +217,21 @@ def privatize_frame(
     row_start: int = 0,
     user: Any = None,
     memo: RandomSource | None = None,
+    user_ids: pa.Array | None = None,
 ) -> Any:
     """:func:`privatize_columns` on an in-memory frame of any library: ``frame`` (rows
     ``row_start, ...`` of the whole input) with each privatized column replaced by its report
     columns. pandas and polars frames, every polars LazyFrame batch and every Dask partition go
-    through here; their adapters (:mod:`frameldp.frames.adapters`) convert, nothing else."""
+    through here; their adapters (:mod:`frameldp.frames.adapters`) convert, nothing else.
+    ``user_ids``: the user column as the caller already read it (the very array its people
+    were counted and digested from)."""
     adapter = in_memory_adapter_for(frame)
-    needed = [*mechanisms, *([] if user is None else [user])]
+    needed = [*mechanisms, *([] if user is None or user_ids is not None else [user])]
+    arrays = {column: adapter.to_arrow(frame, column) for column in needed}
+    if user is not None and user_ids is not None:
+        arrays[user] = user_ids
     produced = privatize_columns(
-        {column: adapter.to_arrow(frame, column) for column in needed},
+        arrays,
         mechanisms,
         specs=specs,
         source=source,

@@ -1,5 +1,6 @@
 """Local randomizers, one module each, all behind one protocol (:mod:`.protocol`)."""
 
+from frameldp.core.mechanisms._memo import UserDigests, shared_user_digests
 from frameldp.core.mechanisms._numeric import MeanMechanism, NumericMechanism
 from frameldp.core.mechanisms.balcer_cheu import BalcerCheu
 from frameldp.core.mechanisms.block_hadamard_response import BlockHadamardResponse
@@ -78,9 +79,11 @@ __all__ = [
     "Statistic",
     "StochasticRounding",
     "SubsetSelection",
+    "UserDigests",
     "is_mechanism",
     "mechanism_class",
     "mechanism_from_spec",
     "mechanism_names",
     "memoizes",
+    "shared_user_digests",
 ]

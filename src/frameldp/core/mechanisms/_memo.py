@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -36,6 +38,7 @@ __all__ = [
     "randomize_in_runs",
     "randomize_with_users",
     "row_digests",
+    "shared_user_digests",
     "user_digests",
 ]
 
@@ -52,7 +55,10 @@ class UserDigests:
     """The user ids of one column, checked whole when made (a null id, a column that is not of
     ids, text that is not UTF-8: refused naming the column and the row), digested run by run
     under the memo key ``memo``'s scheme (module docstring): scheme 3 keys each row's id by
-    the PRF, scheme 2 hashes each distinct id once."""
+    the PRF, scheme 2 hashes each distinct id once.
+
+    A release makes them once (:func:`shared_user_digests`): its person count
+    (:meth:`person_keys`) and every memoized column then use the same digests."""
 
     def __init__(
         self,
@@ -63,8 +69,10 @@ class UserDigests:
         memo: RandomSource,
     ) -> None:
         what = f"user id (user column {shown(user_column)})"
-        self.rows = len(users)
+        self.ids, self.rows, self.row_start = users, len(users), row_start
+        self._memo = (memo.memo_scheme, memo.key)
         self._table: NDArray[np.uint8] | None = None
+        self._whole: NDArray[np.uint8] | None = None
         if memo.memo_scheme == 3:
             self._tag, self._data, self._offsets = id_messages(
                 combined(users), column, what, row_start
@@ -74,13 +82,69 @@ class UserDigests:
             self._codes, ids = distinct_codes(users, column, what, row_start)
             self._table = digests(ids)
 
+    @classmethod
+    def of_column(
+        cls,
+        users: pa.Array | pa.ChunkedArray,
+        column: str,
+        user_column: str | None,
+        row_start: int,
+        memo: RandomSource,
+    ) -> UserDigests:
+        """The digests of ``users`` under ``memo``: the release's shared ones when they were
+        made of this very array under the same memo key and rows, else new ones."""
+        shared = _SHARED.get()
+        if (
+            shared is not None
+            and shared.ids is users
+            and shared.row_start == row_start
+            and shared._memo == (memo.memo_scheme, memo.key)
+        ):
+            return shared
+        return cls(users, column, user_column, row_start, memo)
+
     def of(self, start: int, stop: int) -> NDArray[np.uint8]:
         """``(stop - start, 16)``: the digests of rows ``[start, stop)``."""
         if self._table is not None:
             return np.take(self._table, self._codes[start:stop], axis=0)
+        if self._whole is not None:
+            return self._whole[start:stop]
         offsets = self._offsets[start : stop + 1]
         data = self._data[offsets[0] : offsets[-1]]  # this run's bytes only
         return keyed_digests(self._stream, self._tag, data, offsets - offsets[0])
+
+    def person_keys(self) -> NDArray[np.int64] | NDArray[np.uint64]:
+        """One key per row, equal for rows of one id (and, with probability about
+        ``n^2 / 2^65``, for two ids, which can only merge people): the codes of the distinct
+        ids (scheme 2), or the first 8 bytes of each digest (scheme 3; the digests are kept for
+        the runs)."""
+        if self._table is not None:
+            return self._codes
+        if self._whole is None:
+            self._whole = np.concatenate(
+                [
+                    self.of(start, min(start + MEMO_ROWS, self.rows))
+                    for start in range(0, self.rows, MEMO_ROWS)
+                ]
+                or [np.zeros((0, 16), dtype=np.uint8)]
+            )
+        keys: NDArray[np.uint64] = np.ascontiguousarray(self._whole[:, :8]).view(np.uint64)[:, 0]
+        return keys
+
+
+_SHARED: ContextVar[UserDigests | None] = ContextVar("frameldp_user_digests", default=None)
+
+
+@contextmanager
+def shared_user_digests(digests: UserDigests | None) -> Iterator[None]:
+    """Within the block, :meth:`UserDigests.of_column` of the same ids array under the same
+    memo key gives ``digests`` (None: nothing shared): a release digests its users once, for
+    counting each person's rows and for every memoized column."""
+    token = _SHARED.set(digests)
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
 
 
 def row_digests(
@@ -92,7 +156,7 @@ def row_digests(
 ) -> NDArray[np.uint8]:
     """``(n, 16)``: a digest of each row's user id under the memo key ``memo``'s scheme
     (module docstring); a null id is refused, naming the row."""
-    users_ = UserDigests(users, column, user_column, row_start, memo)
+    users_ = UserDigests.of_column(users, column, user_column, row_start, memo)
     return users_.of(0, users_.rows)
 
 
@@ -157,7 +221,7 @@ def randomize_with_users(
         return randomize(
             inputs, source=source, label=column, row_start=row_start, users=None, memo=memo
         )
-    digested = UserDigests(users, column, user_column, row_start, memo or source)
+    digested = UserDigests.of_column(users, column, user_column, row_start, memo or source)
     return randomize_in_runs(
         randomize, inputs, digested, column=column, source=source, row_start=row_start, memo=memo
     )

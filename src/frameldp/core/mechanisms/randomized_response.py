@@ -348,7 +348,7 @@ class RandomizedResponse(TwoStage, CodeReportsByGroup, FrequencyEstimation):
         owner = "k-ary randomized response"
         if users is not None:  # values, then user ids, checked whole first (errors in order)
             codes = single_codes(values, self.domain, column, row_start, owner)
-            digests = UserDigests(users, column, user_column, row_start, memo or source)
+            digests = UserDigests.of_column(users, column, user_column, row_start, memo or source)
             memoized = randomize_in_runs(
                 self.randomize,
                 codes,

@@ -483,7 +483,7 @@ class Rappor(TwoStage, BitReportsByGroup, FrequencyEstimation):
         digests = (  # user ids checked before values
             None
             if users is None
-            else UserDigests(users, column, user_column, row_start, memo or source)
+            else UserDigests.of_column(users, column, user_column, row_start, memo or source)
         )
         inputs: NDArray[Any]
         if is_list(array):
