@@ -17,7 +17,7 @@ mechanism added to
 ``core/mechanisms`` with the capability joins the candidates with no change here.
 
 Costs. The smallest variance is not worth any price: at ``k = 16384`` a unary report is 2 KB
-and takes 10 to 25 us to draw, where projective geometry response's (15 bits) or local
+and takes 10 to 20 us to draw, where projective geometry response's (15 bits) or local
 hashing's takes under 1 us for a variance within a few percent. Each oracle estimates its CPU
 time per report (client and server, :meth:`~.protocol.FrequencyOracle.costs`, a model fitted
 to the benchmarks), and by default the choice is the smallest

@@ -518,10 +518,18 @@ class SubsetSelection(TwoStage, BitReportsByGroup, FrequencyEstimation):
         return self.num_bits
 
     def costs(self, n: int = 1_000_000) -> OracleCosts:
-        """OUE's bits, then the size corrections drawn by rejection (about 0.4 us a row);
-        bit sums and each report's size checked."""
+        """Under a fresh key: a sparse subset position by position (about 45 ns a position),
+        else Bernoulli bits, their sizes, and the size corrections drawn by rejection (about
+        1.7 standard deviations of the size in candidates, some 35 ns each); bit sums and each
+        report's size checked. Fitted to ``benchmarks/bench_frequency_oracles.py`` at k = 1024
+        to 16384, rounded up."""
         release_size(n)
-        return OracleCosts(client=400 + 1.5 * self.num_bits, server=20 + 0.1 * self.num_bits)
+        d, k = self._d, self.num_bits
+        if d <= 8 + k // _SPARSE:
+            client = 300 + 45 * d + 0.05 * k
+        else:
+            client = 60 + 1.0 * k + 60 * math.sqrt(d * (1 - d / k))
+        return OracleCosts(client=client, server=20 + 0.1 * k)
 
     @cached_property
     def privacy(self) -> PrivacyGuarantee:
