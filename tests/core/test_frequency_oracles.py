@@ -538,3 +538,35 @@ def test_a_small_release_is_fast_whatever_the_mechanism_and_preferences_keep_the
     for bad in (0, -5, 2.5, "x", True):
         with pytest.raises(frameldp.ParameterError, match="n must be an integer"):
             mech.costs(bad)
+
+
+@pytest.mark.parametrize(("k", "size", "barred"), [(6, 2, 1), (7, 3, 7), (8, 3, 0)])
+def test_frozen_permanent_subsets_at_addresses_draw_every_subset_equally(
+    k: int, size: int, barred: int
+) -> None:
+    """The frozen sampler of memoized permanent subsets under a scheme-3 memo key
+    (``permanent_subsets``: bits at a rate on the 2**-6 grid, size corrections), each row
+    addressed by its own (person, value) digest, draws every ``size``-subset of ``[0, k)``
+    without ``barred`` (``k``: none) equally often: a chi-square test over all of them,
+    n = 100,000 rows, at ``P_FAIL / 3`` each."""
+    from frameldp.core.mechanisms.subset_selection import permanent_subsets
+    from frameldp.core.randomness import MEMO_KEY_PREFIX, Rows
+
+    n = 100_000
+    memo = RandomSource.from_memo_key(MEMO_KEY_PREFIX + bytes(range(32)))
+    rng = np.random.default_rng(k)
+    users = rng.integers(0, 256, (n, 16), dtype=np.uint8)  # a distinct person per row
+    values = np.zeros((n, 16), dtype=np.uint8)
+    rows = Rows.memoized(memo, (LABEL, "permanent", k), users, values)
+    excluded = np.full(n, barred, dtype=np.int64)
+    sizes = np.full(n, size, dtype=np.int64)
+    bits = permanent_subsets(rows, "permanent v3 ", excluded, sizes, k, size)
+    unpacked = unpack_bits(bits, k)
+    assert (unpacked.sum(axis=1) == size).all()
+    allowed = [j for j in range(k) if j != barred]
+    subsets = list(itertools.combinations(allowed, size))
+    index = {s: i for i, s in enumerate(subsets)}
+    observed = np.bincount(
+        [index[tuple(np.flatnonzero(row))] for row in unpacked], minlength=len(subsets)
+    )
+    assert_chisquare(observed, [1 / len(subsets)] * len(subsets), p_fail=P_FAIL / 3)

@@ -210,6 +210,30 @@ def test_memoized_columns_under_a_scheme_3_memo_key_are_frozen(name: str) -> Non
     assert _column_digest(memoized) == FROZEN_COLUMNS[f"{name}-memo-v3"]
 
 
+SUBSET_DOMAIN = [f"s{i}" for i in range(64)]
+FROZEN_DENSE_SUBSETS_V3 = "7d20c81540c0e88a"
+
+
+def test_dense_permanent_subsets_under_a_scheme_3_memo_key_are_frozen() -> None:
+    """Dense permanent subsets memoized under a scheme-3 memo key are drawn by
+    ``permanent_subsets`` (Bernoulli bits and size corrections at each (person, value)'s
+    address), not Floyd's algorithm: frozen from issue 41 on."""
+    memo = RandomSource.from_memo_key(MEMO_KEY_PREFIX + MEMO)
+    mechanism = SubsetSelection(1.0, domain=SUBSET_DOMAIN, epsilon_infinity=3.0)
+    assert mechanism._fast_permanent(memo)
+    codes = (np.arange(20_000) * 7919) % 64
+    memoized = mechanism.privatize_column(
+        pa.array([SUBSET_DOMAIN[c] for c in codes]),
+        column="c",
+        source=RandomSource.from_seed(3),
+        row_start=5,
+        users=USER_IDS[:20_000],
+        user_column="u",
+        memo=memo,
+    )
+    assert _column_digest(memoized) == FROZEN_DENSE_SUBSETS_V3
+
+
 @pytest.mark.filterwarnings("ignore::frameldp.InsecureSeedWarning")
 def test_frames_and_buffers_are_frozen() -> None:
     """A pandas category column (the fast Arrow conversion), the same column as objects, and

@@ -356,3 +356,85 @@ def test_a_memoized_release_drawn_in_runs_is_the_release_drawn_at_once(
     with parallel.threads(2):
         got = _reports(mech, name, codes, users, memo=memo)
     assert got.equals(expected)
+
+
+def test_dense_permanent_subsets_under_a_scheme_3_memo_key_are_memoized_and_named_apart() -> None:
+    """Under a scheme-3 memo key, dense permanent subsets (k = 64, d = 17) come from the frozen
+    fast sampler: with epsilon = epsilon_inf the reports are the permanent subsets, the same per
+    (person, value) for rows reversed and another call key, different under another memo key
+    (2,000 people, each subset of 17 of 63 equal by chance with probability far below 0.5:
+    agreement above 30% has probability below 1e-20); each holds exactly d values, its own
+    value with the end-to-end probability (binomial at P_FAIL). Their memo name differs from
+    the Floyd-drawn one, so a ledger composes the two."""
+    from frameldp.core.mechanisms._memo import memo_name
+    from frameldp.core.randomness import MEMO_KEY_PREFIX
+
+    domain = list(range(64))
+    mech = frameldp.SubsetSelection(1.0, domain=domain, epsilon_infinity=1.0)
+    memo, other = MEMO_KEY_PREFIX + MEMO, MEMO_KEY_PREFIX + OTHER_MEMO
+    assert mech._fast_permanent(RandomSource.from_memo_key(memo))
+    n = 2000
+    users = [f"u{i}" for i in range(n)]
+    codes = (np.arange(n, dtype=np.int64) * 5) % 64
+
+    def reports(values: np.ndarray, ids: list[str], key: bytes, memo_key: bytes) -> np.ndarray:
+        column = mech.privatize_column(
+            pa.array(values.tolist()),
+            column="c",
+            source=RandomSource.from_key(key),
+            users=pa.array(ids),
+            user_column="uid",
+            memo=RandomSource.from_memo_key(memo_key),
+        )["c"]
+        return np.asarray(mech.supports({"c": column}, column="c"), dtype=np.int64)
+
+    first = reports(codes, users, bytes(32), memo)
+    again = reports(codes[::-1], users[::-1], bytes([9] * 32), memo)
+    np.testing.assert_array_equal(again[::-1], first)
+    assert (first.sum(axis=1) == mech.subset_size).all()
+    assert np.mean((reports(codes, users, bytes(32), other) == first).all(axis=1)) < 0.3
+    held = int(first[np.arange(n), codes].sum())
+    p, _ = mech.support_probabilities
+    assert_binomial(held, n, p, p_fail=P_FAIL)
+    scheme_3 = RandomSource.from_memo_key(memo)
+    named = mech.memo_id(scheme_3, "c", user_type="text")
+    assert named != memo_name(scheme_3, ("c", mech._stream_suffix, "text"))
+    scheme_2 = RandomSource.from_memo_key(MEMO)
+    assert mech.memo_id(scheme_2, "c", user_type="text") == memo_name(
+        scheme_2, ("c", mech._stream_suffix, "text")
+    )
+
+
+@pytest.mark.parametrize("scheme", [2, 3])
+def test_user_ids_that_do_not_match_the_rows_are_refused(scheme: int) -> None:
+    """(Attack review) A memoized column refuses fewer (or more) user ids than values, and a
+    dictionary user column whose rows point at a null entry of its dictionary (a null id the
+    array does not count as null), naming the row: never a report without its person, never
+    an IndexError."""
+    from frameldp.core.randomness import MEMO_KEY_PREFIX
+
+    memo = RandomSource.from_memo_key(MEMO if scheme == 2 else MEMO_KEY_PREFIX + MEMO)
+    for build in (MECHANISMS["optimized_unary_encoding"], MEMOIZING["randomized_response"]):
+        mech = build(1.0, 3.0)
+        for ids in (70, 130):
+            with pytest.raises(frameldp.FrameLDPError, match="users must be one"):
+                mech.privatize_column(
+                    pa.array(np.arange(100) % K),
+                    column="c",
+                    source=RandomSource.from_key(bytes(32)),
+                    users=pa.array([f"u{i}" for i in range(ids)]),
+                    user_column="u",
+                    memo=memo,
+                )
+        holes = pa.DictionaryArray.from_arrays(
+            pa.array([0, 1, 2, 1], pa.int32()), pa.array(["a", None, "c"])
+        )
+        with pytest.raises(frameldp.FrameLDPError, match=r"null user id .* at row 1"):
+            mech.privatize_column(
+                pa.array([0, 1, 2, 3]),
+                column="c",
+                source=RandomSource.from_key(bytes(32)),
+                users=holes,
+                user_column="u",
+                memo=memo,
+            )

@@ -267,3 +267,32 @@ def test_an_in_memory_release_digests_its_users_once_for_counting_and_every_colu
         )[column]
         assert list(storage[column]) == alone.to_pylist()
     assert len(made) == 3  # the two columns drawn alone: no shared digests outside a release
+
+
+def test_bad_user_ids_are_refused_in_the_order_and_place_they_always_were() -> None:
+    """(Attack review) An in-memory release counts its people from the user digests, but user
+    ids that digesting would refuse (bytes that are not UTF-8 in a text column) are counted as
+    without memoization: the release then refuses a bad value of the column first, and the
+    bad ids inside the column's context (the error names it), with nothing charged."""
+    import pandas as pd
+    import pyarrow as pa
+
+    from frameldp.core.randomness import MEMO_KEY_PREFIX
+
+    ledger = frameldp.Ledger(":memory:")
+    ledger.set_budget("nightly", epsilon=100.0)
+    bad_ids = pa.array([b"u1", b"\xff\xfe", b"u3"], pa.binary()).cast(pa.string(), safe=False)
+    frame = pd.DataFrame({"u": pd.arrays.ArrowExtensionArray(bad_ids), "x": ["AA", "Q", "DL"]})
+    mech = frameldp.RandomizedResponse(1.0, domain=DOMAIN, epsilon_infinity=3.0)
+    for memo in (MEMO, MEMO_KEY_PREFIX + MEMO):
+        with pytest.raises(frameldp.FrameLDPError, match="'Q'"):
+            ldp(frame).privatize(
+                {"x": mech}, user="u", memo_key=memo, ledger=ledger, budget="nightly"
+            )
+        fixed = frame.assign(x=["AA", "UA", "DL"])
+        with pytest.raises(frameldp.FrameLDPError, match="UTF-8") as raised:
+            ldp(fixed).privatize(
+                {"x": mech}, user="u", memo_key=memo, ledger=ledger, budget="nightly"
+            )
+        assert raised.value.column == "x"
+    assert ledger.spent("nightly") == 0

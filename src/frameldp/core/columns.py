@@ -267,14 +267,14 @@ def distinct_codes(
 ) -> tuple[NDArray[np.int64], list[Any]]:
     """Row codes into the distinct values of a column (nulls refused, named by frame row)."""
     array = combined(array)
+    if pa.types.is_dictionary(array.type):  # first: a null in the dictionary is a null id
+        array = array.dictionary_decode()
     if array.null_count:
         first = int(np.flatnonzero(array.is_null().to_numpy(zero_copy_only=False))[0])
         raise DomainError(
             f"column {shown(column)}: null {what} at row {row_start + first} ({array.null_count} "
             "in this batch of rows); drop or fill them first"
         )
-    if pa.types.is_dictionary(array.type):
-        array = array.dictionary_decode()
     try:
         encoded = pc.dictionary_encode(array)
     except pa.ArrowNotImplementedError:

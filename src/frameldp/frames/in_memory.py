@@ -24,6 +24,7 @@ from frameldp.core.mechanisms import (
     shared_user_digests,
 )
 from frameldp.core.randomness import RandomSource, content_sort_keys, resolve_source
+from frameldp.errors import FrameLDPError
 from frameldp.frames.adapters import InMemoryAdapter
 from frameldp.frames.engine import Gather, LocalFrame, Privatization
 from frameldp.frames.grouping import Grouped, Reduction, grouped_statistics, merge_grouped
@@ -103,17 +104,23 @@ class InMemoryEngine:
             nonlocal ids
             ids = combined(storage_of(adapter.to_arrow(frame, user)))
             memoized = [column for column, m in mechanisms.items() if memoizes(m)]
-            if not memoized:
-                return rows_per_user([ids], user)
-            # Digested once: each person's rows counted from the digests, which every memoized
-            # column then reuses (shared_user_digests below).
-            checked_ids(ids, user)
-            user_id_type(ids.type, user)  # floats and others refused, as the plan does
-            memo = (
-                source if request.memo_key is None else RandomSource.from_memo_key(request.memo_key)
-            )
-            digests.append(UserDigests(ids, str(memoized[0]), user, 0, memo))
-            return rows_per_key(digests[0].person_keys())
+            if memoized:
+                # Digested once: each person's rows counted from the digests, which every
+                # memoized column then reuses (shared_user_digests below). Ids or a memo key
+                # that would be refused are counted as without memoization instead, so the
+                # release refuses them where and in the order it always has.
+                try:
+                    checked_ids(ids, user)
+                    user_id_type(ids.type, user)
+                    memo = source
+                    if request.memo_key is not None:
+                        memo = RandomSource.from_memo_key(request.memo_key)
+                    digests.append(UserDigests(ids, str(memoized[0]), user, 0, memo))
+                except FrameLDPError:
+                    digests.clear()
+                else:
+                    return rows_per_key(digests[0].person_keys())
+            return rows_per_user([ids], user)
 
         counted = stated_people(user, max_rows, columns, count)
         user_type = memo_user_type(

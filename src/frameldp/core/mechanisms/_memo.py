@@ -29,7 +29,7 @@ from frameldp.core.randomness.keyed_ids import (
     keyed_digests,
     keyed_digests_of,
 )
-from frameldp.errors import shown
+from frameldp.errors import ParameterError, shown
 
 __all__ = [
     "MEMO_ROWS",
@@ -178,6 +178,12 @@ def randomize_in_runs(
     time on the threads of :func:`~frameldp.core.parallel.map_ranges`: the same reports as one
     call over every row, since permanent responses are addressed by (user, value) and
     instantaneous ones by row position (each run from ``row_start`` plus its start)."""
+
+    if len(inputs) != users.rows:
+        raise ParameterError(
+            f"column {shown(column)}: users must be one id per row ({len(inputs)}), got "
+            f"{users.rows}"
+        )
 
     def run(start: int, stop: int) -> NDArray[Any]:
         return randomize(

@@ -30,7 +30,7 @@ from frameldp.core.mechanisms._longitudinal import (
     check_epsilon_infinity,
     mixed_inclusion,
 )
-from frameldp.core.mechanisms._memo import randomize_with_users
+from frameldp.core.mechanisms._memo import memo_name, randomize_with_users
 from frameldp.core.mechanisms._noise import noise_numerator
 from frameldp.core.mechanisms.protocol import (
     BitReportsByGroup,
@@ -167,7 +167,46 @@ def fixed_size_subsets(
     held = np.flatnonzero(excluded < k)  # the excluded position's bit cleared
     flat[held * width + (excluded[held] >> 3)] &= ~_MASKS[excluded[held] & 7]
     need = _popcounts(bits) - sizes  # > 0: members to remove; < 0: non-members to add
-    _correct_sizes(bits, excluded, need, rows, purpose, k)
+    _correct_sizes(bits, excluded, need, rows, purpose, k, _CANDIDATE_WORDS)
+    return bits
+
+
+PERMANENT_POOL_WORDS: Final = 6
+"""Candidate words per row and pool of :func:`permanent_subsets` (frozen)."""
+PERMANENT_RATE_BITS: Final = 6
+"""The Bernoulli rate of :func:`permanent_subsets` is a multiple of ``2**-6`` (frozen): six
+comparison planes a row."""
+
+
+def permanent_rate(d: int, k: int) -> int:
+    """The Bernoulli rate of :func:`permanent_subsets` (a multiple of ``2**-64``, frozen):
+    ``(d - sigma / 2) / k`` rounded down to a multiple of ``2**-6``, at least ``2**-6``."""
+    centre = (d - 0.5 * math.sqrt(d * (1 - d / k))) / k
+    steps = max(1, math.floor(centre * (1 << PERMANENT_RATE_BITS)))
+    return steps << (PRECISION_BITS - PERMANENT_RATE_BITS)
+
+
+def permanent_subsets(
+    rows: Rows,
+    purpose: str,
+    excluded: NDArray[np.int64],
+    sizes: NDArray[np.int64],
+    k: int,
+    d: int,
+) -> NDArray[np.uint8]:
+    """:func:`fixed_size_subsets` with its layout frozen, for memoized permanent subsets under
+    a scheme-3 memo key (rows addressed by (person, value)): Bernoulli bits at
+    :func:`permanent_rate` (six planes), then :func:`_correct_sizes` with pools of
+    :data:`PERMANENT_POOL_WORDS` words. Exact and uniform for the same reasons; the same
+    person and value give the same subset in every version (``tests/core/
+    test_frozen_keyed_noise.py``)."""
+    width = packed_width(k)
+    bits = rows.bernoulli(purpose + "subset", permanent_rate(d, k), k)
+    flat = bits.reshape(-1)
+    held = np.flatnonzero(excluded < k)
+    flat[held * width + (excluded[held] >> 3)] &= ~_MASKS[excluded[held] & 7]
+    need = _popcounts(bits) - sizes
+    _correct_sizes(bits, excluded, need, rows, purpose, k, PERMANENT_POOL_WORDS)
     return bits
 
 
@@ -240,6 +279,7 @@ def _correct_sizes(
     rows: Rows,
     purpose: str,
     k: int,
+    pool_words: int = 6,
 ) -> None:
     """Step (2) of :func:`fixed_size_subsets`, in place: row ``r`` loses ``need[r] > 0``
     uniformly random members or gains ``-need[r]`` uniformly random allowed non-members.
@@ -247,10 +287,14 @@ def _correct_sizes(
     A row that gains has its excluded position set to 1 meanwhile (as if a member), so for
     every row a candidate is accepted when its bit is the one the row flips (1 for a row that
     loses, 0 for one that gains); the excluded position is cleared again at the end.
-    Candidates come from pools of :data:`_CANDIDATE_WORDS` words per row (stream ``purpose +
-    "fix j"``, addressed as the row's other noise; pool ``j + 1`` drawn only for the rows that
-    pool ``j`` left short), ``b`` bits each, read in order; each step tries the next candidate
-    of every row still short of its size, whose state is kept compacted.
+    Candidates come from pools of ``pool_words`` words per row (stream ``purpose + "fix j"``,
+    addressed as the row's other noise; pool ``j + 1`` drawn only for the rows that pool ``j``
+    left short), ``b`` bits each, read in order; each step tries the next candidate of every
+    row still short of its size, whose state is kept compacted.
+
+    Frozen: memoized permanent subsets under a scheme-3 memo key are drawn with it
+    (:func:`permanent_subsets`), so any change must keep every row's subset
+    (``tests/core/test_frozen_keyed_noise.py``).
     """
     width = bits.shape[1]
     flat = bits.reshape(-1)
@@ -264,7 +308,7 @@ def _correct_sizes(
         remaining = []
         for start in range(0, active.size, _CORRECTION_ROWS):  # bounded temporaries
             chunk = active[start : start + _CORRECTION_ROWS]
-            words = rows.words_of(f"{purpose}fix {pool}", _CANDIDATE_WORDS, chunk)
+            words = rows.words_of(f"{purpose}fix {pool}", pool_words, chunk)
             remaining.append(
                 _correct_rows(flat, np.ascontiguousarray(words.T), chunk, need, width, b, k)
             )
@@ -300,7 +344,7 @@ def _correct_rows(
     left = np.abs(need[active])
     place = np.arange(active.size)  # each going row's line in ``words`` and ``active``
     tried = 0
-    for column in range(_CANDIDATE_WORDS):
+    for column in range(words.shape[0]):
         word = words[column, place]
         for shift in shifts:
             position = np.bitwise_and(word >> shift, low).view(np.intp)  # below 2**63
@@ -624,6 +668,8 @@ class SubsetSelection(TwoStage, BitReportsByGroup, FrequencyEstimation):
         :func:`fixed_size_subsets`; noise bound to values (a caller's key, a seed, a memo key)
         is frozen across versions (``tests/core/test_frozen_keyed_noise.py``) and keeps
         Floyd's algorithm."""
+        if stage == "permanent " and not rows.by_position and self._fast_permanent(rows.source):
+            return self._permanent_subsets(codes, rows)
         out = rows.flags(stage + "out", self._out_numerator)
         if not rows.by_position:  # a caller's key, a seed, a memo key: frozen noise, Floyd's
             reports = np.zeros((codes.size, packed_width(self.num_bits)), dtype=np.uint8)
@@ -637,6 +683,32 @@ class SubsetSelection(TwoStage, BitReportsByGroup, FrequencyEstimation):
             reports = fixed_size_subsets(rows, stage, codes, sizes, self.num_bits, self._rate)
         _set_bits(reports, np.flatnonzero(~out), codes)
         return reports
+
+    def _fast_permanent(self, memo: RandomSource) -> bool:
+        """Whether permanent subsets memoized under ``memo`` are drawn by
+        :func:`permanent_subsets` (a scheme-3 memo key, a dense subset) rather than Floyd's
+        algorithm (a scheme-2 memo key or a caller's key, whose subsets are frozen so; a sparse
+        subset, for which Floyd's ``d`` rounds are few)."""
+        return memo.memo_scheme == 3 and self._d > 8 + self.num_bits // _SPARSE
+
+    def _permanent_subsets(self, codes: NDArray[np.int64], rows: Rows) -> NDArray[np.uint8]:
+        """Permanent subsets by :func:`permanent_subsets`, from their own streams
+        (``"permanent v3 ..."``): independent of Floyd's, which earlier versions drew under the
+        same memo key and another memo name (:meth:`memo_id`)."""
+        out = rows.flags("permanent v3 out", self._out_numerator)
+        sizes = np.where(out, self._d, self._d - 1).astype(np.int64)
+        k = self.num_bits
+        reports = permanent_subsets(rows, "permanent v3 ", codes, sizes, k, self._d)
+        _set_bits(reports, np.flatnonzero(~out), codes)
+        return reports
+
+    def memo_id(self, memo: RandomSource, label: object, *, user_type: str) -> str:
+        """Public name of the permanent subsets under ``memo``; those drawn by
+        :func:`permanent_subsets` are named apart from Floyd's, so a ledger composes the two
+        memos of one key instead of folding them."""
+        if self._fast_permanent(memo):
+            return memo_name(memo, (label, self._stream_suffix, user_type, "permanent v3"))
+        return super().memo_id(memo, label, user_type=user_type)
 
     # ------------------------------------------------------------------ the protocol
 

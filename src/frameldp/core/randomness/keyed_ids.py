@@ -62,14 +62,14 @@ def id_messages(
     buffer and ``n + 1`` offsets into it. Integers are written as their decimal text; a
     dictionary column is decoded; a column of any other type, or string ids that are not
     valid UTF-8, are refused naming the column."""
+    if pa.types.is_dictionary(array.type):  # first: a null in the dictionary is a null id
+        array = array.dictionary_decode()
     if array.null_count:
         first = int(np.flatnonzero(array.is_null().to_numpy(zero_copy_only=False))[0])
         raise DomainError(
             f"column {shown(column)}: null {what} at row {row_start + first} ({array.null_count} "
             "in this batch of rows); drop or fill them first"
         )
-    if pa.types.is_dictionary(array.type):
-        array = array.dictionary_decode()
     kind = _kind(array.type)
     if kind is None:
         raise DomainError(

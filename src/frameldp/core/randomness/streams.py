@@ -42,11 +42,11 @@ class KeyedStream:
         first_block, skip = divmod(byte_start, BLOCK)
         total = skip + nbytes
         counter = (lane << 96 | first_block).to_bytes(BLOCK, "big")
-        buffer = bytearray(total + BLOCK - 1)
+        buffer = np.empty(total + BLOCK - 1, dtype=np.uint8)  # every byte written (checked)
         ciphers = _ciphers()
         encryptor = ciphers.Cipher(self._aes, ciphers.modes.CTR(counter)).encryptor()
-        check_written(encryptor.update_into(zeros(total), buffer), total)
-        return np.frombuffer(buffer, dtype=np.uint8, count=nbytes, offset=skip)
+        check_written(encryptor.update_into(zeros(total), buffer.data), total)
+        return buffer[skip : skip + nbytes]
 
     def blocks_at(self, lane: int, blocks: NDArray[np.uint64]) -> NDArray[np.uint8]:
         """The 16-byte keystream blocks at the given block indices of ``lane`` (AES-ECB)."""
@@ -58,12 +58,12 @@ class KeyedStream:
     def encrypt(self, blocks: NDArray[np.uint8]) -> NDArray[np.uint8]:
         """AES-256 of each 16-byte row of ``blocks`` (a pseudorandom permutation, ECB)."""
         data = np.ascontiguousarray(blocks, dtype=np.uint8).reshape(-1)
-        out = bytearray(data.size + BLOCK - 1)
+        out = np.empty(data.size + BLOCK - 1, dtype=np.uint8)  # every byte written (checked)
         ciphers = _ciphers()
         encryptor = ciphers.Cipher(self._aes, ciphers.modes.ECB()).encryptor()
-        written = encryptor.update_into(data.data, out)
+        written = encryptor.update_into(data.data, out.data)
         check_written(written, data.size)
-        return np.frombuffer(out, dtype=np.uint8, count=written).reshape(-1, BLOCK)
+        return out[:written].reshape(-1, BLOCK)
 
     def prf(self, first: NDArray[np.uint8], second: NDArray[np.uint8]) -> NDArray[np.uint8]:
         """A keyed pseudorandom function of pairs of 16-byte blocks: ``E(E(x) XOR y)``.
