@@ -414,6 +414,14 @@ def test_both_fresh_key_samplers_draw_every_subset_equally(
         bits = sparse_subsets(rows, "", excluded, sizes, k)
     else:
         bits = fixed_size_subsets(rows, "", excluded, sizes, k, (size << 64) // k)
+    _assert_every_subset_equally(bits, k, size, barred, P_FAIL / 6)
+
+
+def _assert_every_subset_equally(
+    bits: np.ndarray, k: int, size: int, barred: int, p_fail: float
+) -> None:
+    """Every row holds ``size`` of ``[0, k)`` without ``barred``, and each such subset is
+    drawn equally often (a chi-square test over all of them at ``p_fail``)."""
     unpacked = unpack_bits(bits, k)
     assert (unpacked.sum(axis=1) == size).all()
     allowed = [j for j in range(k) if j != barred]
@@ -422,7 +430,7 @@ def test_both_fresh_key_samplers_draw_every_subset_equally(
     observed = np.bincount(
         [index[tuple(np.flatnonzero(row))] for row in unpacked], minlength=len(subsets)
     )
-    assert_chisquare(observed, [1 / len(subsets)] * len(subsets), p_fail=P_FAIL / 6)
+    assert_chisquare(observed, [1 / len(subsets)] * len(subsets), p_fail=p_fail)
 
 
 @pytest.mark.parametrize("k", [24, 40, 1618])
@@ -561,12 +569,4 @@ def test_frozen_permanent_subsets_at_addresses_draw_every_subset_equally(
     excluded = np.full(n, barred, dtype=np.int64)
     sizes = np.full(n, size, dtype=np.int64)
     bits = permanent_subsets(rows, "permanent v3 ", excluded, sizes, k, size)
-    unpacked = unpack_bits(bits, k)
-    assert (unpacked.sum(axis=1) == size).all()
-    allowed = [j for j in range(k) if j != barred]
-    subsets = list(itertools.combinations(allowed, size))
-    index = {s: i for i, s in enumerate(subsets)}
-    observed = np.bincount(
-        [index[tuple(np.flatnonzero(row))] for row in unpacked], minlength=len(subsets)
-    )
-    assert_chisquare(observed, [1 / len(subsets)] * len(subsets), p_fail=P_FAIL / 3)
+    _assert_every_subset_equally(bits, k, size, barred, P_FAIL / 3)

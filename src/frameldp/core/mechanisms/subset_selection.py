@@ -145,6 +145,7 @@ def fixed_size_subsets(
     sizes: NDArray[np.int64],
     k: int,
     rate: int,
+    pool_words: int = _CANDIDATE_WORDS,
 ) -> NDArray[np.uint8]:
     """Packed ``(n, ceil(k / 8))``: for each row ``r``, a uniformly random subset of
     ``sizes[r]`` of the positions ``[0, k)`` other than ``excluded[r]`` (``k``: none).
@@ -159,7 +160,8 @@ def fixed_size_subsets(
     positions too, so the law of the result is the same for every subset of that size: it is
     uniform. The bits cost one Bernoulli vector (as optimized unary encoding's) and the
     corrections about ``sqrt(sizes)`` candidates per row, instead of ``sizes`` rounds of
-    Floyd's algorithm over every row.
+    Floyd's algorithm over every row. At :func:`permanent_subsets`'s settings its draws are
+    frozen (memoized permanent subsets).
     """
     width = packed_width(k)
     bits = rows.bernoulli(purpose + "subset", rate, k)
@@ -167,7 +169,7 @@ def fixed_size_subsets(
     held = np.flatnonzero(excluded < k)  # the excluded position's bit cleared
     flat[held * width + (excluded[held] >> 3)] &= ~_MASKS[excluded[held] & 7]
     need = _popcounts(bits) - sizes  # > 0: members to remove; < 0: non-members to add
-    _correct_sizes(bits, excluded, need, rows, purpose, k, _CANDIDATE_WORDS)
+    _correct_sizes(bits, excluded, need, rows, purpose, k, pool_words)
     return bits
 
 
@@ -199,15 +201,10 @@ def permanent_subsets(
     :func:`permanent_rate` (six planes), then :func:`_correct_sizes` with pools of
     :data:`PERMANENT_POOL_WORDS` words. Exact and uniform for the same reasons; the same
     person and value give the same subset in every version (``tests/core/
-    test_frozen_keyed_noise.py``)."""
-    width = packed_width(k)
-    bits = rows.bernoulli(purpose + "subset", permanent_rate(d, k), k)
-    flat = bits.reshape(-1)
-    held = np.flatnonzero(excluded < k)
-    flat[held * width + (excluded[held] >> 3)] &= ~_MASKS[excluded[held] & 7]
-    need = _popcounts(bits) - sizes
-    _correct_sizes(bits, excluded, need, rows, purpose, k, PERMANENT_POOL_WORDS)
-    return bits
+    test_frozen_keyed_noise.py``), so :func:`fixed_size_subsets` must keep every row's subset
+    at these settings."""
+    rate = permanent_rate(d, k)
+    return fixed_size_subsets(rows, purpose, excluded, sizes, k, rate, PERMANENT_POOL_WORDS)
 
 
 # A subset of at most 8 + k / _SPARSE positions is drawn position by position, not as k bits
