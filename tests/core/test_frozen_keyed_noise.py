@@ -210,28 +210,31 @@ def test_memoized_columns_under_a_scheme_3_memo_key_are_frozen(name: str) -> Non
     assert _column_digest(memoized) == FROZEN_COLUMNS[f"{name}-memo-v3"]
 
 
-SUBSET_DOMAIN = [f"s{i}" for i in range(64)]
-FROZEN_DENSE_SUBSETS_V3 = "7d20c81540c0e88a"
+FROZEN_DENSE_SUBSETS_V3 = {64: "7d20c81540c0e88a", 1000: "724d92ff59e74ff0"}
 
 
-def test_dense_permanent_subsets_under_a_scheme_3_memo_key_are_frozen() -> None:
+@pytest.mark.parametrize(("k", "rows"), [(64, 20_000), (1000, 3_000)])
+def test_dense_permanent_subsets_under_a_scheme_3_memo_key_are_frozen(k: int, rows: int) -> None:
     """Dense permanent subsets memoized under a scheme-3 memo key are drawn by
     ``permanent_subsets`` (Bernoulli bits and size corrections at each (person, value)'s
-    address), not Floyd's algorithm: frozen from issue 41 on."""
+    address), not Floyd's algorithm: frozen from issue 41 on. k = 64 reads narrow Bernoulli
+    rows and candidates that are all positions; k = 1000 wide rows, candidates past k that are
+    rejected, and rows that need a second pool of candidates."""
     memo = RandomSource.from_memo_key(MEMO_KEY_PREFIX + MEMO)
-    mechanism = SubsetSelection(1.0, domain=SUBSET_DOMAIN, epsilon_infinity=3.0)
+    domain = [f"s{i}" for i in range(k)]
+    mechanism = SubsetSelection(1.0, domain=domain, epsilon_infinity=3.0)
     assert mechanism._fast_permanent(memo)
-    codes = (np.arange(20_000) * 7919) % 64
+    codes = (np.arange(rows) * 7919) % k
     memoized = mechanism.privatize_column(
-        pa.array([SUBSET_DOMAIN[c] for c in codes]),
+        pa.array([domain[c] for c in codes]),
         column="c",
         source=RandomSource.from_seed(3),
         row_start=5,
-        users=USER_IDS[:20_000],
+        users=USER_IDS[:rows],
         user_column="u",
         memo=memo,
     )
-    assert _column_digest(memoized) == FROZEN_DENSE_SUBSETS_V3
+    assert _column_digest(memoized) == FROZEN_DENSE_SUBSETS_V3[k]
 
 
 @pytest.mark.filterwarnings("ignore::frameldp.InsecureSeedWarning")

@@ -429,7 +429,9 @@ class SubsetSelection(TwoStage, BitReportsByGroup, FrequencyEstimation):
     uniformly random positions: exact, at about the cost of one optimized unary encoding
     report plus ``O(sqrt(d))`` candidates per row. Noise bound to values (a caller's key, a
     seed, memoized permanent subsets) is frozen across versions and keeps Floyd's algorithm
-    [3]_, ``d`` rounds over every row: ``O(n d)``.
+    [3]_, ``d`` rounds over every row: ``O(n d)``; but dense permanent subsets memoized under a
+    scheme-3 memo key come from the fast sampler at frozen settings
+    (:func:`permanent_subsets`, its own streams and memo name).
 
     References
     ----------
@@ -621,8 +623,11 @@ class SubsetSelection(TwoStage, BitReportsByGroup, FrequencyEstimation):
         function of (key, ``label``, spec, global row ``row_start + i``, and under a caller's
         key or a seed the row's code) only (see :class:`~frameldp.core.randomness.Rows`).
 
-        With ``epsilon_infinity``, that is the permanent subset ("permanent" streams); a
-        "redraw" bit then replaces it by a uniform ``d``-subset ("uniform pick j" streams).
+        Under a fresh key the others come from :func:`sparse_subsets` or
+        :func:`fixed_size_subsets` instead. With ``epsilon_infinity``, that is the permanent
+        subset ("permanent" streams; dense subsets memoized under a scheme-3 memo key:
+        :func:`permanent_subsets`, "permanent v3" streams); a "redraw" bit then replaces it by
+        a uniform ``d``-subset ("uniform" streams).
         With ``users`` (a 16-byte digest per row), the permanent subset is a function of
         (``memo``, default ``source``; ``label``; spec; the row's user and code) only
         (:meth:`~frameldp.core.randomness.Rows.memoized`).
@@ -664,11 +669,12 @@ class SubsetSelection(TwoStage, BitReportsByGroup, FrequencyEstimation):
         ``k - 1`` others, the rows ``out`` all ``d``. Under a fresh key by
         :func:`fixed_size_subsets`; noise bound to values (a caller's key, a seed, a memo key)
         is frozen across versions (``tests/core/test_frozen_keyed_noise.py``) and keeps
-        Floyd's algorithm."""
+        Floyd's algorithm, but for dense permanent subsets under a scheme-3 memo key
+        (:meth:`_permanent_subsets`)."""
         if stage == "permanent " and not rows.by_position and self._fast_permanent(rows.source):
             return self._permanent_subsets(codes, rows)
         out = rows.flags(stage + "out", self._out_numerator)
-        if not rows.by_position:  # a caller's key, a seed, a memo key: frozen noise, Floyd's
+        if not rows.by_position:  # a caller's key, a seed, a memo key: frozen, Floyd's
             reports = np.zeros((codes.size, packed_width(self.num_bits)), dtype=np.uint8)
             _set_bits(reports, np.flatnonzero(~out), codes)
             _floyd(reports, rows, stage, codes, self._d, self.num_bits - 1, np.flatnonzero(out))
