@@ -41,6 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
+from frameldp.core.byte_words import kept_bytes, words_at
 from frameldp.core.columns import combined
 from frameldp.frames.report_type import RELEASE_SEPARATOR, storage_of
 
@@ -98,7 +99,6 @@ def _words_hash(tag: int | NDArray[np.uint64], rows: NDArray[np.uint8]) -> NDArr
 # width by width.
 _SHORT_WORDS = 4
 _SHORT_ROWS = 1 << 16
-_LOW_BYTES = np.array([(1 << (8 * b)) - 1 for b in range(9)], dtype=np.uint64)
 
 
 def _bytes_hash(array: pa.Array, kind: bytes) -> NDArray[np.uint64]:
@@ -129,11 +129,10 @@ def _bytes_hash(array: pa.Array, kind: bytes) -> NDArray[np.uint64]:
     # Word j of a row: the eight data bytes at its offset + 8 j (unaligned reads of a padded
     # copy), those past its width cleared: the row's own words, zero-padded.
     used = -(-min(int(widths.max()), 8 * _SHORT_WORDS) // 8)
-    tail = np.concatenate([data, np.zeros(8 * used, dtype=np.uint8)])
-    at = np.ndarray(buffer=tail, dtype="<u8", shape=(tail.size - 7,), strides=(1,))
+    at = words_at(data, 8 * used)
     # kept[j][w]: the bytes of word j a row of width w keeps (past its width: none); a long
     # row (its width capped here) is hashed again below.
-    kept = [_LOW_BYTES[np.clip(np.arange(8 * used + 1) - 8 * j, 0, 8)] for j in range(used)]
+    kept = [kept_bytes(8 * used, 8 * j) for j in range(used)]
     long = np.flatnonzero(widths > 8 * _SHORT_WORDS)
     for begin in range(0, len(array), _SHORT_ROWS):
         starts = offsets[begin : begin + _SHORT_ROWS + 1]

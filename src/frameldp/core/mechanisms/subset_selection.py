@@ -669,21 +669,28 @@ class SubsetSelection(TwoStage, BitReportsByGroup, FrequencyEstimation):
         ``k - 1`` others, the rows ``out`` all ``d``. Under a fresh key by
         :func:`fixed_size_subsets`; noise bound to values (a caller's key, a seed, a memo key)
         is frozen across versions (``tests/core/test_frozen_keyed_noise.py``) and keeps
-        Floyd's algorithm, but for dense permanent subsets under a scheme-3 memo key
-        (:meth:`_permanent_subsets`)."""
-        if stage == "permanent " and not rows.by_position and self._fast_permanent(rows.source):
-            return self._permanent_subsets(codes, rows)
+        Floyd's algorithm, but for dense permanent subsets under a scheme-3 memo key: those
+        come from :func:`permanent_subsets`, with their own streams (``"permanent v3 ..."``),
+        independent of Floyd's, which earlier versions drew under the same memo key and
+        another memo name (:meth:`memo_id`)."""
+        frozen_fast = stage == "permanent " and not rows.by_position
+        frozen_fast = frozen_fast and self._fast_permanent(rows.source)
+        if frozen_fast:
+            stage = "permanent v3 "
         out = rows.flags(stage + "out", self._out_numerator)
-        if not rows.by_position:  # a caller's key, a seed, a memo key: frozen, Floyd's
+        if not rows.by_position and not frozen_fast:  # keyed, seeded, memoized: Floyd's
             reports = np.zeros((codes.size, packed_width(self.num_bits)), dtype=np.uint8)
             _set_bits(reports, np.flatnonzero(~out), codes)
             _floyd(reports, rows, stage, codes, self._d, self.num_bits - 1, np.flatnonzero(out))
             return reports
         sizes = np.where(out, self._d, self._d - 1).astype(np.int64)
-        if self._d <= 8 + self.num_bits // _SPARSE:
-            reports = sparse_subsets(rows, stage, codes, sizes, self.num_bits)
+        k = self.num_bits
+        if frozen_fast:
+            reports = permanent_subsets(rows, stage, codes, sizes, k, self._d)
+        elif self._d <= 8 + k // _SPARSE:
+            reports = sparse_subsets(rows, stage, codes, sizes, k)
         else:
-            reports = fixed_size_subsets(rows, stage, codes, sizes, self.num_bits, self._rate)
+            reports = fixed_size_subsets(rows, stage, codes, sizes, k, self._rate)
         _set_bits(reports, np.flatnonzero(~out), codes)
         return reports
 
@@ -693,17 +700,6 @@ class SubsetSelection(TwoStage, BitReportsByGroup, FrequencyEstimation):
         algorithm (a scheme-2 memo key or a caller's key, whose subsets are frozen so; a sparse
         subset, for which Floyd's ``d`` rounds are few)."""
         return memo.memo_scheme == 3 and self._d > 8 + self.num_bits // _SPARSE
-
-    def _permanent_subsets(self, codes: NDArray[np.int64], rows: Rows) -> NDArray[np.uint8]:
-        """Permanent subsets by :func:`permanent_subsets`, from their own streams
-        (``"permanent v3 ..."``): independent of Floyd's, which earlier versions drew under the
-        same memo key and another memo name (:meth:`memo_id`)."""
-        out = rows.flags("permanent v3 out", self._out_numerator)
-        sizes = np.where(out, self._d, self._d - 1).astype(np.int64)
-        k = self.num_bits
-        reports = permanent_subsets(rows, "permanent v3 ", codes, sizes, k, self._d)
-        _set_bits(reports, np.flatnonzero(~out), codes)
-        return reports
 
     def memo_id(self, memo: RandomSource, label: object, *, user_type: str) -> str:
         """Public name of the permanent subsets under ``memo``; those drawn by

@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
+from frameldp.core.byte_words import kept_bytes, words_at
 from frameldp.core.randomness.streams import BLOCK, KeyedStream
 from frameldp.errors import DomainError, ParameterError, shown
 
@@ -163,10 +164,6 @@ def _padded(
     return padded
 
 
-_LOW_BYTES: Final = np.array([(1 << (8 * b)) - 1 for b in range(9)], dtype=np.uint64)
-"""``_LOW_BYTES[b]``: the mask of the low ``b`` bytes of a little-endian 64-bit word."""
-
-
 def _padded_short(
     tag: int,
     data: NDArray[np.uint8],
@@ -179,16 +176,13 @@ def _padded_short(
     at a time at any byte offset, the bytes past each body cleared."""
     m = starts.size
     words = np.empty((m, 2 * count), dtype="<u8")
-    tail = np.concatenate([data, np.zeros(16 * count, dtype=np.uint8)])
-    # Every 8 bytes of the data, at each byte offset (unaligned reads).
-    at = np.ndarray(buffer=tail, dtype="<u8", shape=(tail.size - 7,), strides=(1,))
+    at = words_at(data, 16 * count)
     longest = int(body.max()) if m else 0
-    lengths = np.arange(longest + 1)
-    first = at[starts] & _LOW_BYTES[np.minimum(lengths, 6)][body]
+    first = at[starts] & kept_bytes(longest, 0, most=6)[body]  # after the header and tag
     words[:, 0] = (body + 1).astype(np.uint64) | np.uint64(tag << 8) | (first << np.uint64(16))
     for j in range(1, 2 * count):
         offset = 8 * j - 2  # the body byte at the start of word j
-        words[:, j] = at[starts + offset] & _LOW_BYTES[np.clip(lengths - offset, 0, 8)][body]
+        words[:, j] = at[starts + offset] & kept_bytes(longest, offset)[body]
     return words.view(np.uint8)
 
 

@@ -329,16 +329,23 @@ def _tweaked(
 ) -> NDArray[np.uint8]:
     """``AES(address XOR (lane || b))`` for ``start <= b < start + count`` of every address:
     ``(n, count, 16)``."""
-    tweaks = np.zeros((count, 2), dtype=">u8")
-    tweaks[:, 0] = np.uint64(lane) << np.uint64(32)
-    tweaks[:, 1] = np.arange(start, start + count, dtype=np.uint64)
+    tweaks = _tweaks(lane, count, start)
     # One 16-byte element per block (complex128 is only a carrier of 16 bytes): a broadcast
     # copy of each address, then one XOR with the tiled tweaks.
     inputs = np.empty((addresses.shape[0], count), dtype=np.complex128)
     inputs[:] = addresses.view(np.complex128)
     words = inputs.view(np.uint64).reshape(addresses.shape[0], 2 * count)
-    words ^= tweaks.view(np.uint8).view(np.uint64).ravel()
+    words ^= tweaks.ravel()
     return stream.encrypt(inputs.view(np.uint8).reshape(-1, BLOCK)).reshape(-1, count, BLOCK)
+
+
+def _tweaks(lane: int, count: int, start: int) -> NDArray[np.uint64]:
+    """The tweaks ``(lane || b)`` for ``start <= b < start + count``, 16 bytes big-endian each,
+    as the two native 64-bit words that XOR into an address: ``(count, 2)``."""
+    tweaks = np.zeros((count, 2), dtype=">u8")
+    tweaks[:, 0] = np.uint64(lane) << np.uint64(32)
+    tweaks[:, 1] = np.arange(start, start + count, dtype=np.uint64)
+    return tweaks.view(np.uint8).view(np.uint64).reshape(count, 2)
 
 
 def _tweaked_by_block(
@@ -346,14 +353,11 @@ def _tweaked_by_block(
 ) -> NDArray[np.uint8]:
     """:func:`_tweaked` laid out block by block: ``(count, n, 16)``, the same AES outputs
     (ECB encrypts each block alone), so that one block of every row is contiguous."""
-    tweaks = np.zeros((count, 2), dtype=">u8")
-    tweaks[:, 0] = np.uint64(lane) << np.uint64(32)
-    tweaks[:, 1] = np.arange(start, start + count, dtype=np.uint64)
     rows = addresses.shape[0]
     inputs = np.empty((count, rows), dtype=np.complex128)  # 16-byte carriers, as _tweaked
     inputs[:] = np.ascontiguousarray(addresses).view(np.complex128)[:, 0]
     words = inputs.view(np.uint64).reshape(count, rows, 2)
-    for block, (high, low) in enumerate(tweaks.view(np.uint8).view(np.uint64).reshape(-1, 2)):
+    for block, (high, low) in enumerate(_tweaks(lane, count, start)):
         words[block, :, 0] ^= high
         words[block, :, 1] ^= low
     return stream.encrypt(inputs.view(np.uint8).reshape(-1, BLOCK)).reshape(count, rows, BLOCK)
