@@ -26,6 +26,11 @@ n = 2,000, and 30 releases instead of 365):
     reports now), and its rounding bound (the most it can exceed the exact composition of the
     pairs).
 
+**Small delta**: ``rounds`` shuffled k-RR releases at eps0 = 4 among 10^3 people
+(``--quick``: 500 people, k in {2, 100}) at delta = 1e-9, before (basic composition, what
+frameldp reported there) and now (the pairs' Rényi curves when the lattice cannot resolve the
+delta), with a lower bound for binary RR.
+
 **Composition times**: cold calls of ``Accountant.epsilon(1e-6)`` (each accountant is new, so
 nothing is cached), beside the figures issue 17 measured before the change (``--quick``: 10^4
 uses, 100 distinct epsilons, shuffled releases among 2,000 people).
@@ -52,6 +57,7 @@ from frameldp.accounting.lattice import FINEST_STEP, Lattice, to_pld
 from frameldp.accounting.shuffled_rr import EXACT_SCAN_MAX, exact_rr_epsilon
 
 DELTA = 1e-6
+SMALL_DELTA = 1e-9
 ROUNDS = 365
 QUICK_ROUNDS = 30
 
@@ -72,13 +78,13 @@ def zeros_pair(epsilon0: float, n: int) -> tuple[np.ndarray, np.ndarray]:
     return np.log(first[keep] / second[keep]), first[keep]
 
 
-def lower_bound_rounds(epsilon0: float, n: int, rounds: int) -> float:
-    """Epsilon of the all-zeros pair composed ``rounds`` times, losses rounded down (a lower bound,
-    up to the mass errors of the FFT, which are below 1e-10 here)."""
+def lower_bound_rounds(epsilon0: float, n: int, rounds: int, delta: float = DELTA) -> float:
+    """Epsilon of the all-zeros pair composed ``rounds`` times, losses rounded down: a lower
+    bound (``epsilon_lower`` of the composition, which also takes off its float error)."""
     best = 0.0
     for losses, masses in (zeros_pair(epsilon0, n), _reverse(*zeros_pair(epsilon0, n))):
         down = Lattice.from_atoms(losses - FINEST_STEP, masses, FINEST_STEP)
-        best = max(best, to_pld(down.power(rounds)).epsilon(DELTA))
+        best = max(best, to_pld(down.power(rounds)).epsilon_lower(delta))
     return best
 
 
@@ -120,6 +126,33 @@ def shuffle_rows(quick: bool, rounds: int) -> list[dict[str, Any]]:
                     "rounds_s": seconds,
                 }
             )
+    return rows
+
+
+def small_delta_rows(quick: bool, rounds: int) -> list[dict[str, Any]]:
+    """Shuffled k-RR releases composed at delta = 1e-9 (issue 42): what basic composition gave
+    before (``rounds x eps0``), what frameldp reports now and by which method, and for binary
+    RR the all-zeros pair composed with its losses rounded down (a lower bound)."""
+    epsilon0, n = 4.0, 500 if quick else 1000
+    rows = []
+    for k in (2, 100) if quick else (2, 3, 10, 100):
+        event = ShuffleEvent(epsilon0, n, "stronger_clones", k)
+        start = time.process_time()
+        explanation = Accountant().compose(event, rounds).explain(SMALL_DELTA)
+        seconds = time.process_time() - start
+        rows.append(
+            {
+                "table": "small_delta",
+                "k": k,
+                "n": n,
+                "rounds": rounds,
+                "before": rounds * epsilon0,
+                "reported": explanation.best.epsilon,
+                "method": explanation.best.method,
+                "lower": (lower_bound_rounds(epsilon0, n, rounds, SMALL_DELTA) if k == 2 else None),
+                "cpu_s": seconds,
+            }
+        )
     return rows
 
 
@@ -195,6 +228,19 @@ def main() -> None:
             f"| {_cell(r['rounds_reported'])} ({r['rounds_rounding']:.2g}) "
             f"| {_cell(r['rounds_lower'])} |"
         )
+    small = small_delta_rows(args.quick, rounds)
+    print()
+    print(
+        f"{rounds} shuffled k-RR releases (eps0 4) at delta = {SMALL_DELTA:g} "
+        "(lower: binary RR's all-zeros pair composed, losses rounded down)"
+    )
+    print("| k | n | before (basic) | reported | method | lower | CPU s |")
+    print("|---|---|---|---|---|---|---|")
+    for r in small:
+        print(
+            f"| {r['k']} | {r['n']:,} | {_cell(r['before'])} | {_cell(r['reported'])} "
+            f"| {r['method']} | {_cell(r['lower'])} | {r['cpu_s']:.2f} |"
+        )
     timing = timing_rows(args.quick, rounds)
     print()
     print("Composition times (cold Accountant.epsilon(1e-6))")
@@ -203,7 +249,7 @@ def main() -> None:
     for r in timing:
         print(f"| {r['case']} | {r['epsilon']:.6g} | {r['seconds']:.3f} | {r['before']} |")
     if args.json:
-        args.json.write_text(json.dumps({"rows": shuffle + timing}, indent=1))
+        args.json.write_text(json.dumps({"rows": shuffle + small + timing}, indent=1))
 
 
 if __name__ == "__main__":

@@ -21,6 +21,11 @@ Two tables, both at ``delta`` = 1e-6.
 
 and how long each took (wall clock, one cold call; the lower bound is about 30 calls).
 
+**One release at the frontier** (issue 42): shuffled binary RR above 10^4 people (the certified
+bands) and at delta = 1e-9 (the exact scan), and k-RR with k = 3, 10 at eps0 = 1 (``--quick``:
+n = 20,001 and 10^4, k = 3): ``before`` (the stronger clones), what frameldp reports and the
+method named, a lower bound, and the CPU time of a cold ``explain``.
+
 **Accuracy at the same central (epsilon, delta)**, central epsilon in {0.5, 1} (``--quick``: 1
 only), on (a) the demo data's ``dest`` column (n = 120,000 flights, k = 100 airports;
 ``--quick``: 7,000 rows drawn without replacement) and (b) a synthetic Zipf(1.1) column over k =
@@ -91,6 +96,7 @@ from frameldp.accounting.amplification import (
     clone_epsilon,
     closed_form_epsilon,
 )
+from frameldp.accounting.shuffled_rr import EXACT_SCAN_MAX, band_rr_lower
 from frameldp.core.encoding import count_bits, packed_width
 from frameldp.core.estimation import FrequencyEstimate, direct_variance, unary_variance
 from frameldp.core.mechanisms import Statistic
@@ -488,6 +494,71 @@ def equal_epsilon(
     return out
 
 
+def frontier(quick: bool) -> list[dict[str, Any]]:
+    """One shuffled release at the frontier (issue 42): binary RR above 10^4 people (the bands)
+    and at a small delta (the exact scan), and k-RR with a small k (stronger clones against
+    the blanket pair). ``before`` is the stronger-clone bound frameldp reported there before;
+    ``lower`` the bands' certified lower bound (binary RR), or the all-alike lower bound."""
+    binary = [(4.0, 20_001, 1e-6), (4.0, 10_000, 1e-9)]
+    if not quick:
+        binary += [(4.0, 1_000_000, 1e-6), (4.0, 1_000_000, 1e-9), (4.0, 10**8, 1e-6)]
+    rows = []
+    for epsilon0, n, delta in binary:
+        guarantee = amplify_by_shuffling(RandomizedResponse(epsilon0, domain=[0, 1]).privacy, n)
+        start = time.process_time()
+        best = guarantee.explain(delta).best
+        seconds = time.process_time() - start
+        lower = (
+            band_rr_lower(delta, epsilon0, n)
+            if n > EXACT_SCAN_MAX
+            else binary_rr_lower_bound(epsilon0, n, delta)
+        )
+        rows.append(
+            {
+                "table": "frontier",
+                "case": f"binary RR, eps0 {epsilon0:g}, n {n:,}",
+                "delta": delta,
+                "before": clone_epsilon(delta, epsilon0, n, "stronger_clones"),
+                "reported": best.epsilon,
+                "method": _method(best.detail),
+                "lower": lower,
+                "cpu_s": seconds,
+            }
+        )
+    for k in (3,) if quick else (3, 10):
+        domain = list(range(k))
+        guarantee = amplify_by_shuffling(RandomizedResponse(1.0, domain=domain).privacy, 1000)
+        start = time.process_time()
+        best = guarantee.explain(1e-6).best
+        seconds = time.process_time() - start
+        rows.append(
+            {
+                "table": "frontier",
+                "case": f"{k}-RR, eps0 1, n 1,000",
+                "delta": 1e-6,
+                "before": clone_epsilon(1e-6, 1.0, 1000, "stronger_clones"),
+                "reported": best.epsilon,
+                "method": _method(best.detail),
+                "lower": None,  # binary RR's lower bound does not bound k-RR
+                "cpu_s": seconds,
+            }
+        )
+    return rows
+
+
+def _method(detail: str) -> str:
+    """A short name for the method an explanation names."""
+    for key, name in (
+        ("bands", "bands"),
+        ("exact", "exact scan"),
+        ("stronger-clone", "stronger clones"),
+        ("blanket", "blanket"),
+    ):
+        if key in detail:
+            return name
+    return "clones"
+
+
 def run(quick: bool, seeds: int) -> dict[str, Any]:
     """Every table, as rows (``table`` says which)."""
     ns = (10_000,) if quick else (10_000, 100_000, 1_000_000)
@@ -495,6 +566,7 @@ def run(quick: bool, seeds: int) -> dict[str, Any]:
     # blanket pair of k-RR, about 0.2 s).
     tolerance = 4.0 if quick else 1e-4
     rows = amplification((1.0, 2.0, 4.0), ns)
+    rows += frontier(quick)
     published_epsilon0, published_n, published = FMT21_PUBLISHED
     fmt21 = {
         "epsilon0": published_epsilon0,
@@ -562,6 +634,16 @@ _AMPLIFICATION = [
     ("lower_bound_s", "lower s", 7, ".3f"),
 ]
 
+_FRONTIER = [
+    ("case", "case", 31, "s"),
+    ("delta", "delta", 6, "g"),
+    ("before", "before", 8, ".5f"),
+    ("reported", "reported", 8, ".5f"),
+    ("method", "method", 15, "s"),
+    ("lower", "lower", 8, ".5f"),
+    ("cpu_s", "CPU s", 6, ".2f"),
+]
+
 _ACCURACY = [
     ("title", "method", 20, "<20"),
     ("local_epsilon", "local eps", 9, ".4f"),
@@ -607,6 +689,11 @@ def _print(result: dict[str, Any]) -> None:
     )
     print("reports (clones: any eps0-LDP randomizer; stronger: k-RR; lower bound: binary RR)")
     _table([row for row in rows if row["table"] == "amplification"], _AMPLIFICATION)
+    print(
+        "\nOne release at the frontier (before: the stronger clones; lower: the bands' certified"
+        " lower bound, or the all-alike dataset's)"
+    )
+    _table([row for row in rows if row["table"] == "frontier"], _FRONTIER)
     fmt21 = result["fmt21"]
     print(
         f"\nFMT21 publish about {fmt21['published']} for eps0 = {fmt21['epsilon0']:g}, "

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from frameldp.frames.planner import Plan
 
-__all__ = ["plot_frequencies", "plot_plan", "plot_privacy"]
+__all__ = ["plot_frequencies", "plot_plan", "plot_privacy", "plot_risk"]
 
 _STYLES = {
     "basic": ":",
@@ -122,12 +122,78 @@ def plot_privacy(
     return cast("Figure", figure)
 
 
-def plot_plan(
-    plan: Plan, *, epsilons: Any = None, figsize: tuple[float, float] = (8.0, 4.5)
+def plot_risk(
+    guarantees: PrivacyGuarantee | dict[str, PrivacyGuarantee],
+    *,
+    fprs: Any = None,
+    figsize: tuple[float, float] = (5.5, 5.0),
 ) -> Figure:
-    """Utility against epsilon: every candidate's standard error of a debiased frequency (per
-    bucket, for the plan's ``n`` and domain) over ``epsilons`` (default: 60 from 0.1 to 10,
-    and the plan's), with the plan's choice marked and its target, if it had one.
+    """The trade-off curve of one or more guarantees: the largest true-positive rate of a test
+    of one person's value against its false-positive rate (``g.true_positive_rate``), beside
+    random guessing and each guarantee's Gaussian-DP curve where it has one. ``fprs`` defaults
+    to 101 rates from 0 to 1. A dict labels several guarantees.
+
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import frameldp
+    >>> from frameldp.plot import plot_risk
+    >>> g = frameldp.RandomizedResponse(1.0, domain=["a", "b"]).privacy
+    >>> plot_risk(g).axes[0].get_xlabel()
+    'false-positive rate (people wrongly flagged)'
+    """
+    from frameldp._scipy import special
+
+    if isinstance(guarantees, PrivacyGuarantee):
+        guarantees = {f"ε = {guarantees.epsilon:.3g}": guarantees}
+    if not isinstance(guarantees, dict) or not all(
+        isinstance(g, PrivacyGuarantee) for g in guarantees.values()
+    ):
+        raise ParameterError("plot_risk expects a PrivacyGuarantee or a dict of them")
+    rates = np.linspace(0.0, 1.0, 101) if fprs is None else np.asarray(fprs, dtype=float)
+    inside = rates[(rates > 0.0) & (rates < 1.0)]
+    plt = pyplot()
+    figure, axis = plt.subplots(figsize=figsize, layout="constrained")
+    axis.plot([0.0, 1.0], [0.0, 1.0], color="gray", linestyle=":", label="random guessing")
+    for label, guarantee in guarantees.items():
+        powers = [guarantee.true_positive_rate(float(rate)) for rate in inside]
+        (line,) = axis.plot(inside, powers, label=label)
+        mu = guarantee.gdp_mu()
+        if mu is not None:
+            gaussian = special.ndtr(mu - special.ndtri(1.0 - inside))
+            axis.plot(
+                inside,
+                gaussian,
+                color=line.get_color(),
+                linestyle="--",
+                alpha=0.6,
+                label=f"{label}: Gaussian DP, μ = {mu:.3g}",
+            )
+    axis.set(
+        xlim=(0.0, 1.0),
+        ylim=(0.0, 1.0),
+        xlabel="false-positive rate (people wrongly flagged)",
+        ylabel="largest true-positive rate (people found)",
+        title="What a test of one person's value can reach",
+    )
+    axis.legend(fontsize="small", loc="lower right")
+    return cast("Figure", figure)
+
+
+def plot_plan(
+    plan: Plan,
+    *,
+    epsilons: Any = None,
+    against: str | None = None,
+    figsize: tuple[float, float] = (8.0, 4.5),
+) -> Figure:
+    """Utility against epsilon, or against the risk to one person: every candidate's standard
+    error of a debiased frequency (per bucket, for the plan's ``n`` and domain) over
+    ``epsilons`` (default: 60 from 0.1 to 10, and the plan's), with the plan's choice marked
+    and its target, if it had one.
+
+    ``against`` is ``"epsilon"``, ``"posterior"`` (the most an attacker who gave a fact 1%, or
+    the plan's prior, believes after one report) or ``"tpr"`` (the power of a test at 1%
+    false positives, or the plan's rate); by default the plan's own target.
 
     >>> import matplotlib
     >>> matplotlib.use("Agg")
@@ -136,8 +202,31 @@ def plot_plan(
     >>> figure = plot_plan(frameldp.plan(domain=20, n=10_000, std_error=0.01))
     >>> figure.axes[0].get_xlabel()
     'ε'
+    >>> plan = frameldp.plan(domain=20, n=10_000, max_posterior=0.1, prior=0.01)
+    >>> plot_plan(plan).axes[0].get_xlabel()
+    'posterior of an attacker with prior 0.01 (one report)'
     """
+    from frameldp.accounting.risk import posterior_from_epsilon, power_from_epsilon
     from frameldp.core.planning import plan_candidates
+
+    if against is None:
+        against = {"max_posterior": "posterior", "max_tpr": "tpr"}.get(plan.target, "epsilon")
+    if against not in ("epsilon", "posterior", "tpr"):
+        raise ParameterError(
+            f"plot_plan: against must be 'epsilon', 'posterior' or 'tpr', got {against!r}"
+        )
+    given = plan.risk_goal[1] if plan.risk_goal is not None else 0.01
+    if against == "posterior" and plan.target == "max_tpr":
+        given = 0.01
+    if against == "tpr" and plan.target == "max_posterior":
+        given = 0.01
+
+    def risk(epsilon: float) -> float:
+        if against == "posterior":
+            return posterior_from_epsilon(given, epsilon)
+        if against == "tpr":
+            return power_from_epsilon(given, epsilon)
+        return epsilon
 
     plt = pyplot()
     grid = np.geomspace(0.1, 10.0, 60) if epsilons is None else np.asarray(epsilons, dtype=float)
@@ -147,17 +236,25 @@ def plot_plan(
     for epsilon in grid:
         for candidate in plan_candidates(plan.domain, plan.n, float(epsilon)):
             curves.setdefault(candidate.name, []).append(candidate.std_error)
+    xs = [risk(float(epsilon)) for epsilon in grid]
     figure, axis = plt.subplots(figsize=figsize, layout="constrained")
     for name, errors in sorted(curves.items()):
-        axis.plot(grid, errors, label=name)
+        axis.plot(xs, errors, label=name)
     chosen = plan.mechanism if isinstance(plan.mechanism, str) else plan.mechanism.name
-    axis.plot([plan.epsilon], [plan.std_error], "o", color="black", label=f"plan: {chosen}")
+    axis.plot([risk(plan.epsilon)], [plan.std_error], "o", color="black", label=f"plan: {chosen}")
     if plan.target == "std_error":
         axis.axhline(plan.std_error, color="gray", linestyle=":", label="target")
+    if plan.risk_goal is not None and against != "epsilon":
+        axis.axvline(risk(plan.epsilon), color="gray", linestyle=":", label="risk target")
+    label = {
+        "epsilon": "ε",
+        "posterior": f"posterior of an attacker with prior {given:g} (one report)",
+        "tpr": f"power of a test at {given:g} false positives (one report)",
+    }[against]
     axis.set(
-        xscale="log",
+        xscale="log" if against == "epsilon" else "linear",
         yscale="log",
-        xlabel="ε",
+        xlabel=label,
         ylabel="std. error of a frequency (per bucket)",
         title=f"n = {plan.n:,} reports, {plan.num_buckets} buckets",
     )

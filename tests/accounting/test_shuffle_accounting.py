@@ -494,12 +494,15 @@ def test_shuffled_composed_with_local_is_shuffle_model() -> None:
 
 
 def test_shuffle_event_local_curves() -> None:
-    """Pure epsilon, Rényi curve and rho of the local reports (binary RR at eps0)."""
+    """Pure epsilon and rho of the local reports (binary RR at eps0); the Rényi curve is never
+    above theirs (the pair's, when smaller: tests/accounting/test_shuffle_frontier.py)."""
     event = ShuffleEvent(2.0, 1000)
     assert event.pure_epsilon == 2.0
     for order in (1.5, 2.0, 10.0):
         exact = oracle.rr_rdp(order, 2.0, 2)
-        assert exact <= event.rdp(order) <= exact * (1 + RDP_REL)
+        assert 0.0 < event.rdp(order) <= exact * (1 + RDP_REL)
+    assert event.rdp(2.0) < 0.1 * oracle.rr_rdp(2.0, 2.0, 2)
+    assert ShuffleEvent(20.0, 1000).rdp(2.0) >= oracle.rr_rdp(2.0, 20.0, 2)  # past eps0 = 15
     with mpmath.workdps(DPS):
         rho = mpf(2) * mpmath.tanh(mpf(1))
     assert rho <= event.rho <= rho * (1 + RDP_REL)

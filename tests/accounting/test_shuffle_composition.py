@@ -372,7 +372,10 @@ def test_mixed_shuffled_and_local_releases_compose_in_one_accountant() -> None:
     explanation = accountant.explain(1e-6)
     assert explanation.best.method == "pld"
     epsilon = explanation.best.epsilon
-    assert epsilon < 0.5 * min(c.epsilon for c in explanation.conversions if c.method != "pld")
+    others = [c.epsilon for c in explanation.conversions if c.method not in ("pld", "rdp")]
+    assert epsilon < 0.5 * min(others)
+    # The pairs' Rényi curves compose too (the small-delta answer), a few percent above.
+    assert epsilon < min(c.epsilon for c in explanation.conversions if c.method == "rdp")
     assert accountant.delta(epsilon) <= 1e-6
 
 

@@ -10,6 +10,7 @@ so paths in messages stay short). Expected numbers come from an independent
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import sqlite3
@@ -25,6 +26,7 @@ from typer.testing import CliRunner
 import frameldp
 from accounting.test_ledger_damaged import unwritable  # tests/accounting, beside this file
 from frameldp.accounting.guarantee import INSECURE
+from frameldp.accounting.risk import percent
 from frameldp.cli import app
 
 DELTA = 1e-6
@@ -161,6 +163,8 @@ def test_show_lists_caps_spent_totals_releases_and_methods(cli: Cli, tmp_path: P
     assert run.exit_code == 0, run.stderr
     assert "Budgets in b.db" in run.stdout
     rows = _rows(run.stdout)
+    profile = composed.profile
+    used = profile.failure_probability(DELTA)
     assert rows["flights"] == [
         "10",
         "1e-06",
@@ -168,8 +172,20 @@ def test_show_lists_caps_spent_totals_releases_and_methods(cli: Cli, tmp_path: P
         f"{10 - best.epsilon:.6g}",
         "2",
         best.method,
+        percent(profile.posterior(0.01, used)) + ("*" if used else ""),
     ]
-    assert rows["nightly"] == ["3", "pure", f"{pure:.6g}", f"{3 - pure:.6g}", "1", "basic"]
+    # A pure budget: the posterior of an attacker who gave 1%, from its pure epsilon.
+    odds = 0.01 / 0.99 * math.exp(pure)
+    assert rows["nightly"] == [
+        "3",
+        "pure",
+        f"{pure:.6g}",
+        f"{3 - pure:.6g}",
+        "1",
+        "basic",
+        percent(odds / (1 + odds)),
+    ]
+    assert "1% →: the most an attacker who gave 1%" in run.stdout
     assert best.epsilon < KRR.epsilon + RAPPOR.epsilon  # the delta budget is not summed
 
     run = cli("budget", "show", "nightly", "--ledger", "b.db")
@@ -391,8 +407,10 @@ def test_seeded_releases_are_marked_insecure(cli: Cli, tmp_path: Path) -> None:
     history = cli("budget", "history", "flights", "--ledger", "b.db")
 
     assert show.exit_code == 0, show.stderr
-    assert _rows(show.stdout)["flights"][-2:] == ["basic", "INSECURE (1 seeded)"]
-    assert _rows(show.stdout)["nightly"][-2:] == ["basic", ""]
+    assert _rows(show.stdout)["flights"][-3:-2] == ["basic"]
+    assert _rows(show.stdout)["flights"][-1] == "INSECURE (1 seeded)"
+    assert _rows(show.stdout)["nightly"][-3:-2] == ["basic"]
+    assert _rows(show.stdout)["nightly"][-1] == ""
     assert INSECURE in show.stdout
     assert history.exit_code == 0, history.stderr
     assert [row[-1] for row in _rows(history.stdout).values()] == ["", "INSECURE (seeded)"]

@@ -228,6 +228,7 @@ def test_privatize_shuffle_estimate_pipeline(tmp_path: Path, kind: str) -> None:
     assert after.shuffled["kept"] == []
     expected = frameldp.amplify_by_shuffling(local.guarantee, ROWS)
     assert f"central ε = {expected.epsilon_at(1e-6):.6g}" in done.output
+    assert f"for one person: {expected.accountant.profile.summary(1e-6)}" in done.output
     if kind == "csv":
         assert after.hex_columns == ("dest", "origin")
         assert "origin_cohort" in pd.read_csv(shuffled).columns

@@ -3,6 +3,7 @@ the in-memory ones (Parquet and CSV); report columns are refused as group keys."
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -138,7 +139,50 @@ def test_the_plan_command(tmp_path: Path) -> None:
     assert "randomized_response" in run.stdout
     assert image.read_bytes().startswith(b"\x89PNG")
     assert_user_error(
-        invoke("plan", "--n", "1000", "--domain-size", "5"), "--epsilon or --std-error"
+        invoke("plan", "--n", "1000", "--domain-size", "5"),
+        "--epsilon, --std-error, --max-posterior and --max-tpr",
+    )
+
+
+def test_the_plan_command_by_risk(tmp_path: Path) -> None:
+    """``--max-posterior``: the largest epsilon at which an attacker who gave 1% believes at
+    most 10% (ln(0.1 / 0.9) - ln(0.01 / 0.99) = 2.3979), and what the plan lets one learn."""
+    image = tmp_path / "risk.png"
+    run = invoke(
+        "plan",
+        "--n",
+        "10000",
+        "--domain-size",
+        "20",
+        "--max-posterior",
+        "0.1",
+        "--prior",
+        "0.01",
+        "--plot",
+        image,
+    )
+    assert run.exit_code == 0, run.stderr
+    assert "2.3979" in run.stdout
+    assert "believed     1% -> at most 10%" in run.stdout
+    assert image.read_bytes().startswith(b"\x89PNG")
+    run = invoke("plan", "--n", "10000", "--domain-size", "20", "--max-tpr", "0.2", "--fpr", "0.01")
+    assert run.exit_code == 0, run.stderr
+    assert f"{math.log(20):.6g}" in run.stdout
+    assert_user_error(
+        invoke(
+            "plan", "--n", "100", "--domain-size", "5", "--max-posterior", "0.1", "--fpr", "0.1"
+        ),
+        "--fpr goes with --max-tpr",
+    )
+    assert_user_error(
+        invoke(
+            "plan", "--n", "100", "--domain-size", "5", "--max-posterior", "0.01", "--prior", "0.2"
+        ),
+        "max_posterior=0.01 is not above prior=0.2",
+    )
+    assert_user_error(
+        invoke("plan", "--n", "100", "--domain-size", "5", "--max-posterior", "1.5"),
+        "max_posterior",
     )
 
 

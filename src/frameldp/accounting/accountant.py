@@ -42,7 +42,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol, runtime_checkable
 
@@ -54,6 +54,7 @@ from frameldp.accounting.conversions import (
 from frameldp.accounting.events import PrivacyEvent, check_count, check_order, event_from_dict
 from frameldp.accounting.lattice import compose_all
 from frameldp.accounting.pld import EXACT_GRID, PrivacyLossDistribution
+from frameldp.accounting.risk import PrivacyProfile
 from frameldp.accounting.rounding import pad_up, sum_up
 from frameldp.arguments import MAX_EXACT
 from frameldp.errors import ParameterError
@@ -76,6 +77,11 @@ __all__ = [
     "check_delta",
     "check_epsilon_level",
 ]
+
+# Where a profile's grid ends when no pure epsilon or small-delta epsilon bounds it, and how
+# many loss atoms near a test's optimum it tries.
+_PROFILE_TOP = 64.0
+_PROFILE_ATOMS = 64
 
 METHODS = {
     "basic": "basic composition of pure epsilons",
@@ -126,6 +132,8 @@ class Explanation:
 
     delta: float
     conversions: tuple[Conversion, ...]
+    source: Accountant | None = field(default=None, compare=False, repr=False)
+    """The accountant explained: its profile gives :meth:`risk_lines` when shown."""
 
     @property
     def best(self) -> Conversion:
@@ -151,7 +159,17 @@ class Explanation:
             mark = "*" if c is best else " "
             detail = f"  [{c.detail}]" if c.detail else ""
             lines.append(f" {mark} {c.method:<17} ε = {c.epsilon:<12.6g}{detail}")
+        lines.extend(self.risk_lines())
         return "\n".join(lines)
+
+    def risk_lines(self) -> list[str]:
+        """What this means for one person (:meth:`~frameldp.accounting.risk.PrivacyProfile.
+        summary`): the posterior of an attacker who gave a fact 1% (except on reports of
+        probability ``delta`` where that is tighter) and the power of a test at 1% false
+        positives."""
+        if self.source is None or not self.source.entries:
+            return []
+        return [f"For one person: {self.source.profile.summary(self.delta)}."]
 
 
 @dataclass(frozen=True)
@@ -220,7 +238,8 @@ class Accountant:
         conversions = [Conversion("basic", self.pure_epsilon, delta)]
         pld = None if self._direct_only else self.privacy_loss
         if pld is not None:
-            conversions.append(Conversion("pld", pld.epsilon(delta), delta, _pld_detail(pld)))
+            epsilon = pld.epsilon(delta)
+            conversions.append(Conversion("pld", epsilon, delta, _pld_detail(pld, delta, epsilon)))
         epsilon, order = rdp_to_epsilon(self._rdp_raw, delta)
         conversions.append(Conversion("rdp", epsilon, delta, f"order {order:.6g}"))
         rho = self.rho
@@ -234,7 +253,7 @@ class Accountant:
         shuffled = self._shuffled_epsilon(delta)
         if shuffled is not None:
             conversions.append(shuffled)
-        return Explanation(delta, tuple(conversions))
+        return Explanation(delta, tuple(conversions), self)
 
     def _split(self) -> tuple[list[tuple[PrivacyEvent, int]], list[tuple[PrivacyEvent, int]]]:
         """Uses of amplified (shuffled) events, and all the others."""
@@ -264,16 +283,19 @@ class Accountant:
         if single is None:
             return None
         event, rest = single
-        epsilon = sum_up([(event.central_epsilon(delta), 1), (rest, 1)])
-        return Conversion("shuffle", epsilon, delta, event.central_detail)
+        central, detail = event.central_method(delta)
+        epsilon = sum_up([(central, 1), (rest, 1)])
+        return Conversion("shuffle", epsilon, delta, detail)
 
     def _shuffled_delta(self, epsilon: float) -> Conversion | None:
         single = self._single_shuffled()
         if single is None:
             return None
         event, rest = single
-        value = 1.0 if rest > epsilon else event.central_delta(epsilon - rest)
-        return Conversion("shuffle", epsilon, value, event.central_detail)
+        if rest > epsilon:
+            return Conversion("shuffle", epsilon, 1.0, event.central_detail)
+        value, detail = event.central_delta_method(epsilon - rest)
+        return Conversion("shuffle", epsilon, value, detail)
 
     def epsilon(self, delta: float) -> float:
         """The smallest epsilon any valid method proves at ``delta`` (rounded up)."""
@@ -303,6 +325,45 @@ class Accountant:
         if shuffled is not None:
             conversions.append(shuffled)
         return DeltaExplanation(epsilon, tuple(conversions))
+
+    @cached_property
+    def profile(self) -> PrivacyProfile:
+        """The privacy profile ``delta(epsilon)`` of the composition, for the readings of
+        :mod:`~frameldp.accounting.risk` (true-positive rates, posteriors, Gaussian DP).
+
+        Each value is the smallest of the basic, loss-distribution and shuffle answers
+        (the Rényi conversions, far looser wherever a loss distribution exists, are skipped);
+        the grid ends at the pure epsilon or where delta falls to ``1e-12``.
+        """
+        pure = self.pure_epsilon
+        reach = self.epsilon(1e-12) if self.entries else 0.0
+        top = min(pure, reach) if math.isfinite(reach) else pure
+        if not math.isfinite(top):
+            top = _PROFILE_TOP
+        pld = None if (self._direct_only or not self.entries) else self.privacy_loss
+        atoms = None
+        if pld is not None and pld.gaussian_mu2 == 0.0:
+            losses = pld.losses
+
+            def atoms(low: float, high: float) -> Any:
+                inside = losses[(losses >= low) & (losses <= high)]
+                step = max(1, inside.size // _PROFILE_ATOMS)
+                return inside[::step]
+
+        return PrivacyProfile(self._profile_delta, pure, max(top, 0.0), atoms)
+
+    def _profile_delta(self, epsilon: float) -> float:
+        """A valid delta at ``epsilon``: basic, loss distribution or shuffle, the smallest."""
+        if not self.entries or epsilon >= self.pure_epsilon:
+            return 0.0
+        best = 1.0
+        pld = None if self._direct_only else self.privacy_loss
+        if pld is not None:
+            best = min(best, pld.delta(epsilon))
+        shuffled = self._shuffled_delta(epsilon)
+        if shuffled is not None:
+            best = min(best, shuffled.delta)
+        return best
 
     def _rdp_raw(self, order: float) -> float:
         return math.fsum(event.rdp(order) * n for event, n in self._uses)
@@ -368,13 +429,26 @@ def _entries_of(item: PrivacyEvent | Accounted | Accountant) -> Iterable[tuple[P
     )
 
 
-def _pld_detail(pld: PrivacyLossDistribution) -> str:
+def _pld_detail(
+    pld: PrivacyLossDistribution, delta: float | None = None, epsilon: float | None = None
+) -> str:
+    """How a loss distribution was computed; at a ``delta``, how far above the exact
+    composition of its parts its ``epsilon`` can be (:meth:`~PrivacyLossDistribution.
+    epsilon_lower`: the rounding of the losses, and the float error and truncated tails of the
+    masses, which dominate at small deltas)."""
     notes = []
     if pld.rounding:
-        notes.append(
-            f"losses rounded up to a lattice of {pld.grid:.3g}: at most "
-            f"{pld.rounding:.3g} above the exact composition"
-        )
+        if delta is not None and epsilon is not None and math.isfinite(epsilon):
+            gap = max(epsilon - pld.epsilon_lower(delta, epsilon), 0.0)
+            notes.append(
+                f"losses rounded up to a lattice of {pld.grid:.3g}: at most {gap:.3g} above "
+                "the exact composition at this δ"
+            )
+        else:
+            notes.append(
+                f"losses rounded up to a lattice of {pld.grid:.3g}: at most "
+                f"{pld.rounding:.3g} higher than the exact composition's"
+            )
     elif pld.grid > EXACT_GRID:
         notes.append(f"losses rounded up to a grid of {pld.grid:.3g}")
     if not pld.exact:

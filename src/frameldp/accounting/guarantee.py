@@ -37,6 +37,13 @@ from typing import Any, Literal
 
 from frameldp.accounting.accountant import Accountant, Explanation
 from frameldp.accounting.events import PrivacyEvent, PureDP, SampledEvent
+from frameldp.accounting.risk import (
+    RISK_DELTA,
+    RISK_FPRS,
+    RISK_PRIORS,
+    Risk,
+    check_probability,
+)
 from frameldp.accounting.rounding import sum_up
 from frameldp.errors import FrameLDPError, ParameterError, shown
 
@@ -158,6 +165,95 @@ class PrivacyGuarantee:
     def explain(self, delta: float) -> Explanation:
         """Every method's epsilon at ``delta`` and which one is reported."""
         return self.accountant.explain(delta)
+
+    # ------------------------------------------------------------------ what an attacker learns
+
+    def true_positive_rate(self, fpr: float) -> float:
+        """The largest power of any test of "this person's value is x, not x'" whose
+        false-positive rate is ``fpr``, from the exact privacy profile
+        (:mod:`~frameldp.accounting.risk`; Dong, Roth and Su 2022, Prop. 2.12).
+
+        >>> import frameldp
+        >>> g = frameldp.RandomizedResponse(1.0, domain=["a", "b"]).privacy
+        >>> round(g.true_positive_rate(0.05), 4)   # e^1 * 0.05
+        0.1359
+        """
+        return self.accountant.profile.true_positive_rate(fpr)
+
+    def posterior(self, prior: float, delta: float | None = None) -> float:
+        """The largest probability an attacker who gave ``prior`` to a fact about one person
+        (their value is x) reaches after seeing every report, except on reports of probability
+        at most ``delta`` (default: the guarantee's delta, else 1e-6; 0 asks for the pure
+        epsilon's bound). Never above the pure epsilon's bound.
+
+        >>> import frameldp
+        >>> g = frameldp.RandomizedResponse(1.0, domain=["a", "b"]).privacy
+        >>> round(g.posterior(0.01), 4)   # 0.01 e / (0.01 e + 0.99)
+        0.0267
+        """
+        prior = check_probability("posterior", "prior", prior)
+        return self.accountant.profile.posterior(prior, self._risk_delta(delta))
+
+    def gdp_mu(self) -> float | None:
+        """The smallest ``mu`` for which the guarantee certifies mu-Gaussian DP (Dong, Roth
+        and Su 2022, Cor. 2.13), or None where none applies (no pure epsilon).
+
+        >>> import frameldp
+        >>> round(frameldp.RandomizedResponse(1.0, domain=["a", "b"]).privacy.gdp_mu(), 3)
+        1.232
+        """
+        return self.accountant.profile.gdp_mu()
+
+    def risk(
+        self,
+        priors: Iterable[float] = RISK_PRIORS,
+        fprs: Iterable[float] = RISK_FPRS,
+        delta: float | None = None,
+    ) -> Risk:
+        """What an attacker can learn about one person, as a small table: the posterior from
+        each of ``priors``, the power of a test at each false-positive rate of ``fprs``, and
+        the Gaussian-DP ``mu``.
+
+        >>> import frameldp
+        >>> print(frameldp.RandomizedResponse(1.0, domain=["a", "b"]).privacy.risk())
+        What an attacker can learn about one person:
+          believed   0.1% -> at most 0.28%
+          believed     1% -> at most 2.7%
+          believed    10% -> at most 23.2%
+          believed    50% -> at most 73.2%
+          a test wrong about   0.1% of people detects at most 0.28%
+          a test wrong about     1% of people detects at most 2.8%
+          a test wrong about     5% of people detects at most 13.6%
+          Gaussian DP: mu = 1.232
+        """
+        profile = self.accountant.profile
+        used = profile.failure_probability(self._risk_delta(delta))
+        return Risk(
+            tuple(
+                (p, profile.posterior(check_probability("risk", "prior", p), used)) for p in priors
+            ),
+            tuple((a, profile.true_positive_rate(a)) for a in fprs),
+            profile.gdp_mu(),
+            used,
+        )
+
+    def risk_sentence(self, prior: float = 0.01) -> str:
+        """The posterior from ``prior`` in words, as table captions show it.
+
+        >>> import frameldp
+        >>> frameldp.RandomizedResponse(1.0, domain=["a", "b"]).privacy.risk_sentence()
+        "an attacker who gave 1% to a person's value reaches at most 2.7%"
+        """
+        prior = check_probability("risk_sentence", "prior", prior)
+        text = self.accountant.profile.headline(prior, self._risk_delta(None))
+        return f"{text} [{INSECURE}]" if self.seeded else text
+
+    def _risk_delta(self, delta: float | None) -> float:
+        if delta is None:
+            return float(self.parameters.get("delta", RISK_DELTA))
+        if delta == 0:
+            return 0.0
+        return check_probability("posterior", "delta", delta)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serializable description (:meth:`from_dict` rebuilds it)."""

@@ -81,6 +81,9 @@ class Lattice:
     mass_error: float = 0.0
     rounding: float = 0.0
     log_error: float = 0.0
+    raised_mass: float = 0.0
+    """Mass moved up past the rounding (the low tails of :meth:`truncated`): a lower bound on
+    the exact curve leaves it out."""
 
     @classmethod
     def from_atoms(
@@ -129,6 +132,8 @@ class Lattice:
             mass_error=round_up(error) if error else 0.0,
             rounding=self.rounding + other.rounding,
             log_error=log_error,
+            # Raised mass of either operand stays raised in the product (masses sum to ~1).
+            raised_mass=(self.raised_mass + other.raised_mass) * math.exp(log_error),
         ).truncated(max(TAIL_MASS, absolute))
 
     def power(self, count: int) -> Lattice:
@@ -153,8 +158,10 @@ class Lattice:
         if first == 0 and last == masses.size:
             return self
         kept = masses[first:last].copy()
+        raised = self.raised_mass
         if first:
             kept[0] += low_cum[first - 1]
+            raised += float(low_cum[first - 1])
         dropped = float(masses[last:].sum())
         infinity = self.infinity_mass
         if dropped:
@@ -167,6 +174,7 @@ class Lattice:
             self.mass_error,
             self.rounding,
             self.log_error,
+            raised,
         )
 
     def spread(self) -> tuple[float, float]:
@@ -258,6 +266,7 @@ def to_lattice(pld: PrivacyLossDistribution, step: float) -> Lattice:
         mass_error=pld.mass_error + underflow,
         log_error=pld.log_error,
     )
+    lattice = replace(lattice, raised_mass=lattice.raised_mass + pld.raised_mass)
     # Atoms already on this lattice are not moved: their rounding is the distribution's own.
     on_lattice = pld.grid == step and pld.loss_slack == 0.0
     return replace(lattice, rounding=pld.rounding + (0.0 if on_lattice else step))
@@ -282,6 +291,7 @@ def to_pld(
         log_error=lattice.log_error,
         mass_error=lattice.mass_error,
         rounding=lattice.rounding,
+        raised_mass=lattice.raised_mass,
     )
 
 

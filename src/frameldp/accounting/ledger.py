@@ -28,7 +28,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -124,6 +124,16 @@ class BudgetStatus:
     method: str
     releases: int
     seeded: int = 0
+    accountant: Accountant | None = field(default=None, compare=False, repr=False)
+    """The releases spent, whose profile gives :attr:`risk_sentence` (None: not kept)."""
+
+    @property
+    def risk_sentence(self) -> str:
+        """What everything spent lets an attacker learn about one person (the posterior from
+        a prior of 1%; at the budget's delta, pure when it has none), in words."""
+        if self.accountant is None or not self.accountant.entries:
+            return "nothing spent"
+        return self.accountant.profile.headline(0.01, self.delta)
 
     @property
     def remaining(self) -> float:
@@ -136,6 +146,8 @@ class BudgetStatus:
             f"{self.name}: spent ε = {self.spent:.6g} of {self.epsilon:.6g}{at} "
             f"over {self.releases} release(s) [{self.method}]"
         )
+        if self.releases:
+            text = f"{text}; {self.risk_sentence}"
         return f"{text}, {self.seeded} seeded [{INSECURE}]" if self.seeded else text
 
 
@@ -541,7 +553,7 @@ class Ledger:
             cap, delta = self._budget(connection, name)
             accountant, releases, seeded = self._accountant(connection, name)
         spent, method = _total(accountant, delta)
-        return BudgetStatus(name, cap, delta, spent, method, releases, seeded)
+        return BudgetStatus(name, cap, delta, spent, method, releases, seeded, accountant)
 
     def spent(self, name: str) -> float:
         """The spent epsilon of a budget (at its delta; pure when it has none)."""

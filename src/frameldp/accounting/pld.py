@@ -106,6 +106,9 @@ class PrivacyLossDistribution:
     rounding
         How far, at most, the losses were raised above the exact composition by rounding them to
         a lattice (informative: every curve is an upper bound either way).
+    raised_mass
+        Mass moved to a higher loss than ``rounding`` allows for (the low tails a lattice
+        composition truncates): :meth:`epsilon_lower` leaves it out.
     """
 
     losses: _FloatArray
@@ -118,6 +121,7 @@ class PrivacyLossDistribution:
     loss_slack: float = 0.0
     mass_error: float = 0.0
     rounding: float = 0.0
+    raised_mass: float = 0.0
 
     # ------------------------------------------------------------------ constructors
 
@@ -354,6 +358,40 @@ class PrivacyLossDistribution:
         log_total = float(special.logsumexp(terms))
         # A positive delta below the smallest float is still positive: never report pure DP.
         return max(math.exp(log_total), _TINY) if log_total > -math.inf else 0.0
+
+    def epsilon_lower(self, delta: float, upper: float | None = None) -> float:
+        """A lower bound on the epsilon at ``delta`` of the exact composition this distribution
+        bounds from above (of its parts' pairs): every exact loss is at least this one's minus
+        ``rounding`` (and the merges onto the exact grid, below ``2^-20`` in all), every exact
+        mass at least this one's, lowered by its errors, minus ``raised_mass``; the mass at
+        +infinity is left out. With :meth:`epsilon` (``upper``, when already computed) it
+        brackets the exact value, at any delta.
+        """
+        shift = self.rounding + self.loss_slack + 2.0**-20
+        scale = math.exp(-self.log_error) * (1.0 - 2.0**-30)
+        lost = self.mass_error + self.raised_mass
+
+        def lower(epsilon: float) -> float:
+            return self._delta_raw(epsilon + shift) * scale - lost
+
+        if lower(0.0) <= delta:
+            return 0.0
+        # Bracket below the upper bound's epsilon, widening from the rounding, then bisect to a
+        # relative 1e-7 (the answer is a distance shown to three digits).
+        high = self.epsilon(delta) if upper is None else upper
+        if not math.isfinite(high):
+            return 0.0
+        gap = max(shift, 1e-9)
+        while high - gap > 0.0 and lower(high - gap) <= delta:
+            gap *= 4.0
+        low = max(high - gap, 0.0)
+        while high - low > 1e-7 * max(high, 1e-9):
+            middle = 0.5 * (low + high)
+            if lower(middle) > delta:
+                low = middle
+            else:
+                high = middle
+        return low
 
     def epsilon(self, delta: float) -> float:
         """Smallest epsilon with ``delta(epsilon) <= delta``, by bisection, rounded up.

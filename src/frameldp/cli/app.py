@@ -468,12 +468,34 @@ def plan(
             "report the smallest epsilon that reaches it."
         ),
     ] = None,
+    max_posterior: Annotated[
+        float | None,
+        typer.Option(
+            help="Risk target: the largest epsilon at which an attacker who gave a fact about "
+            "a person --prior believes it at most this after the release."
+        ),
+    ] = None,
+    prior: Annotated[
+        float | None, typer.Option(help="The attacker's prior for --max-posterior (0.01).")
+    ] = None,
+    max_tpr: Annotated[
+        float | None,
+        typer.Option(
+            help="Risk target: the largest epsilon at which a test that wrongly flags --fpr of "
+            "people flags at most this share of those it looks for."
+        ),
+    ] = None,
+    fpr: Annotated[
+        float | None, typer.Option(help="The test's false-positive rate for --max-tpr (0.01).")
+    ] = None,
     plot: Annotated[
-        Path | None, typer.Option(help="Plot standard error against epsilon to this image.")
+        Path | None,
+        typer.Option(help="Plot standard error against epsilon (or the risk) to this image."),
     ] = None,
 ) -> None:
-    """Which mechanism and which epsilon: the standard error a budget buys, or the budget a
-    standard error needs, for every frequency oracle."""
+    """Which mechanism and which epsilon: the standard error a budget buys, the budget a
+    standard error needs, or the largest budget within a risk to one person, for every
+    frequency oracle; and what the plan lets an attacker learn."""
     from frameldp.cli.commands import run_plan
 
     run_plan(
@@ -483,6 +505,10 @@ def plan(
         epsilon=epsilon,
         std_error=std_error,
         plot=plot,
+        max_posterior=max_posterior,
+        prior=prior,
+        max_tpr=max_tpr,
+        fpr=fpr,
     )
 
 

@@ -15,6 +15,7 @@ from frameldp.errors import FrameLDPError
 
 if TYPE_CHECKING:  # imported by the commands that use them: --help needs neither numpy nor scipy
     from frameldp.accounting import Ledger
+    from frameldp.accounting.ledger import BudgetStatus
 
 budget_app = typer.Typer(
     name="budget",
@@ -54,6 +55,18 @@ def _warn_if_seeded(console: Console, seeded: bool) -> None:
         console.print(escape(INSECURE))
 
 
+def _posterior(status: BudgetStatus) -> str:
+    """The posterior an attacker who gave 1% to a fact about a person reaches from everything
+    spent (at the budget's delta), as the "1% →" column shows it."""
+    if status.accountant is None or not status.accountant.entries:
+        return "1%"
+    from frameldp.accounting.risk import percent
+
+    profile = status.accountant.profile
+    used = profile.failure_probability(status.delta)
+    return percent(profile.posterior(0.01, used)) + ("*" if used else "")
+
+
 @budget_app.command("set")
 def set_budget(
     name: Annotated[str, typer.Argument(help="Budget name (a dataset or population).")],
@@ -86,7 +99,7 @@ def show(
         statuses = [book.status(name)] if name is not None else book.budgets()
     seeded = any(status.seeded for status in statuses)
     table = Table(title=escape(f"Budgets in {ledger}"))
-    columns = ("budget", "cap ε", "δ", "spent ε", "remaining ε", "releases", "method")
+    columns = ("budget", "cap ε", "δ", "spent ε", "remaining ε", "releases", "method", "1% →")
     for column in (*columns, "warning") if seeded else columns:
         table.add_column(
             column, justify="left" if column in ("budget", "method", "warning") else "right"
@@ -100,12 +113,18 @@ def show(
             f"{status.remaining:.6g}",
             str(status.releases),
             status.method,
+            _posterior(status),
         ]
         if seeded:
             cells.append(f"INSECURE ({status.seeded} seeded)" if status.seeded else "")
         table.add_row(*cells)
     console = Console()
     console.print(table)
+    console.print(
+        "1% →: the most an attacker who gave 1% to a fact about one person (their value) "
+        "believes after every release spent"
+        + (" (*: except with probability δ)" if any(s.delta for s in statuses) else "")
+    )
     _warn_if_seeded(console, seeded)
 
 

@@ -126,6 +126,7 @@ def run_privatize(
             f"privacy per person: ε = {g.epsilon:.6g} (pure, local); "
             f"ε = {g.epsilon_at(delta):.6g} at δ = {delta:g}{insecure_mark(g)}"
         )
+        typer.echo(f"for one person: {g.accountant.profile.summary(delta)}")
         if budget is not None:
             typer.echo(f"charged to budget {budget!r} of ledger {ledger}")
 
@@ -445,13 +446,24 @@ def run_plan(
     epsilon: float | None,
     std_error: float | None,
     plot: Path | None,
+    max_posterior: float | None = None,
+    prior: float | None = None,
+    max_tpr: float | None = None,
+    fpr: float | None = None,
 ) -> None:
     """The ``plan`` command."""
     with user_errors():
         if (domain_size is None) == (domain_file is None):
             raise ParameterError("give the domain as --domain-size or --domain-file (one of them)")
-        if (epsilon is None) == (std_error is None):
-            raise ParameterError("give --epsilon or --std-error (exactly one)")
+        targets = (epsilon, std_error, max_posterior, max_tpr)
+        if sum(target is not None for target in targets) != 1:
+            raise ParameterError(
+                "give exactly one of --epsilon, --std-error, --max-posterior and --max-tpr"
+            )
+        if prior is not None and max_posterior is None:
+            raise ParameterError("--prior goes with --max-posterior")
+        if fpr is not None and max_tpr is None:
+            raise ParameterError("--fpr goes with --max-tpr")
         if plot is not None:
             _check_plot(plot)
         import frameldp
@@ -460,10 +472,18 @@ def run_plan(
         if domain_file is not None:
             text = read_text(domain_file, f"--domain-file {str(domain_file)!r}")
             domain = [line for line in text.splitlines() if line.strip()]
-        chosen = frameldp.plan(domain=domain, n=n, epsilon=epsilon, std_error=std_error)
+        risk: dict[str, Any] = (
+            {"max_posterior": max_posterior, "prior": prior}
+            if max_posterior is not None
+            else {"max_tpr": max_tpr, "fpr": fpr}
+            if max_tpr is not None
+            else {}
+        )
+        chosen = frameldp.plan(domain=domain, n=n, epsilon=epsilon, std_error=std_error, **risk)
         if plot is not None:
             _save(_plan_figure(chosen), plot)
     typer.echo(repr(chosen))
+    typer.echo(str(chosen.risk))
     if plot is not None:
         typer.echo(f"wrote the plot to {plot}")
 

@@ -7,10 +7,17 @@ answer as a :class:`Plan` with a pandas frame of every candidate.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
+from frameldp.accounting.risk import (
+    Risk,
+    check_probability,
+    epsilon_for_posterior,
+    epsilon_for_power,
+)
 from frameldp.core.encoding import Domain
 from frameldp.core.mean_planning import plan_mean
 from frameldp.core.mechanisms import FrequencyOracle
@@ -61,6 +68,15 @@ class Plan:
     candidates: tuple[PlannedMechanism, ...]
     target: str
     domain: Domain
+    risk_goal: tuple[float, float] | None = None
+
+    @property
+    def risk(self) -> Risk:
+        """What the best candidate's one report per person lets an attacker learn
+        (:meth:`~frameldp.PrivacyGuarantee.risk`)."""
+        mechanism = self.candidates[0].mechanism
+        assert mechanism is not None  # the best candidate always runs
+        return mechanism.privacy.risk()
 
     def records(self) -> list[dict[str, Any]]:
         """One dict per candidate, best first (:func:`~frameldp.core.planning.plan_records`)."""
@@ -77,11 +93,21 @@ class Plan:
 
     def __repr__(self) -> str:
         name = self.mechanism if isinstance(self.mechanism, str) else self.mechanism.name
-        goal = (
-            f"at epsilon = {self.epsilon:.6g}"
-            if self.target == "epsilon"
-            else f"smallest epsilon for std_error <= {self.std_error:.4g}: {self.epsilon:.6g}"
-        )
+        goal = {
+            "epsilon": f"at epsilon = {self.epsilon:.6g}",
+            "std_error": (
+                f"smallest epsilon for std_error <= {self.std_error:.4g}: {self.epsilon:.6g}"
+            ),
+        }.get(self.target, "")
+        if self.risk_goal is not None:
+            limit, given = self.risk_goal
+            goal = (
+                f"largest epsilon keeping an attacker's posterior from {given:.3g} at most "
+                f"{limit:.3g}: {self.epsilon:.6g}"
+                if self.target == "max_posterior"
+                else f"largest epsilon keeping a test's power at {given:.3g} false positives "
+                f"at most {limit:.3g}: {self.epsilon:.6g}"
+            )
         lines = [
             f"Plan for n = {self.n:,} reports over {self.num_buckets} buckets, {goal}: "
             f"{name} ({self.candidates[0].settings}), std_error {self.std_error:.4g} "
@@ -108,6 +134,9 @@ def plan(
     quantiles: Any = None,
     buckets: int | None = None,
     prior: Any = None,
+    max_posterior: float | None = None,
+    max_tpr: float | None = None,
+    fpr: float | None = None,
 ) -> Any:
     """The best frequency oracle and its standard error at ``epsilon``, or the smallest
     epsilon that reaches ``std_error`` (give exactly one of the two).
@@ -140,7 +169,28 @@ def plan(
     and ``quantile_error`` (the root-mean-square error of each of ``quantiles``, default the
     median, in the column's units), simulated on ``prior`` values (uniform on the bounds by
     default) with ``buckets`` buckets.
+
+    **By risk** (:mod:`~frameldp.accounting.risk`), instead of ``epsilon`` or ``std_error``:
+    ``max_posterior=0.1, prior=0.01`` plans the largest epsilon at which an attacker who gave
+    a fact about a person 1% believes it at most 10% after seeing their report;
+    ``max_tpr=0.2, fpr=0.01`` the largest at which a test that wrongly flags 1% of people flags
+    at most 20% of those it looks for (``prior`` and ``fpr`` default to 0.01). The epsilon is
+    the pure one of one report per person (the exact inverse of the bound), and the plan's
+    standard error is what it buys.
+
+    >>> p = frameldp.plan(domain=50, n=100_000, max_posterior=0.1, prior=0.01)
+    >>> round(p.epsilon, 4), p.risk.posteriors[1][1] <= 0.1
+    (2.3979, True)
     """
+    risk_goal: tuple[float, float] | None = None
+    target_name = ""
+    if max_posterior is not None or max_tpr is not None or fpr is not None:
+        if quantile_error is not None or quantiles is not None or buckets is not None:
+            raise ParameterError("plan: a quantile plan takes epsilon, not a risk target")
+        epsilon, risk_goal, target_name = _epsilon_for_risk(
+            epsilon, std_error, max_posterior, max_tpr, prior, fpr
+        )
+        prior = None
     quantile_plan = quantile_error is not None or quantiles is not None
     if bounds is not None:
         if domain is not None:
@@ -180,7 +230,11 @@ def plan(
         )
     else:
         coerced = Domain.coerce(list(range(domain)))
-    if epsilon is not None:
+    if risk_goal is not None:
+        assert epsilon is not None
+        candidates = _candidates_within(coerced, n, epsilon)
+        target = target_name
+    elif epsilon is not None:
         candidates = plan_candidates(coerced, n, epsilon)
         target = "epsilon"
     else:
@@ -201,4 +255,57 @@ def plan(
         tuple(candidates),
         target,
         coerced,
+        risk_goal,
     )
+
+
+def _epsilon_for_risk(
+    epsilon: float | None,
+    std_error: float | None,
+    max_posterior: float | None,
+    max_tpr: float | None,
+    prior: Any,
+    fpr: float | None,
+) -> tuple[float, tuple[float, float], str]:
+    """The largest pure epsilon within the risk target, the target, and its name."""
+    if epsilon is not None or std_error is not None:
+        raise ParameterError(
+            "plan: give one of epsilon, std_error, max_posterior and max_tpr, got "
+            f"epsilon={shown(epsilon)}, std_error={shown(std_error)} with a risk target"
+        )
+    if (max_posterior is None) == (max_tpr is None):
+        raise ParameterError(
+            "plan: give one of max_posterior (with prior) and max_tpr (with fpr), got "
+            f"max_posterior={shown(max_posterior)}, max_tpr={shown(max_tpr)}"
+        )
+    if max_posterior is not None:
+        if fpr is not None:
+            raise ParameterError("plan: fpr goes with max_tpr; max_posterior takes prior")
+        limit = check_probability("plan", "max_posterior", max_posterior)
+        given = 0.01 if prior is None else check_probability("plan", "prior", prior)
+        bound, name, what = epsilon_for_posterior(given, limit), "max_posterior", "prior"
+    else:
+        if prior is not None:
+            raise ParameterError("plan: prior goes with max_posterior; max_tpr takes fpr")
+        limit = check_probability("plan", "max_tpr", max_tpr)
+        given = 0.01 if fpr is None else check_probability("plan", "fpr", fpr)
+        bound, name, what = epsilon_for_power(given, limit), "max_tpr", "fpr"
+    if bound <= 0.0:
+        raise ParameterError(
+            f"plan: {name}={shown(limit)} is not above {what}={shown(given)}: no epsilon > 0 "
+            "keeps the risk there"
+        )
+    return bound, (limit, given), name
+
+
+def _candidates_within(domain: Domain, n: int, bound: float) -> list[PlannedMechanism]:
+    """The candidates at the largest epsilon whose realized guarantee (rounded up from the
+    probabilities the sampler uses) stays within ``bound``."""
+    epsilon = bound
+    for _ in range(8):
+        candidates = plan_candidates(domain, n, epsilon)
+        best = candidates[0].mechanism
+        if best is not None and best.privacy.epsilon <= bound:
+            return candidates
+        epsilon = math.nextafter(epsilon, 0.0) * (1.0 - 2.0**-40)
+    raise ParameterError(f"plan: no candidate's guarantee stays within epsilon = {bound!r}")

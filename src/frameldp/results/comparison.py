@@ -15,7 +15,7 @@ import pyarrow as pa
 from frameldp.accounting import PrivacyGuarantee, compose
 from frameldp.core.comparison import Difference
 from frameldp.errors import ParameterError, shown
-from frameldp.results.native import label_array, native_frame
+from frameldp.results.native import label_array, native_frame, risk_caption
 
 if TYPE_CHECKING:
     from frameldp.results.table import FrequencyTable
@@ -132,6 +132,10 @@ class Comparison:
             else html.escape(str(self.frame))
         )
         caption = html.escape(
-            f"{self.first!r} - {self.second!r} ({self.difference.scale}); privacy: {self.privacy}"
+            risk_caption(
+                f"{self.first!r} - {self.second!r} ({self.difference.scale}); "
+                f"privacy: {self.privacy}",
+                self.privacy,
+            )
         )
         return f"<div><p><b>Comparison</b>: {caption}</p>{inner}</div>"

@@ -22,7 +22,13 @@ from frameldp.core.numeric_estimates import Mean
 from frameldp.errors import ParameterError, shown
 from frameldp.results.keys import GroupKey, canonical_key
 from frameldp.results.mean import MeanEstimate, html_table
-from frameldp.results.native import Backend, NativeFrames, label_array, native_frame
+from frameldp.results.native import (
+    Backend,
+    NativeFrames,
+    label_array,
+    native_frame,
+    risk_caption,
+)
 from frameldp.results.table import _text_rows
 
 if TYPE_CHECKING:
@@ -218,7 +224,8 @@ class DistributionTable(NativeFrames):
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        return html_table(self._caption(), self._arrow().slice(0, _SHOWN_ROWS), self._digits())
+        caption = risk_caption(self._caption(), self.privacy)
+        return html_table(caption, self._arrow().slice(0, _SHOWN_ROWS), self._digits())
 
 
 def _mean_of(distribution: Distribution) -> Mean:

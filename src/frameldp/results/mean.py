@@ -18,7 +18,7 @@ from frameldp.accounting import PrivacyGuarantee
 from frameldp.core.numeric_estimates import Mean
 from frameldp.errors import ParameterError, shown
 from frameldp.results.keys import GroupKey, canonical_key
-from frameldp.results.native import Backend, NativeFrames, escape, label_array
+from frameldp.results.native import Backend, NativeFrames, escape, label_array, risk_caption
 from frameldp.results.table import _rounded_rows, _text_rows
 
 if TYPE_CHECKING:
@@ -160,7 +160,9 @@ class MeanEstimate(NativeFrames):
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        return html_table(self._caption(), self._arrow(), self._digits())
+        return html_table(
+            risk_caption(self._caption(), self.privacy), self._arrow(), self._digits()
+        )
 
 
 def html_table(caption: str, frame: pa.Table, digits: dict[str, int]) -> str:

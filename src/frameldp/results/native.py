@@ -14,6 +14,7 @@ __all__ = [
     "label_array",
     "mixed",
     "native_frame",
+    "risk_caption",
     "with_objects",
 ]
 
@@ -81,6 +82,14 @@ def with_objects(frame: Any, name: str, values: list[Any], backend: Backend) -> 
 
 
 _ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;"})
+
+
+def risk_caption(caption: str, privacy: Any) -> str:
+    """A table's caption followed by what its guarantee lets an attacker learn about one
+    person (``privacy.risk_sentence()``), as HTML renderings show it."""
+    if privacy is None:
+        return caption
+    return f"{caption}; {privacy.risk_sentence()}"
 
 
 def escape(text: str) -> str:

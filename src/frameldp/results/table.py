@@ -33,7 +33,15 @@ from frameldp.core.mechanisms import Decoder, Discoverer, FrequencyEstimator, St
 from frameldp.errors import ParameterError, shown
 from frameldp.results.comparison import Comparison
 from frameldp.results.keys import canonical_key
-from frameldp.results.native import Backend, escape, label_array, mixed, native_frame, with_objects
+from frameldp.results.native import (
+    Backend,
+    escape,
+    label_array,
+    mixed,
+    native_frame,
+    risk_caption,
+    with_objects,
+)
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -604,7 +612,7 @@ class FrequencyTable:
         if more > 0:
             body.append(f'<tr><td colspan="{len(names)}">… {more:,} more rows</td></tr>')
         return (
-            f"<table><caption>{escape(self._caption())}</caption>"
+            f"<table><caption>{escape(risk_caption(self._caption(), self.privacy))}</caption>"
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
         )
 

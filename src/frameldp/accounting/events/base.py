@@ -77,6 +77,14 @@ class PrivacyEvent(ABC):
         """How :meth:`central_epsilon` is computed (shown by the accountant)."""
         return ""
 
+    def central_method(self, delta: float) -> tuple[float, str]:
+        """:meth:`central_epsilon` at ``delta`` and how it was computed."""
+        return self.central_epsilon(delta), self.central_detail
+
+    def central_delta_method(self, epsilon: float) -> tuple[float, str]:
+        """:meth:`central_delta` at ``epsilon`` and how it was computed."""
+        return self.central_delta(epsilon), self.central_detail
+
     @property
     def epsilon_infinity(self) -> float | None:
         """Pure epsilon of any number of uses sharing memoized permanent responses (None when

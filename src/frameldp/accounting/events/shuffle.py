@@ -9,6 +9,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar
 
+import numpy as np
+from numpy.typing import NDArray
+
+from frameldp._scipy import special
 from frameldp.accounting.amplification import (
     MAX_EPSILON0,
     Clones,
@@ -27,11 +31,26 @@ from frameldp.accounting.shuffle_pairs import (
     blanket_pair,
     clone_pair,
 )
-from frameldp.accounting.shuffled_rr import EXACT_SCAN_MAX, exact_rr_delta, exact_rr_epsilon
+from frameldp.accounting.shuffled_rr import (
+    BAND_SCAN_MAX,
+    EXACT_SCAN_MAX,
+    band_rr_delta,
+    band_rr_epsilon,
+    band_rr_lower,
+    exact_rr_delta,
+    exact_rr_epsilon,
+)
 from frameldp.arguments import check_count, check_order, check_positive
 from frameldp.errors import ParameterError
 
-__all__ = ["ShuffleEvent"]
+__all__ = ["ShuffleEvent", "pair_rdp"]
+
+_METHODS = {
+    "clones": "clone pair (Feldman–McMillan–Talwar 2021)",
+    "stronger_clones": "stronger-clone pair (Feldman–McMillan–Talwar 2023)",
+    "blanket": "blanket pair with k = {k} (Balle et al. 2019)",
+    "exact": "exact: binary RR, every dataset of the others scanned",
+}
 
 
 @lru_cache(maxsize=64)
@@ -41,14 +60,69 @@ def _privacy_loss(event: ShuffleEvent, count: int) -> PrivacyLossDistribution:
 
 
 @lru_cache(maxsize=256)
-def _central_epsilon(event: ShuffleEvent, delta: float) -> float:
-    """Central epsilon of one release (cached: the exact scan takes seconds at 10^4 people)."""
+def _central_epsilons(event: ShuffleEvent, delta: float) -> tuple[tuple[str, float], ...]:
+    """Every valid method's central epsilon of one release at ``delta`` (cached: the scans
+    take seconds at 10^4 to 10^8 people)."""
+    epsilon0, n = event.local_epsilon, event.reports
+    out: list[tuple[str, float]] = [(event.clones, clone_epsilon(delta, epsilon0, n, event.clones))]
     if event.pair == "blanket":
-        return min(event.local_epsilon, event.privacy_loss(1).epsilon(delta))
-    bound = clone_epsilon(delta, event.local_epsilon, event.reports, event.clones)
-    if event.exact_scan:
-        return min(bound, exact_rr_epsilon(delta, event.local_epsilon, event.reports))
-    return bound
+        out.append(("blanket", min(epsilon0, event.privacy_loss(1).epsilon(delta))))
+    scan = event.scan
+    if scan == "exact":
+        out.append(("exact", exact_rr_epsilon(delta, epsilon0, n)))
+    elif scan == "bands":
+        out.append(("bands", band_rr_epsilon(delta, epsilon0, n)))
+    return tuple(out)
+
+
+def pair_rdp(pair: Lattice, order: float, epsilon0: float) -> float:
+    """An upper bound on the Rényi divergence of order ``order`` of a symmetric dominating
+    pair, from its lattice: ``log E_P[e^((order - 1) L)] / (order - 1)``.
+
+    The lattice's losses are raised (only raising the bound, as ``order > 1``); its masses are
+    within ``e^log_error`` of masses within ``mass_error`` (l1) of valid ones; the mass it put
+    at +infinity (dropped binomial tails) carries losses of at most ``epsilon0`` (every loss of
+    a shuffle pair is within ``[-epsilon0, epsilon0]``: the shuffled reports are a
+    post-processing of ``epsilon0``-DP ones), and so does the mass error. The pair is
+    symmetric, so the same value bounds ``D_order(Q || P)``.
+    """
+    return _moment_rdp(_pair_atoms(pair), order, epsilon0)
+
+
+def _pair_atoms(pair: Lattice) -> tuple[NDArray[np.float64], NDArray[np.float64], float, float]:
+    """The lattice's non-zero atoms (losses, log masses), the mass spilled past it (at
+    +infinity or in error) and the log error of its masses."""
+    keep = pair.masses > 0.0
+    return (
+        pair.losses[keep],
+        np.log(pair.masses[keep]),
+        pair.infinity_mass + pair.mass_error,
+        pair.log_error,
+    )
+
+
+def _moment_rdp(
+    atoms: tuple[NDArray[np.float64], NDArray[np.float64], float, float],
+    order: float,
+    epsilon0: float,
+) -> float:
+    losses, log_masses, spill, log_error = atoms
+    scale = order - 1.0
+    log_moment = float(special.logsumexp(log_masses + scale * np.minimum(losses, epsilon0)))
+    log_moment += log_error
+    if spill > 0.0:
+        log_moment = float(np.logaddexp(log_moment, math.log(spill) + scale * epsilon0))
+    # logsumexp of n terms errs by a few ulps relative: 2^-40 of the moment's log, at least.
+    return max(0.0, log_moment + 2.0**-40 * (abs(log_moment) + 1.0)) / scale
+
+
+@lru_cache(maxsize=64)
+def _event_atoms(
+    event: ShuffleEvent,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], float, float]:
+    """:func:`_pair_atoms` of the event's pair (cached: the Rényi conversions ask for hundreds
+    of orders)."""
+    return _pair_atoms(event._pair_lattice())
 
 
 @dataclass(frozen=True)
@@ -112,8 +186,14 @@ class ShuffleEvent(PrivacyEvent):
         return self.local_epsilon
 
     def rdp(self, order: float) -> float:
-        """The local reports' bound: binary RR at ``local_epsilon``."""
-        return pad_up(rr_rdp(check_order("rdp", "order", order), self.local_epsilon, 2))
+        """The smaller of the local reports' bound (binary RR at ``local_epsilon``) and the
+        Rényi divergence of the dominating pair (:func:`pair_rdp`), which composes without the
+        lattice's error terms and so resolves deltas far below them."""
+        order = check_order("rdp", "order", order)
+        local = rr_rdp(order, self.local_epsilon, 2)
+        if self.local_epsilon > MAX_EPSILON0:
+            return pad_up(local)
+        return pad_up(min(local, _moment_rdp(_event_atoms(self), order, self.local_epsilon)))
 
     @property
     def rho(self) -> float:
@@ -148,49 +228,80 @@ class ShuffleEvent(PrivacyEvent):
         return to_pld(pair.power(count), exact=False)
 
     @property
+    def scan(self) -> str | None:
+        """How one release of binary RR is scanned over every dataset of the others:
+        ``"exact"`` (at most ``EXACT_SCAN_MAX`` people), ``"bands"`` (certified, at most
+        ``BAND_SCAN_MAX``), or None (not binary RR, or beyond)
+        (:mod:`~frameldp.accounting.shuffled_rr`)."""
+        if self.num_buckets != 2 or self.local_epsilon > MAX_EPSILON0:
+            return None
+        if self.reports <= EXACT_SCAN_MAX:
+            return "exact"
+        return "bands" if self.reports <= BAND_SCAN_MAX else None
+
+    @property
     def exact_scan(self) -> bool:
-        """Whether one release is accounted exactly: binary RR of at most ``EXACT_SCAN_MAX``
-        people, every dataset of the others scanned (:mod:`~frameldp.accounting.shuffled_rr`).
-        """
-        return (
-            self.num_buckets == 2
-            and self.reports <= EXACT_SCAN_MAX
-            and self.local_epsilon <= MAX_EPSILON0
-        )
+        """Whether one release is accounted exactly (``scan == "exact"``)."""
+        return self.scan == "exact"
 
     @property
     def central_is_tightest(self) -> bool:
-        """The clone pairs' divergence computed directly (or the exact scan) is never above
-        their lattice loss distribution, which rounds losses up."""
+        """The direct answers (clone pairs' divergence, the scans) are never above their
+        lattice loss distribution, which rounds losses up; the blanket's comes from its
+        loss distribution."""
         return self.pair != "blanket"
+
+    def central_method(self, delta: float) -> tuple[float, str]:
+        """The central epsilon at ``delta`` of one use and the method that produced it: the
+        smallest of every valid one (module docstring of
+        :mod:`~frameldp.accounting.shuffle_pairs` and :mod:`~frameldp.accounting.shuffled_rr`).
+        """
+        name, epsilon = min(_central_epsilons(self, delta), key=lambda item: item[1])
+        if name == "bands":
+            lower = band_rr_lower(delta, self.local_epsilon, self.reports)
+            return epsilon, (
+                "binary RR, every dataset of the others bounded in bands (certified): at most "
+                f"{max(epsilon - lower, 0.0):.3g} above exact"
+            )
+        return epsilon, _METHODS[name].format(k=self.num_buckets)
 
     @property
     def central_detail(self) -> str:
-        """How one release is accounted (the ``shuffle`` method's detail)."""
-        if self.exact_scan:
-            return "exact: binary RR, every dataset of the others scanned"
-        return {
-            "clones": "clone pair (Feldman–McMillan–Talwar 2021)",
-            "stronger_clones": "stronger-clone pair (Feldman–McMillan–Talwar 2023)",
-            "blanket": f"blanket pair with k = {self.num_buckets} (Balle et al. 2019)",
-        }[self.pair]
+        """How one release is accounted at delta = 1e-6 (:meth:`central_method` at any)."""
+        return self.central_method(1e-6)[1]
 
     def central_delta(self, epsilon: float) -> float:
-        """Central delta at ``epsilon`` of one use: the exact scan (small binary RR), the clone
-        pair's divergence computed directly (0 from ``eps0`` on), or the blanket pair's loss
-        distribution."""
+        """Central delta at ``epsilon`` of one use: the smallest of the clone pair's divergence
+        computed directly (0 from ``eps0`` on), the scans (binary RR) and the blanket pair's
+        loss distribution (k-ary RR)."""
+        return self.central_delta_method(epsilon)[0]
+
+    def central_delta_method(self, epsilon: float) -> tuple[float, str]:
+        """:meth:`central_delta` and the method that produced it."""
+        epsilon0, n = self.local_epsilon, self.reports
+        if epsilon >= epsilon0:
+            # The shuffled reports are a post-processing of eps0-DP ones.
+            return 0.0, "pure: the local reports' epsilon"
+        found: list[tuple[float, str]] = [
+            (clone_delta(epsilon, epsilon0, n, self.clones), self.clones)
+        ]
         if self.pair == "blanket":
-            # The shuffled reports are a post-processing of eps0-DP ones: delta is 0 from eps0
-            # on (the lattice raises the top loss a step above eps0).
-            return 0.0 if epsilon >= self.local_epsilon else self.privacy_loss(1).delta(epsilon)
-        bound = clone_delta(epsilon, self.local_epsilon, self.reports, self.clones)
-        if self.exact_scan:
-            return min(bound, exact_rr_delta(epsilon, self.local_epsilon, self.reports))
-        return bound
+            found.append((self.privacy_loss(1).delta(epsilon), "blanket"))
+        if self.scan == "exact":
+            found.append((exact_rr_delta(epsilon, epsilon0, n), "exact"))
+        elif self.scan == "bands":
+            found.append((band_rr_delta(epsilon, epsilon0, n), "bands"))
+        value, name = min(found)
+        text = (
+            "binary RR, every dataset of the others bounded in bands (certified)"
+            if name == "bands"
+            else _METHODS[name].format(k=self.num_buckets)
+        )
+        return value, text
 
     def central_epsilon(self, delta: float) -> float:
         """Central epsilon at ``delta`` of one use (never above ``local_epsilon``)."""
-        return _central_epsilon(self, delta)
+        return self.central_method(delta)[0]
 
     def parameters(self) -> dict[str, Any]:
         """``local_epsilon``, ``reports``, ``clones`` and (k-ary RR) ``num_buckets``."""
