@@ -185,7 +185,9 @@ def write_rappor_reports(
     _check_reference_hash(mechanism, f"column {shown(column)}: report files")
     for name in (column, cohort_name, client):
         if name is not None and name not in reports.columns:
-            raise ParameterError(f"column {name!r} not found; columns are {list(reports.columns)}")
+            raise ParameterError(
+                f"column {shown(name)} not found; columns are {shown(list(reports.columns))}"
+            )
     packed = packed_bits(
         storage_of(pa.Array.from_pandas(reports[column])), mechanism.num_bits, column
     )

@@ -186,6 +186,9 @@ def test_risk_table_and_sentences() -> None:
     assert 0.01 < memo.true_positive_rate(0.01) < 1.0
     seeded = g.insecure()
     assert "INSECURE" in seeded.risk_sentence()
+    assert "INSECURE" in str(seeded.risk())
+    assert "INSECURE" in seeded.risk().sentence
+    assert seeded.risk().to_dict()["warning"].startswith("INSECURE")
 
 
 def test_percentages_never_round_a_risk_down() -> None:

@@ -20,7 +20,6 @@ from frameldp.accounting.events import ShuffleEvent
 from frameldp.accounting.events.curves import rr_rdp
 from frameldp.accounting.shuffled_rr import (
     band_rr_delta,
-    band_rr_epsilon,
     band_rr_lower,
     exact_rr_delta,
 )
@@ -108,15 +107,7 @@ def test_bands_bound_every_dataset_of_a_small_population(epsilon0: float, n: int
         assert band <= exact * 1.25 + 1e-15
 
 
-def test_bands_reach_a_hundred_million_people() -> None:
-    """10^8 people: certified, and within 0.2% of the all-alike lower bound."""
-    epsilon = band_rr_epsilon(1e-6, 4.0, 10**8)
-    lower = band_rr_lower(1e-6, 4.0, 10**8)
-    assert lower <= epsilon <= lower * 1.002
-    assert 0.0018 < lower < 0.002
-
-
-@pytest.mark.parametrize("k", [2, 3, 10, 100])
+@pytest.mark.parametrize("k", [2, 100])
 def test_365_shuffled_releases_at_a_small_delta_are_not_basic_composition(k: int) -> None:
     """365 shuffled k-RR releases, eps0 = 4, n = 1000, delta = 1e-9: 1460 (365 x 4) before;
     the pairs' Rényi curves give 58 or less (FMT23's pair composed: 56.2; best lower bound

@@ -49,9 +49,9 @@ from frameldp.frames.report_type import ReportMetadata, ReportType
 
 pytestmark = pytest.mark.slow
 
-EXAMPLES = 800
-"""Examples of the accessor fuzz (about 5 s on an idle 2-core machine when every example
-passes, 10 s under load)."""
+EXAMPLES = 600
+"""Examples of the accessor fuzz (about 4 s on an idle 2-core machine when every example
+passes, 8 s under load)."""
 
 DEBIAS_EXAMPLES = 300
 """Examples of the fuzz of ``debias`` on made-up report columns (about 1 s)."""

@@ -43,9 +43,9 @@ from frameldp.cli import app
 
 pytestmark = pytest.mark.slow
 
-EXAMPLES = 120
+EXAMPLES = 90
 """Examples of the privatize fuzz: each runs the command once in process, and ``estimate`` on
-success (about 5 s on an idle 2-core machine when every example passes)."""
+success (about 4 s on an idle 2-core machine when every example passes)."""
 
 ESTIMATE_EXAMPLES = 100
 """Examples of the fuzz of ``estimate`` on releases and files that are none (about 2 s)."""

@@ -235,6 +235,7 @@ class PrivacyGuarantee:
             tuple((a, profile.true_positive_rate(a)) for a in fprs),
             profile.gdp_mu(),
             used,
+            INSECURE if self.seeded else "",
         )
 
     def risk_sentence(self, prior: float = 0.01) -> str:

@@ -309,6 +309,9 @@ class Risk:
     powers: tuple[tuple[float, float], ...]
     gdp_mu: float | None
     delta: float
+    warning: str = ""
+    """Set for a seeded release: the figures hold only against those who do not know the
+    seed."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serializable."""
@@ -317,13 +320,15 @@ class Risk:
             "powers": [{"fpr": a, "tpr": t} for a, t in self.powers],
             "gdp_mu": self.gdp_mu,
             "delta": self.delta,
+            **({"warning": self.warning} if self.warning else {}),
         }
 
     @property
     def sentence(self) -> str:
         """The headline in words (the prior of 1%)."""
         prior, posterior = min(self.posteriors, key=lambda pair: abs(pair[0] - 0.01))
-        return posterior_sentence(prior, posterior, self.delta)
+        text = posterior_sentence(prior, posterior, self.delta)
+        return f"{text} [{self.warning}]" if self.warning else text
 
     def __str__(self) -> str:
         lines = ["What an attacker can learn about one person:"]
@@ -337,6 +342,8 @@ class Risk:
             )
         if self.gdp_mu is not None:
             lines.append(f"  Gaussian DP: mu = {self.gdp_mu:.4g}")
+        if self.warning:
+            lines.append(f"  [{self.warning}]")
         return "\n".join(lines)
 
 

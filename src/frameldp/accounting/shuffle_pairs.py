@@ -56,7 +56,7 @@ from frameldp._scipy import special
 from frameldp.accounting._binomial import binomial_window
 from frameldp.accounting.lattice import Lattice
 
-__all__ = ["blanket_pair", "clone_pair"]
+__all__ = ["blanket_band", "blanket_pair", "clone_pair"]
 
 _FloatArray = NDArray[np.float64]
 
@@ -65,7 +65,10 @@ LOG_CUTOFF = -80.0
 # Width of a band of counts, relative: each band uses its smallest count (a post-processing).
 CLONE_BAND = 2.0**-12
 BLANKET_BAND = 2.0**-10
-# Work limit of the blanket pair (atoms); above it k-RR falls back to the stronger clones.
+# Wider bands the blanket pair may take, in turn, when its atoms would pass the work limit.
+BLANKET_BANDS = (2.0**-10, 2.0**-8, 2.0**-6, 2.0**-4)
+# Work limit of the blanket pair (atoms); above it, at every band, k-RR falls back to the
+# stronger clones.
 MAX_BLANKET_ATOMS = 1 << 24
 
 
@@ -109,22 +112,36 @@ def _half_width(m: _FloatArray) -> _FloatArray:
     return np.ceil(np.sqrt(-LOG_CUTOFF * np.maximum(m, 1.0) / 2.0)) + 1.0
 
 
-def blanket_atoms(epsilon0: float, n: int, k: int) -> int:
+def blanket_atoms(epsilon0: float, n: int, k: int, band: float = BLANKET_BAND) -> int:
     """How many atoms :func:`blanket_pair` enumerates (its cost), from the window sizes."""
     g = k / (math.exp(epsilon0) + k - 1.0)
-    sizes, _, _ = _bands(n - 1, g, BLANKET_BAND)
+    sizes, _, _ = _bands(n - 1, g, band)
     deviation = np.sqrt(sizes * (2.0 / k) * (1.0 - 2.0 / k))
     m_values = np.minimum(2.0 * math.sqrt(-2.0 * LOG_CUTOFF) * deviation + 1.0, sizes + 1.0)
     h_values = 2.0 * _half_width(sizes * 2.0 / k + 13.0 * deviation) + 1.0
     return int(np.sum(m_values * h_values))
 
 
+def blanket_band(epsilon0: float, n: int, k: int) -> float | None:
+    """The narrowest of ``BLANKET_BANDS`` whose blanket pair stays within
+    ``MAX_BLANKET_ATOMS`` (None: none does). A wider band rounds more counts down to its
+    smallest (each a post-processing away), at a cost in epsilon of about half its width
+    relative to the spread of the count: the pair stays valid."""
+    for band in BLANKET_BANDS:
+        if blanket_atoms(epsilon0, n, k, band) <= MAX_BLANKET_ATOMS:
+            return band
+    return None
+
+
 @lru_cache(maxsize=64)
-def blanket_pair(epsilon0: float, n: int, k: int, step: float) -> Lattice:
-    """The blanket pair of ``n`` shuffled reports of k-ary randomized response at ``epsilon0``."""
+def blanket_pair(
+    epsilon0: float, n: int, k: int, step: float, band: float = BLANKET_BAND
+) -> Lattice:
+    """The blanket pair of ``n`` shuffled reports of k-ary randomized response at ``epsilon0``,
+    its counts of blanket reports rounded down within bands ``band`` wide (relative)."""
     e1 = math.expm1(epsilon0)
     z = math.exp(epsilon0) + k - 1.0
-    sizes, weights, infinity = _bands(n - 1, k / z, BLANKET_BAND)
+    sizes, weights, infinity = _bands(n - 1, k / z, band)
     largest_weight = k * math.exp(epsilon0) / z
     losses: list[_FloatArray] = []
     masses: list[_FloatArray] = []

@@ -532,8 +532,8 @@ class PolarsExprNamespace(ValueShortcuts):
         if key is not None or seed is not None:
             given = "key=" if key is not None else f"seed={shown(seed)}"
             raise ParameterError(
-                f"column {name!r}: {given} is refused on an expression: polars may evaluate it "
-                "per group, window or frame with row positions restarting in each, so one key "
+                f"column {shown(name)}: {given} is refused on an expression: polars may evaluate "
+                "it per group, window or frame with row positions restarting in each, so one key "
                 "would give different people the same noise. Use df.ldp.privatize(...) or "
                 "lf.ldp.privatize(...) with key= (global row positions), or drop key= for "
                 "fresh noise per evaluation"

@@ -94,7 +94,7 @@ def check_columns(
             raise ParameterError(
                 f"column {shown(column)}: {mechanism.title} writes reports and "
                 f"{', '.join(list(mechanism.report_columns(column))[1:])}; apply it to a frame "
-                f"(df.ldp.privatize({{{column!r}: ...}}))"
+                f"(df.ldp.privatize({{{shown(column)}: ...}}))"
             )
     _check_written_names(mechanisms)
 

@@ -74,7 +74,7 @@ def find_mechanism(column: str, given: Mechanism | None, recorded: Mapping[str, 
     if Capability.CANDIDATES in given.capabilities:
         raise ParameterError(
             f"column {shown(column)}: {given.title} reports are decoded against candidate "
-            f"strings: use decode({column!r}, candidates=[...])"
+            f"strings: use decode({shown(column)}, candidates=[...])"
         )
     return given
 

@@ -26,8 +26,7 @@ from frameldp.accounting.lattice import FINEST_STEP, Lattice, lattice_step, to_p
 from frameldp.accounting.pld import PrivacyLossDistribution
 from frameldp.accounting.rounding import pad_up
 from frameldp.accounting.shuffle_pairs import (
-    MAX_BLANKET_ATOMS,
-    blanket_atoms,
+    blanket_band,
     blanket_pair,
     clone_pair,
 )
@@ -57,6 +56,13 @@ _METHODS = {
 def _privacy_loss(event: ShuffleEvent, count: int) -> PrivacyLossDistribution:
     """The loss distribution of ``count`` releases (cached: it takes up to seconds)."""
     return event._privacy_loss(count)
+
+
+@lru_cache(maxsize=256)
+def _blanket_band(epsilon0: float, n: int, k: int | None) -> float | None:
+    if k is None or k < 3 or epsilon0 > MAX_EPSILON0 or k / (math.exp(epsilon0) + k - 1.0) >= 1.0:
+        return None
+    return blanket_band(epsilon0, n, k)
 
 
 @lru_cache(maxsize=256)
@@ -175,10 +181,16 @@ class ShuffleEvent(PrivacyEvent):
             and self.local_epsilon <= MAX_EPSILON0
             # the blanket probability k / (e^eps0 + k - 1) must not round to 1
             and k / (math.exp(self.local_epsilon) + k - 1.0) < 1.0
-            and blanket_atoms(self.local_epsilon, self.reports, k) <= MAX_BLANKET_ATOMS
+            and self.blanket_band is not None
         ):
             return "blanket"
         return self.clones
+
+    @property
+    def blanket_band(self) -> float | None:
+        """The band width of the blanket pair's counts (None: no blanket pair within the work
+        limit, or not k-ary RR with ``k >= 3``)."""
+        return _blanket_band(self.local_epsilon, self.reports, self.num_buckets)
 
     @property
     def pure_epsilon(self) -> float:
@@ -204,7 +216,7 @@ class ShuffleEvent(PrivacyEvent):
         epsilon0, n = self.local_epsilon, self.reports
         if self.pair == "blanket":
             assert self.num_buckets is not None
-            return blanket_pair(epsilon0, n, self.num_buckets, step)
+            return blanket_pair(epsilon0, n, self.num_buckets, step, self.blanket_band)
         return clone_pair(epsilon0, n, clone_probability(epsilon0, self.clones), step)
 
     def privacy_loss(self, count: int = 1) -> PrivacyLossDistribution:
