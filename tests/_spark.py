@@ -49,10 +49,40 @@ def _classic() -> Any:
     return spark
 
 
+_PENDING: list[Any] = []  # cached relations whose finalizer ran, released at stop()
+
+
+def _defer_cached_relation_release() -> None:
+    """Run pyspark's ``CachedRemoteRelation.__del__`` from ``stop()`` instead of the garbage
+    collector: its gRPC call, made inside another thread's start, waits forever for a thread
+    that needs the lock the start holds (a test worker hung so with pyspark 4.3; frameldp
+    releases its own checkpoints explicitly, ``frames/_spark.py``). The finalizer keeps the
+    relation (resurrecting it) for ``stop()`` to release."""
+    from pyspark.sql.connect.plan import CachedRemoteRelation
+
+    if getattr(CachedRemoteRelation.__del__, "deferred", False):
+        return
+    original = CachedRemoteRelation.__del__
+
+    def deferred(self: Any) -> None:
+        _PENDING.append((original, self))
+
+    deferred.deferred = True  # type: ignore[attr-defined]
+    CachedRemoteRelation.__del__ = deferred  # type: ignore[method-assign]
+
+
+def _release_pending() -> None:
+    while _PENDING:
+        original, relation = _PENDING.pop()
+        original(relation)
+
+
 def _connect() -> Any:
     """A Connect session to a local server on a free port (the default port would collide
     between test workers)."""
     from pyspark.sql.connect.session import SparkSession as RemoteSession
+
+    _defer_cached_relation_release()
 
     port = _free_port()
     RemoteSession._start_connect_server(
@@ -80,6 +110,8 @@ def stop() -> None:
         return
     from pyspark.sql import SparkSession
 
+    if _ACTIVE["mode"] == "connect":
+        _release_pending()
     _ACTIVE["session"].stop()
     if _ACTIVE["mode"] == "connect":
         os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)

@@ -451,12 +451,32 @@ def _rows_per_user(frame: SparkDataFrame, user: str) -> int:
 def _drop_checkpoint(frame: SparkDataFrame | None) -> None:
     """Remove a local checkpoint's blocks from the executors (best effort: an executor may be
     gone already, and then so are its blocks)."""
-    if frame is None or is_connect(frame):
-        return  # a Connect server releases a checkpoint once its DataFrame is gone
+    if frame is None:
+        return
+    if is_connect(frame):
+        _release_cached_relation(frame)
+        return
     from py4j.protocol import Py4JError
 
     with contextlib.suppress(Py4JError):
         frame._jdf.queryExecution().analyzed().rdd().unpersist(False)
+
+
+def _release_cached_relation(frame: SparkDataFrame) -> None:
+    """Release a Connect checkpoint now, rather than from its finalizer.
+
+    pyspark's ``CachedRemoteRelation.__del__`` opens a gRPC call, which starts a thread and
+    waits for it. Run by the garbage collector in the middle of another thread's start (which
+    holds ``threading``'s limbo lock), it waits forever for a thread that needs that lock: a
+    test worker hung so with pyspark 4.3. Released here, at a point that holds no lock, the
+    finalizer later finds no relation id and does nothing."""
+    plan: Any = getattr(frame, "_plan", None)
+    if type(plan).__name__ != "CachedRemoteRelation" or getattr(plan, "_relation_id", None) is None:
+        return
+    release = getattr(type(plan), "__del__", None)
+    if release is not None:
+        release(plan)  # logs, never raises, when the server refuses
+    plan._relation_id = None
 
 
 @register_engine(SparkDataFrame)
