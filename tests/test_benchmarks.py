@@ -62,6 +62,11 @@ def test_shuffle_benchmark_quick_run(tmp_path: Path) -> None:
         if row["closed_form"] is not None:
             assert row["clones"] <= row["closed_form"]
         assert row["lower_bound"] <= row["stronger_clones"] <= row["clones"] <= row["epsilon0"]
+    frontier = [row for row in rows if row["table"] == "frontier"]
+    assert len(frontier) == 2
+    for row in frontier:  # never above the stronger clones, never below a lower bound
+        assert row["reported"] <= row["before"]
+        assert row["lower"] is None or row["lower"] <= row["reported"]
     accuracy = [row for row in rows if row["table"] == "accuracy"]
     methods = {"rappor_local", "rappor_shuffled", "krr_shuffled", "balcer_cheu"}
     assert methods | {"balcer_cheu_zero_sum"} == {row["method"] for row in accuracy}
@@ -132,11 +137,15 @@ def test_tables_benchmark_quick_run(tmp_path: Path) -> None:
 def test_composition_benchmark_quick_run(tmp_path: Path) -> None:
     rows, stdout = _quick_run("bench_composition.py", tmp_path)
     shuffle = [r for r in rows if r["table"] == "shuffle"]
-    assert {(r["epsilon0"], r["n"]) for r in shuffle} == {(4.0, 2_000)}
+    assert {(r["epsilon0"], r["n"]) for r in shuffle} == {(4.0, 1_000)}
     for r in shuffle:
         assert r["lower"] <= r["stronger_clones"] <= r["clones"] <= r["epsilon0"]
         assert r["lower"] - 1e-9 <= r["exact"] <= r["stronger_clones"] + 1e-9
         assert r["rounds_lower"] <= r["rounds_reported"] < r["rounds_before"]
+    small = [r for r in rows if r["table"] == "small_delta"]
+    assert [r["k"] for r in small] == [2]
+    for r in small:  # 10 releases at delta 1e-9: never basic composition, never below the bound
+        assert r["lower"] <= r["reported"] < 0.6 * r["before"]
     cases = {r["case"] for r in rows if r["table"] == "timing"}
     assert any("12-RR" in case for case in cases)
     assert "Composition times" in stdout

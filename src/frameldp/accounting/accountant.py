@@ -81,7 +81,8 @@ __all__ = [
 # Where a profile's grid ends when no pure epsilon or small-delta epsilon bounds it, and how
 # many loss atoms near a test's optimum it tries.
 _PROFILE_TOP = 64.0
-_PROFILE_ATOMS = 64
+_PROFILE_ATOMS = 48
+_PROFILE_SMALL = 8.0
 
 METHODS = {
     "basic": "basic composition of pure epsilons",
@@ -333,11 +334,14 @@ class Accountant:
 
         Each value is the smallest of the basic, loss-distribution and shuffle answers
         (the Rényi conversions, far looser wherever a loss distribution exists, are skipped);
-        the grid ends at the pure epsilon or where delta falls to ``1e-12``.
+        the grid ends at the pure epsilon (at most 8) or where delta falls to ``1e-12``.
         """
         pure = self.pure_epsilon
-        reach = self.epsilon(1e-12) if self.entries else 0.0
-        top = min(pure, reach) if math.isfinite(reach) else pure
+        if pure <= _PROFILE_SMALL:
+            top = pure  # the grid spans it finely enough: no conversion needed to place it
+        else:
+            reach = self.epsilon(1e-12) if self.entries else 0.0
+            top = min(pure, reach) if math.isfinite(reach) else pure
         if not math.isfinite(top):
             top = _PROFILE_TOP
         pld = None if (self._direct_only or not self.entries) else self.privacy_loss
@@ -356,13 +360,13 @@ class Accountant:
         """A valid delta at ``epsilon``: basic, loss distribution or shuffle, the smallest."""
         if not self.entries or epsilon >= self.pure_epsilon:
             return 0.0
-        best = 1.0
+        shuffled = self._shuffled_delta(epsilon)
+        if shuffled is not None and len(self._uses) == 1:
+            return shuffled.delta  # one release: every pair it has, its own loss distribution too
+        best = 1.0 if shuffled is None else shuffled.delta
         pld = None if self._direct_only else self.privacy_loss
         if pld is not None:
             best = min(best, pld.delta(epsilon))
-        shuffled = self._shuffled_delta(epsilon)
-        if shuffled is not None:
-            best = min(best, shuffled.delta)
         return best
 
     def _rdp_raw(self, order: float) -> float:

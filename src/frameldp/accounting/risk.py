@@ -83,7 +83,7 @@ no pure epsilon that is tighter)."""
 
 # The profile's grid: this many points from 0 to the top, then refined around a test's optimum.
 _GRID = 65
-_REFINE = 33
+_REFINE = 17
 _LARGEST_MU = 64.0
 _LARGEST_EXPONENT = 700.0  # e^700 is near the largest float
 

@@ -122,6 +122,25 @@ def _moment_rdp(
     return max(0.0, log_moment + 2.0**-40 * (abs(log_moment) + 1.0)) / scale
 
 
+def _order_above(order: float) -> float:
+    """The smallest order of a fixed grid (64 per decade of ``order - 1``) at least ``order``:
+    Rényi divergences do not decrease with the order, so the pair's divergence there bounds it
+    at ``order`` too, and the conversions' hundreds of orders share a few cached values."""
+    if not 1e-12 < order - 1.0 < 1e12:
+        return order  # off the grid (an infinite order included): computed as asked
+    step = math.ceil(64.0 * math.log10(order - 1.0))
+    above = 1.0 + 10.0 ** (step / 64.0)
+    while above < order:  # float rounding of the power
+        step += 1
+        above = 1.0 + 10.0 ** (step / 64.0)
+    return above
+
+
+@lru_cache(maxsize=4096)
+def _pair_rdp_at(event: ShuffleEvent, order: float) -> float:
+    return _moment_rdp(_event_atoms(event), order, event.local_epsilon)
+
+
 @lru_cache(maxsize=64)
 def _event_atoms(
     event: ShuffleEvent,
@@ -205,7 +224,7 @@ class ShuffleEvent(PrivacyEvent):
         local = rr_rdp(order, self.local_epsilon, 2)
         if self.local_epsilon > MAX_EPSILON0:
             return pad_up(local)
-        return pad_up(min(local, _moment_rdp(_event_atoms(self), order, self.local_epsilon)))
+        return pad_up(min(local, _pair_rdp_at(self, _order_above(order))))
 
     @property
     def rho(self) -> float:
