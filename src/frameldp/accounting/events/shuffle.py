@@ -129,10 +129,10 @@ def _order_above(order: float) -> float:
     if not 1e-12 < order - 1.0 < 1e12:
         return order  # off the grid (an infinite order included): computed as asked
     step = math.ceil(64.0 * math.log10(order - 1.0))
-    above = 1.0 + 10.0 ** (step / 64.0)
+    above = 1.0 + math.pow(10.0, step / 64.0)
     while above < order:  # float rounding of the power
         step += 1
-        above = 1.0 + 10.0 ** (step / 64.0)
+        above = 1.0 + math.pow(10.0, step / 64.0)
     return above
 
 
