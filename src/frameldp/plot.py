@@ -159,7 +159,7 @@ def plot_risk(
         (line,) = axis.plot(inside, powers, label=label)
         mu = guarantee.gdp_mu()
         if mu is not None:
-            gaussian = special.ndtr(mu - special.ndtri(1.0 - inside))
+            gaussian = special.ndtr(mu + special.ndtri(inside))
             axis.plot(
                 inside,
                 gaussian,

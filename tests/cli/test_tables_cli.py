@@ -163,7 +163,7 @@ def test_the_plan_command_by_risk(tmp_path: Path) -> None:
     )
     assert run.exit_code == 0, run.stderr
     assert "2.3979" in run.stdout
-    assert "believed     1% -> at most 10%" in run.stdout
+    assert "believed a person's value    1% -> at most 10%" in run.stdout
     assert image.read_bytes().startswith(b"\x89PNG")
     run = invoke("plan", "--n", "10000", "--domain-size", "20", "--max-tpr", "0.2", "--fpr", "0.01")
     assert run.exit_code == 0, run.stderr

@@ -40,7 +40,10 @@ def test_html_and_repr_are_sorted_rounded_and_captioned(library: str) -> None:
     # What an attacker learns about one person: k-RR at 4 takes a belief of 1% to
     # 1 / (1 + 99 e^-4) = 35.546%, shown rounded up.
     assert 0.355 < 1.0 / (1.0 + 99.0 * np.exp(-table.privacy.epsilon)) < 0.356
-    assert "an attacker who gave 1% to a person's value reaches at most 35.6%" in caption
+    assert (
+        "from these reports, an attacker who gave 1% to a person's value reaches at most 35.6%"
+        in (caption)
+    )
     cells = [html.unescape(c.split(">")[-1]) for c in page.split("</td>")[:-1]]
     labels = cells[0::6]
     assert labels == list(table.top(4)["category"])  # largest count first

@@ -134,10 +134,18 @@ def saddle_log_pmf(
     kk, mm = k[inner], trials[inner]
     rest = mm - kk
     mean, other = mm * q, mm * (1.0 - q)
+    if kk.size > 4096 and float(mm.max()) <= 1 << 24:
+        # Integer counts repeat across windows: one table of Stirling errors up to the largest.
+        table = np.zeros(int(mm.max()) + 1)
+        table[1:] = _stirling_error(np.arange(1.0, table.size))
+        whole = table[mm.astype(np.int64)]
+        first, second = table[kk.astype(np.int64)], table[rest.astype(np.int64)]
+    else:
+        whole, first, second = _stirling_error(mm), _stirling_error(kk), _stirling_error(rest)
     terms = (
-        _stirling_error(mm),
-        -_stirling_error(kk),
-        -_stirling_error(rest),
+        whole,
+        -first,
+        -second,
         -_deviance(kk, mean),
         -_deviance(rest, other),
         0.5 * (np.log(mm) - np.log(kk) - np.log(rest)) - _HALF_LOG_TWO_PI,

@@ -217,13 +217,14 @@ class PrivacyGuarantee:
         >>> import frameldp
         >>> print(frameldp.RandomizedResponse(1.0, domain=["a", "b"]).privacy.risk())
         What an attacker can learn about one person:
-          believed   0.1% -> at most 0.28%
-          believed     1% -> at most 2.7%
-          believed    10% -> at most 23.2%
-          believed    50% -> at most 73.2%
-          a test wrong about   0.1% of people detects at most 0.28%
-          a test wrong about     1% of people detects at most 2.8%
-          a test wrong about     5% of people detects at most 13.6%
+          believed a person's value  0.1% -> at most 0.28%
+          believed a person's value    1% -> at most 2.7%
+          believed a person's value   10% -> at most 23.2%
+          believed a person's value   50% -> at most 73.2%
+          a test for a value, wrongly flagging people without it, finds of those with it:
+            wrongly flagging  0.1% -> at most 0.28%
+            wrongly flagging    1% -> at most 2.8%
+            wrongly flagging    5% -> at most 13.6%
           Gaussian DP: mu = 1.232
         """
         profile = self.accountant.profile

@@ -69,6 +69,7 @@ __all__ = [
     "posterior_from_epsilon",
     "posterior_sentence",
     "power_from_epsilon",
+    "power_sentence",
 ]
 
 _FloatArray = NDArray[np.float64]
@@ -212,11 +213,8 @@ class PrivacyProfile:
 
     def summary(self, delta: float) -> str:
         """One line: the posterior from 1% and the power of a test at 1% false positives."""
-        power = percent(self.true_positive_rate(0.01))
-        return (
-            f"{self.headline(0.01, delta)}; a test that wrongly flags 1% of people flags at "
-            f"most {power} of those it looks for"
-        )
+        power = self.true_positive_rate(0.01)
+        return f"{self.headline(0.01, delta)}; {power_sentence(0.01, power)}"
 
     # ------------------------------------------------------------------ Gaussian DP
 
@@ -282,7 +280,8 @@ def _dominated(alphas: _FloatArray, powers: _FloatArray, mu: float) -> bool:
     ``Phi(mu - Phi^-1(1 - alpha))`` at every corner (lowered by 2^-40 relative: the comparison
     may only favour the mechanism's side). The Gaussian power is concave in ``alpha``, so a
     line below it at both ends of a piece is below it on the whole piece."""
-    gaussian = special.ndtr(mu - special.ndtri(1.0 - alphas)) * (1.0 - 2.0**-40)
+    # Phi^-1(1 - alpha) = -Phi^-1(alpha), without 1 - alpha rounding to 1 for tiny alpha.
+    gaussian = special.ndtr(mu + special.ndtri(alphas)) * (1.0 - 2.0**-40)
     return bool(np.all(powers <= gaussian))
 
 
@@ -333,18 +332,33 @@ class Risk:
     def __str__(self) -> str:
         lines = ["What an attacker can learn about one person:"]
         for prior, posterior in self.posteriors:
-            lines.append(f"  believed {percent(prior):>6} -> at most {percent(posterior)}")
-        if self.delta:
-            lines.append(f"  (except on reports of probability at most {self.delta:.3g})")
-        for fpr, tpr in self.powers:
             lines.append(
-                f"  a test wrong about {percent(fpr):>6} of people detects at most {percent(tpr)}"
+                f"  believed a person's value {percent(prior):>5} -> at most {percent(posterior)}"
             )
+        if self.delta:
+            lines.append(
+                f"  (bounds that may fail on reports of total probability {self.delta:.3g})"
+            )
+        if self.powers:
+            lines.append(
+                "  a test for a value, wrongly flagging people without it, finds of those with it:"
+            )
+        for fpr, tpr in self.powers:
+            lines.append(f"    wrongly flagging {percent(fpr):>5} -> at most {percent(tpr)}")
         if self.gdp_mu is not None:
             lines.append(f"  Gaussian DP: mu = {self.gdp_mu:.4g}")
         if self.warning:
             lines.append(f"  [{self.warning}]")
         return "\n".join(lines)
+
+
+def power_sentence(fpr: float, power: float) -> str:
+    """``a test that wrongly flags 1% of the people without a value finds at most 2.8% of those
+    with it``."""
+    return (
+        f"a test that wrongly flags {percent(fpr)} of the people without a value finds at most "
+        f"{percent(power)} of those with it"
+    )
 
 
 def posterior_sentence(prior: float, posterior: float, delta: float) -> str:
@@ -353,16 +367,16 @@ def posterior_sentence(prior: float, posterior: float, delta: float) -> str:
     text = f"an attacker who gave {percent(prior)} to a person's value reaches at most " + (
         percent(posterior)
     )
-    return f"{text} (except with probability {delta:.3g})" if delta else text
+    if not delta or posterior >= 0.9995:
+        return text
+    return f"{text} (a bound that may fail on reports of total probability {delta:.3g})"
 
 
 def percent(value: float) -> str:
     """A probability as a short percentage (never rounded down to a smaller-looking risk)."""
-    if value >= 1.0:
-        return "100%"
     percent = value * 100.0
     if percent >= 99.95:
-        return "99.9+%"
+        return "100%" if value >= 1.0 else "99.9+%"
     digits = 1 if percent >= 1.0 else (2 if percent >= 0.1 else 3)
     scale = 10.0**digits
     text = f"{math.ceil(percent * scale - 1e-9) / scale:.{digits}f}"

@@ -30,7 +30,7 @@ The divergence is jointly convex and shift-invariant, and one more fair coin is 
 post-processing, so every ``delta_m`` of the band is at most the divergence of the pair with
 ``V + U_b_low`` (``b_low`` the lowest ``b`` kept) plus ``P[b < b_low]``. The bound gives up the
 variance of ``j`` people's bits, a share of about ``1 / (2 BANDS)`` (fewer bands, down to 64,
-above 10^7 people, to bound the work); exact deltas at 17 values of ``m`` give a lower bound on
+above 10^7 people, to bound the work); exact deltas at 9 values of ``m`` give a lower bound on
 the worst case, and both are reported (:func:`band_rr_lower`).
 
 Error control: binomial laws are Loader's saddle-point probabilities (their error bound, about
@@ -71,7 +71,7 @@ BAND_SCAN_MAX = 10**8
 BANDS = 256
 _LOG_CUTOFF = -80.0
 _TRIM = 1e-25
-_LOWER_STARTS = 16
+_LOWER_STARTS = 8
 _REL = 2.0**-40
 _FloatArray = NDArray[np.float64]
 
@@ -285,7 +285,7 @@ def _band_starts(epsilon0: float, n: int) -> tuple[_FloatArray, float, float]:
 
 
 def band_rr_lower(delta: float, epsilon0: float, n: int) -> float:
-    """A lower bound on the exact epsilon at ``delta``: where 17 datasets of the others (evenly
+    """A lower bound on the exact epsilon at ``delta``: where 9 datasets of the others (evenly
     spaced counts of ones, all alike included), scanned exactly, reach ``delta`` (their float
     error taken off; dropped tails only lower a divergence). With :func:`band_rr_epsilon` it
     brackets the exact epsilon."""

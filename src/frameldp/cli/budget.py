@@ -120,10 +120,11 @@ def show(
         table.add_row(*cells)
     console = Console()
     console.print(table)
+    starred = any(_posterior(status).endswith("*") for status in statuses)
     console.print(
         "1% →: the most an attacker who gave 1% to a fact about one person (their value) "
         "believes after every release spent"
-        + (" (*: except with probability δ)" if any(s.delta for s in statuses) else "")
+        + (" (*: a bound that may fail on reports of total probability δ)" if starred else "")
     )
     _warn_if_seeded(console, seeded)
 

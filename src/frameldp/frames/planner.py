@@ -102,11 +102,11 @@ class Plan:
         if self.risk_goal is not None:
             limit, given = self.risk_goal
             goal = (
-                f"largest epsilon keeping an attacker's posterior from {given:.3g} at most "
-                f"{limit:.3g}: {self.epsilon:.6g}"
+                f"the largest epsilon, {self.epsilon:.6g}, keeping an attacker's posterior "
+                f"from {given:.3g} at most {limit:.3g}"
                 if self.target == "max_posterior"
-                else f"largest epsilon keeping a test's power at {given:.3g} false positives "
-                f"at most {limit:.3g}: {self.epsilon:.6g}"
+                else f"the largest epsilon, {self.epsilon:.6g}, keeping a test's power at "
+                f"{given:.3g} false positives at most {limit:.3g}"
             )
         lines = [
             f"Plan for n = {self.n:,} reports over {self.num_buckets} buckets, {goal}: "
@@ -115,7 +115,7 @@ class Plan:
         ]
         for record in self.records():
             lines.append(
-                f"  {record['mechanism']:<26} {record['settings'][:20]:<20} "
+                f"  {record['mechanism']:<28} {record['settings'][:20]:<20} "
                 f"epsilon {record['epsilon']:>9.5g}  std_error {record['std_error']:>9.4g}  "
                 f"{record['report_bits']:>6} bits"
             )
@@ -173,10 +173,10 @@ def plan(
     **By risk** (:mod:`~frameldp.accounting.risk`), instead of ``epsilon`` or ``std_error``:
     ``max_posterior=0.1, prior=0.01`` plans the largest epsilon at which an attacker who gave
     a fact about a person 1% believes it at most 10% after seeing their report;
-    ``max_tpr=0.2, fpr=0.01`` the largest at which a test that wrongly flags 1% of people flags
-    at most 20% of those it looks for (``prior`` and ``fpr`` default to 0.01). The epsilon is
-    the pure one of one report per person (the exact inverse of the bound), and the plan's
-    standard error is what it buys.
+    ``max_tpr=0.2, fpr=0.01`` the largest at which a test that wrongly flags 1% of the people
+    without a value finds at most 20% of those with it (``prior`` and ``fpr`` default to
+    0.01). The epsilon is the pure one of one report per person (the exact inverse of the
+    bound), and the plan's standard error is what it buys.
 
     >>> p = frameldp.plan(domain=50, n=100_000, max_posterior=0.1, prior=0.01)
     >>> round(p.epsilon, 4), p.risk.posteriors[1][1] <= 0.1

@@ -89,7 +89,7 @@ def risk_caption(caption: str, privacy: Any) -> str:
     person (``privacy.risk_sentence()``), as HTML renderings show it."""
     if privacy is None:
         return caption
-    return f"{caption}; {privacy.risk_sentence()}"
+    return f"{caption}; from these reports, {privacy.risk_sentence()}"
 
 
 def escape(text: str) -> str:
