@@ -149,12 +149,19 @@ def plot_risk(
         isinstance(g, PrivacyGuarantee) for g in guarantees.values()
     ):
         raise ParameterError("plot_risk expects a PrivacyGuarantee or a dict of them")
-    rates = np.linspace(0.0, 1.0, 101) if fprs is None else np.asarray(fprs, dtype=float)
+    try:
+        rates = np.linspace(0.0, 1.0, 101) if fprs is None else np.asarray(fprs, dtype=float)
+    except (TypeError, ValueError):
+        raise ParameterError(
+            f"plot_risk: fprs must be numbers in [0, 1], got {fprs!r:.60}"
+        ) from None
     inside = rates[(rates > 0.0) & (rates < 1.0)]
     plt = pyplot()
     figure, axis = plt.subplots(figsize=figsize, layout="constrained")
     axis.plot([0.0, 1.0], [0.0, 1.0], color="gray", linestyle=":", label="random guessing")
     for label, guarantee in guarantees.items():
+        if guarantee.seeded:
+            label = f"{label} [INSECURE: seeded]"
         powers = [guarantee.true_positive_rate(float(rate)) for rate in inside]
         (line,) = axis.plot(inside, powers, label=label)
         mu = guarantee.gdp_mu()

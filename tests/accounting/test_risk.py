@@ -237,3 +237,23 @@ def test_a_ledger_says_what_everything_spent_lets_an_attacker_learn(tmp_path: Pa
     # Three binary RR at 1: the tail bound at 1e-6 cannot beat the pure 3 (every outcome of
     # the three reports has probability above 1e-6).
     assert approximate.risk_sentence == pure.risk_sentence
+
+
+def test_review_findings_on_risk_inputs_and_marks() -> None:
+    """(Attack review, issue 42) empty or non-sequence priors, a bool delta, priors so small
+    the posterior underflows, and seeded explanations."""
+    g = _binary_rr(1.0)
+    for bad in ([], 5):
+        with pytest.raises(frameldp.ParameterError, match="priors"):
+            g.risk(priors=bad)  # type: ignore[arg-type]
+    with pytest.raises(frameldp.ParameterError, match="fprs"):
+        g.risk(fprs=5)  # type: ignore[arg-type]
+    with pytest.raises(frameldp.ParameterError, match="delta"):
+        g.posterior(0.01, delta=False)
+    tiny = g.posterior(1e-305, delta=0)
+    assert tiny >= 1e-305 * math.e * (1 - 1e-9)  # never rounded down below the bound
+    from frameldp.accounting.risk import percent
+
+    assert percent(2.674e-8) == "2.7e-6%"
+    assert percent(1e-15) == "1e-13%"
+    assert "INSECURE" in str(g.insecure().explain(1e-6)).splitlines()[-1]

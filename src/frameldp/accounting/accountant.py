@@ -135,6 +135,8 @@ class Explanation:
     conversions: tuple[Conversion, ...]
     source: Accountant | None = field(default=None, compare=False, repr=False)
     """The accountant explained: its profile gives :meth:`risk_lines` when shown."""
+    warning: str = field(default="", compare=False)
+    """Set for a seeded guarantee: shown beside what it means for a person."""
 
     @property
     def best(self) -> Conversion:
@@ -170,7 +172,8 @@ class Explanation:
         positives."""
         if self.source is None or not self.source.entries:
             return []
-        return [f"For one person: {self.source.profile.summary(self.delta)}."]
+        mark = f" [{self.warning}]" if self.warning else ""
+        return [f"For one person: {self.source.profile.summary(self.delta)}.{mark}"]
 
 
 @dataclass(frozen=True)

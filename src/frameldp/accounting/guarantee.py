@@ -163,8 +163,10 @@ class PrivacyGuarantee:
         return self.accountant.delta(epsilon)
 
     def explain(self, delta: float) -> Explanation:
-        """Every method's epsilon at ``delta`` and which one is reported."""
-        return self.accountant.explain(delta)
+        """Every method's epsilon at ``delta`` and which one is reported (a seeded guarantee's
+        says so beside what it means for a person)."""
+        explanation = self.accountant.explain(delta)
+        return dataclasses.replace(explanation, warning=INSECURE) if self.seeded else explanation
 
     # ------------------------------------------------------------------ what an attacker learns
 
@@ -229,6 +231,7 @@ class PrivacyGuarantee:
         """
         profile = self.accountant.profile
         used = profile.failure_probability(self._risk_delta(delta))
+        priors, fprs = _probabilities("priors", priors), _probabilities("fprs", fprs)
         return Risk(
             tuple(
                 (p, profile.posterior(check_probability("risk", "prior", p), used)) for p in priors
@@ -253,7 +256,7 @@ class PrivacyGuarantee:
     def _risk_delta(self, delta: float | None) -> float:
         if delta is None:
             return float(self.parameters.get("delta", RISK_DELTA))
-        if delta == 0:
+        if delta == 0 and not isinstance(delta, bool):
             return 0.0
         return check_probability("posterior", "delta", delta)
 
@@ -332,6 +335,19 @@ class PrivacyGuarantee:
             return f"ε = {self.epsilon:.6g}-LDP, ρ = {self.rho:.6g} ({how} {names})"
         shown = ", ".join(f"{k}={_shown(v)}" for k, v in self.parameters.items())
         return f"ε = {self.epsilon:.6g}-LDP, ρ = {self.rho:.6g} ({self.mechanism}: {shown})"
+
+
+def _probabilities(name: str, values: Any) -> tuple[float, ...]:
+    """A non-empty sequence of probabilities for :meth:`PrivacyGuarantee.risk`."""
+    try:
+        given = tuple(values)
+    except TypeError:
+        raise ParameterError(
+            f"risk: {name} must be a sequence of numbers in (0, 1), got {shown(values)}"
+        ) from None
+    if not given:
+        raise ParameterError(f"risk: {name} must hold at least one probability")
+    return given
 
 
 def _shown(value: Any) -> Any:

@@ -269,7 +269,7 @@ def to_lattice(pld: PrivacyLossDistribution, step: float) -> Lattice:
     lattice = replace(lattice, raised_mass=lattice.raised_mass + pld.raised_mass)
     # Atoms already on this lattice are not moved: their rounding is the distribution's own.
     on_lattice = pld.grid == step and pld.loss_slack == 0.0
-    return replace(lattice, rounding=pld.rounding + (0.0 if on_lattice else step))
+    return replace(lattice, rounding=pld.rounding + pld.loss_raise + (0.0 if on_lattice else step))
 
 
 def to_pld(

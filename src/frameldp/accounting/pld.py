@@ -109,6 +109,9 @@ class PrivacyLossDistribution:
     raised_mass
         Mass moved to a higher loss than ``rounding`` allows for (the low tails a lattice
         composition truncates): :meth:`epsilon_lower` leaves it out.
+    loss_raise
+        How far merging atoms onto a grid (one grid step a merge, every coarsening step) may
+        have raised the losses, beyond ``rounding``: :meth:`epsilon_lower` takes it off.
     """
 
     losses: _FloatArray
@@ -122,6 +125,7 @@ class PrivacyLossDistribution:
     mass_error: float = 0.0
     rounding: float = 0.0
     raised_mass: float = 0.0
+    loss_raise: float = 0.0
 
     # ------------------------------------------------------------------ constructors
 
@@ -217,6 +221,7 @@ class PrivacyLossDistribution:
             merged,
             masses,
             grid=EXACT_GRID,
+            loss_raise=EXACT_GRID,
             log_error=error + mass_scale * 2.0**-40,
             loss_slack=scale * 2.0**-40 + EXACT_GRID * _MERGE_TOLERANCE,
         )
@@ -248,6 +253,7 @@ class PrivacyLossDistribution:
             loss_slack=max(p.loss_slack for p in parts) + grid * _MERGE_TOLERANCE,
             mass_error=round_up(math.fsum(p.mass_error for p in parts) / len(parts)),
             rounding=max(p.rounding for p in parts),
+            loss_raise=max(p.loss_raise for p in parts) + grid,
         )
         return mixed._coarsened(MAX_ATOMS) if mixed.losses.size > MAX_ATOMS else mixed
 
@@ -285,6 +291,8 @@ class PrivacyLossDistribution:
             loss_slack=a.loss_slack + b.loss_slack + grid * _MERGE_TOLERANCE,
             mass_error=_error_sum(a.mass_error, b.mass_error),
             rounding=a.rounding + b.rounding,
+            raised_mass=a.raised_mass + b.raised_mass,
+            loss_raise=a.loss_raise + b.loss_raise + grid,
         )
         if merged.losses.size > MAX_ATOMS:
             merged = merged._coarsened(MAX_ATOMS)
@@ -310,12 +318,13 @@ class PrivacyLossDistribution:
         """Round losses up to the finest power-of-two grid that leaves at most ``max_atoms``."""
         grid = max(self.grid, EXACT_GRID)
         losses, log_masses = self.losses, self.log_masses
-        log_error, slack = self.log_error, self.loss_slack
+        log_error, slack, raise_ = self.log_error, self.loss_slack, self.loss_raise
         while losses.size > max_atoms:
             grid *= 2.0
             losses, log_masses, error = _merge(losses, log_masses, grid)
             log_error += error
             slack += grid * _MERGE_TOLERANCE
+            raise_ += grid  # each merge rounds a loss up by less than its grid
         return replace(
             self,
             losses=losses,
@@ -323,6 +332,7 @@ class PrivacyLossDistribution:
             grid=grid,
             log_error=log_error,
             loss_slack=slack,
+            loss_raise=raise_,
         )
 
     # ------------------------------------------------------------------ curves
@@ -362,12 +372,12 @@ class PrivacyLossDistribution:
     def epsilon_lower(self, delta: float, upper: float | None = None) -> float:
         """A lower bound on the epsilon at ``delta`` of the exact composition this distribution
         bounds from above (of its parts' pairs): every exact loss is at least this one's minus
-        ``rounding`` (and the merges onto the exact grid, below ``2^-20`` in all), every exact
+        ``rounding`` and ``loss_raise`` (lattice rounding, merges and coarsening), every exact
         mass at least this one's, lowered by its errors, minus ``raised_mass``; the mass at
         +infinity is left out. With :meth:`epsilon` (``upper``, when already computed) it
         brackets the exact value, at any delta.
         """
-        shift = self.rounding + self.loss_slack + 2.0**-20
+        shift = self.rounding + self.loss_slack + self.loss_raise + 2.0**-30
         scale = math.exp(-self.log_error) * (1.0 - 2.0**-30)
         lost = self.mass_error + self.raised_mass
 

@@ -131,7 +131,10 @@ def posterior_from_epsilon(prior: float, epsilon: float) -> float:
     if epsilon == math.inf:
         return 1.0
     log_odds = math.log(prior) - math.log1p(-prior) + epsilon
-    return 1.0 / (1.0 + math.exp(-log_odds)) if log_odds > -700 else 0.0
+    if log_odds > -700.0:
+        return 1.0 / (1.0 + math.exp(-log_odds))
+    # The odds bound the posterior; below the smallest float, that float bounds it.
+    return max(math.exp(log_odds), 5e-324)
 
 
 @dataclass
@@ -377,6 +380,10 @@ def percent(value: float) -> str:
     percent = value * 100.0
     if percent >= 99.95:
         return "100%" if value >= 1.0 else "99.9+%"
+    if 0.0 < percent < 0.001:  # two significant digits, the second rounded up
+        exponent = math.floor(math.log10(percent))
+        mantissa = math.ceil(percent / 10.0 ** (exponent - 1) - 1e-9) / 10.0
+        return f"{mantissa:g}e{exponent}%"
     digits = 1 if percent >= 1.0 else (2 if percent >= 0.1 else 3)
     scale = 10.0**digits
     text = f"{math.ceil(percent * scale - 1e-9) / scale:.{digits}f}"

@@ -126,7 +126,7 @@ def run_privatize(
             f"privacy per person: ε = {g.epsilon:.6g} (pure, local); "
             f"ε = {g.epsilon_at(delta):.6g} at δ = {delta:g}{insecure_mark(g)}"
         )
-        typer.echo(f"for one person: {g.accountant.profile.summary(delta)}")
+        typer.echo(f"for one person: {g.accountant.profile.summary(delta)}{insecure_mark(g)}")
         if budget is not None:
             typer.echo(f"charged to budget {budget!r} of ledger {ledger}")
 

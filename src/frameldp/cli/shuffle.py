@@ -217,7 +217,7 @@ def run_shuffle(
                 f"central ε = {guarantee.epsilon_at(delta):.6g} at δ = {delta:g} "
                 f"(local ε0 = {local:.6g} per person, amplified by shuffling {hidden}){mark}"
             )
-            typer.echo(f"for one person: {guarantee.accountant.profile.summary(delta)}")
+            typer.echo(f"for one person: {guarantee.accountant.profile.summary(delta)}{mark}")
         elif guarantee is not None:
             typer.echo(
                 f"privacy per person: ε = {guarantee.epsilon:.6g} (local: no amplification, "
