@@ -107,11 +107,11 @@ def test_bands_bound_every_dataset_of_a_small_population(epsilon0: float, n: int
         assert band <= exact * 1.25 + 1e-15
 
 
-@pytest.mark.parametrize("k", [2, 100])
+@pytest.mark.parametrize("k", [2])
 def test_365_shuffled_releases_at_a_small_delta_are_not_basic_composition(k: int) -> None:
     """365 shuffled k-RR releases, eps0 = 4, n = 1000, delta = 1e-9: 1460 (365 x 4) before;
     the pairs' Rényi curves give 58 or less (FMT23's pair composed: 56.2; best lower bound
-    28 to 55)."""
+    28 to 55). k = 3, 10, 100: benchmarks/bench_composition.py."""
     g = frameldp.compose(
         [
             amplify_by_shuffling(
