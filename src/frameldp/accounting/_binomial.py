@@ -93,8 +93,12 @@ def _stirling_error(x: NDArray[np.float64]) -> NDArray[np.float64]:
 def _deviance(x: NDArray[np.float64], mean: NDArray[np.float64]) -> NDArray[np.float64]:
     """``x log(x / mean) + mean - x`` (Loader's bd0) without its cancellation near
     ``x = mean``: a series in ``v = (x - mean) / (x + mean)`` there."""
-    out = x * np.log(x / mean) + mean - x
     near = np.abs(x - mean) < 0.1 * (x + mean)
+    out = np.empty_like(x)
+    far = ~near
+    if far.any():
+        xf, mf = x[far], mean[far]
+        out[far] = xf * np.log(xf / mf) + mf - xf
     if near.any():
         xs, ms = x[near], mean[near]
         v = (xs - ms) / (xs + ms)
