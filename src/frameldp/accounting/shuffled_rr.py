@@ -137,13 +137,26 @@ def _binomials(trials: list[int], q: float) -> list[_Law]:
     return laws
 
 
+def _report_probabilities(epsilon0: float) -> tuple[float, float]:
+    """``p = e^eps0 / (e^eps0 + 1)`` (a report is the true bit) and ``r = 1 - p``, each
+    computed without cancellation."""
+    return 1.0 / (1.0 + math.exp(-epsilon0)), 1.0 / (1.0 + math.exp(epsilon0))
+
+
+def _others(ones: list[int], people: int, epsilon0: float) -> list[_Law]:
+    """For each ``m`` of ``ones``, the law of the ones reported by ``people`` others of whom
+    ``m`` hold 1: ``Bin(m, p) + Bin(people - m, r)``."""
+    p, r = _report_probabilities(epsilon0)
+    reports = zip(_binomials(ones, p), _binomials([people - m for m in ones], r), strict=True)
+    return [first.plus(second) for first, second in reports]
+
+
 def _divergences(
     laws: _FloatArray, epsilon: float, epsilon0: float
 ) -> tuple[_FloatArray, float, float]:
     """Both directions' hockey-stick divergence of the pair on each row of ``laws`` (rows padded
     with a zero on either side), the larger per row; and the two coefficients."""
-    p = 1.0 / (1.0 + math.exp(-epsilon0))
-    r = 1.0 / (1.0 + math.exp(epsilon0))
+    p, r = _report_probabilities(epsilon0)
     # p - e^eps r = p (1 - e^(eps - eps0)) and e^eps p - r = r (e^(eps + eps0) - 1), both > 0
     # for eps < eps0, without the cancellation of the differences.
     big, small = -math.expm1(epsilon - epsilon0) * p, math.expm1(epsilon + epsilon0) * r
@@ -181,14 +194,10 @@ def _padded(worst: float, big: float, small: float, errors: tuple[float, float, 
 
 
 @lru_cache(maxsize=8)
-def _exact_laws(epsilon0: float, n: int) -> tuple[_FloatArray, float, float, float]:
-    """``w_m`` for ``m = 0 .. (n - 1) // 2``, stacked (:func:`_stacked`)."""
-    p = 1.0 / (1.0 + math.exp(-epsilon0))
-    r = 1.0 / (1.0 + math.exp(epsilon0))
-    ms = list(range((n - 1) // 2 + 1))
-    ones = _binomials(ms, p)
-    zeros = _binomials([n - 1 - m for m in ms], r)
-    return _stacked([a.plus(b) for a, b in zip(ones, zeros, strict=True)])
+def _exact_laws(epsilon0: float, n: int) -> tuple[_FloatArray, tuple[float, float, float]]:
+    """``w_m`` for ``m = 0 .. (n - 1) // 2``, stacked, and their errors (:func:`_stacked`)."""
+    rows, *errors = _stacked(_others(list(range((n - 1) // 2 + 1)), n - 1, epsilon0))
+    return rows, (errors[0], errors[1], errors[2])
 
 
 def exact_rr_delta(epsilon: float, epsilon0: float, n: int) -> float:
@@ -196,9 +205,9 @@ def exact_rr_delta(epsilon: float, epsilon0: float, n: int) -> float:
     every dataset of the others, padded up by its float error (``n <= EXACT_SCAN_MAX``)."""
     if epsilon >= epsilon0:
         return 0.0
-    rows, *errors = _exact_laws(epsilon0, n)
+    rows, errors = _exact_laws(epsilon0, n)
     worst, big, small = _divergences(rows, epsilon, epsilon0)
-    return _padded(float(worst.max()), big, small, (errors[0], errors[1], errors[2]))
+    return _padded(float(worst.max()), big, small, errors)
 
 
 def exact_rr_epsilon(delta: float, epsilon0: float, n: int) -> float:
@@ -213,17 +222,13 @@ def exact_rr_epsilon(delta: float, epsilon0: float, n: int) -> float:
 def _band_laws(epsilon0: float, n: int) -> tuple[_FloatArray, tuple[float, float, float], float]:
     """The laws of ``V + U_b_low`` of every band, stacked, their errors, and the largest
     ``P[b < b_low]`` (module docstring)."""
-    p = 1.0 / (1.0 + math.exp(-epsilon0))
-    r = 1.0 / (1.0 + math.exp(epsilon0))
+    p, r = _report_probabilities(epsilon0)
     last = (n - 1) // 2
     j = max(1, math.ceil((last + 1) / _bands(n, p)) - 1)  # a band holds j + 1 values of m
     blanket = _binomial(j, 2.0 * r)
-    b_low = blanket.start
-    coins = _binomial(b_low, 0.5)
+    coins = _binomial(blanket.start, 0.5)  # the fewest blanket bits kept
     starts = list(range(0, last + 1, j + 1))
-    ones = _binomials(starts, p)
-    zeros = _binomials([n - 1 - j - m0 for m0 in starts], r)
-    laws = [a.plus(b).plus(coins) for a, b in zip(ones, zeros, strict=True)]
+    laws = [law.plus(coins) for law in _others(starts, n - 1 - j, epsilon0)]
     rows, dropped, relative, absolute = _stacked([_trimmed(law) for law in laws])
     return rows, (dropped, relative, absolute), blanket.dropped
 
@@ -272,15 +277,10 @@ def _band_starts(epsilon0: float, n: int) -> tuple[_FloatArray, float, float]:
     """The exact laws ``w_m`` at ``_LOWER_STARTS + 1`` evenly spaced ``m`` (all alike
     included), stacked (lower bounds on the worst), and their largest relative and absolute
     errors."""
-    p = 1.0 / (1.0 + math.exp(-epsilon0))
-    r = 1.0 / (1.0 + math.exp(epsilon0))
     last = (n - 1) // 2
     starts = sorted({round(last * i / _LOWER_STARTS) for i in range(_LOWER_STARTS + 1)})
-    ones = _binomials(starts, p)
-    zeros = _binomials([n - 1 - m0 for m0 in starts], r)
-    rows, _, relative, absolute = _stacked(
-        [_trimmed(a.plus(b)) for a, b in zip(ones, zeros, strict=True)]
-    )
+    laws = _others(starts, n - 1, epsilon0)
+    rows, _, relative, absolute = _stacked([_trimmed(law) for law in laws])
     return rows, relative, absolute
 
 

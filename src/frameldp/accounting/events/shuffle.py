@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar
@@ -49,6 +50,7 @@ _METHODS = {
     "stronger_clones": "stronger-clone pair (Feldman–McMillan–Talwar 2023)",
     "blanket": "blanket pair with k = {k} (Balle et al. 2019)",
     "exact": "exact: binary RR, every dataset of the others scanned",
+    "bands": "binary RR, every dataset of the others bounded in bands (certified)",
 }
 
 
@@ -60,25 +62,61 @@ def _privacy_loss(event: ShuffleEvent, count: int) -> PrivacyLossDistribution:
 
 @lru_cache(maxsize=256)
 def _blanket_band(epsilon0: float, n: int, k: int | None) -> float | None:
+    """The blanket pair's band of counts, for k-ary RR with ``k >= 3`` whose blanket
+    probability ``k / (e^eps0 + k - 1)`` does not round to 1 (None otherwise, or past the work
+    limit)."""
     if k is None or k < 3 or epsilon0 > MAX_EPSILON0 or k / (math.exp(epsilon0) + k - 1.0) >= 1.0:
         return None
     return blanket_band(epsilon0, n, k)
+
+
+_Curve = Callable[[float], float]
+
+
+def _central_methods(event: ShuffleEvent) -> list[tuple[str, _Curve, _Curve]]:
+    """Every valid method for one release: its name, ``epsilon(delta)`` and ``delta(epsilon)``
+    (below ``eps0``): the clone pair's divergence, the blanket pair's loss distribution
+    (k-ary RR) and a scan (binary RR)."""
+    epsilon0, n, clones = event.local_epsilon, event.reports, event.clones
+    methods: list[tuple[str, _Curve, _Curve]] = [
+        (
+            clones,
+            lambda delta: clone_epsilon(delta, epsilon0, n, clones),
+            lambda epsilon: clone_delta(epsilon, epsilon0, n, clones),
+        )
+    ]
+    if event.pair == "blanket":
+        methods.append(
+            (
+                "blanket",
+                lambda delta: min(epsilon0, event.privacy_loss(1).epsilon(delta)),
+                lambda epsilon: event.privacy_loss(1).delta(epsilon),
+            )
+        )
+    if event.scan == "exact":
+        methods.append(
+            (
+                "exact",
+                lambda delta: exact_rr_epsilon(delta, epsilon0, n),
+                lambda epsilon: exact_rr_delta(epsilon, epsilon0, n),
+            )
+        )
+    elif event.scan == "bands":
+        methods.append(
+            (
+                "bands",
+                lambda delta: band_rr_epsilon(delta, epsilon0, n),
+                lambda epsilon: band_rr_delta(epsilon, epsilon0, n),
+            )
+        )
+    return methods
 
 
 @lru_cache(maxsize=256)
 def _central_epsilons(event: ShuffleEvent, delta: float) -> tuple[tuple[str, float], ...]:
     """Every valid method's central epsilon of one release at ``delta`` (cached: the scans
     take seconds at 10^4 to 10^8 people)."""
-    epsilon0, n = event.local_epsilon, event.reports
-    out: list[tuple[str, float]] = [(event.clones, clone_epsilon(delta, epsilon0, n, event.clones))]
-    if event.pair == "blanket":
-        out.append(("blanket", min(epsilon0, event.privacy_loss(1).epsilon(delta))))
-    scan = event.scan
-    if scan == "exact":
-        out.append(("exact", exact_rr_epsilon(delta, epsilon0, n)))
-    elif scan == "bands":
-        out.append(("bands", band_rr_epsilon(delta, epsilon0, n)))
-    return tuple(out)
+    return tuple((name, epsilon_of(delta)) for name, epsilon_of, _ in _central_methods(event))
 
 
 def pair_rdp(pair: Lattice, order: float, epsilon0: float) -> float:
@@ -193,17 +231,7 @@ class ShuffleEvent(PrivacyEvent):
     @property
     def pair(self) -> str:
         """The dominating pair used: ``"clones"``, ``"stronger_clones"`` or ``"blanket"``."""
-        k = self.num_buckets
-        if (
-            k is not None
-            and k >= 3
-            and self.local_epsilon <= MAX_EPSILON0
-            # the blanket probability k / (e^eps0 + k - 1) must not round to 1
-            and k / (math.exp(self.local_epsilon) + k - 1.0) < 1.0
-            and self.blanket_band is not None
-        ):
-            return "blanket"
-        return self.clones
+        return "blanket" if self.blanket_band is not None else self.clones
 
     @property
     def blanket_band(self) -> float | None:
@@ -288,13 +316,11 @@ class ShuffleEvent(PrivacyEvent):
         :mod:`~frameldp.accounting.shuffle_pairs` and :mod:`~frameldp.accounting.shuffled_rr`).
         """
         name, epsilon = min(_central_epsilons(self, delta), key=lambda item: item[1])
+        text = _METHODS[name].format(k=self.num_buckets)
         if name == "bands":
             lower = band_rr_lower(delta, self.local_epsilon, self.reports)
-            return epsilon, (
-                "binary RR, every dataset of the others bounded in bands (certified): at most "
-                f"{max(epsilon - lower, 0.0):.3g} above exact"
-            )
-        return epsilon, _METHODS[name].format(k=self.num_buckets)
+            text += f": at most {max(epsilon - lower, 0.0):.3g} above exact"
+        return epsilon, text
 
     @property
     def central_detail(self) -> str:
@@ -309,26 +335,11 @@ class ShuffleEvent(PrivacyEvent):
 
     def central_delta_method(self, epsilon: float) -> tuple[float, str]:
         """:meth:`central_delta` and the method that produced it."""
-        epsilon0, n = self.local_epsilon, self.reports
-        if epsilon >= epsilon0:
+        if epsilon >= self.local_epsilon:
             # The shuffled reports are a post-processing of eps0-DP ones.
             return 0.0, "pure: the local reports' epsilon"
-        found: list[tuple[float, str]] = [
-            (clone_delta(epsilon, epsilon0, n, self.clones), self.clones)
-        ]
-        if self.pair == "blanket":
-            found.append((self.privacy_loss(1).delta(epsilon), "blanket"))
-        if self.scan == "exact":
-            found.append((exact_rr_delta(epsilon, epsilon0, n), "exact"))
-        elif self.scan == "bands":
-            found.append((band_rr_delta(epsilon, epsilon0, n), "bands"))
-        value, name = min(found)
-        text = (
-            "binary RR, every dataset of the others bounded in bands (certified)"
-            if name == "bands"
-            else _METHODS[name].format(k=self.num_buckets)
-        )
-        return value, text
+        value, name = min((delta_of(epsilon), name) for name, _, delta_of in _central_methods(self))
+        return value, _METHODS[name].format(k=self.num_buckets)
 
     def central_epsilon(self, delta: float) -> float:
         """Central epsilon at ``delta`` of one use (never above ``local_epsilon``)."""
