@@ -96,6 +96,15 @@ from frameldp.accounting.amplification import (
     clone_epsilon,
     closed_form_epsilon,
 )
+from frameldp.accounting.events import (
+    HadamardResponseEvent,
+    LocalHashingEvent,
+    OptimizedUnaryEncodingEvent,
+    PrivacyEvent,
+    RandomizedResponseEvent,
+    SubsetSelectionEvent,
+)
+from frameldp.accounting.guarantee import PrivacyGuarantee
 from frameldp.accounting.shuffled_rr import EXACT_SCAN_MAX, band_rr_lower
 from frameldp.core.encoding import count_bits, packed_width
 from frameldp.core.estimation import FrequencyEstimate, direct_variance, unary_variance
@@ -548,6 +557,40 @@ def frontier(quick: bool) -> list[dict[str, Any]]:
                 "cpu_s": seconds,
             }
         )
+    # Every other set randomizer: the privacy blanket against the clones (before).
+    local_events: list[tuple[str, PrivacyEvent, int]] = [
+        ("OUE", OptimizedUnaryEncodingEvent(1.0), 10_000),
+    ]
+    if not quick:
+        local_events += [
+            ("OUE", OptimizedUnaryEncodingEvent(1.0), 1000),
+            ("OUE", OptimizedUnaryEncodingEvent(1.0), 1_000_000),
+            ("Hadamard response", HadamardResponseEvent(1.0), 10_000),
+            ("local hashing, g 4", LocalHashingEvent(1.0, 4), 10_000),
+            ("subset selection, 5 of 20", SubsetSelectionEvent(1.0, 20, 5), 10_000),
+            ("3-RR", RandomizedResponseEvent(1.0, 3), 1_000_000),
+            ("10-RR", RandomizedResponseEvent(1.0, 10), 1_000_000),
+            ("100-RR", RandomizedResponseEvent(1.0, 100), 1_000_000),
+        ]
+    for name, event, n in local_events:
+        local = PrivacyGuarantee(1.0, name, {}, (), ((event, 1),))
+        guarantee = amplify_by_shuffling(local, n)
+        start = time.process_time()
+        best = guarantee.explain(1e-6).best
+        seconds = time.process_time() - start
+        clones = "stronger_clones" if isinstance(event, RandomizedResponseEvent) else "clones"
+        rows.append(
+            {
+                "table": "frontier",
+                "case": f"{name}, eps0 1, n {n:,}",
+                "delta": 1e-6,
+                "before": clone_epsilon(1e-6, 1.0, n, clones),
+                "reported": best.epsilon,
+                "method": _method(best.method, best.detail),
+                "lower": None,
+                "cpu_s": seconds,
+            }
+        )
     return rows
 
 
@@ -559,6 +602,7 @@ def _method(method: str, detail: str) -> str:
         ("bands", "bands"),
         ("exact:", "exact scan"),
         ("stronger-clone", "stronger clones"),
+        ("summed directly", "blanket, summed"),
         ("blanket", "blanket"),
     ):
         if key in detail:

@@ -46,6 +46,24 @@ def binomial_window(
     return k[keep], log_p[keep], round_up(lost) if lost else 0.0
 
 
+# Relative error taken for every value of half_tail: scipy's betainc (Boost's incomplete beta
+# since SciPy 1.12) errs by at most 1.7e-11 relative from 1 to 10^8 trials, measured against
+# 30-digit mpmath sums (tests/accounting/test_blanket.py). scipy's bdtrc (Cephes) must not be
+# used: it errs by 1e-9 relative at 10^6 trials, 0.2% at 10^7 and 16% at 10^8.
+HALF_TAIL_ERROR = 2.0**-32
+
+
+def half_tail(k: NDArray[np.float64], m: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``P[Bin(m, 1/2) >= k]`` elementwise (1 for ``k <= 0``, 0 for ``k > m``), good to
+    ``HALF_TAIL_ERROR`` relative: the regularized incomplete beta ``I_{1/2}(k, m - k + 1)``."""
+    k, m = np.broadcast_arrays(np.asarray(k, dtype=np.float64), np.asarray(m, dtype=np.float64))
+    inside = (k > 0.0) & (k <= m)
+    a = np.where(inside, k, 1.0)
+    b = np.where(inside, m - k + 1.0, 1.0)
+    values = np.asarray(special.betainc(a, b, 0.5), dtype=np.float64)
+    return np.where(k <= 0.0, 1.0, np.where(inside, values, 0.0))
+
+
 def _tail_bound(low: int, high: int, m: int, q: float) -> float:
     """Mass of ``Bin(m, q)`` outside ``[low, high]``: a geometric series past each end, since
     the ratio of successive probabilities decreases (log-concavity)."""

@@ -363,9 +363,12 @@ class Accountant:
         """A valid delta at ``epsilon``: basic, loss distribution or shuffle, the smallest."""
         if not self.entries or epsilon >= self.pure_epsilon:
             return 0.0
+        single = self._single_shuffled()
+        if single is not None and len(self._uses) == 1:
+            # One release: every pair it has, its own loss distribution too (a risk reading
+            # asks for a hundred deltas: the event answers from its cheaper curves).
+            return single[0].profile_delta(epsilon)
         shuffled = self._shuffled_delta(epsilon)
-        if shuffled is not None and len(self._uses) == 1:
-            return shuffled.delta  # one release: every pair it has, its own loss distribution too
         best = 1.0 if shuffled is None else shuffled.delta
         pld = None if self._direct_only else self.privacy_loss
         if pld is not None:

@@ -58,7 +58,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from frameldp._scipy import optimize, special
-from frameldp.accounting._binomial import LOG_TINY, binomial_window, log_binomial_pmf
+from frameldp.accounting._binomial import (
+    HALF_TAIL_ERROR,
+    LOG_TINY,
+    binomial_window,
+    half_tail,
+    log_binomial_pmf,
+)
 from frameldp.accounting.rounding import round_up
 from frameldp.arguments import MAX_EXACT, check_count, check_positive
 from frameldp.errors import ParameterError
@@ -76,10 +82,13 @@ __all__ = [
 Clones = Literal["clones", "stronger_clones"]
 CLONES: tuple[Clones, ...] = ("clones", "stronger_clones")
 
-# Relative padding of every computed delta: covers the float error of the incomplete beta
-# values (a few ulps each) after the cancellation in D_c, which loses at most about
-# log10(sqrt(n)) digits (checked against 50-digit mpmath sums in the tests).
+# Relative padding of every computed delta: the float error of the sums and weights (the
+# incomplete beta values' error is added term by term, see _raw_delta).
 _DELTA_PAD = 2.0**-30
+# Above this many counts of clones (n beyond about 10^7) the counts are taken in bands of this
+# relative width (each at its smallest count: an upper bound): about 2^-15 relative in epsilon.
+_MAX_COUNTS = 1 << 14
+_COUNT_BAND = 2.0**-14
 # Above this local epsilon no amplification is claimed (the float evaluation of the clone pair
 # is only verified below it, and the clones are then rarer than e^-15 anyway).
 MAX_EPSILON0 = 15.0
@@ -112,14 +121,21 @@ def _clone_weights(
     if n == 1:
         return np.zeros(1), np.ones(1), 0.0
     c, log_w, lost = binomial_window(n - 1, q, log_cutoff)
-    return c, np.exp(log_w), lost
+    weights = np.exp(log_w)
+    if c.size > _MAX_COUNTS:
+        # One more clone is a post-processing, so D_c does not increase with c: bands of
+        # counts 2^-14 wide (relative) may each use their smallest count.
+        starts = [0]
+        while starts[-1] < c.size:
+            starts.append(starts[-1] + max(1, int(c[starts[-1]] * _COUNT_BAND)))
+        index = np.asarray(starts[:-1])
+        return c[index], np.add.reduceat(weights, index), lost
+    return c, weights, lost
 
 
 def _tail(k: NDArray[np.float64], c: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``P[Bin(c, 1/2) >= k]`` (1 for ``k <= 0``, 0 for ``k > c``)."""
-    inside = np.clip(k - 1.0, 0.0, c).astype(np.int64)
-    values = np.asarray(special.bdtrc(inside, c.astype(np.int64), 0.5), dtype=np.float64)
-    return np.where(k <= 0, 1.0, np.where(k > c, 0.0, values))
+    """``P[Bin(c, 1/2) >= k]`` (1 for ``k <= 0``, 0 for ``k > c``): :func:`half_tail`."""
+    return half_tail(k, c)
 
 
 def clone_delta(epsilon: float, epsilon0: float, n: int, clones: Clones = "clones") -> float:
@@ -153,13 +169,18 @@ def _raw_delta(
     # threshold is a floor of a float: where it sits within ulps of an integer it may be off by
     # one. Every threshold gives the divergence over a tail set, a lower bound of D_c, and the
     # right one gives D_c itself: the largest of the three neighbours is exact.
+    # Each tail is good to HALF_TAIL_ERROR relative; the difference is bounded with both
+    # terms' errors (it cancels by up to sqrt(c)).
     d = np.maximum.reduce(
         [
-            first * _tail(s - 1.0, c) - second * _tail(s, c)
-            for s in (start - 1.0, start, start + 1.0)
+            np.maximum(upper - lower, 0.0) + HALF_TAIL_ERROR * (upper + lower)
+            for upper, lower in (
+                (first * _tail(s - 1.0, c), second * _tail(s, c))
+                for s in (start - 1.0, start, start + 1.0)
+            )
         ]
     )
-    return float(np.dot(weights, np.maximum(d, 0.0)))
+    return float(np.dot(weights, d))
 
 
 def clone_epsilon(delta: float, epsilon0: float, n: int, clones: Clones = "clones") -> float:

@@ -10,7 +10,7 @@ guarantee allows and builds the guarantee that records it.
 from __future__ import annotations
 
 from frameldp.accounting.amplification import Clones, check_local
-from frameldp.accounting.events import RandomizedResponseEvent, ShuffleEvent
+from frameldp.accounting.events import PrivacyEvent, RandomizedResponseEvent, ShuffleEvent
 from frameldp.accounting.guarantee import PrivacyGuarantee
 from frameldp.errors import ParameterError
 
@@ -37,9 +37,12 @@ def amplify_by_shuffling(
     Returns
     -------
     PrivacyGuarantee
-        A shuffle-model guarantee (``model="shuffle"``): ``epsilon_at(delta)`` is the clone
-        bound, and never more than ``eps0`` (when shuffling does not help, the local epsilon
-        is returned unchanged). Its pure ``epsilon`` stays ``eps0``.
+        A shuffle-model guarantee (``model="shuffle"``): ``epsilon_at(delta)`` is the smallest
+        of the clone bound and, for a set randomizer (one use of k-RR, OUE, local hashing,
+        subset selection, Hadamard or projective geometry response, one-hot RAPPOR), its
+        privacy blanket's (:mod:`~frameldp.accounting.blanket`), and never more than ``eps0``
+        (when shuffling does not help, the local epsilon is returned unchanged). Its pure
+        ``epsilon`` stays ``eps0``.
 
     >>> g = amplify_by_shuffling(4.0, n=100_000)
     >>> round(g.epsilon_at(1e-6), 3)   # Feldman et al. 2021, numerical bound: about 0.17
@@ -49,6 +52,7 @@ def amplify_by_shuffling(
     """
     krr = False
     buckets: int | None = None
+    report: PrivacyEvent | None = None
     parts: tuple[PrivacyGuarantee, ...] = ()
     if isinstance(local, PrivacyGuarantee):
         if local.shuffled:
@@ -61,6 +65,8 @@ def amplify_by_shuffling(
         krr = isinstance(only, RandomizedResponseEvent) and local.events[0][1] == 1
         if krr and isinstance(only, RandomizedResponseEvent):
             buckets = only.num_buckets
+        elif only is not None and local.events[0][1] == 1 and only.blankets():
+            report = only  # a set randomizer: its blanket applies
     else:
         epsilon0, name = local, "pure_dp"
     epsilon0, n = check_local(epsilon0, n)
@@ -72,7 +78,7 @@ def amplify_by_shuffling(
             f"al. 2023, erratum); {name!r} reports need clones='clones'"
         )
     event = ShuffleEvent(
-        epsilon0, n, clones, buckets if clones == "stronger_clones" and krr else None
+        epsilon0, n, clones, buckets if clones == "stronger_clones" and krr else None, report
     )
     parameters = {
         "reports": n,

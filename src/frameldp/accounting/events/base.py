@@ -8,6 +8,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from frameldp.accounting.blanket import Blanket
 from frameldp.accounting.pld import PrivacyLossDistribution
 from frameldp.arguments import check_count, check_order, check_positive
 from frameldp.errors import ParameterError, shown
@@ -54,6 +55,13 @@ class PrivacyEvent(ABC):
     def parameters(self) -> dict[str, Any]:
         """The constructor arguments, JSON-serializable."""
 
+    def blankets(self) -> tuple[Blanket, ...]:
+        """The privacy blanket of one report for each kind of pair of values, when the
+        mechanism is a set randomizer (:mod:`frameldp.accounting.blanket`); empty otherwise.
+        Shuffled reports use it for the blanket bound (the clone bound holds for every
+        mechanism)."""
+        return ()
+
     central: ClassVar[bool] = False
     """Whether the event is a shuffled (central) release, whose guarantee at a ``delta`` is
     :meth:`central_epsilon` rather than what its local reports give."""
@@ -65,6 +73,11 @@ class PrivacyEvent(ABC):
     def central_delta(self, epsilon: float) -> float:
         """Central delta at ``epsilon`` of one use (only for ``central`` events)."""
         raise NotImplementedError(f"{self.kind} is not a central (shuffled) release")
+
+    def profile_delta(self, epsilon: float) -> float:
+        """A valid central delta at ``epsilon`` of one use, for curves evaluated at many
+        epsilons (risk readings): :meth:`central_delta` unless the event has a cheaper one."""
+        return self.central_delta(epsilon)
 
     @property
     def central_is_tightest(self) -> bool:

@@ -4,10 +4,12 @@ pure epsilon-DP mechanism (closed forms and references in the package docstring)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from frameldp.accounting.blanket import Blanket
 from frameldp.accounting.events.base import (
     PrivacyEvent,
     check_count,
@@ -68,6 +70,14 @@ class RandomizedResponseEvent(PrivacyEvent):
         """``epsilon``."""
         return self.epsilon
 
+    def blankets(self) -> tuple[Blanket, ...]:
+        """Uniform reports lie below every value's law, the value weighing ``e^eps`` more: a
+        blanket report is a given value with probability ``1/k`` (for ``k >= 3``; binary RR's
+        blanket is the stronger-clone pair, and its shuffles are scanned exactly)."""
+        if self.num_buckets < 3 or not 0.0 < self.epsilon <= 700.0:
+            return ()
+        return (Blanket(self.epsilon, 1.0 / self.num_buckets, 0.0),)
+
     def rdp(self, order: float) -> float:
         """Exact Rényi divergence of the worst pair (Mironov 2017 Prop. 5 for two buckets)."""
         return pad_up(rr_rdp(check_order("rdp", "order", order), self.epsilon, self.num_buckets))
@@ -124,6 +134,18 @@ class RapporEvent(PrivacyEvent):
     def pure_epsilon(self) -> float:
         """``2m bit_epsilon``, rounded up."""
         return self.epsilon
+
+    def blankets(self) -> tuple[Blanket, ...]:
+        """One-hot RAPPOR (``max_weight = 1``): the reports of the all-zero vector, times
+        ``e^-b``, lie below every value's law (``b = bit_epsilon``), a value's set bit weighing
+        ``e^2b`` more than its clear one: a blanket report supports a value with probability
+        ``1 / (1 + e^b)``, two with its square. Reports with more ones are not set
+        randomizers (several bits per value): none."""
+        bit = self.bit_epsilon
+        if self.max_weight != 1 or not 0.0 < bit <= 350.0:
+            return ()
+        inside = 1.0 / (1.0 + math.exp(bit))
+        return (Blanket(2.0 * bit, inside, inside * inside),)
 
     def rdp(self, order: float) -> float:
         """``2m RDP_RR(bit_epsilon)`` (exact)."""

@@ -89,6 +89,7 @@ from abc import abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from frameldp.accounting.blanket import Blanket
 from frameldp.accounting.events.base import (
     PrivacyEvent,
     check_count,
@@ -173,6 +174,15 @@ def _epsilon(owner: str, value: Any) -> float:
     return check_positive(owner, "epsilon", value, allow_zero=True)
 
 
+def _set_blanket(epsilon: float, inside: float, both: float) -> tuple[Blanket, ...]:
+    """The blanket of a set randomizer at ``epsilon`` whose blanket reports support a value
+    with probability ``inside`` and both values of a pair with ``both`` (none at epsilon 0,
+    where nothing is learnt, or beyond 700)."""
+    if not 0.0 < epsilon <= _HUGE:
+        return ()
+    return (Blanket(epsilon, inside, both),)
+
+
 @dataclass(frozen=True)
 class OptimizedUnaryEncodingEvent(TernaryLossEvent):
     """Optimized unary encoding at ``epsilon = ln((1 - q) / q)`` (the bit of the true value
@@ -191,6 +201,13 @@ class OptimizedUnaryEncodingEvent(TernaryLossEvent):
     def parameters(self) -> dict[str, Any]:
         """``epsilon``."""
         return {"epsilon": self.epsilon}
+
+    def blankets(self) -> tuple[Blanket, ...]:
+        """Reports whose bits are independent ``Bernoulli(q)`` (``q = 1 / (e^eps + 1)``) lie
+        below every value's, with each value's bit weighing ``e^eps`` more when set: a
+        blanket report supports a value with probability ``q``, two with ``q^2``."""
+        q = 1.0 / (_exp_down(self.epsilon) + 1.0)
+        return _set_blanket(self.epsilon, q, q * q)
 
 
 @dataclass(frozen=True)
@@ -211,6 +228,12 @@ class HadamardResponseEvent(TernaryLossEvent):
     def parameters(self) -> dict[str, Any]:
         """``epsilon``."""
         return {"epsilon": self.epsilon}
+
+    def blankets(self) -> tuple[Blanket, ...]:
+        """Uniform columns lie below every value's law, its half weighing ``e^eps`` more: a
+        blanket column supports a value with probability 1/2, two values (rows agreeing on
+        half the columns) with 1/4."""
+        return _set_blanket(self.epsilon, 0.5, 0.25)
 
 
 @dataclass(frozen=True)
@@ -237,6 +260,15 @@ class BlockHadamardResponseEvent(TernaryLossEvent):
     def parameters(self) -> dict[str, Any]:
         """``epsilon`` and ``blocks``."""
         return {"epsilon": self.epsilon, "blocks": self.blocks}
+
+    def blankets(self) -> tuple[Blanket, ...]:
+        """Uniform outputs lie below every value's law, its ``s = b/2`` outputs weighing
+        ``e^eps`` more: a blanket output supports a value with probability ``1 / (2B)``; two
+        values of different blocks never share one, two of one block share ``s/2`` of them
+        (``1 / (4B)``). Both kinds of pair are kept (the worse one counts)."""
+        blocks = self.blocks
+        kinds = [(0.5 / blocks, 0.25 / blocks)] + ([(0.5 / blocks, 0.0)] if blocks > 1 else [])
+        return tuple(b for inside, both in kinds for b in _set_blanket(self.epsilon, inside, both))
 
 
 @dataclass(frozen=True)
@@ -271,6 +303,13 @@ class SubsetSelectionEvent(TernaryLossEvent):
             "num_buckets": self.num_buckets,
             "subset_size": self.subset_size,
         }
+
+    def blankets(self) -> tuple[Blanket, ...]:
+        """Uniform subsets lie below every value's law, those holding it weighing ``e^eps``
+        more: a blanket subset holds a value with probability ``d / k``, two with
+        ``d (d - 1) / (k (k - 1))``."""
+        k, d = self.num_buckets, self.subset_size
+        return _set_blanket(self.epsilon, d / k, d * (d - 1) / (k * (k - 1)))
 
 
 @dataclass(frozen=True)
@@ -307,6 +346,14 @@ class ProjectiveGeometryEvent(TernaryLossEvent):
         """``epsilon``, ``field_size`` and ``dimension``."""
         return {"epsilon": self.epsilon, "field_size": self.field_size, "dimension": self.dimension}
 
+    def blankets(self) -> tuple[Blanket, ...]:
+        """Uniform hyperplanes lie below every value's law, those through it weighing
+        ``e^eps`` more: a blanket hyperplane passes through a point with probability
+        ``D / K``, through two with ``D_2 / K``."""
+        q, t = self.field_size, self.dimension
+        points, d, d2 = (int((q**j - 1) // (q - 1)) for j in (t, t - 1, t - 2))
+        return _set_blanket(self.epsilon, d / points, d2 / points)
+
 
 @dataclass(frozen=True)
 class LocalHashingEvent(TernaryLossEvent):
@@ -332,3 +379,10 @@ class LocalHashingEvent(TernaryLossEvent):
     def parameters(self) -> dict[str, Any]:
         """``epsilon`` and ``num_buckets``."""
         return {"epsilon": self.epsilon, "num_buckets": self.num_buckets}
+
+    def blankets(self) -> tuple[Blanket, ...]:
+        """A seed and a uniform bucket lie below every value's law, the value's bucket
+        weighing ``e^eps`` more: a blanket report supports a value with probability ``1/g``,
+        two (they collide with probability exactly ``1/g``) with ``1/g^2``."""
+        g = self.num_buckets
+        return _set_blanket(self.epsilon, 1.0 / g, 1.0 / (g * g))
