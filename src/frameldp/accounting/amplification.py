@@ -217,6 +217,8 @@ def smallest_epsilon(delta_of: Callable[[float], float], target: float, epsilon0
 
     if excess(0.0) <= 0.0:
         return 0.0
+    if excess(epsilon0) > 0.0:  # the error terms alone pass a tiny target: eps0 holds
+        return epsilon0
     high = optimize.brentq(excess, 0.0, epsilon0, xtol=_BISECTION_TOLERANCE * epsilon0)
     step = _BISECTION_TOLERANCE * epsilon0
     while high < epsilon0 and excess(high) > 0.0:

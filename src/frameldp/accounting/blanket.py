@@ -86,16 +86,16 @@ __all__ = ["Blanket", "blanket_delta", "blanket_epsilon", "blanket_lattice"]
 _FloatArray = NDArray[np.float64]
 
 # Windows of every binomial leave at most e^LOG_CUTOFF outside (Hoeffding).
-LOG_CUTOFF = -80.0
+LOG_CUTOFF = -50.0
 # Relative padding of the result: the float error of the parameters and of the sums.
 _PAD = 2.0**-30
 # A band's smallest count moves the argument by at most this share of its spread (at the
 # mode; more in the tails, where the bands carry little weight): one release, and the grid of
 # a composition (coarser: it is evaluated at every point).
-BAND_SHARE = 2.0**-6
+BAND_SHARE = 2.0**-5
 GRID_BAND_SHARE = 2.0**-3
 # Points of the connect-the-dots grid, and the delta at which it stops.
-GRID_POINTS = 256
+GRID_POINTS = 128
 GRID_DELTA = 1e-40
 
 

@@ -139,8 +139,11 @@ class RapporEvent(PrivacyEvent):
         """One-hot RAPPOR (``max_weight = 1``): the reports of the all-zero vector, times
         ``e^-b``, lie below every value's law (``b = bit_epsilon``), a value's set bit weighing
         ``e^2b`` more than its clear one: a blanket report supports a value with probability
-        ``1 / (1 + e^b)``, two with its square. Reports with more ones are not set
-        randomizers (several bits per value): none."""
+        ``1 / (1 + e^b)``, two with its square. An empty set (the all-zero vector) has
+        likelihood ratio 1 to the blanket, the mean of a value's, which is independent of any
+        other value's bits under the blanket: by Jensen its pairs are below those of two values,
+        in both directions. Reports
+        with more ones are not set randomizers (several bits per value): none."""
         bit = self.bit_epsilon
         if self.max_weight != 1 or not 0.0 < bit <= 350.0:
             return ()

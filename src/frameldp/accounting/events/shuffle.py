@@ -193,8 +193,15 @@ def _pair_rdp_at(event: ShuffleEvent, order: float) -> float:
 def _event_atoms(
     event: ShuffleEvent,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], float, float]:
-    """:func:`_pair_atoms` of the event's pair (cached: the Rényi conversions ask for hundreds
-    of orders)."""
+    """:func:`_pair_atoms` of the event's enumerated pair (cached: the Rényi conversions ask
+    for hundreds of orders): the blanket lattice of k-ary RR or the clone pair (the
+    connect-the-dots pair is built only for compositions' loss distributions, where it
+    matters: it takes seconds)."""
+    if event.pair == "blanket_dots":
+        epsilon0, n = event.local_epsilon, event.reports
+        return _pair_atoms(
+            clone_pair(epsilon0, n, clone_probability(epsilon0, event.clones), FINEST_STEP)
+        )
     return _pair_atoms(event._pair_lattice())
 
 
@@ -288,8 +295,9 @@ class ShuffleEvent(PrivacyEvent):
 
     def rdp(self, order: float) -> float:
         """The smaller of the local reports' bound (binary RR at ``local_epsilon``) and the
-        Rényi divergence of the dominating pair (:func:`pair_rdp`), which composes without the
-        lattice's error terms and so resolves deltas far below them."""
+        Rényi divergence of an enumerated dominating pair (:func:`pair_rdp`: k-ary RR's blanket
+        lattice, else the clone pair), which composes without the lattice's error terms and so
+        resolves deltas far below them."""
         order = check_order("rdp", "order", order)
         local = rr_rdp(order, self.local_epsilon, 2)
         if self.local_epsilon > MAX_EPSILON0:
@@ -387,9 +395,9 @@ class ShuffleEvent(PrivacyEvent):
         return value, self._method_text(name)
 
     def profile_delta(self, epsilon: float) -> float:
-        """:meth:`central_delta` with the blanket's pair (its loss distribution, cached) in
-        place of its direct sum, which costs up to a tenth of a second per epsilon: valid, and
-        within about 1% of it in epsilon."""
+        """:meth:`central_delta` without the blanket's direct sum, which costs up to a tenth of
+        a second per epsilon (a risk reading asks for a hundred): the clone pair's divergence,
+        the scans and k-ary RR's blanket lattice. Valid, and at most the clone bound."""
         if epsilon >= self.local_epsilon:
             return 0.0
         values = [
@@ -397,7 +405,7 @@ class ShuffleEvent(PrivacyEvent):
             for name, _, delta_of in _central_methods(self)
             if name != "blanket_sum"
         ]
-        if self.report_blankets:
+        if self.pair == "blanket":
             values.append(self.privacy_loss(1).delta(epsilon))
         return min(values)
 
