@@ -63,8 +63,8 @@ def test_shuffle_benchmark_quick_run(tmp_path: Path) -> None:
             assert row["clones"] <= row["closed_form"]
         assert row["lower_bound"] <= row["stronger_clones"] <= row["clones"] <= row["epsilon0"]
     frontier = [row for row in rows if row["table"] == "frontier"]
-    assert len(frontier) == 2
-    for row in frontier:  # never above the stronger clones, never below a lower bound
+    assert len(frontier) == 3  # binary RR, 3-RR and OUE (the blanket)
+    for row in frontier:  # never above the clones, never below a lower bound
         assert row["reported"] <= row["before"]
         assert row["lower"] is None or row["lower"] <= row["reported"]
     accuracy = [row for row in rows if row["table"] == "accuracy"]

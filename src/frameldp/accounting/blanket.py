@@ -42,12 +42,13 @@ one report supporting both values in place of one of the others adds ``Z`` with
 the expectation can only grow; the pair is symmetric, so the same holds below 1). So each band
 of ``S`` (of ``t``) may use its smallest value with the band's total probability: an upper
 bound at every band width. The widths are fitted per quarter octave of ``epsilon``: the
-smallest value moves the argument by at most ``2^-6`` of its spread at the mode (more in the
+smallest value moves the argument by at most ``2^-5`` of its spread at the mode (more in the
 tails, where the bands carry little weight).
 
 **Errors.** Every binomial is kept on a window outside which Hoeffding's bound leaves
-``e^-80``, and the dropped mass is added at its largest possible contribution,
-``gamma e^eps0``. The binomial probabilities (gammaln) are taken as good to 64 ulps of
+``e^-50``, and the dropped mass is added at its largest possible contribution,
+``gamma e^eps0`` (so this bound does not go below about ``10^-19 e^eps0``: smaller deltas
+are left to the other methods). The binomial probabilities (gammaln) are taken as good to 64 ulps of
 ``gammaln(n + 1)`` in the log, each incomplete-beta value to ``2^-32`` relative
 (:func:`~frameldp.accounting._binomial.half_tail`: scipy's betainc, measured against mpmath
 up to 10^8 trials), and the difference in ``E (c - tau)_+`` is bounded with
@@ -294,7 +295,7 @@ def blanket_epsilon(delta: float, blanket: Blanket, n: int, high: float) -> floa
     coarse = _terms(blanket, n, LOG_CUTOFF, math.exp(high), GRID_BAND_SHARE)
     coarse_of = lambda epsilon: _delta_at(coarse, blanket, math.exp(epsilon))  # noqa: E731
     high = _root(coarse_of, delta, high, 1e-3)
-    return _root(lambda epsilon: _sum(epsilon, blanket, n), delta, high, 1e-9)
+    return _root(lambda epsilon: _sum(epsilon, blanket, n), delta, high, 1e-7)
 
 
 def _root(delta_of: Callable[[float], float], delta: float, high: float, relative: float) -> float:
