@@ -295,7 +295,8 @@ def test_connect_the_dots_lies_above_the_exact_curve_everywhere() -> None:
     grid = np.linspace(0.02, 1.0, 30)
     bounds = np.array([float(exact_blanket_delta(e, blanket, n)) for e in grid])
     bounds[-1] = 0.0
-    losses, masses = connect_the_dots(np.exp(grid), bounds)
+    losses, masses, error = connect_the_dots(np.exp(grid), bounds)
+    assert error < 1e-9
     assert masses.sum() == pytest.approx(1.0, abs=1e-12)
     assert np.dot(masses, np.exp(-losses)) <= 1.0 + 1e-12
     for epsilon in np.linspace(-1.0, 1.0, 400):
@@ -309,7 +310,8 @@ def test_connect_the_dots_lies_above_the_exact_curve_everywhere() -> None:
 
 
 def test_the_connect_the_dots_pair_is_a_pair() -> None:
-    losses, masses = blanket_dots((Blanket(1.0, 0.25, 1 / 16),), 500, 0.15)
+    losses, masses, error = blanket_dots((Blanket(1.0, 0.25, 1 / 16),), 500, 0.15)
+    assert error < 1e-9
     assert (masses >= 0).all()
     assert masses.sum() == pytest.approx(1.0, abs=1e-9)
     assert np.dot(masses, np.exp(-losses)) <= 1.0 + 1e-9
@@ -363,3 +365,13 @@ def test_blanket_epsilon_solves_for_the_sum() -> None:
     epsilon = blanket_epsilon(1e-6, blanket, 1000, 0.15)
     assert blanket_delta(epsilon, blanket, 1000) <= 1e-6 * (1 + 1e-6)
     assert blanket_delta(epsilon * 0.99, blanket, 1000) > 1e-6
+
+
+@pytest.mark.parametrize("k", [4, 5, 6, 7])
+def test_subset_selection_of_all_but_one_value_is_accounted(k: int) -> None:
+    """Found by review: k - 1 of k values puts both at 2 inside - 1, where float rounding
+    refused the blanket or reached log1p(-1). Every report then supports one value."""
+    event = ShuffleEvent(1.0, 1000, "clones", None, SubsetSelectionEvent(1.0, k, k - 1))
+    epsilon = event.central_epsilon(1e-6)
+    assert 0.0 < epsilon <= clone_epsilon(1e-6, 1.0, 1000)
+    assert event.central_delta(epsilon) <= 1e-6 * (1 + 1e-9)

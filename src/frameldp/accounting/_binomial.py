@@ -14,8 +14,11 @@ from frameldp.accounting.rounding import round_up
 LOG_TINY = -745.0
 
 
-def log_binomial_pmf(k: NDArray[np.float64], m: int, q: float) -> NDArray[np.float64]:
-    """``log P[Bin(m, q) = k]`` (gammaln: good to about 1e-8 absolute at m = 10^6)."""
+def log_binomial_pmf(
+    k: NDArray[np.float64], m: int | NDArray[np.float64], q: float
+) -> NDArray[np.float64]:
+    """``log P[Bin(m, q) = k]``, elementwise when ``m`` is an array too (gammaln: good to
+    about 1e-8 absolute at m = 10^6)."""
     return np.asarray(
         special.gammaln(m + 1.0)
         - special.gammaln(k + 1.0)

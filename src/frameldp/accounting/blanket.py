@@ -38,7 +38,7 @@ with ``E (c - tau)_+ = (M/2) P[Bin(M - 1, 1/2) >= j - 1] - tau P[Bin(M, 1/2) >= 
 **Bands.** ``delta`` does not increase with ``S`` (one more blanket report is a
 post-processing: add a draw of ``omega``), nor with ``t`` at fixed ``S`` (for ``alpha >= 1``:
 one report supporting both values in place of one of the others adds ``Z`` with
-``E Z = (alpha - 1) e1 (1 - r) >= 0`` to the argument, independent of the rest, so by Jensen
+``E Z = (alpha - 1) e1 (1 - r/2) >= 0`` to the argument, independent of the rest, so by Jensen
 the expectation can only grow; the pair is symmetric, so the same holds below 1). So each band
 of ``S`` (of ``t``) may use its smallest value with the band's total probability: an upper
 bound at every band width. The widths are fitted per quarter octave of ``epsilon``: the
@@ -76,8 +76,13 @@ from functools import lru_cache
 import numpy as np
 from numpy.typing import NDArray
 
-from frameldp._scipy import optimize, special
-from frameldp.accounting._binomial import HALF_TAIL_ERROR, binomial_window, half_tail
+from frameldp._scipy import optimize
+from frameldp.accounting._binomial import (
+    HALF_TAIL_ERROR,
+    binomial_window,
+    half_tail,
+    log_binomial_pmf,
+)
 from frameldp.accounting.lattice import Lattice
 from frameldp.accounting.rounding import round_up
 from frameldp.errors import ParameterError
@@ -116,8 +121,9 @@ class Blanket:
         if not (0.0 < self.inside < 1.0):
             raise ParameterError(f"blanket: inside must be in (0, 1), got {self.inside!r}")
         # Both counts are probabilities of a joint law: both <= inside, and the reports
-        # supporting neither value have probability 1 - 2 inside + both >= 0.
-        if not (max(0.0, 2.0 * self.inside - 1.0) <= self.both < self.inside):
+        # supporting neither value have probability 1 - 2 inside + both >= 0 (up to the float
+        # rounding of both sides: subset selection of k - 1 of k values sits on that edge).
+        if not (max(0.0, 2.0 * self.inside - 1.0) - 2.0**-40 <= self.both < self.inside):
             raise ParameterError(
                 f"blanket: both must be in [max(0, 2 inside - 1), inside), got {self.both!r}"
             )
@@ -129,8 +135,9 @@ class Blanket:
 
     @property
     def one_of(self) -> float:
-        """``r``: probability that a report supporting not both supports one of the values."""
-        return 2.0 * (self.inside - self.both) / (1.0 - self.both)
+        """``r``: probability that a report supporting not both supports one of the values
+        (at most 1: at the edge every such report supports one)."""
+        return min(1.0, 2.0 * (self.inside - self.both) / (1.0 - self.both))
 
 
 def _window(m: _FloatArray, q: float, log_cutoff: float) -> tuple[_FloatArray, _FloatArray]:
@@ -194,17 +201,6 @@ class _Terms:
     lost: float
 
 
-def _log_pmf(k: _FloatArray, m: _FloatArray, q: float) -> _FloatArray:
-    """``log P[Bin(m, q) = k]`` elementwise (``m`` an array)."""
-    return np.asarray(
-        special.gammaln(m + 1.0)
-        - special.gammaln(k + 1.0)
-        - special.gammaln(m - k + 1.0)
-        + k * math.log(q)
-        + (m - k) * math.log1p(-q)
-    )
-
-
 def _terms(blanket: Blanket, n: int, log_cutoff: float, alpha: float, share: float) -> _Terms:
     """The terms whose bands keep the argument within ``share`` of its spread at ``alpha``
     (and within less at every smaller ``alpha``; at a larger one they stay an upper bound)."""
@@ -240,7 +236,10 @@ def _terms(blanket: Blanket, n: int, log_cutoff: float, alpha: float, share: flo
     owner = np.repeat(np.arange(size.size), length.astype(np.int64))
     first = np.cumsum(length) - length
     m = low[owner] + (np.arange(owner.size) - first[owner])
-    log_pm = _log_pmf(m, trials[owner], blanket.one_of)
+    if blanket.one_of < 1.0:
+        log_pm = log_binomial_pmf(m, trials[owner], blanket.one_of)
+    else:  # every report supporting not both supports one: M = S - t
+        log_pm = np.where(m == trials[owner], 0.0, -np.inf)
     # gammaln of counts up to n is good to a few ulps of gammaln(n + 1): 64 of them bound the
     # log error of every probability.
     log_error = 64.0 * math.ulp(max(math.lgamma(n + 1.0), 1.0))
@@ -322,10 +321,13 @@ def _root(delta_of: Callable[[float], float], delta: float, high: float, relativ
     return min(high, round_up(root))
 
 
-def connect_the_dots(alphas: _FloatArray, bounds: _FloatArray) -> tuple[_FloatArray, _FloatArray]:
+def connect_the_dots(
+    alphas: _FloatArray, bounds: _FloatArray
+) -> tuple[_FloatArray, _FloatArray, float]:
     """A symmetric pair whose hockey-stick curve lies above every curve ``H`` of a symmetric
     pair with ``H(alphas[i]) <= bounds[i]`` (module docstring): its losses and their
-    probabilities under the first distribution. ``alphas`` increase from above 1 and the last
+    probabilities under the first distribution, and a bound on their l1 distance from the
+    exact construction's (float rounding). ``alphas`` increase from above 1 and the last
     bound is 0 (no loss reaches its log)."""
     # H(1) <= min (2 U + alpha - 1) / (alpha + 1): convexity and H'(1+) >= (H(1) - 1) / 2.
     start = min(1.0, float(np.min((2.0 * bounds + alphas - 1.0) / (alphas + 1.0))))
@@ -340,12 +342,16 @@ def connect_the_dots(alphas: _FloatArray, bounds: _FloatArray) -> tuple[_FloatAr
     ratios = x[1:]
     p_mass = ratios * q_mass
     losses = np.log(ratios)
-    # The mirror images below 0 (the pair is symmetric), and what is left at loss 0.
-    middle = max(0.0, 1.0 - float(p_mass.sum() + q_mass.sum()))
+    # The mirror images below 0 (the pair is symmetric), and what is left at loss 0: exactly
+    # none when the first slope is the steepest allowed, so float rounding can leave the sum
+    # a few ulps above 1; that excess is returned as an l1 error (counted in every delta).
+    total = float(p_mass.sum() + q_mass.sum())
+    middle = max(0.0, 1.0 - total)
     keep = p_mass > 0.0
     return (
         np.concatenate([losses[keep], [0.0], -losses[keep]]),
         np.concatenate([p_mass[keep], [middle], q_mass[keep]]),
+        max(0.0, total - 1.0) + 2.0**-40 * losses.size,
     )
 
 
@@ -366,17 +372,19 @@ def _lower_hull(xs: _FloatArray, ys: _FloatArray) -> list[int]:
 
 def blanket_lattice(blankets: tuple[Blanket, ...], n: int, step: float, scale: float) -> Lattice:
     """:func:`blanket_dots` on a lattice of ``step``."""
-    losses, masses = blanket_dots(blankets, n, scale)
+    losses, masses, error = blanket_dots(blankets, n, scale)
     epsilon0 = min(blanket.epsilon0 for blanket in blankets)
     # exp and log round trips move a grid loss by a few ulps: each is raised by far more.
-    return Lattice.from_atoms(losses, masses, step, slack=2.0**-40 * (epsilon0 + 1.0))
+    return Lattice.from_atoms(
+        losses, masses, step, mass_error=error, slack=2.0**-40 * (epsilon0 + 1.0)
+    )
 
 
 @lru_cache(maxsize=64)
 def blanket_dots(
     blankets: tuple[Blanket, ...], n: int, scale: float
-) -> tuple[_FloatArray, _FloatArray]:
-    """The connect-the-dots pair of ``n`` shuffled reports (losses, masses), above the
+) -> tuple[_FloatArray, _FloatArray, float]:
+    """The connect-the-dots pair of ``n`` shuffled reports (losses, masses, l1 error), above the
     curve of every pair in ``blankets`` (one per kind of pair of values; the largest bound
     counts at each point): the curves bounded on ``GRID_POINTS`` epsilons evenly spread up to
     where they fall below ``GRID_DELTA`` (searched from ``scale``, an epsilon near their
