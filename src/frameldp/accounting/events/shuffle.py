@@ -24,6 +24,7 @@ from frameldp.accounting.amplification import (
 from frameldp.accounting.blanket import Blanket, blanket_delta, blanket_epsilon, blanket_lattice
 from frameldp.accounting.events.base import PrivacyEvent, event_from_dict
 from frameldp.accounting.events.curves import pure_rho, rr_rdp
+from frameldp.accounting.events.local import RandomizedResponseEvent
 from frameldp.accounting.lattice import FINEST_STEP, Lattice, lattice_step, to_pld
 from frameldp.accounting.pld import PrivacyLossDistribution
 from frameldp.accounting.rounding import pad_up
@@ -78,6 +79,10 @@ def _blanket_band(epsilon0: float, n: int, k: int | None) -> float | None:
 _Curve = Callable[[float], float]
 
 
+# The clone bound at a delta: the first method's answer and the blanket's starting bracket.
+_clone_epsilon = lru_cache(maxsize=256)(clone_epsilon)
+
+
 def _central_methods(event: ShuffleEvent) -> list[tuple[str, _Curve, _Curve]]:
     """Every valid method for one release: its name, ``epsilon(delta)`` and ``delta(epsilon)``
     (below ``eps0``): the clone pair's divergence, the privacy blanket summed directly (set
@@ -87,7 +92,7 @@ def _central_methods(event: ShuffleEvent) -> list[tuple[str, _Curve, _Curve]]:
     methods: list[tuple[str, _Curve, _Curve]] = [
         (
             clones,
-            lambda delta: clone_epsilon(delta, epsilon0, n, clones),
+            lambda delta: _clone_epsilon(delta, epsilon0, n, clones),
             lambda epsilon: clone_delta(epsilon, epsilon0, n, clones),
         )
     ]
@@ -97,7 +102,7 @@ def _central_methods(event: ShuffleEvent) -> list[tuple[str, _Curve, _Curve]]:
             (
                 "blanket_sum",
                 lambda delta: max(
-                    blanket_epsilon(delta, b, n, clone_epsilon(delta, epsilon0, n, clones))
+                    blanket_epsilon(delta, b, n, _clone_epsilon(delta, epsilon0, n, clones))
                     for b in blankets
                 ),
                 lambda epsilon: max(blanket_delta(epsilon, b, n) for b in blankets),
@@ -198,10 +203,7 @@ def _event_atoms(
     connect-the-dots pair is built only for compositions' loss distributions, where it
     matters: it takes seconds)."""
     if event.pair == "blanket_dots":
-        epsilon0, n = event.local_epsilon, event.reports
-        return _pair_atoms(
-            clone_pair(epsilon0, n, clone_probability(epsilon0, event.clones), FINEST_STEP)
-        )
+        return _pair_atoms(event._clone_lattice(FINEST_STEP))
     return _pair_atoms(event._pair_lattice())
 
 
@@ -270,7 +272,7 @@ class ShuffleEvent(PrivacyEvent):
         if self.local is not None:
             return self.local.blankets()
         if self.num_buckets is not None and self.num_buckets >= 3:
-            return (Blanket(self.local_epsilon, 1.0 / self.num_buckets, 0.0),)
+            return RandomizedResponseEvent(self.local_epsilon, self.num_buckets).blankets()
         return ()
 
     @property
@@ -317,7 +319,11 @@ class ShuffleEvent(PrivacyEvent):
         if self.pair == "blanket_dots":
             scale = self.central_epsilon(1e-6)
             return blanket_lattice(self.report_blankets, n, step, scale)
-        return clone_pair(epsilon0, n, clone_probability(epsilon0, self.clones), step)
+        return self._clone_lattice(step)
+
+    def _clone_lattice(self, step: float) -> Lattice:
+        epsilon0 = self.local_epsilon
+        return clone_pair(epsilon0, self.reports, clone_probability(epsilon0, self.clones), step)
 
     def privacy_loss(self, count: int = 1) -> PrivacyLossDistribution:
         """``count`` shuffled releases: the dominating pair's loss distribution, rounded up to
