@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 from mpmath import mpf
 
+import frameldp
 from frameldp import Accountant, PrivacyGuarantee
 from frameldp.accounting import (
     BinomialCountsEvent,
@@ -465,3 +466,87 @@ def test_small_k_gets_the_blanket_pair() -> None:
         guarantee = amplify_by_shuffling(krr_guarantee(1.0, k), 1000)
         assert guarantee.events[0][0].pair == "blanket"
         assert low <= guarantee.epsilon_at(1e-6) <= high
+
+
+# ------------------------------------------------------------------ memoized reports
+
+
+def _memoized_nights(x: int, other: int, nights: int, memo: bool) -> dict[tuple[int, ...], float]:
+    """Two people, one bit of Bloom RAPPOR's paper parameters (f = 0.5, q = 0.75, p = 0.5):
+    the law of the number of ones in each night's shuffled pair of reports, with one permanent
+    response per person for every night (``memo``) or a fresh one each night."""
+    keep, q, p = 0.75, 0.75, 0.5
+
+    def night(permanent: tuple[int, int]) -> dict[int, float]:
+        ones = {0: 1.0}
+        for bit in permanent:
+            one = q if bit else p
+            following = dict.fromkeys(range(len(ones) + 1), 0.0)
+            for k, v in ones.items():
+                following[k] += v * (1 - one)
+                following[k + 1] += v * one
+            ones = following
+        return ones
+
+    def permanent_law(value: int) -> dict[int, float]:
+        return {value: keep, 1 - value: 1 - keep}
+
+    laws = [
+        (a_p * b_p, night((a, b)))
+        for a, a_p in permanent_law(x).items()
+        for b, b_p in permanent_law(other).items()
+    ]
+    if memo:
+        out: dict[tuple[int, ...], float] = {}
+        for weight, law in laws:
+            for counts in itertools.product(law, repeat=nights):
+                key = tuple(counts)
+                out[key] = out.get(key, 0.0) + weight * math.prod(law[c] for c in counts)
+        return out
+    mixed: dict[int, float] = {}
+    for weight, law in laws:
+        for c, v in law.items():
+            mixed[c] = mixed.get(c, 0.0) + weight * v
+    return {
+        counts: math.prod(mixed[c] for c in counts)
+        for counts in itertools.product(mixed, repeat=nights)
+    }
+
+
+def test_shuffled_releases_sharing_a_memo_are_not_independent() -> None:
+    """Why they are not composed as independent: two people, two nights, one bit. A shared
+    permanent response makes the nights lose more than two with fresh ones."""
+    alpha = math.exp(0.1)
+
+    def delta(memo: bool) -> float:
+        first, second = _memoized_nights(1, 1, 2, memo), _memoized_nights(0, 1, 2, memo)
+        return sum(max(v - alpha * second.get(k, 0.0), 0.0) for k, v in first.items())
+
+    assert delta(memo=True) > delta(memo=False) * 1.01
+
+
+def test_a_memo_shared_by_shuffled_releases_is_counted_as_its_local_reports() -> None:
+    """Two shuffled releases under one memo (or one shuffled and one local) compose as the
+    memoized local reports, never below them; one shuffled release alone keeps its bound, and
+    releases without a memo compose as independent shuffled releases."""
+    mechanism = frameldp.BloomRappor(
+        f=0.5, p=0.5, q=0.75, num_bits=128, num_hashes=2, num_cohorts=64
+    )
+    memoized = mechanism.guarantee(memo="m")
+    shuffled = amplify_by_shuffling(memoized, 10_000)
+    twice = frameldp.compose([shuffled, shuffled])
+    local_twice = Accountant().compose(memoized, count=2)
+    assert shuffled.epsilon_at(1e-6) < 0.05
+    assert all(not event.central for event, _ in twice.events)
+    assert twice.epsilon_at(1e-6) == local_twice.epsilon(1e-6)
+    mixed = frameldp.compose([shuffled, memoized])
+    assert mixed.epsilon_at(1e-6) == local_twice.epsilon(1e-6)
+    fresh = amplify_by_shuffling(mechanism.guarantee(), 10_000)
+    independent = frameldp.compose([fresh, fresh])
+    assert all(event.central for event, _ in independent.events)
+    assert independent.epsilon_at(1e-6) < 0.1
+    # Several events, one of them memoized: no one event can carry the memo, so unshuffled.
+    several = frameldp.compose(
+        [memoized, frameldp.RandomizedResponse(1.0, domain=["a", "b"]).privacy]
+    )
+    assert not amplify_by_shuffling(several, 10_000).shuffled

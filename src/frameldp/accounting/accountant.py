@@ -204,7 +204,7 @@ class Accountant:
             for event, n in _entries_of(item):
                 unit, uses = event.unit()
                 counts[unit] = counts.get(unit, 0) + n * uses * count
-        return Accountant(tuple(counts.items()))
+        return Accountant(tuple(_unshuffle_shared_memos(counts).items()))
 
     @cached_property
     def _uses(self) -> tuple[tuple[PrivacyEvent, int], ...]:
@@ -244,8 +244,9 @@ class Accountant:
         if pld is not None:
             epsilon = pld.epsilon(delta)
             conversions.append(Conversion("pld", epsilon, delta, _pld_detail(pld, delta, epsilon)))
-        epsilon, order = rdp_to_epsilon(self._rdp_raw, delta)
-        conversions.append(Conversion("rdp", epsilon, delta, f"order {order:.6g}"))
+        if not self._direct_only:
+            epsilon, order = rdp_to_epsilon(self._rdp_raw, delta)
+            conversions.append(Conversion("rdp", epsilon, delta, f"order {order:.6g}"))
         rho = self.rho
         epsilon, order = rdp_to_epsilon(lambda a: a * rho, delta)
         conversions.append(Conversion("zcdp", epsilon, delta, f"rho {rho:.6g}, order {order:.6g}"))
@@ -268,7 +269,8 @@ class Accountant:
     @cached_property
     def _direct_only(self) -> bool:
         """One shuffled release alone whose direct answer is the tightest: no loss
-        distribution needed (it would only round the same pair up)."""
+        distribution or Rényi conversion needed (they would only round the same pairs up, and
+        the Rényi curve of its pair costs more than the answer)."""
         return (
             len(self._uses) == 1
             and self._uses[0][1] == 1
@@ -320,8 +322,9 @@ class Accountant:
         if pld is not None:
             value = pld.delta(epsilon)  # already a padded upper bound
             conversions.append(Conversion("pld", epsilon, value, _pld_detail(pld)))
-        value, order = rdp_to_delta(self._rdp_raw, epsilon)
-        conversions.append(Conversion("rdp", epsilon, value, f"order {order:.6g}"))
+        if not self._direct_only:
+            value, order = rdp_to_delta(self._rdp_raw, epsilon)
+            conversions.append(Conversion("rdp", epsilon, value, f"order {order:.6g}"))
         rho = self.rho
         value, order = rdp_to_delta(lambda a: a * rho, epsilon)
         conversions.append(Conversion("zcdp", epsilon, value, f"rho {rho:.6g}, order {order:.6g}"))
@@ -423,6 +426,31 @@ class DeltaExplanation:
     def best_delta(self) -> float:
         """The reported delta."""
         return self.best.delta
+
+
+def _unshuffle_shared_memos(counts: dict[PrivacyEvent, int]) -> dict[PrivacyEvent, int]:
+    """A shuffled release whose reports share memoized permanent responses with another use
+    (a second shuffled release, or a local one) is not independent of it: its reports are
+    counted as the local ones they are (shuffling is post-processing), which fold with the
+    others sharing the memo. Shuffle bounds compose releases of independent randomness only,
+    and a person's permanent response links them (for two people, two shuffled releases
+    sharing it lose more than two with fresh ones)."""
+    uses: dict[str, int] = {}
+    for event, n in counts.items():
+        memo = getattr(event, "memo", None)
+        if memo is not None:
+            uses[memo] = uses.get(memo, 0) + n
+    shared = {memo for memo, n in uses.items() if n > 1}
+    if not any(event.central and getattr(event, "memo", None) in shared for event in counts):
+        return counts
+    out: dict[PrivacyEvent, int] = {}
+    for event, n in counts.items():
+        local = getattr(event, "local", None)
+        if event.central and local is not None and getattr(event, "memo", None) in shared:
+            event, uses_of = local.unit()
+            n *= uses_of
+        out[event] = out.get(event, 0) + n
+    return out
 
 
 def _entries_of(item: PrivacyEvent | Accounted | Accountant) -> Iterable[tuple[PrivacyEvent, int]]:

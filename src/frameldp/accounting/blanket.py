@@ -1,4 +1,5 @@
-r"""The privacy blanket of a shuffled release, for every randomizer of the *set* kind.
+r"""The privacy blanket of a shuffled release, for every randomizer of the *set* kind (and bit
+vectors, through the set randomizer above them).
 
 **Set randomizers.** k-ary randomized response, optimized unary encoding, local hashing, subset
 selection, (block) Hadamard response, projective geometry response and one-hot RAPPOR all
@@ -55,6 +56,26 @@ up to 10^8 trials), and the difference in ``E (c - tau)_+`` is bounded with
 both terms' errors. The sum is then padded by ``2^-30`` relative for the float error of the
 parameters.
 
+**Bit vectors** (:func:`bit_vector_blanket`). RAPPOR with several ones per value and Bloom
+RAPPOR flip each bit of a vector independently, ``P[1] = q1`` on the bits ``B(x)`` a value
+sets (at most ``w`` of them) and ``q0`` elsewhere. Take ``omega`` the law of the empty vector
+and ``gamma = lo = min(L1, L0)^w`` with ``L1 = q1/q0``, ``L0 = (1 - q1)/(1 - q0)``: a value's
+ratio ``l_x = R(x)/omega``, the product of ``L(y_i)`` over ``B(x)``, lies in ``[lo, hi]``
+(``hi = max(L1, L0)^w``) with mean 1, so ``R(x) >= gamma omega`` for every value. Its weight
+takes up to ``w + 1`` levels, not two, so this is not a set randomizer, but it is *dominated*
+by one. The divergence is ``E phi(sum_i (l_x(Y_i) - alpha l_x'(Y_i)))`` over ``S`` draws of
+``omega``, with ``phi`` convex (``(.)_+ / S``). (i) Bits both values set make the pair
+``(l_x, l_x')`` share a factor ``U``: ``phi(c + a U - alpha a' U')`` is submodular in
+``(U, U')`` (``a, a' >= 0``), so the comonotone coupling ``U' = U`` has a smaller mean than an
+independent copy (Cambanis, Simons, Stout 1976); replacing it draw by draw, the pair's sets
+may be taken disjoint, and ``l_x``, ``l_x'`` independent. (ii) Each is then replaced by the
+two-point law on ``{lo, hi}`` with mean 1, which is above it in convex order, and by Jensen
+(conditioning on the rest) the mean only grows. What remains is the set randomizer with
+``eps0 = ln(hi / lo)``, ``inside = (1 - lo) / (hi - lo)`` and ``both = inside^2``; its
+``gamma = 1 / (1 + e1 inside) = lo``. For one-hot RAPPOR (``w = 1``, symmetric bits) it is the
+exact blanket. At ``w = 2``, ``b = 0.5`` and ``10^4`` people, ``delta = 10^-6`` holds at
+``0.088`` where the clone pair gives ``0.155``.
+
 **Compositions** (:func:`blanket_lattice`) use *connect the dots* (Doroshenko, Ghazi, Kamath,
 Kumar, Manurangsi, "Connect the Dots: Tighter Discrete Approximations of Privacy Loss
 Distributions", PETS 2022): the hockey-stick curve ``H(alpha) = delta(ln alpha)`` is convex, so
@@ -87,7 +108,13 @@ from frameldp.accounting.lattice import Lattice
 from frameldp.accounting.rounding import round_up
 from frameldp.errors import ParameterError
 
-__all__ = ["Blanket", "blanket_delta", "blanket_epsilon", "blanket_lattice"]
+__all__ = [
+    "Blanket",
+    "bit_vector_blanket",
+    "blanket_delta",
+    "blanket_epsilon",
+    "blanket_lattice",
+]
 
 _FloatArray = NDArray[np.float64]
 
@@ -138,6 +165,23 @@ class Blanket:
         """``r``: probability that a report supporting not both supports one of the values
         (at most 1: at the edge every such report supports one)."""
         return min(1.0, 2.0 * (self.inside - self.both) / (1.0 - self.both))
+
+
+def bit_vector_blanket(log_one: float, log_zero: float, weight: int) -> tuple[Blanket, ...]:
+    """The set randomizer above a bit-vector randomizer (module docstring, *Bit vectors*):
+    each bit a value sets reports 1 with ``e^log_one`` times, and 0 with ``e^log_zero`` times,
+    the probability of a clear bit; a value sets at most ``weight`` bits. Empty where the bits
+    carry no information (or infinite: a bit that never flips), or beyond ``eps0 = 350``."""
+    low, high = sorted((log_one, log_zero))
+    if not (math.isfinite(low) and math.isfinite(high) and low < 0.0 < high):
+        return ()
+    log_low, log_high = weight * low, weight * high
+    epsilon0 = log_high - log_low
+    if epsilon0 > 350.0:
+        return ()
+    # (1 - lo) / (hi - lo), in the form that keeps its digits when both are near 1.
+    inside = -math.expm1(log_low) / (math.exp(log_low) * math.expm1(epsilon0))
+    return (Blanket(epsilon0, inside, inside * inside),)
 
 
 def _window(m: _FloatArray, q: float, log_cutoff: float) -> tuple[_FloatArray, _FloatArray]:

@@ -39,10 +39,13 @@ def amplify_by_shuffling(
     PrivacyGuarantee
         A shuffle-model guarantee (``model="shuffle"``): ``epsilon_at(delta)`` is the smallest
         of the clone bound and, for a set randomizer (one use of k-RR, OUE, local hashing,
-        subset selection, Hadamard or projective geometry response, one-hot RAPPOR), its
-        privacy blanket's (:mod:`~frameldp.accounting.blanket`), and never more than ``eps0``
-        (when shuffling does not help, the local epsilon is returned unchanged). Its pure
-        ``epsilon`` stays ``eps0``.
+        subset selection, Hadamard or projective geometry response, RAPPOR, Bloom RAPPOR:
+        bit vectors through the set randomizer above them), its privacy blanket's
+        (:mod:`~frameldp.accounting.blanket`), and never more than ``eps0`` (when shuffling
+        does not help, the local epsilon is returned unchanged). Its pure ``epsilon`` stays
+        ``eps0``. Memoized reports keep their memo: composed with another use of it, the
+        release counts as its local reports (:class:`~frameldp.accounting.Accountant`); among
+        several events, where no one event can carry it, ``local`` is returned unshuffled.
 
     >>> g = amplify_by_shuffling(4.0, n=100_000)
     >>> round(g.epsilon_at(1e-6), 3)   # Feldman et al. 2021, numerical bound: about 0.17
@@ -65,8 +68,14 @@ def amplify_by_shuffling(
         krr = isinstance(only, RandomizedResponseEvent) and local.events[0][1] == 1
         if krr and isinstance(only, RandomizedResponseEvent):
             buckets = only.num_buckets
-        elif only is not None and local.events[0][1] == 1 and only.blankets():
-            report = only  # a set randomizer: its blanket applies
+        elif only is not None and local.events[0][1] == 1:
+            # A set randomizer (its blanket applies), or memoized reports (whose memo an
+            # accountant must see: releases sharing it are not independent).
+            if only.blankets() or getattr(only, "memo", None) is not None:
+                report = only
+        elif any(getattr(event, "memo", None) is not None for event, _ in local.events):
+            # Memoized reports among several events: none can be named as the local one.
+            return local
     else:
         epsilon0, name = local, "pure_dp"
     epsilon0, n = check_local(epsilon0, n)

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from frameldp._scipy import special
+from frameldp.accounting.blanket import Blanket, bit_vector_blanket
 from frameldp.accounting.events.base import (
     PrivacyEvent,
     check_count,
@@ -145,6 +146,19 @@ class BloomRapporEvent(PrivacyEvent):
         loss = log_one - log_zero
         pair = float(np.max(loss) + np.max(-loss))
         return min(pad_up(self.num_hashes * pair), self.epsilon_infinity)
+
+    def blankets(self) -> tuple[Blanket, ...]:
+        """One report: the set randomizer above its bit vectors (:func:`~frameldp.accounting.
+        blanket.bit_vector_blanket`, each bit's ratios ``q*/p*`` and ``(1 - q*)/(1 - p*)``, at
+        most ``h`` bits a value). Several reports of one person in a release: none."""
+        if self.reports != 1:
+            return ()
+        ones, zeros = self._report_probabilities()
+        if zeros in (0, 1) or ones in (0, 1):
+            return ()
+        return bit_vector_blanket(
+            math.log(ones / zeros), math.log((1 - ones) / (1 - zeros)), self.num_hashes
+        )
 
     def rdp(self, order: float) -> float:
         """``h (D_a(P1 || P0) + D_a(P0 || P1))`` over the number of ones per bit (exact)."""

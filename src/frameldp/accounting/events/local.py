@@ -4,12 +4,11 @@ pure epsilon-DP mechanism (closed forms and references in the package docstring)
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from frameldp.accounting.blanket import Blanket
+from frameldp.accounting.blanket import Blanket, bit_vector_blanket
 from frameldp.accounting.events.base import (
     PrivacyEvent,
     check_count,
@@ -136,19 +135,12 @@ class RapporEvent(PrivacyEvent):
         return self.epsilon
 
     def blankets(self) -> tuple[Blanket, ...]:
-        """One-hot RAPPOR (``max_weight = 1``): the reports of the all-zero vector, times
-        ``e^-b``, lie below every value's law (``b = bit_epsilon``), a value's set bit weighing
-        ``e^2b`` more than its clear one: a blanket report supports a value with probability
-        ``1 / (1 + e^b)``, two with its square. An empty set (the all-zero vector) has
-        likelihood ratio 1 to the blanket, the mean of a value's, which is independent of any
-        other value's bits under the blanket: by Jensen its pairs are below those of two values,
-        in both directions. Reports
-        with more ones are not set randomizers (several bits per value): none."""
+        """The set randomizer above the bit vectors (:func:`~frameldp.accounting.blanket.
+        bit_vector_blanket`): the reports of the all-zero vector times ``e^-mb`` lie below
+        every value's law (``b = bit_epsilon``); at ``m = 1`` that is one-hot RAPPOR's exact
+        blanket (a blanket report supports a value with probability ``1 / (1 + e^b)``)."""
         bit = self.bit_epsilon
-        if self.max_weight != 1 or not 0.0 < bit <= 350.0:
-            return ()
-        inside = 1.0 / (1.0 + math.exp(bit))
-        return (Blanket(2.0 * bit, inside, inside * inside),)
+        return bit_vector_blanket(bit, -bit, self.max_weight) if bit <= 350.0 else ()
 
     def rdp(self, order: float) -> float:
         """``2m RDP_RR(bit_epsilon)`` (exact)."""

@@ -87,7 +87,7 @@ def _central_methods(event: ShuffleEvent) -> list[tuple[str, _Curve, _Curve]]:
     """Every valid method for one release: its name, ``epsilon(delta)`` and ``delta(epsilon)``
     (below ``eps0``): the clone pair's divergence, the privacy blanket summed directly (set
     randomizers: k-ary RR with ``k >= 3``, OUE, local hashing, subset selection, Hadamard and
-    projective geometry response, one-hot RAPPOR) and a scan (binary RR)."""
+    projective geometry response, RAPPOR, Bloom RAPPOR) and a scan (binary RR)."""
     epsilon0, n, clones = event.local_epsilon, event.reports, event.clones
     methods: list[tuple[str, _Curve, _Curve]] = [
         (
@@ -216,7 +216,8 @@ class ShuffleEvent(PrivacyEvent):
     randomizer; ``stronger_clones``: k-ary randomized response), the privacy blanket summed
     directly when the randomizer is a set randomizer (k-ary RR with ``num_buckets = k >= 3``,
     or the one-report event ``local`` of OUE, local hashing, subset selection, Hadamard or
-    projective geometry response, one-hot RAPPOR: :mod:`frameldp.accounting.blanket`), and for
+    projective geometry response, RAPPOR, Bloom RAPPOR: :mod:`frameldp.accounting.blanket`;
+    bit vectors through the set randomizer above them), and for
     binary RR a scan over every dataset of the others (:attr:`scan`). Compositions use one
     dominating pair's privacy-loss distribution (:attr:`pair`): the blanket pair of k-ary RR
     where affordable, else the blanket's connect-the-dots pair, else the clone pair. The pure
@@ -262,6 +263,13 @@ class ShuffleEvent(PrivacyEvent):
                     f"{self.local_epsilon!r}, got {local}"
                 )
             object.__setattr__(self, "local", local)
+
+    @property
+    def memo(self) -> str | None:
+        """The memo of the local reports' permanent responses, if they have one: an
+        accountant counts this release as its local reports when another use shares it."""
+        memo = getattr(self.local, "memo", None)
+        return memo if isinstance(memo, str) else None
 
     @property
     def report_blankets(self) -> tuple[Blanket, ...]:
