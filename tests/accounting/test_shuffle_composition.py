@@ -18,6 +18,7 @@ Nothing here is random.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from functools import cache
@@ -550,3 +551,53 @@ def test_a_memo_shared_by_shuffled_releases_is_counted_as_its_local_reports() ->
         [memoized, frameldp.RandomizedResponse(1.0, domain=["a", "b"]).privacy]
     )
     assert not amplify_by_shuffling(several, 10_000).shuffled
+
+
+def test_every_way_to_hold_two_shuffled_releases_under_one_memo_counts_them_locally() -> None:
+    """``per_person``, an accountant built directly and a JSON round trip agree with
+    ``compose``: two shuffled releases under one memo are their memoized local reports."""
+    mechanism = frameldp.BloomRappor(f=0.5, p=0.5, q=0.75, num_bits=16, num_hashes=2, num_cohorts=1)
+    memoized = mechanism.guarantee(memo="X")
+    shuffled = amplify_by_shuffling(memoized, 10_000)
+    local = Accountant().compose(memoized, count=2).epsilon(1e-6)
+    twice = frameldp.accounting.per_person(shuffled, 2)
+    assert twice.epsilon_at(1e-6) == local
+    assert PrivacyGuarantee.from_json(twice.to_json()).epsilon_at(1e-6) == local
+    assert Accountant(((shuffled.events[0][0], 2),)).epsilon(1e-6) == local
+    assert frameldp.compose([shuffled, shuffled]).epsilon_at(1e-6) == local
+
+
+def test_a_shuffled_release_recorded_without_its_local_event_recovers_its_memo() -> None:
+    """A ledger entry written before shuffle events kept their memoized local event (``local``
+    absent) still names the memo in its parts: loaded, it composes with a new release under
+    the same memo as local reports, not as an independent shuffle."""
+    mechanism = frameldp.BloomRappor(f=0.5, p=0.5, q=0.75, num_bits=16, num_hashes=2, num_cohorts=1)
+    memoized = mechanism.guarantee(memo="X")
+    shuffled = amplify_by_shuffling(memoized, 10_000)
+    [(event, _)] = shuffled.events
+    assert isinstance(event, ShuffleEvent)
+    old_event = ShuffleEvent(event.local_epsilon, event.reports, event.clones)
+    old = dataclasses.replace(shuffled, events=((old_event, 1),))
+    loaded = PrivacyGuarantee.from_json(old.to_json())
+    assert loaded.events == shuffled.events
+    local = Accountant().compose(memoized, count=2).epsilon(1e-6)
+    assert frameldp.compose([loaded, shuffled]).epsilon_at(1e-6) == local
+    # An old composition of such releases is rebuilt from its (recovered) parts.
+    old_pair = frameldp.compose([old, old])
+    assert PrivacyGuarantee.from_json(old_pair.to_json()).epsilon_at(1e-6) == local
+    # Without a memo an old entry loads as it was.
+    fresh = amplify_by_shuffling(mechanism.guarantee(), 10_000)
+    plain = dataclasses.replace(fresh, events=((old_event, 1),))
+    assert PrivacyGuarantee.from_json(plain.to_json()).events == ((old_event, 1),)
+
+
+def test_bit_vector_blankets_at_the_edges_are_skipped_not_raised() -> None:
+    """A bit whose one ratio rounds to 1 (inside would be 1) has no blanket; a tiny bit
+    epsilon has one whose bands are a single count: both give a finite bound, no exception."""
+    extreme = frameldp.BloomRappor(
+        f=0.2, p=2**-52, q=0.0, num_bits=16, num_hashes=1, num_cohorts=4
+    ).privacy
+    assert 0.0 < amplify_by_shuffling(extreme, 10_000).epsilon_at(1e-6) < extreme.epsilon
+    tiny = RapporEvent(1e-30, 2)
+    local = PrivacyGuarantee(tiny.pure_epsilon, "rappor", {}, (), ((tiny, 1),))
+    assert amplify_by_shuffling(local, 1000).epsilon_at(1e-6) <= tiny.pure_epsilon

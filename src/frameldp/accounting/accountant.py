@@ -208,8 +208,13 @@ class Accountant:
 
     @cached_property
     def _uses(self) -> tuple[tuple[PrivacyEvent, int], ...]:
-        """The entries as independent uses (memoized events fold their count into one)."""
-        return tuple(event.repeated(n) for event, n in self.entries)
+        """The entries as independent uses (memoized events fold their count into one, and
+        shuffled releases sharing a memo are their local reports, however the entries were
+        built: :meth:`of`, or directly)."""
+        counts: dict[PrivacyEvent, int] = {}
+        for event, n in self.entries:
+            counts[event] = counts.get(event, 0) + n
+        return tuple(event.repeated(n) for event, n in _unshuffle_shared_memos(counts).items())
 
     # ------------------------------------------------------------------ curves
 
@@ -428,6 +433,23 @@ class DeltaExplanation:
         return self.best.delta
 
 
+def memos_of(event: PrivacyEvent) -> set[str]:
+    """Every memo an event's record names (nested events too: a sampled collection's columns,
+    a shuffled release's local reports)."""
+    found: set[str] = set()
+    stack: list[Any] = [event.to_dict()]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Mapping):
+            memo = item.get("memo")
+            if isinstance(memo, str):
+                found.add(memo)
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return found
+
+
 def _unshuffle_shared_memos(counts: dict[PrivacyEvent, int]) -> dict[PrivacyEvent, int]:
     """A shuffled release whose reports share memoized permanent responses with another use
     (a second shuffled release, or a local one) is not independent of it: its reports are
@@ -435,18 +457,27 @@ def _unshuffle_shared_memos(counts: dict[PrivacyEvent, int]) -> dict[PrivacyEven
     others sharing the memo. Shuffle bounds compose releases of independent randomness only,
     and a person's permanent response links them (for two people, two shuffled releases
     sharing it lose more than two with fresh ones)."""
+    named = {event: memos_of(event) for event in counts}
     uses: dict[str, int] = {}
     for event, n in counts.items():
-        memo = getattr(event, "memo", None)
-        if memo is not None:
+        for memo in named[event]:
             uses[memo] = uses.get(memo, 0) + n
     shared = {memo for memo, n in uses.items() if n > 1}
-    if not any(event.central and getattr(event, "memo", None) in shared for event in counts):
+
+    def linked(event: PrivacyEvent) -> bool:
+        return event.central and bool(named[event] & shared)
+
+    if not any(linked(event) for event in counts):
         return counts
     out: dict[PrivacyEvent, int] = {}
     for event, n in counts.items():
-        local = getattr(event, "local", None)
-        if event.central and local is not None and getattr(event, "memo", None) in shared:
+        if linked(event):
+            local = getattr(event, "local", None)
+            if not isinstance(local, PrivacyEvent):
+                raise ParameterError(
+                    f"a shuffled release shares the memo {sorted(named[event] & shared)} with "
+                    "another use but does not name its local reports: it cannot be counted"
+                )
             event, uses_of = local.unit()
             n *= uses_of
         out[event] = out.get(event, 0) + n

@@ -181,6 +181,8 @@ def bit_vector_blanket(log_one: float, log_zero: float, weight: int) -> tuple[Bl
         return ()
     # (1 - lo) / (hi - lo), in the form that keeps its digits when both are near 1.
     inside = -math.expm1(log_low) / (math.exp(log_low) * math.expm1(epsilon0))
+    if not 0.0 < inside < 1.0:  # a bit whose one ratio rounds to 1: no blanket to speak of
+        return ()
     return (Blanket(epsilon0, inside, inside * inside),)
 
 
@@ -267,7 +269,7 @@ def _terms(blanket: Blanket, n: int, log_cutoff: float, alpha: float, share: flo
     for size, weight in zip(s_values, s_weights, strict=True):
         if blanket.both > 0.0:
             t, log_t, lost_t = binomial_window(int(size), blanket.both, log_cutoff)
-            t_values, t_weights = _bands(t, np.exp(log_t), share * spread / (shift * e1))
+            t_values, t_weights = _bands(t, np.exp(log_t), share * spread / max(shift * e1, 1e-300))
         else:
             t_values, t_weights, lost_t = np.zeros(1), np.ones(1), 0.0
         lost += weight * lost_t * largest

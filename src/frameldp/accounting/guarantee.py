@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
-from frameldp.accounting.accountant import Accountant, Explanation
-from frameldp.accounting.events import PrivacyEvent, PureDP, SampledEvent
+from frameldp.accounting.accountant import Accountant, Explanation, memos_of
+from frameldp.accounting.events import PrivacyEvent, PureDP, SampledEvent, ShuffleEvent
 from frameldp.accounting.risk import (
     RISK_DELTA,
     RISK_FPRS,
@@ -289,12 +289,15 @@ class PrivacyGuarantee:
         ParameterError)."""
         try:
             epsilon = data["epsilon"]
+            parts = tuple(cls.from_dict(part) for part in data.get("parts", []))
             return cls(
                 math.inf if epsilon is None else float(epsilon),
                 str(data["mechanism"]),
                 dict(data.get("parameters", {})),
-                tuple(cls.from_dict(part) for part in data.get("parts", [])),
-                Accountant.from_dict(data).entries,
+                parts,
+                _with_local_memos(
+                    Accountant.from_dict(data).entries, parts, data["mechanism"] == "shuffled"
+                ),
                 str(data.get("model", "local")),  # type: ignore[arg-type]
                 bool(data.get("seeded", False)),
             )
@@ -354,6 +357,31 @@ def _shown(value: Any) -> Any:
     """A parameter as a description shows it: floats (probabilities, realized epsilons) to 3
     significant digits; the guarantee keeps them exact."""
     return f"{value:.3g}" if isinstance(value, float) else value
+
+
+def _with_local_memos(
+    events: tuple[tuple[PrivacyEvent, int], ...],
+    parts: tuple[PrivacyGuarantee, ...],
+    shuffled: bool,
+) -> tuple[tuple[PrivacyEvent, int], ...]:
+    """Shuffled releases recorded before frameldp kept their memoized local reports (a
+    ``ShuffleEvent`` without ``local``) hide a memo that later releases may share: their parts
+    still name it. A release of one memoized report gets it back as its ``local``; any other
+    shape is counted as its local reports (never below them). Other records are unchanged."""
+    if not any(isinstance(event, ShuffleEvent) and event.local is None for event, _ in events):
+        return events
+    if not any(memos_of(event) for part in parts for event, _ in part.events):
+        return events
+    if not shuffled:  # a composition: its events are its parts', now recovered
+        return Accountant.of((part, 1) for part in parts).entries
+    [(event, count)] = events
+    local_events = parts[0].events if len(parts) == 1 else ()
+    if isinstance(event, ShuffleEvent) and len(local_events) == 1 and local_events[0][1] == 1:
+        try:
+            return ((dataclasses.replace(event, local=local_events[0][0]), count),)
+        except ParameterError:
+            pass
+    return Accountant.of((part, count) for part in parts).entries
 
 
 def compose(guarantees: Iterable[PrivacyGuarantee]) -> PrivacyGuarantee:

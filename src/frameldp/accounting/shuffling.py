@@ -9,6 +9,7 @@ guarantee allows and builds the guarantee that records it.
 
 from __future__ import annotations
 
+from frameldp.accounting.accountant import memos_of
 from frameldp.accounting.amplification import Clones, check_local
 from frameldp.accounting.events import PrivacyEvent, RandomizedResponseEvent, ShuffleEvent
 from frameldp.accounting.guarantee import PrivacyGuarantee
@@ -71,9 +72,9 @@ def amplify_by_shuffling(
         elif only is not None and local.events[0][1] == 1:
             # A set randomizer (its blanket applies), or memoized reports (whose memo an
             # accountant must see: releases sharing it are not independent).
-            if only.blankets() or getattr(only, "memo", None) is not None:
+            if only.blankets() or memos_of(only):
                 report = only
-        elif any(getattr(event, "memo", None) is not None for event, _ in local.events):
+        elif any(memos_of(event) for event, _ in local.events):
             # Memoized reports among several events: none can be named as the local one.
             return local
     else:

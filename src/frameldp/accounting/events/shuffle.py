@@ -265,13 +265,6 @@ class ShuffleEvent(PrivacyEvent):
             object.__setattr__(self, "local", local)
 
     @property
-    def memo(self) -> str | None:
-        """The memo of the local reports' permanent responses, if they have one: an
-        accountant counts this release as its local reports when another use shares it."""
-        memo = getattr(self.local, "memo", None)
-        return memo if isinstance(memo, str) else None
-
-    @property
     def report_blankets(self) -> tuple[Blanket, ...]:
         """The privacy blanket of one report for each kind of pair of values (empty when the
         randomizer is not known to be a set randomizer, or beyond ``eps0 = 15``)."""
@@ -374,8 +367,10 @@ class ShuffleEvent(PrivacyEvent):
     def central_is_tightest(self) -> bool:
         """The direct answers (the clone pair's divergence, the blanket's sum, the scans) are
         never above a loss distribution of their pairs, which rounds losses up (k-ary RR's
-        blanket pair on its lattice can come within its band slack, a few 10^-4 relative)."""
-        return True
+        blanket pair on its lattice can come within its band slack, a few 10^-4 relative), nor
+        above a Rényi conversion beyond the float padding of each. Not above ``eps0 = 15``,
+        where no pair is computed and the local reports' Rényi conversion can be tighter."""
+        return self.local_epsilon <= MAX_EPSILON0
 
     def central_method(self, delta: float) -> tuple[float, str]:
         """The central epsilon at ``delta`` of one use and the method that produced it: the
