@@ -20,6 +20,7 @@ with probability below 0.9**800 < 1e-36, far below ``P_FAIL``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -414,15 +415,24 @@ def _tables(release: Any, chosen: dict[str, Any]) -> dict[str, pd.DataFrame]:
     return tables
 
 
+@functools.cache
+def _pandas_releases() -> list[tuple[Any, dict[str, Any], dict[str, pd.DataFrame]]]:
+    """pandas' releases and their tables, drawn once per worker (every engine compares to
+    them; keyed, so they are the same each time)."""
+    return [
+        (release, chosen, _tables(release, chosen))
+        for release, chosen in _releases(FRAMES["pandas"])
+    ]
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_every_engine_draws_the_pandas_reports_and_tables(engine: str) -> None:
     """One keyed release per engine of a frame holding every example: its report columns are
     bit-identical to pandas', and so are its tables (the same reductions, flat)."""
-    expected = _releases(FRAMES["pandas"])
     found = _releases(FRAMES[engine])
-    for (ours, chosen), (theirs, _) in zip(found, expected, strict=True):
+    for (ours, chosen), (theirs, _, expected) in zip(found, _pandas_releases(), strict=True):
         for name in chosen:
             assert stored(ours, name) == stored(theirs, name), name
         tables = _tables(ours, chosen)
-        for name, table in _tables(theirs, chosen).items():
+        for name, table in expected.items():
             pd.testing.assert_frame_equal(tables[name], table, obj=name)

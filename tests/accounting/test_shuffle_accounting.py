@@ -200,7 +200,7 @@ def float_up(value: Fraction) -> float:
 
 # ---------------------------------------------------------------------- clone_delta vs mpmath
 
-ORACLE_SIZES = (2, 10, 50, 200)
+ORACLE_SIZES = (2, 10, 50, 120)  # the mpmath oracle costs n^2
 ORACLE_LOCAL = (0.5, 1.0, 2.0, 4.0)
 # Fractions of eps0: from nearly 0 to well inside the curve (delta from ~1 down to ~1e-12).
 FRACTIONS = (0.05, 0.3, 0.6, 0.9)

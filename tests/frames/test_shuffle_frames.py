@@ -492,6 +492,9 @@ def test_bad_balcer_cheu_call_raises(
 # ------------------------------------------------------------------------------ balcer_cheu: ledger
 
 
+# The charge is computed once for every backend (its epsilon at the budget's delta): an eager
+# and a lazy frame cover both ways a release reaches the ledger.
+@pytest.mark.parametrize("backend", ["pandas-numpy", "polars-lazy"], indirect=True)
 def test_balcer_cheu_is_charged_to_a_budget_with_a_delta(backend: Backend, tmp_path: Path) -> None:
     """The spent epsilon is the protocol's exact epsilon at the budget's delta (one release)."""
     path = tmp_path / "budget.sqlite"
