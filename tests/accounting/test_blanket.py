@@ -327,6 +327,27 @@ def exact_bit_vector_deltas(
     return deltas
 
 
+def test_the_set_randomizer_above_bit_vectors_has_the_stated_parameters() -> None:
+    """eps0 = ln(hi/lo), inside = (1 - lo)/(hi - lo), both = inside^2 and gamma = lo, computed
+    here from the bit probabilities (RAPPOR's symmetric bits, and Bloom RAPPOR's q*, p*); and
+    the figures docs/shuffle.md quotes, at eps0 = 1 (1.074) among 10^4 people."""
+    for event, one, zero, weight in (
+        (RapporEvent(0.25, 2), 1 / (1 + math.exp(-0.25)), 1 / (1 + math.exp(0.25)), 2),
+        (BloomRapporEvent(2, 0.25, 0.75, 0.5), 0.6875, 0.5625, 2),
+    ):
+        [blanket] = event.blankets()
+        ratios = (one / zero, (1 - one) / (1 - zero))
+        lo, hi = min(ratios) ** weight, max(ratios) ** weight
+        inside = (1 - lo) / (hi - lo)
+        assert blanket.epsilon0 == pytest.approx(math.log(hi / lo), rel=1e-12)
+        assert blanket.inside == pytest.approx(inside, rel=1e-12)
+        assert blanket.both == pytest.approx(inside**2, rel=1e-12)
+        assert blanket.gamma == pytest.approx(lo, rel=1e-12)
+    high = clone_epsilon(1e-6, 1.0, 10_000)
+    [rappor] = RapporEvent(0.25, 2).blankets()
+    assert blanket_epsilon(1e-6, rappor, 10_000, high) == pytest.approx(0.031026, rel=1e-4)
+
+
 @pytest.mark.parametrize(
     ("one", "zero", "weight", "sets"),
     [

@@ -22,6 +22,7 @@ import dataclasses
 import itertools
 import math
 from functools import cache
+from typing import Any
 
 import mpmath
 import numpy as np
@@ -51,6 +52,7 @@ from frameldp.accounting.amplification import binary_rr_shuffle_delta, clone_del
 from frameldp.accounting.events import shuffle as shuffle_events
 from frameldp.accounting.lattice import Lattice, fft_convolve
 from frameldp.accounting.shuffled_rr import exact_rr_delta, exact_rr_epsilon
+from frameldp.errors import ParameterError
 
 DPS = 50
 # The lattice curves carry float error far below this (mass errors ~1e-15 at these sizes,
@@ -516,14 +518,19 @@ def _memoized_nights(x: int, other: int, nights: int, memo: bool) -> dict[tuple[
 
 def test_shuffled_releases_sharing_a_memo_are_not_independent() -> None:
     """Why they are not composed as independent: two people, two nights, one bit. A shared
-    permanent response makes the nights lose more than two with fresh ones."""
+    permanent response makes the nights lose more than two with fresh ones; frameldp's
+    statement of the two shuffled nights under one memo is above the shared one's loss."""
     alpha = math.exp(0.1)
 
     def delta(memo: bool) -> float:
         first, second = _memoized_nights(1, 1, 2, memo), _memoized_nights(0, 1, 2, memo)
         return sum(max(v - alpha * second.get(k, 0.0), 0.0) for k, v in first.items())
 
-    assert delta(memo=True) > delta(memo=False) * 1.01
+    shared = delta(memo=True)
+    assert shared > delta(memo=False) * 1.01
+    bit = BloomRapporEvent(1, 0.25, 0.75, 0.5, memo="m", num_bits=1)
+    night = ShuffleEvent(bit.pure_epsilon, 2, local=bit)
+    assert Accountant().compose(night, 2).delta(0.1) >= shared
 
 
 def test_a_memo_shared_by_shuffled_releases_is_counted_as_its_local_reports() -> None:
@@ -551,6 +558,27 @@ def test_a_memo_shared_by_shuffled_releases_is_counted_as_its_local_reports() ->
         [memoized, frameldp.RandomizedResponse(1.0, domain=["a", "b"]).privacy]
     )
     assert not amplify_by_shuffling(several, 10_000).shuffled
+
+
+@pytest.mark.parametrize(
+    "mechanism",
+    [
+        frameldp.RandomizedResponse(1.0, epsilon_infinity=4.0, domain=list("abcd")),
+        frameldp.Rappor(epsilon=1.0, epsilon_infinity=4.0, domain=list("abcd")),
+    ],
+    ids=["L-GRR", "L-SUE"],
+)
+def test_memoized_mechanisms_of_every_kind_keep_their_memo_when_shuffled(mechanism: Any) -> None:
+    """Not only Bloom RAPPOR: a memoized k-RR or RAPPOR release keeps its memo through the
+    shuffle, and two such releases compose as their local reports (the pure epsilon of the
+    composition too, which is above the sum of the parts' when they share the memo)."""
+    memoized = mechanism.guarantee(memo="X")
+    shuffled = amplify_by_shuffling(memoized, 10_000)
+    local = Accountant().compose(memoized, count=2)
+    twice = frameldp.compose([shuffled, shuffled])
+    assert all(not event.central for event, _ in twice.events)
+    assert twice.epsilon_at(1e-6) == local.epsilon(1e-6)
+    assert frameldp.compose([memoized, memoized]).epsilon >= local.pure_epsilon > 2.0
 
 
 def test_every_way_to_hold_two_shuffled_releases_under_one_memo_counts_them_locally() -> None:
@@ -589,6 +617,16 @@ def test_a_shuffled_release_recorded_without_its_local_event_recovers_its_memo()
     fresh = amplify_by_shuffling(mechanism.guarantee(), 10_000)
     plain = dataclasses.replace(fresh, events=((old_event, 1),))
     assert PrivacyGuarantee.from_json(plain.to_json()).events == ((old_event, 1),)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["{not json", '{"epsilon": 1' + "0" * 400 + ', "mechanism": "x"}', '{"a": ' * 5000 + "1"],
+    ids=["not-json", "huge-number", "deep"],
+)
+def test_a_guarantee_that_is_not_one_is_refused_with_a_parameter_error(text: str) -> None:
+    with pytest.raises(ParameterError, match="not a frameldp privacy guarantee"):
+        PrivacyGuarantee.from_json(text)
 
 
 def test_bit_vector_blankets_at_the_edges_are_skipped_not_raised() -> None:

@@ -39,6 +39,7 @@ References
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Iterable, Mapping
@@ -433,7 +434,8 @@ class DeltaExplanation:
         return self.best.delta
 
 
-def memos_of(event: PrivacyEvent) -> set[str]:
+@functools.lru_cache(maxsize=4096)
+def memos_of(event: PrivacyEvent) -> frozenset[str]:
     """Every memo an event's record names (nested events too: a sampled collection's columns,
     a shuffled release's local reports)."""
     found: set[str] = set()
@@ -447,7 +449,7 @@ def memos_of(event: PrivacyEvent) -> set[str]:
             stack.extend(item.values())
         elif isinstance(item, list | tuple):
             stack.extend(item)
-    return found
+    return frozenset(found)
 
 
 def _unshuffle_shared_memos(counts: dict[PrivacyEvent, int]) -> dict[PrivacyEvent, int]:
@@ -457,6 +459,8 @@ def _unshuffle_shared_memos(counts: dict[PrivacyEvent, int]) -> dict[PrivacyEven
     others sharing the memo. Shuffle bounds compose releases of independent randomness only,
     and a person's permanent response links them (for two people, two shuffled releases
     sharing it lose more than two with fresh ones)."""
+    if not any(event.central for event in counts):
+        return counts
     named = {event: memos_of(event) for event in counts}
     uses: dict[str, int] = {}
     for event, n in counts.items():

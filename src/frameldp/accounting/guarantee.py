@@ -311,8 +311,19 @@ class PrivacyGuarantee:
 
     @classmethod
     def from_json(cls, text: str) -> PrivacyGuarantee:
-        """Rebuild from :meth:`to_json`."""
-        return cls.from_dict(json.loads(text))
+        """Rebuild from :meth:`to_json` (anything else raises a ParameterError)."""
+        try:
+            data = json.loads(text)
+        except (ValueError, TypeError, RecursionError) as error:
+            raise ParameterError(
+                f"not a frameldp privacy guarantee ({type(error).__name__}): {shown(text)}"
+            ) from None
+        try:
+            return cls.from_dict(data)
+        except (OverflowError, RecursionError) as error:
+            raise ParameterError(
+                f"not a frameldp privacy guarantee ({type(error).__name__}): {shown(text)}"
+            ) from None
 
     def insecure(self) -> PrivacyGuarantee:
         """This guarantee, marked as drawn from a seed (see ``seeded``)."""
@@ -397,10 +408,10 @@ def compose(guarantees: Iterable[PrivacyGuarantee]) -> PrivacyGuarantee:
         raise ParameterError("compose needs at least one guarantee")
     if len(parts) == 1:
         return parts[0]
-    total = sum_up((p.epsilon, 1) for p in parts)
-    accountant = Accountant()
-    for part in parts:
-        accountant = accountant.compose(part)
+    accountant = Accountant.of((part, 1) for part in parts)
+    # Parts sharing a memo are not independent: their reports' pure loss is the accountant's
+    # (folded under the memo), which can exceed the sum of the parts' epsilons.
+    total = max(sum_up((p.epsilon, 1) for p in parts), accountant.pure_epsilon)
     model: Model = "shuffle" if any(p.shuffled for p in parts) else "local"
     seeded = any(p.seeded for p in parts)
     return PrivacyGuarantee(
