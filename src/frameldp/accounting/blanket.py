@@ -114,6 +114,7 @@ __all__ = [
     "blanket_delta",
     "blanket_epsilon",
     "blanket_lattice",
+    "set_blanket",
 ]
 
 _FloatArray = NDArray[np.float64]
@@ -127,6 +128,8 @@ _PAD = 2.0**-30
 # a composition (coarser: it is evaluated at every point).
 BAND_SHARE = 2.0**-5
 GRID_BAND_SHARE = 2.0**-3
+# The largest eps0 a blanket is built for (e^eps0 stays a float).
+MAX_BLANKET_EPSILON0 = 700.0
 # Points of the connect-the-dots grid, and the delta at which it stops.
 GRID_POINTS = 128
 GRID_DELTA = 1e-40
@@ -143,7 +146,7 @@ class Blanket:
     both: float = 0.0
 
     def __post_init__(self) -> None:
-        if not (0.0 < self.epsilon0 <= 700.0 and math.isfinite(self.epsilon0)):
+        if not (0.0 < self.epsilon0 <= MAX_BLANKET_EPSILON0 and math.isfinite(self.epsilon0)):
             raise ParameterError(f"blanket: epsilon0 must be in (0, 700], got {self.epsilon0!r}")
         if not (0.0 < self.inside < 1.0):
             raise ParameterError(f"blanket: inside must be in (0, 1), got {self.inside!r}")
@@ -165,6 +168,15 @@ class Blanket:
         """``r``: probability that a report supporting not both supports one of the values
         (at most 1: at the edge every such report supports one)."""
         return min(1.0, 2.0 * (self.inside - self.both) / (1.0 - self.both))
+
+
+def set_blanket(epsilon0: float, inside: float, both: float = 0.0) -> tuple[Blanket, ...]:
+    """The blanket of a set randomizer at ``epsilon0`` whose blanket reports support a value
+    with probability ``inside`` and both values of a pair with ``both`` (none at epsilon 0,
+    where nothing is learnt, or beyond 700)."""
+    if not 0.0 < epsilon0 <= MAX_BLANKET_EPSILON0:
+        return ()
+    return (Blanket(epsilon0, inside, both),)
 
 
 def bit_vector_blanket(log_one: float, log_zero: float, weight: int) -> tuple[Blanket, ...]:

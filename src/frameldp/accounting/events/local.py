@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from frameldp.accounting.blanket import Blanket, bit_vector_blanket
+from frameldp.accounting.blanket import Blanket, bit_vector_blanket, set_blanket
 from frameldp.accounting.events.base import (
     PrivacyEvent,
     check_count,
@@ -73,9 +73,7 @@ class RandomizedResponseEvent(PrivacyEvent):
         """Uniform reports lie below every value's law, the value weighing ``e^eps`` more: a
         blanket report is a given value with probability ``1/k`` (for ``k >= 3``; binary RR's
         blanket is the stronger-clone pair, and its shuffles are scanned exactly)."""
-        if self.num_buckets < 3 or not 0.0 < self.epsilon <= 700.0:
-            return ()
-        return (Blanket(self.epsilon, 1.0 / self.num_buckets, 0.0),)
+        return set_blanket(self.epsilon, 1.0 / self.num_buckets) if self.num_buckets >= 3 else ()
 
     def rdp(self, order: float) -> float:
         """Exact Rényi divergence of the worst pair (Mironov 2017 Prop. 5 for two buckets)."""
@@ -139,8 +137,7 @@ class RapporEvent(PrivacyEvent):
         bit_vector_blanket`): the reports of the all-zero vector times ``e^-mb`` lie below
         every value's law (``b = bit_epsilon``); at ``m = 1`` that is one-hot RAPPOR's exact
         blanket (a blanket report supports a value with probability ``1 / (1 + e^b)``)."""
-        bit = self.bit_epsilon
-        return bit_vector_blanket(bit, -bit, self.max_weight) if bit <= 350.0 else ()
+        return bit_vector_blanket(self.bit_epsilon, -self.bit_epsilon, self.max_weight)
 
     def rdp(self, order: float) -> float:
         """``2m RDP_RR(bit_epsilon)`` (exact)."""

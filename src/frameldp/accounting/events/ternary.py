@@ -89,7 +89,7 @@ from abc import abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from frameldp.accounting.blanket import Blanket
+from frameldp.accounting.blanket import Blanket, set_blanket
 from frameldp.accounting.events.base import (
     PrivacyEvent,
     check_count,
@@ -174,15 +174,6 @@ def _epsilon(owner: str, value: Any) -> float:
     return check_positive(owner, "epsilon", value, allow_zero=True)
 
 
-def _set_blanket(epsilon: float, inside: float, both: float) -> tuple[Blanket, ...]:
-    """The blanket of a set randomizer at ``epsilon`` whose blanket reports support a value
-    with probability ``inside`` and both values of a pair with ``both`` (none at epsilon 0,
-    where nothing is learnt, or beyond 700)."""
-    if not 0.0 < epsilon <= _HUGE:
-        return ()
-    return (Blanket(epsilon, inside, both),)
-
-
 @dataclass(frozen=True)
 class OptimizedUnaryEncodingEvent(TernaryLossEvent):
     """Optimized unary encoding at ``epsilon = ln((1 - q) / q)`` (the bit of the true value
@@ -207,7 +198,7 @@ class OptimizedUnaryEncodingEvent(TernaryLossEvent):
         below every value's, with each value's bit weighing ``e^eps`` more when set: a
         blanket report supports a value with probability ``q``, two with ``q^2``."""
         q = 1.0 / (_exp_down(self.epsilon) + 1.0)
-        return _set_blanket(self.epsilon, q, q * q)
+        return set_blanket(self.epsilon, q, q * q)
 
 
 @dataclass(frozen=True)
@@ -233,7 +224,7 @@ class HadamardResponseEvent(TernaryLossEvent):
         """Uniform columns lie below every value's law, its half weighing ``e^eps`` more: a
         blanket column supports a value with probability 1/2, two values (rows agreeing on
         half the columns) with 1/4."""
-        return _set_blanket(self.epsilon, 0.5, 0.25)
+        return set_blanket(self.epsilon, 0.5, 0.25)
 
 
 @dataclass(frozen=True)
@@ -268,7 +259,7 @@ class BlockHadamardResponseEvent(TernaryLossEvent):
         (``1 / (4B)``). Both kinds of pair are kept (the worse one counts)."""
         blocks = self.blocks
         kinds = [(0.5 / blocks, 0.25 / blocks)] + ([(0.5 / blocks, 0.0)] if blocks > 1 else [])
-        return tuple(b for inside, both in kinds for b in _set_blanket(self.epsilon, inside, both))
+        return tuple(b for inside, both in kinds for b in set_blanket(self.epsilon, inside, both))
 
 
 @dataclass(frozen=True)
@@ -309,7 +300,7 @@ class SubsetSelectionEvent(TernaryLossEvent):
         more: a blanket subset holds a value with probability ``d / k``, two with
         ``d (d - 1) / (k (k - 1))``."""
         k, d = self.num_buckets, self.subset_size
-        return _set_blanket(self.epsilon, d / k, d * (d - 1) / (k * (k - 1)))
+        return set_blanket(self.epsilon, d / k, d * (d - 1) / (k * (k - 1)))
 
 
 @dataclass(frozen=True)
@@ -352,7 +343,7 @@ class ProjectiveGeometryEvent(TernaryLossEvent):
         ``D / K``, through two with ``D_2 / K``."""
         q, t = self.field_size, self.dimension
         points, d, d2 = (int((q**j - 1) // (q - 1)) for j in (t, t - 1, t - 2))
-        return _set_blanket(self.epsilon, d / points, d2 / points)
+        return set_blanket(self.epsilon, d / points, d2 / points)
 
 
 @dataclass(frozen=True)
@@ -385,4 +376,4 @@ class LocalHashingEvent(TernaryLossEvent):
         weighing ``e^eps`` more: a blanket report supports a value with probability ``1/g``,
         two (they collide with probability exactly ``1/g``) with ``1/g^2``."""
         g = self.num_buckets
-        return _set_blanket(self.epsilon, 1.0 / g, 1.0 / (g * g))
+        return set_blanket(self.epsilon, 1.0 / g, 1.0 / (g * g))
